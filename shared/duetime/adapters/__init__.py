@@ -1,0 +1,1 @@
+"""Adapters: the only modules that talk to AWS (boto3) or the network."""

@@ -1,0 +1,25 @@
+"""boto3 clients, created lazily (never at import time) and shared per process.
+
+Endpoints come from the standard variables (``AWS_ENDPOINT_URL_DYNAMODB``, ``AWS_ENDPOINT_URL_SQS``...),
+so the same code talks to AWS, DynamoDB Local or LocalStack.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+_CONFIG = Config(
+    retries={"mode": "standard", "max_attempts": 5},
+    max_pool_connections=64,
+    connect_timeout=3,
+    read_timeout=10,
+)
+
+
+@functools.cache
+def client(service: str) -> Any:
+    return boto3.session.Session().client(service, config=_CONFIG)  # type: ignore[call-overload]

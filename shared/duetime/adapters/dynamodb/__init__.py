@@ -1,0 +1,1 @@
+"""DynamoDB adapter: tables, item codec, named conditional writes and the store."""

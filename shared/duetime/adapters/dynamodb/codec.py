@@ -1,0 +1,158 @@
+"""Models <-> DynamoDB items (low-level attribute values). Specs and payloads are stored as JSON strings."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from duetime.ids import partition_of
+from duetime.models import HttpTarget, Job, JobSpec, JobState, RetryPolicy, Run, RunResult, RunStatus
+from duetime.timeutil import iso_z, minute_bucket, parse_iso_z
+
+Item = dict[str, dict[str, Any]]
+_SPEC_FIELDS = set(JobSpec.model_fields)
+
+
+def s(value: str) -> dict[str, str]:
+    return {"S": value}
+
+
+def n(value: int) -> dict[str, str]:
+    return {"N": str(value)}
+
+
+def t(value: datetime) -> dict[str, str]:
+    return {"S": iso_z(value)}
+
+
+def _opt_time(item: Item, name: str) -> datetime | None:
+    return parse_iso_z(item[name]["S"]) if name in item else None
+
+
+def due_bucket(job_id: str, fire_at: datetime, written_at: datetime) -> str:
+    """The due-index partition key. A row is never filed in a bucket older than the minute it is
+    written in, so buckets behind the low-water mark stay empty (see ``poller``)."""
+    return f"{partition_of(job_id):02d}#{minute_bucket(max(fire_at, written_at))}"
+
+
+def due_key(job_id: str, fire_at: datetime) -> str:
+    return f"{iso_z(fire_at)}#{job_id}"
+
+
+def scheduling_attributes(job: Job, state: JobState, now: datetime) -> tuple[Item, list[str]]:
+    """SET values and REMOVE names for a job's schedule state; the due-index keys only while it is due."""
+    values: Item = {"version": n(state.version)}
+    removes: list[str] = []
+    for name in ("next_nominal_at", "next_fire_at", "last_scheduled_at"):
+        value = getattr(state, name)
+        if value is None:
+            removes.append(name)
+        else:
+            values[name] = t(value)
+    if state.next_fire_at is not None and not job.paused:
+        values["due_bucket"] = s(due_bucket(job.id, state.next_fire_at, now))
+        values["due_key"] = s(due_key(job.id, state.next_fire_at))
+    else:
+        removes += ["due_bucket", "due_key"]
+    return values, removes
+
+
+def job_to_item(job: Job, now: datetime) -> Item:
+    item: Item = {
+        "job_id": s(job.id),
+        "team": s(job.team),
+        "partition": n(partition_of(job.id)),
+        "spec": s(job.model_dump_json(include=_SPEC_FIELDS)),
+        "created_at": t(job.created_at),
+        "updated_at": t(job.updated_at),
+    }
+    values, _ = scheduling_attributes(job, job.state, now)
+    item.update(values)
+    return item
+
+
+def item_to_job(item: Item) -> Job:
+    spec = json.loads(item["spec"]["S"])
+    return Job.model_validate(
+        {
+            **spec,
+            "id": item["job_id"]["S"],
+            "team": item["team"]["S"],
+            "created_at": parse_iso_z(item["created_at"]["S"]),
+            "updated_at": parse_iso_z(item["updated_at"]["S"]),
+            "state": JobState(
+                next_nominal_at=_opt_time(item, "next_nominal_at"),
+                next_fire_at=_opt_time(item, "next_fire_at"),
+                last_scheduled_at=_opt_time(item, "last_scheduled_at"),
+                version=int(item["version"]["N"]),
+            ),
+        },
+        context={"stored": True},
+    )
+
+
+def reap_shard(partition: int) -> str:
+    return f"p{partition:02d}"
+
+
+def run_to_item(run: Run) -> Item:
+    """A new run row (always queued: only claims create runs)."""
+    item: Item = {
+        "run_id": s(run.run_id),
+        "job_id": s(run.job_id),
+        "team": s(run.team),
+        "partition": n(run.partition),
+        "nominal_at": t(run.nominal_at),
+        "fire_at": t(run.fire_at),
+        "status": s(run.status.value),
+        "attempt": n(run.attempt),
+        "max_attempts": n(run.max_attempts),
+        "payload": s(
+            json.dumps(
+                {
+                    "target": run.target.model_dump(mode="json"),
+                    "timeout_seconds": run.timeout_seconds,
+                    "retry": run.retry.model_dump(mode="json"),
+                },
+                separators=(",", ":"),
+            )
+        ),
+        "created_at": t(run.created_at),
+        "updated_at": t(run.updated_at),
+        "ttl": n(run.expires_at_epoch),
+    }
+    if run.queue_deadline is not None:
+        item["queue_deadline"] = t(run.queue_deadline)
+        item["reap_shard"] = s(reap_shard(run.partition))
+        item["reap_at"] = t(run.queue_deadline)
+    return item
+
+
+def item_to_run(item: Item) -> Run:
+    payload = json.loads(item["payload"]["S"])
+    result = json.loads(item["result"]["S"]) if "result" in item else None
+    return Run(
+        run_id=item["run_id"]["S"],
+        job_id=item["job_id"]["S"],
+        team=item["team"]["S"],
+        partition=int(item["partition"]["N"]),
+        nominal_at=parse_iso_z(item["nominal_at"]["S"]),
+        fire_at=parse_iso_z(item["fire_at"]["S"]),
+        status=RunStatus(item["status"]["S"]),
+        attempt=int(item["attempt"]["N"]),
+        max_attempts=int(item["max_attempts"]["N"]),
+        owner=item["owner"]["S"] if "owner" in item else None,
+        lease_expires_at=_opt_time(item, "lease_expires_at"),
+        queue_deadline=_opt_time(item, "queue_deadline"),
+        retry_at=_opt_time(item, "retry_at"),
+        target=HttpTarget.model_validate(payload["target"]),
+        timeout_seconds=payload["timeout_seconds"],
+        retry=RetryPolicy.model_validate(payload["retry"]),
+        result=RunResult.model_validate(result) if result else None,
+        created_at=parse_iso_z(item["created_at"]["S"]),
+        started_at=_opt_time(item, "started_at"),
+        finished_at=_opt_time(item, "finished_at"),
+        updated_at=parse_iso_z(item["updated_at"]["S"]),
+        expires_at_epoch=int(item["ttl"]["N"]),
+    )

@@ -1,0 +1,113 @@
+"""Every conditional write duetime makes, named and explained once.
+
+A failed condition is how DynamoDB tells us we lost a race; the store turns it into ``False``/``None``.
+Placeholders (``:name``) are filled by the write that uses the condition.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Condition:
+    name: str
+    expression: str
+    why: str
+
+
+JOB_IS_NEW = Condition(
+    "JOB_IS_NEW",
+    "attribute_not_exists(job_id)",
+    "Creating a job never overwrites another one with the same id.",
+)
+
+RUN_IS_NEW = Condition(
+    "RUN_IS_NEW",
+    "attribute_not_exists(run_id)",
+    "One run per (job, nominal time): the run id is the job id plus the nominal time, so a second poller "
+    "claiming the same time cannot create a second run.",
+)
+
+JOB_UNCHANGED_SINCE_READ = Condition(
+    "JOB_UNCHANGED_SINCE_READ",
+    "version = :expected_version",
+    "The claim moves the job's next due time forward only if nobody moved it (or edited the job) since "
+    "the poller read it: of two pollers, exactly one commits.",
+)
+
+RUN_WAITING_FOR_ATTEMPT = Condition(
+    "RUN_WAITING_FOR_ATTEMPT",
+    "#status IN (:queued, :retry_wait) AND attempt = :attempt",
+    "A worker takes the lease only for the attempt its message names and only while the run waits; "
+    "duplicate and stale messages fail here and are dropped.",
+)
+
+LEASE_HELD = Condition(
+    "LEASE_HELD",
+    "#status = :running AND #owner = :owner AND attempt = :attempt AND lease_expires_at > :now",
+    "A heartbeat extends only a lease this worker still holds by the store's clock: an expired lease "
+    "cannot be kept alive, whatever the worker's own clock says.",
+)
+
+LEASE_OWNED = Condition(
+    "LEASE_OWNED",
+    "#status = :running AND #owner = :owner AND attempt = :attempt",
+    "Only the owner of the current attempt records its result; a stale worker (its lease was expired "
+    "and the run re-queued or taken over) is rejected.",
+)
+
+LEASE_EXPIRED = Condition(
+    "LEASE_EXPIRED",
+    "#status = :running AND attempt = :attempt AND lease_expires_at < :now",
+    "The reaper takes a run back only when its lease has passed by the store's clock, so no worker, "
+    "whatever its clock, can steal a live lease.",
+)
+
+WAIT_EXPIRED = Condition(
+    "WAIT_EXPIRED",
+    "#status = :status AND attempt = :attempt AND reap_at < :now",
+    "A queued or retry-waiting run past its deadline lost its message; the reaper re-sends it once per "
+    "deadline.",
+)
+
+SLOT_FREE = Condition(
+    "SLOT_FREE",
+    "attribute_not_exists(holder) OR slot_expires_at < :now OR holder = :run_id",
+    "A concurrency slot can be taken when it is empty or its holder's lease expired (a dead worker never "
+    "leaks a slot); the same run may take it again.",
+)
+
+SLOT_HELD = Condition(
+    "SLOT_HELD",
+    "holder = :run_id",
+    "Only the run holding a slot extends or frees it.",
+)
+
+WATERMARK_BEHIND = Condition(
+    "WATERMARK_BEHIND",
+    "attribute_not_exists(low_water) OR low_water < :bucket",
+    "A partition's low-water mark only moves forward.",
+)
+
+WATERMARK_MISSING = Condition(
+    "WATERMARK_MISSING",
+    "attribute_not_exists(low_water)",
+    "Before the first job of a partition is written, its mark is set to the current minute (if it has "
+    "none), so a poller that starts later still reads from there.",
+)
+
+ALL_CONDITIONS = (
+    JOB_IS_NEW,
+    RUN_IS_NEW,
+    JOB_UNCHANGED_SINCE_READ,
+    RUN_WAITING_FOR_ATTEMPT,
+    LEASE_HELD,
+    LEASE_OWNED,
+    LEASE_EXPIRED,
+    WAIT_EXPIRED,
+    SLOT_FREE,
+    SLOT_HELD,
+    WATERMARK_BEHIND,
+    WATERMARK_MISSING,
+)

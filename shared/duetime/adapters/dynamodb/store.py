@@ -1,0 +1,531 @@
+"""The DynamoDB store: jobs, runs, team slots and low-water marks, through the low-level client.
+
+Every write names its condition (``conditions.py``). ``ConditionalCheckFailed`` is a lost race and comes
+back as ``False``/``None``; anything else is a real error and propagates.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import time
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from duetime.adapters.dynamodb import conditions as c
+from duetime.adapters.dynamodb.codec import (
+    Item,
+    item_to_job,
+    item_to_run,
+    job_to_item,
+    n,
+    reap_shard,
+    run_to_item,
+    s,
+    scheduling_attributes,
+    t,
+)
+from duetime.adapters.dynamodb.tables import DUE_INDEX, REAP_INDEX, TableNames
+from duetime.claim_plan import Claim
+from duetime.models import Job, Run, RunResult, RunStatus, Team
+from duetime.ports import Alert, ClaimOutcome, ReapCandidate
+from duetime.timeutil import iso_z, parse_iso_z
+
+log = logging.getLogger(__name__)
+
+MAX_TRANSACTION_ITEMS = 100
+CLAIM_ROUNDS = 6  # a cancelled batch is retried for the claims that did not lose their condition
+_STATUS = {"#status": "status"}
+_OWNER = {"#owner": "owner"}
+
+
+def _lost_race(exc: ClientError) -> bool:
+    return exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
+
+
+class DynamoStore:
+    """Implements ``JobStore``, ``RunStore`` and ``TeamStore`` (see ``duetime.ports`` for the contracts)."""
+
+    def __init__(self, client: Any, names: TableNames | None = None) -> None:
+        self.client = client
+        self.names = names or TableNames()
+        self._marks_known: set[int] = set()  # partitions whose low-water mark is known to exist
+
+    # --- jobs -------------------------------------------------------------------------------------------
+
+    def put_new_job(self, job: Job) -> None:
+        self.client.put_item(
+            TableName=self.names.jobs,
+            Item=job_to_item(job, job.updated_at),
+            ConditionExpression=c.JOB_IS_NEW.expression,
+        )
+
+    def get_job(self, job_id: str) -> Job | None:
+        item = self.client.get_item(
+            TableName=self.names.jobs, Key={"job_id": s(job_id)}, ConsistentRead=True
+        ).get("Item")
+        return item_to_job(item) if item else None
+
+    def due_jobs(self, partition: int, bucket: str, until: datetime, limit: int) -> list[Job]:
+        response = self.client.query(
+            TableName=self.names.jobs,
+            IndexName=DUE_INDEX,
+            KeyConditionExpression="due_bucket = :bucket AND due_key <= :until",
+            ExpressionAttributeValues={
+                ":bucket": s(f"{partition:02d}#{bucket}"),
+                ":until": s(f"{iso_z(until)}#~"),  # '~' sorts after every job id character
+            },
+            Limit=limit,
+        )
+        return [item_to_job(item) for item in response.get("Items", [])]
+
+    def claim(self, claims: Sequence[Claim], now: datetime) -> ClaimOutcome:
+        pending = list(claims)
+        created: list[Run] = []
+        committed = lost = transactions = 0
+        for round_number in range(CLAIM_ROUNDS):
+            if not pending:
+                break
+            if round_number:
+                time.sleep(random.uniform(0.005, 0.02) * round_number)  # conflicts: let the other side finish
+            retry: list[Claim] = []
+            for batch in _batches(pending):
+                transactions += 1
+                outcome = self._claim_batch(batch, now)
+                if outcome is None:
+                    committed += len(batch)
+                    created.extend(run for claim in batch for run in claim.runs)
+                    continue
+                lost_here, retry_here = outcome
+                lost += len(lost_here)
+                retry.extend(retry_here)
+            pending = retry
+        if pending:
+            log.warning(
+                "claims left for the next poll after repeated conflicts", extra={"count": len(pending)}
+            )
+        return ClaimOutcome(runs=created, claimed_jobs=committed, lost_races=lost, transactions=transactions)
+
+    def _claim_batch(self, batch: list[Claim], now: datetime) -> tuple[list[Claim], list[Claim]] | None:
+        """One TransactWriteItems for a batch. None when it committed; else (lost races, retryable)."""
+        items: list[dict[str, Any]] = []
+        owners: list[int] = []
+        for index, claim in enumerate(batch):
+            for run in claim.runs:
+                items.append(
+                    {
+                        "Put": {
+                            "TableName": self.names.runs,
+                            "Item": run_to_item(run),
+                            "ConditionExpression": c.RUN_IS_NEW.expression,
+                        }
+                    }
+                )
+                owners.append(index)
+            items.append({"Update": self._schedule_update(claim, now)})
+            owners.append(index)
+        try:
+            self.client.transact_write_items(TransactItems=items)
+            return None
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "TransactionCanceledException":
+                raise
+            reasons = exc.response.get("CancellationReasons") or []
+        failed_condition = {
+            owners[i] for i, reason in enumerate(reasons) if reason.get("Code") == "ConditionalCheckFailed"
+        }
+        lost = [claim for i, claim in enumerate(batch) if i in failed_condition]
+        retry = [claim for i, claim in enumerate(batch) if i not in failed_condition]
+        return lost, retry
+
+    def _schedule_update(self, claim: Claim, now: datetime) -> dict[str, Any]:
+        job = claim.plan.job
+        values, removes = scheduling_attributes(job, claim.plan.next_state, now)
+        values["updated_at"] = t(now)
+        sets = ", ".join(f"{name} = :{name}" for name in values)
+        expression = f"SET {sets}" + (f" REMOVE {', '.join(removes)}" if removes else "")
+        attribute_values = {f":{name}": value for name, value in values.items()}
+        attribute_values[":expected_version"] = n(job.state.version)
+        return {
+            "TableName": self.names.jobs,
+            "Key": {"job_id": s(job.id)},
+            "UpdateExpression": expression,
+            "ConditionExpression": c.JOB_UNCHANGED_SINCE_READ.expression,
+            "ExpressionAttributeValues": attribute_values,
+        }
+
+    # --- low-water marks ----------------------------------------------------------------------------------
+
+    def low_water_marks(self, partitions: Sequence[int]) -> dict[int, str]:
+        marks: dict[int, str] = {}
+        keys = [{"pk": s(f"partition#{p:02d}"), "sk": s("watermark")} for p in partitions]
+        for start in range(0, len(keys), 100):
+            request = {self.names.control: {"Keys": keys[start : start + 100]}}
+            while request:
+                response = self.client.batch_get_item(RequestItems=request)
+                for item in response.get("Responses", {}).get(self.names.control, []):
+                    marks[int(item["pk"]["S"].split("#")[1])] = item["low_water"]["S"]
+                request = response.get("UnprocessedKeys") or {}
+        return marks
+
+    def ensure_low_water_mark(self, partition: int, bucket: str) -> None:
+        if partition in self._marks_known:
+            return
+        try:
+            self.client.put_item(
+                TableName=self.names.control,
+                Item={"pk": s(f"partition#{partition:02d}"), "sk": s("watermark"), "low_water": s(bucket)},
+                ConditionExpression=c.WATERMARK_MISSING.expression,
+            )
+        except ClientError as exc:
+            if not _lost_race(exc):
+                raise
+        self._marks_known.add(partition)
+
+    def advance_low_water_mark(self, partition: int, bucket: str) -> None:
+        try:
+            self.client.update_item(
+                TableName=self.names.control,
+                Key={"pk": s(f"partition#{partition:02d}"), "sk": s("watermark")},
+                UpdateExpression="SET low_water = :bucket",
+                ConditionExpression=c.WATERMARK_BEHIND.expression,
+                ExpressionAttributeValues={":bucket": s(bucket)},
+            )
+        except ClientError as exc:
+            if not _lost_race(exc):
+                raise
+
+    # --- runs -------------------------------------------------------------------------------------------
+
+    def get_run(self, run_id: str) -> Run | None:
+        item = self.client.get_item(
+            TableName=self.names.runs, Key={"run_id": s(run_id)}, ConsistentRead=True
+        ).get("Item")
+        return item_to_run(item) if item else None
+
+    def _update_run(
+        self,
+        run_id: str,
+        update: str,
+        condition: c.Condition,
+        values: Item,
+        names: dict[str, str] | None = None,
+    ) -> Item | None:
+        """One conditional UpdateItem on a run; the new item, or None when the condition failed."""
+        try:
+            response = self.client.update_item(
+                TableName=self.names.runs,
+                Key={"run_id": s(run_id)},
+                UpdateExpression=update,
+                ConditionExpression=condition.expression,
+                ExpressionAttributeValues=values,
+                ExpressionAttributeNames={**_STATUS, **_OWNER, **(names or {})},
+                ReturnValues="ALL_NEW",
+            )
+        except ClientError as exc:
+            if _lost_race(exc):
+                return None
+            raise
+        item: Item = response["Attributes"]
+        return item
+
+    def acquire_lease(
+        self, run_id: str, attempt: int, owner: str, now: datetime, lease_until: datetime
+    ) -> Run | None:
+        item = self._update_run(
+            run_id,
+            "SET #status = :running, #owner = :owner, lease_expires_at = :lease, reap_at = :lease, "
+            "started_at = if_not_exists(started_at, :now), updated_at = :now "
+            "REMOVE queue_deadline, retry_at",
+            c.RUN_WAITING_FOR_ATTEMPT,
+            {
+                ":queued": s(RunStatus.QUEUED),
+                ":retry_wait": s(RunStatus.RETRY_WAIT),
+                ":running": s(RunStatus.RUNNING),
+                ":attempt": n(attempt),
+                ":owner": s(owner),
+                ":lease": t(lease_until),
+                ":now": t(now),
+            },
+        )
+        return item_to_run(item) if item else None
+
+    def extend_lease(
+        self, run_id: str, attempt: int, owner: str, now: datetime, lease_until: datetime
+    ) -> bool:
+        item = self._update_run(
+            run_id,
+            "SET lease_expires_at = :lease, reap_at = :lease",
+            c.LEASE_HELD,
+            {
+                ":running": s(RunStatus.RUNNING),
+                ":owner": s(owner),
+                ":attempt": n(attempt),
+                ":now": t(now),
+                ":lease": t(lease_until),
+            },
+        )
+        return item is not None
+
+    def return_to_queue(
+        self, run_id: str, attempt: int, owner: str, now: datetime, queue_deadline: datetime
+    ) -> bool:
+        item = self._update_run(
+            run_id,
+            "SET #status = :queued, queue_deadline = :deadline, reap_at = :deadline, updated_at = :now "
+            "REMOVE #owner, lease_expires_at",
+            c.LEASE_OWNED,
+            {
+                ":running": s(RunStatus.RUNNING),
+                ":queued": s(RunStatus.QUEUED),
+                ":owner": s(owner),
+                ":attempt": n(attempt),
+                ":deadline": t(queue_deadline),
+                ":now": t(now),
+            },
+        )
+        return item is not None
+
+    def record_result(
+        self,
+        run: Run,
+        owner: str,
+        status: RunStatus,
+        result: RunResult,
+        now: datetime,
+        retry_at: datetime | None = None,
+        queue_deadline: datetime | None = None,
+    ) -> bool:
+        values: Item = {
+            ":running": s(RunStatus.RUNNING),
+            ":owner": s(owner),
+            ":attempt": n(run.attempt),
+            ":new_status": s(status),
+            ":result": s(result.model_dump_json(exclude_none=True)),
+            ":now": t(now),
+        }
+        if status is RunStatus.RETRY_WAIT:
+            assert retry_at is not None and queue_deadline is not None
+            update = (
+                "SET #status = :new_status, #result = :result, updated_at = :now, attempt = :next_attempt, "
+                "retry_at = :retry_at, queue_deadline = :deadline, reap_at = :deadline "
+                "REMOVE #owner, lease_expires_at"
+            )
+            values.update(
+                {
+                    ":next_attempt": n(run.attempt + 1),
+                    ":retry_at": t(retry_at),
+                    ":deadline": t(queue_deadline),
+                }
+            )
+        else:
+            update = (
+                "SET #status = :new_status, #result = :result, updated_at = :now, finished_at = :now "
+                "REMOVE lease_expires_at, reap_shard, reap_at"
+            )
+        item = self._update_run(run.run_id, update, c.LEASE_OWNED, values, {"#result": "result"})
+        return item is not None
+
+    def runs_needing_attention(self, partition: int, now: datetime, limit: int) -> list[ReapCandidate]:
+        response = self.client.query(
+            TableName=self.names.runs,
+            IndexName=REAP_INDEX,
+            KeyConditionExpression="reap_shard = :shard AND reap_at < :now",
+            ExpressionAttributeValues={":shard": s(reap_shard(partition)), ":now": t(now)},
+            Limit=limit,
+        )
+        return [
+            ReapCandidate(
+                run_id=item["run_id"]["S"],
+                status=RunStatus(item["status"]["S"]),
+                attempt=int(item["attempt"]["N"]),
+                max_attempts=int(item["max_attempts"]["N"]),
+                reap_at=parse_iso_z(item["reap_at"]["S"]),
+            )
+            for item in response.get("Items", [])
+        ]
+
+    def requeue_expired_lease(
+        self, candidate: ReapCandidate, now: datetime, queue_deadline: datetime
+    ) -> Run | None:
+        item = self._update_run(
+            candidate.run_id,
+            "SET #status = :queued, attempt = :next_attempt, queue_deadline = :deadline, "
+            "reap_at = :deadline, updated_at = :now REMOVE #owner, lease_expires_at",
+            c.LEASE_EXPIRED,
+            {
+                ":running": s(RunStatus.RUNNING),
+                ":queued": s(RunStatus.QUEUED),
+                ":attempt": n(candidate.attempt),
+                ":next_attempt": n(candidate.attempt + 1),
+                ":deadline": t(queue_deadline),
+                ":now": t(now),
+            },
+        )
+        return item_to_run(item) if item else None
+
+    def bury_expired_lease(self, candidate: ReapCandidate, now: datetime, result: RunResult) -> Run | None:
+        item = self._update_run(
+            candidate.run_id,
+            "SET #status = :dead, #result = :result, updated_at = :now, finished_at = :now "
+            "REMOVE #owner, lease_expires_at, reap_shard, reap_at",
+            c.LEASE_EXPIRED,
+            {
+                ":running": s(RunStatus.RUNNING),
+                ":dead": s(RunStatus.DEAD),
+                ":attempt": n(candidate.attempt),
+                ":result": s(result.model_dump_json(exclude_none=True)),
+                ":now": t(now),
+            },
+            {"#result": "result"},
+        )
+        return item_to_run(item) if item else None
+
+    def renew_queue_deadline(
+        self, candidate: ReapCandidate, now: datetime, queue_deadline: datetime
+    ) -> Run | None:
+        item = self._update_run(
+            candidate.run_id,
+            "SET queue_deadline = :deadline, reap_at = :deadline, updated_at = :now",
+            c.WAIT_EXPIRED,
+            {
+                ":status": s(candidate.status),
+                ":attempt": n(candidate.attempt),
+                ":deadline": t(queue_deadline),
+                ":now": t(now),
+            },
+        )
+        return item_to_run(item) if item else None
+
+    # --- teams and concurrency slots --------------------------------------------------------------------
+
+    def get_team(self, team_id: str) -> Team | None:
+        item = self.client.get_item(
+            TableName=self.names.control, Key={"pk": s(f"team#{team_id}"), "sk": s("team")}
+        ).get("Item")
+        return Team.model_validate_json(item["team"]["S"]) if item else None
+
+    def put_team(self, team: Team) -> None:
+        self.client.put_item(
+            TableName=self.names.control,
+            Item={"pk": s(f"team#{team.team_id}"), "sk": s("team"), "team": s(team.model_dump_json())},
+        )
+
+    def acquire_slot(self, team: Team, run_id: str, now: datetime, lease_until: datetime) -> int | None:
+        # A random first guess costs one write when the team is far from its cap; after a miss, read the
+        # slots (one query) and try the free ones.
+        first = random.randrange(team.max_concurrency)
+        if self._take_slot(team.team_id, first, run_id, now, lease_until):
+            return first
+        for slot in self._free_slots(team, now):
+            if slot != first and self._take_slot(team.team_id, slot, run_id, now, lease_until):
+                return slot
+        return None
+
+    def _slot_key(self, team_id: str, slot: int) -> Item:
+        return {"pk": s(f"team#{team_id}"), "sk": s(f"slot#{slot:05d}")}
+
+    def _take_slot(self, team_id: str, slot: int, run_id: str, now: datetime, lease_until: datetime) -> bool:
+        try:
+            self.client.update_item(
+                TableName=self.names.control,
+                Key=self._slot_key(team_id, slot),
+                UpdateExpression="SET holder = :run_id, slot_expires_at = :until",
+                ConditionExpression=c.SLOT_FREE.expression,
+                ExpressionAttributeValues={":run_id": s(run_id), ":until": t(lease_until), ":now": t(now)},
+            )
+            return True
+        except ClientError as exc:
+            if _lost_race(exc):
+                return False
+            raise
+
+    def _free_slots(self, team: Team, now: datetime) -> list[int]:
+        held: set[int] = set()
+        kwargs: dict[str, Any] = {
+            "TableName": self.names.control,
+            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :slot)",
+            "ExpressionAttributeValues": {":pk": s(f"team#{team.team_id}"), ":slot": s("slot#")},
+            "ConsistentRead": True,
+        }
+        while True:
+            response = self.client.query(**kwargs)
+            for item in response.get("Items", []):
+                if "holder" in item and parse_iso_z(item["slot_expires_at"]["S"]) >= now:
+                    held.add(int(item["sk"]["S"].split("#")[1]))
+            if "LastEvaluatedKey" not in response:
+                break
+            kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+        free = [slot for slot in range(team.max_concurrency) if slot not in held]
+        random.shuffle(free)
+        return free
+
+    def extend_slot(self, team_id: str, slot: int, run_id: str, lease_until: datetime) -> bool:
+        try:
+            self.client.update_item(
+                TableName=self.names.control,
+                Key=self._slot_key(team_id, slot),
+                UpdateExpression="SET slot_expires_at = :until",
+                ConditionExpression=c.SLOT_HELD.expression,
+                ExpressionAttributeValues={":run_id": s(run_id), ":until": t(lease_until)},
+            )
+            return True
+        except ClientError as exc:
+            if _lost_race(exc):
+                return False
+            raise
+
+    def release_slot(self, team_id: str, slot: int, run_id: str) -> None:
+        try:
+            self.client.update_item(
+                TableName=self.names.control,
+                Key=self._slot_key(team_id, slot),
+                UpdateExpression="REMOVE holder, slot_expires_at",
+                ConditionExpression=c.SLOT_HELD.expression,
+                ExpressionAttributeValues={":run_id": s(run_id)},
+            )
+        except ClientError as exc:
+            if not _lost_race(exc):
+                raise
+
+    # --- alerts kept in the store (local mode) ----------------------------------------------------------
+
+    def store_alert(self, alert: Alert) -> None:
+        self.client.put_item(
+            TableName=self.names.control,
+            Item={
+                "pk": s(f"alerts#{alert.team}"),
+                "sk": s(f"{iso_z(alert.at)}#{alert.run_id}#{alert.attempt}"),
+                "alert": s(json.dumps({**alert.__dict__, "at": iso_z(alert.at)})),
+            },
+        )
+
+    def list_alerts(self, team: str) -> list[dict[str, Any]]:
+        response = self.client.query(
+            TableName=self.names.control,
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues={":pk": s(f"alerts#{team}")},
+            ConsistentRead=True,
+        )
+        return [json.loads(item["alert"]["S"]) for item in response.get("Items", [])]
+
+
+def _batches(claims: list[Claim]) -> list[list[Claim]]:
+    """Pack claims into transactions of at most 100 items (each claim: its runs plus the job update)."""
+    batches: list[list[Claim]] = []
+    current: list[Claim] = []
+    size = 0
+    for claim in claims:
+        items = len(claim.runs) + 1
+        if current and size + items > MAX_TRANSACTION_ITEMS:
+            batches.append(current)
+            current, size = [], 0
+        current.append(claim)
+        size += items
+    if current:
+        batches.append(current)
+    return batches

@@ -1,0 +1,102 @@
+"""The three tables duetime uses, their keys and indexes. The CDK app builds the same shapes.
+
+jobs     PK job_id.            GSI ``due``  (due_bucket, due_key), projection ALL, sparse:
+         due_bucket = "<partition:02d>#<minute of the fire time, UTC>", due_key = "<fire time>#<job id>".
+         Only scheduled, unpaused jobs carry the two attributes, so a poll reads only due work.
+runs     PK run_id.            GSI ``reap`` (reap_shard, reap_at), projection INCLUDE, sparse:
+         reap_shard = "p<partition:02d>", reap_at = the instant the run needs attention if nobody acts
+         (lease expiry while running, queue deadline while queued or waiting to retry). Terminal runs drop
+         both attributes and leave the index. TTL attribute ``ttl`` (30 days).
+control  PK pk, SK sk.         Teams ("team#<id>", "team"), concurrency slots ("team#<id>", "slot#NNNN"),
+         per-partition low-water marks ("partition#NN", "watermark"), locally stored alerts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Any
+
+DUE_INDEX = "due"
+REAP_INDEX = "reap"
+REAP_PROJECTION = ["status", "attempt", "max_attempts", "team", "job_id"]
+RUN_TTL_ATTRIBUTE = "ttl"
+
+
+@dataclass(frozen=True)
+class TableNames:
+    jobs: str = "duetime-jobs"
+    runs: str = "duetime-runs"
+    control: str = "duetime-control"
+
+
+def _s(*names: str) -> list[dict[str, str]]:
+    return [{"AttributeName": n, "AttributeType": "S"} for n in names]
+
+
+def table_definitions(names: TableNames) -> list[dict[str, Any]]:
+    """CreateTable requests (on-demand) for the three tables."""
+    return [
+        {
+            "TableName": names.jobs,
+            "BillingMode": "PAY_PER_REQUEST",
+            "AttributeDefinitions": _s("job_id", "due_bucket", "due_key"),
+            "KeySchema": [{"AttributeName": "job_id", "KeyType": "HASH"}],
+            "GlobalSecondaryIndexes": [
+                {
+                    "IndexName": DUE_INDEX,
+                    "KeySchema": [
+                        {"AttributeName": "due_bucket", "KeyType": "HASH"},
+                        {"AttributeName": "due_key", "KeyType": "RANGE"},
+                    ],
+                    "Projection": {"ProjectionType": "ALL"},
+                }
+            ],
+        },
+        {
+            "TableName": names.runs,
+            "BillingMode": "PAY_PER_REQUEST",
+            "AttributeDefinitions": _s("run_id", "reap_shard", "reap_at"),
+            "KeySchema": [{"AttributeName": "run_id", "KeyType": "HASH"}],
+            "GlobalSecondaryIndexes": [
+                {
+                    "IndexName": REAP_INDEX,
+                    "KeySchema": [
+                        {"AttributeName": "reap_shard", "KeyType": "HASH"},
+                        {"AttributeName": "reap_at", "KeyType": "RANGE"},
+                    ],
+                    "Projection": {"ProjectionType": "INCLUDE", "NonKeyAttributes": REAP_PROJECTION},
+                }
+            ],
+        },
+        {
+            "TableName": names.control,
+            "BillingMode": "PAY_PER_REQUEST",
+            "AttributeDefinitions": _s("pk", "sk"),
+            "KeySchema": [
+                {"AttributeName": "pk", "KeyType": "HASH"},
+                {"AttributeName": "sk", "KeyType": "RANGE"},
+            ],
+        },
+    ]
+
+
+def create_tables(client: Any, names: TableNames) -> None:
+    """Create any missing table and wait until all are active (idempotent)."""
+    existing = set(client.list_tables().get("TableNames", []))
+    for definition in table_definitions(names):
+        if definition["TableName"] in existing:
+            continue
+        with contextlib.suppress(client.exceptions.ResourceInUseException):  # created concurrently
+            client.create_table(**definition)
+    waiter = client.get_waiter("table_exists")
+    for definition in table_definitions(names):
+        waiter.wait(TableName=definition["TableName"], WaiterConfig={"Delay": 1, "MaxAttempts": 60})
+    try:
+        client.update_time_to_live(
+            TableName=names.runs,
+            TimeToLiveSpecification={"Enabled": True, "AttributeName": RUN_TTL_ATTRIBUTE},
+        )
+    except client.exceptions.ClientError as exc:  # already enabled
+        if "TimeToLive is already enabled" not in str(exc):
+            raise

@@ -1,0 +1,114 @@
+"""The run queue on SQS. Messages are tiny: ``{"run_id": ..., "attempt": n}``; the run row holds the rest."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from duetime.ports import RunMessage
+
+SQS_BATCH = 10
+
+
+def encode(message: RunMessage) -> str:
+    return json.dumps({"run_id": message.run_id, "attempt": message.attempt}, separators=(",", ":"))
+
+
+def decode(body: str) -> RunMessage:
+    """Parse a message body; raises ``ValueError`` on anything that is not a run message."""
+    data = json.loads(body)
+    if not isinstance(data, dict) or not isinstance(data.get("run_id"), str):
+        raise ValueError("not a run message")
+    attempt = data.get("attempt")
+    if not isinstance(attempt, int) or attempt < 1:
+        raise ValueError("run message without a valid attempt")
+    return RunMessage(run_id=data["run_id"], attempt=attempt)
+
+
+class SqsRunQueue:
+    """Implements ``duetime.ports.RunQueue``."""
+
+    def __init__(self, client: Any, queue_url: str) -> None:
+        self.client = client
+        self.queue_url = queue_url
+
+    def send(self, messages: Sequence[RunMessage], delay_seconds: int = 0) -> None:
+        for start in range(0, len(messages), SQS_BATCH):
+            entries = [
+                {"Id": str(i), "MessageBody": encode(m), "DelaySeconds": delay_seconds}
+                for i, m in enumerate(messages[start : start + SQS_BATCH])
+            ]
+            for _ in range(5):
+                failed = self.client.send_message_batch(QueueUrl=self.queue_url, Entries=entries).get(
+                    "Failed", []
+                )
+                if not failed:
+                    break
+                failed_ids = {f["Id"] for f in failed}
+                entries = [e for e in entries if e["Id"] in failed_ids]
+            else:
+                raise RuntimeError(f"SQS refused {len(entries)} run messages after retries")
+
+
+@dataclass(frozen=True)
+class ReceivedMessage:
+    message_id: str
+    receipt_handle: str
+    body: str
+    receive_count: int
+
+
+class SqsConsumer:
+    """What the Lambda event source mapping does, for running the worker outside Lambda (local mode)."""
+
+    def __init__(self, client: Any, queue_url: str) -> None:
+        self.client = client
+        self.queue_url = queue_url
+
+    def receive(self, max_messages: int = 10, wait_seconds: int = 1) -> list[ReceivedMessage]:
+        response = self.client.receive_message(
+            QueueUrl=self.queue_url,
+            MaxNumberOfMessages=max_messages,
+            WaitTimeSeconds=wait_seconds,
+            MessageSystemAttributeNames=["ApproximateReceiveCount"],
+        )
+        return [
+            ReceivedMessage(
+                m["MessageId"],
+                m["ReceiptHandle"],
+                m["Body"],
+                int(m.get("Attributes", {}).get("ApproximateReceiveCount", "1")),
+            )
+            for m in response.get("Messages", [])
+        ]
+
+    def delete(self, receipt_handles: Sequence[str]) -> None:
+        for start in range(0, len(receipt_handles), SQS_BATCH):
+            batch = receipt_handles[start : start + SQS_BATCH]
+            self.client.delete_message_batch(
+                QueueUrl=self.queue_url,
+                Entries=[{"Id": str(i), "ReceiptHandle": h} for i, h in enumerate(batch)],
+            )
+
+    def change_visibility(self, receipt_handle: str, seconds: int) -> None:
+        self.client.change_message_visibility(
+            QueueUrl=self.queue_url, ReceiptHandle=receipt_handle, VisibilityTimeout=seconds
+        )
+
+
+def ensure_queue(client: Any, name: str, visibility_timeout: int = 90) -> str:
+    """Create the run queue (idempotent) with a dead-letter queue; return its URL."""
+    dlq_url = client.create_queue(QueueName=f"{name}-dlq")["QueueUrl"]
+    dlq_arn = client.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    url: str = client.create_queue(
+        QueueName=name,
+        Attributes={
+            "VisibilityTimeout": str(visibility_timeout),
+            "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": "10"}),
+        },
+    )["QueueUrl"]
+    return url

@@ -1,0 +1,21 @@
+"""The events the Lambda handlers accept, validated with pydantic."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from duetime.settings import parse_partitions
+
+
+class PollerTick(BaseModel):
+    """EventBridge's scheduled event for one partition group; the rule's input sets ``partitions``."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    partitions: list[int] | None = Field(default=None, description='e.g. "0-15"; default: the settings')
+    run_seconds: float = Field(default=55, ge=0, le=840)
+
+    @field_validator("partitions", mode="before")
+    @classmethod
+    def _parse(cls, value: object) -> object:
+        return parse_partitions(value) if isinstance(value, str) else value

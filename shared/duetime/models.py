@@ -1,0 +1,320 @@
+"""What duetime stores: jobs (what to run, when, and how to retry) and runs (one per job and nominal time).
+
+User input is validated here, once: every model forbids unknown fields and every error names its field.
+Time-dependent checks (``at`` in the past) read ``now`` from the validation context, never from the
+machine: ``JobSpec.model_validate(data, context={"now": clock.now()})``.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
+
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+)
+
+from duetime.timeutil import to_utc, whole_seconds
+
+MAX_SQS_DELAY_SECONDS = 900  # a retry's backoff is carried by an SQS message delay
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# --- schedules -------------------------------------------------------------------------------------------
+
+CRON_ALIASES = {
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+    "@monthly": "0 0 1 * *",
+    "@weekly": "0 0 * * 0",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@hourly": "0 * * * *",
+}
+_CRON_FIELD = re.compile(r"^[0-9A-Za-z*/,\-]+$")
+
+
+@functools.cache
+def _zone_names() -> frozenset[str]:
+    return frozenset(available_timezones())
+
+
+def _utc_instant(value: datetime) -> datetime:
+    return whole_seconds(to_utc(value))
+
+
+class CronSchedule(Strict):
+    """Standard 5-field cron (or an @alias), evaluated in an IANA time zone."""
+
+    cron: str = Field(description="5-field cron expression or @hourly/@daily/@weekly/@monthly/@yearly")
+    timezone: str = Field(default="UTC", description="IANA time zone name, e.g. Europe/Berlin")
+
+    @field_validator("cron")
+    @classmethod
+    def _standard_cron(cls, value: str, info: ValidationInfo) -> str:
+        from duetime.schedule import cron_never_fires  # schedule math imports models; avoid the cycle
+
+        expr = " ".join(value.split())
+        expr = CRON_ALIASES.get(expr.lower(), expr)
+        fields = expr.split(" ")
+        if len(fields) != 5:
+            raise ValueError(
+                f"cron needs exactly 5 fields (minute hour day month weekday), got {len(fields)}"
+            )
+        if not all(_CRON_FIELD.match(f) for f in fields):
+            raise ValueError("cron fields may contain only digits, names, '*', '/', ',' and '-'")
+        reason = None if (info.context or {}).get("stored") else cron_never_fires(expr)
+        if reason:
+            raise ValueError(reason)
+        return expr
+
+    @field_validator("timezone")
+    @classmethod
+    def _iana_zone(cls, value: str) -> str:
+        if value not in _zone_names():
+            raise ValueError(f"unknown time zone {value!r}: use an IANA name such as 'Europe/Berlin'")
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError) as exc:  # pragma: no cover - names come from tzdata
+            raise ValueError(f"unknown time zone {value!r}") from exc
+        return value
+
+
+_RATE = re.compile(r"^\s*(-?\d+)\s+(minute|minutes|hour|hours|day|days)\s*$")
+_RATE_UNIT_SECONDS = {"minute": 60, "hour": 3600, "day": 86400}
+
+
+class RateSchedule(Strict):
+    """A fixed rate such as ``"5 minutes"``, anchored to the job's start."""
+
+    rate: str = Field(description='"<n> minute(s)|hour(s)|day(s)", n >= 1')
+
+    @field_validator("rate")
+    @classmethod
+    def _positive_rate(cls, value: str) -> str:
+        match = _RATE.match(value)
+        if not match:
+            raise ValueError('rate must look like "5 minutes", "1 hour" or "2 days"')
+        if int(match.group(1)) <= 0:
+            raise ValueError("rate must be greater than zero")
+        return value.strip()
+
+    @property
+    def interval(self) -> timedelta:
+        match = _RATE.match(self.rate)
+        assert match is not None  # validated above
+        return timedelta(seconds=int(match.group(1)) * _RATE_UNIT_SECONDS[match.group(2).rstrip("s")])
+
+
+class AtSchedule(Strict):
+    """Run once, at an instant."""
+
+    at: AwareDatetime = Field(description="ISO-8601 instant with an offset, e.g. 2026-12-01T10:00:00Z")
+
+    @field_validator("at")
+    @classmethod
+    def _in_the_future(cls, value: datetime, info: ValidationInfo) -> datetime:
+        value = _utc_instant(value)
+        now = (info.context or {}).get("now")
+        if now is not None and value <= now:
+            raise ValueError("at must be in the future")
+        return value
+
+
+Schedule = CronSchedule | RateSchedule | AtSchedule
+
+
+# --- targets and policies --------------------------------------------------------------------------------
+
+_HEADER_NAME = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
+RESERVED_HEADER_PREFIX = "x-duetime-"
+
+
+class HttpTarget(Strict):
+    type: Literal["http"] = "http"
+    url: str = Field(max_length=2048)
+    method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"] = "POST"
+    headers: dict[str, str] = Field(default_factory=dict, max_length=50)
+    body: str | None = Field(default=None, max_length=64 * 1024)
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        if not re.match(r"^https?://[^\s/]+", value):
+            raise ValueError("url must be an absolute http:// or https:// URL")
+        return value
+
+    @field_validator("headers")
+    @classmethod
+    def _safe_headers(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, header_value in value.items():
+            if not _HEADER_NAME.match(name):
+                raise ValueError(f"header name {name!r} is not a valid HTTP token")
+            if any(c in header_value for c in "\r\n\0"):
+                raise ValueError(f"header {name!r} must not contain CR, LF or NUL")
+            if name.lower().startswith(RESERVED_HEADER_PREFIX) or name.lower() == "idempotency-key":
+                raise ValueError(f"header {name!r} is set by duetime and cannot be overridden")
+        return value
+
+
+class MisfirePolicy(StrEnum):
+    """What to do with runs whose fire time passed more than the grace ago (scheduler down, paused poller)."""
+
+    RUN_ONCE = "run_once"  # one run, for the latest missed time
+    RUN_ALL = "run_all"  # one run per missed time (capped)
+    SKIP = "skip"  # none; continue with the next future time
+
+
+class RetryPolicy(Strict):
+    max_attempts: int = Field(default=4, ge=1, le=20)
+    backoff_seconds: list[Annotated[int, Field(ge=0, le=MAX_SQS_DELAY_SECONDS)]] = Field(
+        default_factory=lambda: [10, 30, 120], min_length=1, max_length=20
+    )
+
+    def backoff_for(self, failed_attempt: int) -> int:
+        """Backoff after attempt ``failed_attempt`` (1-based); the last value repeats."""
+        return self.backoff_seconds[min(failed_attempt, len(self.backoff_seconds)) - 1]
+
+
+# --- jobs ------------------------------------------------------------------------------------------------
+
+
+class JobSpec(Strict):
+    """What a team asks for. Everything here is user input and validated."""
+
+    name: str = Field(min_length=1, max_length=200)
+    schedule: Schedule
+    target: HttpTarget
+    jitter_seconds: int = Field(default=300, ge=0, le=3600)
+    exact: bool = False
+    misfire: MisfirePolicy = MisfirePolicy.RUN_ONCE
+    retry: RetryPolicy = Field(default_factory=RetryPolicy)
+    timeout_seconds: int = Field(default=30, ge=1, le=600)
+    start_at: AwareDatetime | None = None
+    end_at: AwareDatetime | None = None
+    paused: bool = False
+
+    @field_validator("schedule", mode="before")
+    @classmethod
+    def _pick_schedule(cls, value: Any) -> Any:
+        """Choose the schedule kind by its key, so errors name the right field (``schedule.cron``...)."""
+        if isinstance(value, dict):
+            kinds = [k for k in ("cron", "rate", "at") if k in value]
+            if len(kinds) != 1:
+                raise ValueError("schedule needs exactly one of 'cron', 'rate' or 'at'")
+        return value
+
+    @field_validator("start_at", "end_at")
+    @classmethod
+    def _whole_seconds(cls, value: datetime | None) -> datetime | None:
+        return None if value is None else _utc_instant(value)
+
+    @field_validator("end_at")
+    @classmethod
+    def _end_after_start(cls, value: datetime | None, info: ValidationInfo) -> datetime | None:
+        start = info.data.get("start_at")
+        if value is not None and start is not None and value <= start:
+            raise ValueError("end_at must be after start_at")
+        return value
+
+    @property
+    def fires_exactly(self) -> bool:
+        return self.exact or self.jitter_seconds == 0
+
+
+class JobState(BaseModel):
+    """Where a job is in its schedule. Written only by duetime (create, claim, pause/resume)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    next_nominal_at: datetime | None = None  # None: the schedule has ended
+    next_fire_at: datetime | None = None  # nominal + jitter offset
+    last_scheduled_at: datetime | None = None
+    version: int = 0
+
+
+class Job(JobSpec):
+    id: str
+    team: str
+    created_at: datetime
+    updated_at: datetime
+    state: JobState = Field(default_factory=JobState)
+
+
+# --- runs ------------------------------------------------------------------------------------------------
+
+
+class RunStatus(StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    RETRY_WAIT = "retry_wait"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    DEAD = "dead"
+    CANCELLED = "cancelled"
+
+    @property
+    def terminal(self) -> bool:
+        return self in TERMINAL_STATUSES
+
+
+TERMINAL_STATUSES = frozenset({RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.DEAD, RunStatus.CANCELLED})
+
+
+class RunResult(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    status_code: int | None = None
+    duration_ms: int
+    error: str | None = None
+    body: str | None = None  # truncated
+    retryable: bool = False
+
+
+class Run(BaseModel):
+    """One execution of a job for one nominal time. The run id is the target's idempotency key."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str
+    job_id: str
+    team: str
+    partition: int
+    nominal_at: datetime
+    fire_at: datetime
+    status: RunStatus
+    attempt: int = 1
+    max_attempts: int
+    owner: str | None = None
+    lease_expires_at: datetime | None = None
+    queue_deadline: datetime | None = None
+    retry_at: datetime | None = None
+    target: HttpTarget
+    timeout_seconds: int
+    retry: RetryPolicy
+    result: RunResult | None = None
+    created_at: datetime
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    updated_at: datetime
+    expires_at_epoch: int  # DynamoDB TTL: 30 days after creation
+
+
+class Team(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    team_id: str
+    max_concurrency: int = Field(default=50, ge=1, le=10_000)
+    signing_secret: str | None = None

@@ -1,0 +1,202 @@
+"""The interfaces the logic depends on. Their docstrings are the contract every adapter keeps.
+
+A lost race is a normal outcome: methods that guard a state change report it by returning ``False`` or
+``None``, never by raising. ``now`` is always the store's clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol
+
+from duetime.claim_plan import Claim
+from duetime.models import Job, Run, RunResult, RunStatus, Team
+
+
+@dataclass(frozen=True)
+class ClaimOutcome:
+    runs: list[Run] = field(default_factory=list)  # created, in state queued
+    claimed_jobs: int = 0  # plans whose transaction committed (a skip may commit with no run)
+    lost_races: int = 0  # plans another poller (or an edit) got to first
+    transactions: int = 0
+
+
+@dataclass(frozen=True)
+class ReapCandidate:
+    """A non-terminal run whose ``reap_at`` has passed, as the expiry index shows it (may be stale)."""
+
+    run_id: str
+    status: RunStatus
+    attempt: int
+    max_attempts: int
+    reap_at: datetime
+
+
+class JobStore(Protocol):
+    def put_new_job(self, job: Job) -> None:
+        """Write a job that does not exist yet (condition JOB_IS_NEW); raises on a duplicate id."""
+        ...
+
+    def get_job(self, job_id: str) -> Job | None: ...
+
+    def due_jobs(self, partition: int, bucket: str, until: datetime, limit: int) -> list[Job]:
+        """Jobs in the due index for (partition, minute bucket) with fire time <= ``until``, oldest first.
+
+        Reads may be slightly stale (index reads are eventually consistent); the claim re-checks.
+        """
+        ...
+
+    def claim(self, claims: Sequence[Claim], now: datetime) -> ClaimOutcome:
+        """Carry out claims atomically per job: create each run row (queued, with a queue deadline;
+        condition RUN_IS_NEW) and move the job's schedule to ``plan.next_state`` (condition
+        JOB_UNCHANGED_SINCE_READ), in one transaction per job. Several jobs share a transaction; when it
+        is cancelled, the claims that lost their condition are dropped and the rest are retried.
+        """
+        ...
+
+    def low_water_marks(self, partitions: Sequence[int]) -> dict[int, str]:
+        """The oldest minute bucket that may still hold due rows, per partition (missing: unknown)."""
+        ...
+
+    def ensure_low_water_mark(self, partition: int, bucket: str) -> None:
+        """Give a partition a mark at ``bucket`` if it has none; call before writing its first job."""
+        ...
+
+    def advance_low_water_mark(self, partition: int, bucket: str) -> None:
+        """Raise a partition's mark to ``bucket`` (never lowers it; a concurrent raise wins quietly)."""
+        ...
+
+
+class RunStore(Protocol):
+    def get_run(self, run_id: str) -> Run | None: ...
+
+    def acquire_lease(
+        self, run_id: str, attempt: int, owner: str, now: datetime, lease_until: datetime
+    ) -> Run | None:
+        """queued|retry_wait -> running for exactly ``attempt``, setting owner and lease expiry.
+
+        None when the run is not waiting for that attempt (a duplicate or stale message: drop it).
+        """
+        ...
+
+    def extend_lease(
+        self, run_id: str, attempt: int, owner: str, now: datetime, lease_until: datetime
+    ) -> bool:
+        """Push the lease out, only while ``owner`` still holds an unexpired lease for ``attempt``."""
+        ...
+
+    def return_to_queue(
+        self, run_id: str, attempt: int, owner: str, now: datetime, queue_deadline: datetime
+    ) -> bool:
+        """Give a lease back without an attempt being used (e.g. the team is at its cap)."""
+        ...
+
+    def record_result(
+        self,
+        run: Run,
+        owner: str,
+        status: RunStatus,
+        result: RunResult,
+        now: datetime,
+        retry_at: datetime | None = None,
+        queue_deadline: datetime | None = None,
+    ) -> bool:
+        """Finish ``run.attempt``: terminal status, or retry_wait for attempt + 1 at ``retry_at``.
+
+        Only the lease owner of that attempt may do this (condition LEASE_OWNED); False means the
+        worker is stale (its lease was taken over) and its result is discarded.
+        """
+        ...
+
+    def runs_needing_attention(self, partition: int, now: datetime, limit: int) -> list[ReapCandidate]:
+        """Non-terminal runs whose lease or queue deadline passed, from the expiry index (no Scan)."""
+        ...
+
+    def requeue_expired_lease(
+        self, candidate: ReapCandidate, now: datetime, queue_deadline: datetime
+    ) -> Run | None:
+        """running with an expired lease -> queued for attempt + 1 (condition LEASE_EXPIRED)."""
+        ...
+
+    def bury_expired_lease(self, candidate: ReapCandidate, now: datetime, result: RunResult) -> Run | None:
+        """running with an expired lease and no attempts left -> dead (condition LEASE_EXPIRED)."""
+        ...
+
+    def renew_queue_deadline(
+        self, candidate: ReapCandidate, now: datetime, queue_deadline: datetime
+    ) -> Run | None:
+        """A queued or retry_wait run whose message was lost gets a new deadline (condition WAIT_EXPIRED);
+        the caller sends the message again."""
+        ...
+
+
+class TeamStore(Protocol):
+    def get_team(self, team_id: str) -> Team | None: ...
+
+    def put_team(self, team: Team) -> None: ...
+
+    def acquire_slot(self, team: Team, run_id: str, now: datetime, lease_until: datetime) -> int | None:
+        """Take one of the team's ``max_concurrency`` slots for ``run_id`` until ``lease_until``.
+
+        A slot is free when nobody holds it or its holder's lease has expired, so a dead worker's slot
+        comes back by itself. None when every slot is held: the team is at its cap.
+        """
+        ...
+
+    def extend_slot(self, team_id: str, slot: int, run_id: str, lease_until: datetime) -> bool: ...
+
+    def release_slot(self, team_id: str, slot: int, run_id: str) -> None:
+        """Free the slot if ``run_id`` still holds it."""
+        ...
+
+
+@dataclass(frozen=True)
+class RunMessage:
+    run_id: str
+    attempt: int
+
+
+class RunQueue(Protocol):
+    def send(self, messages: Sequence[RunMessage], delay_seconds: int = 0) -> None:
+        """Queue run messages (batches of 10); raises if any message could not be sent."""
+        ...
+
+
+@dataclass(frozen=True)
+class Alert:
+    kind: str  # "run_dead" | "run_failed"
+    team: str
+    job_id: str
+    run_id: str
+    attempt: int
+    detail: str
+    at: datetime
+
+
+class AlertSink(Protocol):
+    def publish(self, alert: Alert) -> None: ...
+
+
+@dataclass(frozen=True)
+class TargetRequest:
+    url: str
+    method: str
+    headers: dict[str, str]
+    body: bytes | None
+    timeout_seconds: float
+
+
+@dataclass(frozen=True)
+class TargetResponse:
+    status_code: int | None  # None: no HTTP answer (timeout, connection error)
+    body: str
+    error: str | None
+    duration_ms: int
+
+
+class TargetCaller(Protocol):
+    def call(self, request: TargetRequest) -> TargetResponse:
+        """Make the request; never raises for network trouble (it is reported in the response)."""
+        ...

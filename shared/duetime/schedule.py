@@ -1,0 +1,172 @@
+"""Schedule math: pure functions of (schedule, instants). No clock is read here.
+
+Rules (also in the README):
+
+* The next nominal time is computed from the last scheduled time, never from now: a late run does not
+  push the schedule back.
+* Cron is evaluated on local wall-clock time in the job's IANA zone. Daylight saving follows Vixie cron:
+  - *fixed-time* jobs (hour field not ``*``): a local time skipped by spring-forward runs once at the
+    first valid local time after the gap (02:30 in New York on 2026-03-08 runs at 03:00 EDT); a local time
+    repeated by fall-back runs once, at its first occurrence;
+  - *hourly or more often* (hour field ``*``): the job follows real elapsed time, firing at every instant
+    whose local time matches (skipped times do not exist; repeated times run at both occurrences).
+* Rates are anchored to ``start_at`` (or the job's creation): anchor + k * interval.
+* ``at`` runs once. Nothing runs before ``start_at`` or after ``end_at``.
+* Fire time = nominal + a stable per-job offset in [0, window), window = min(jitter_seconds, the gap to
+  the following nominal time), so a frequent job is never pushed past its own next run. Exact jobs fire at
+  the nominal second.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from croniter import CroniterBadCronError, CroniterBadDateError, croniter
+
+from duetime.ids import jitter_offset_seconds
+from duetime.models import AtSchedule, CronSchedule, JobSpec, RateSchedule, Schedule
+from duetime.timeutil import ceil_seconds, to_utc, whole_seconds
+
+_ONE_SECOND = timedelta(seconds=1)
+_FOLD_LOOKAHEAD = timedelta(hours=3)  # longer than any DST shift in tzdata (the largest is 2 h)
+
+
+# --- cron ------------------------------------------------------------------------------------------------
+
+
+def cron_never_fires(expr: str) -> str | None:
+    """Why a 5-field expression is unusable (syntax, or no date ever matches), or None when it is fine."""
+    try:
+        wall_clock = datetime(2000, 1, 1)  # noqa: DTZ001 - cron matches naive local wall-clock time
+        it = croniter(expr, wall_clock, max_years_between_matches=30)
+        it.get_next(datetime)
+    except CroniterBadDateError:
+        return "cron never fires (no date matches it, e.g. 30 February)"
+    except (CroniterBadCronError, ValueError, KeyError) as exc:
+        return f"invalid cron expression: {exc}"
+    return None
+
+
+def is_fixed_time(expr: str) -> bool:
+    """Vixie cron's distinction, by the hour field: ``*`` means hourly or more often (real elapsed time)."""
+    return expr.split()[1] != "*"
+
+
+def _exists(naive: datetime, zone: ZoneInfo) -> bool:
+    aware = naive.replace(tzinfo=zone)
+    return aware.astimezone(UTC).astimezone(zone).replace(tzinfo=None) == naive
+
+
+def _local_instants(naive: datetime, zone: ZoneInfo, fixed: bool) -> list[datetime]:
+    """The UTC instants a local wall-clock match stands for, under the DST rules above."""
+    if not _exists(naive, zone):
+        if not fixed:
+            return []  # skipped by spring-forward: real-elapsed-time jobs simply have no such minute
+        later = naive
+        while not _exists(later, zone):  # gaps are whole minutes, at most 2 hours long
+            later += timedelta(minutes=1)
+        return [later.replace(tzinfo=zone).astimezone(UTC)]
+    first = naive.replace(tzinfo=zone, fold=0).astimezone(UTC)
+    second = naive.replace(tzinfo=zone, fold=1).astimezone(UTC)
+    if second != first and not fixed:
+        return [first, second]  # repeated by fall-back: both occurrences are real instants
+    return [first]
+
+
+def cron_next_after(expr: str, timezone: str, after: datetime) -> datetime:
+    """The first instant strictly after ``after`` at which the cron job fires (see module rules)."""
+    zone = ZoneInfo(timezone)
+    after = to_utc(after)
+    fixed = is_fixed_time(expr)
+    local_after = after.astimezone(zone).replace(tzinfo=None)
+    # A fall-back just ahead makes local time run backwards: start early enough to see the repeated times.
+    fold = max(timedelta(0), _offset(after, zone) - _offset(after + _FOLD_LOOKAHEAD, zone))
+    candidates = croniter(expr, local_after - fold - _ONE_SECOND, max_years_between_matches=30)
+    best: datetime | None = None
+    while True:
+        naive = candidates.get_next(datetime)
+        if best is not None and naive > best.astimezone(zone).replace(tzinfo=None) + fold:
+            return best  # later wall-clock matches can only be later instants
+        for instant in _local_instants(naive, zone, fixed):
+            if instant > after and (best is None or instant < best):
+                best = instant
+        if best is not None and fold == timedelta(0):
+            return best
+
+
+def _offset(instant: datetime, zone: ZoneInfo) -> timedelta:
+    offset = instant.astimezone(zone).utcoffset()
+    assert offset is not None
+    return offset
+
+
+def is_dst_shifted(expr: str, timezone: str, nominal: datetime) -> bool:
+    """True when ``nominal`` is not what the wall clock literally says (moved out of a spring-forward gap)."""
+    zone = ZoneInfo(timezone)
+    local = to_utc(nominal).astimezone(zone).replace(tzinfo=None)
+    return not croniter.match(expr, local)
+
+
+# --- all kinds -------------------------------------------------------------------------------------------
+
+
+def _raw_next_after(schedule: Schedule, anchor: datetime, after: datetime) -> datetime | None:
+    if isinstance(schedule, CronSchedule):
+        return cron_next_after(schedule.cron, schedule.timezone, after)
+    if isinstance(schedule, RateSchedule):
+        step = schedule.interval
+        if after < anchor:
+            return anchor
+        periods = (after - anchor) // step + 1
+        return anchor + periods * step
+    assert isinstance(schedule, AtSchedule)
+    return schedule.at if schedule.at > after else None
+
+
+def next_nominal_after(spec: JobSpec, anchor: datetime, after: datetime) -> datetime | None:
+    """The job's first nominal time strictly after ``after`` within [start_at, end_at], or None if it ended.
+
+    ``anchor`` is where rates count from: ``start_at`` if set, else the job's creation time.
+    """
+    after = to_utc(after)
+    if spec.start_at is not None and after < spec.start_at:
+        after = spec.start_at - _ONE_SECOND  # a match exactly at start_at counts
+    nominal = _raw_next_after(spec.schedule, anchor, whole_seconds(after))
+    if nominal is None or (spec.end_at is not None and nominal > spec.end_at):
+        return None
+    return whole_seconds(nominal)
+
+
+def rate_anchor(spec: JobSpec, created_at: datetime) -> datetime:
+    return whole_seconds(spec.start_at or created_at)
+
+
+def first_nominal(spec: JobSpec, created_at: datetime, now: datetime) -> datetime | None:
+    """The first nominal time of a new (or resumed) job: strictly after ``now``."""
+    return next_nominal_after(spec, rate_anchor(spec, created_at), whole_seconds(now))
+
+
+def fire_time(job_id: str, spec: JobSpec, nominal: datetime, following: datetime | None) -> datetime:
+    """When the run for ``nominal`` should start: nominal plus the job's stable jitter offset."""
+    if spec.fires_exactly:
+        return nominal
+    window = spec.jitter_seconds
+    if following is not None:
+        window = min(window, int((following - nominal).total_seconds()))
+    return nominal + timedelta(seconds=jitter_offset_seconds(job_id, window))
+
+
+def nominal_times(spec: JobSpec, anchor: datetime, start_after: datetime) -> Iterator[datetime]:
+    """Successive nominal times strictly after ``start_after`` until the schedule ends."""
+    current: datetime | None = start_after
+    while current is not None:
+        current = next_nominal_after(spec, anchor, current)
+        if current is not None:
+            yield current
+
+
+def ceil_now(now: datetime) -> datetime:
+    """Creating a job at 10:00:00.4 must not produce a nominal time of 10:00:00."""
+    return ceil_seconds(now)

@@ -1,0 +1,49 @@
+"""Deployment settings, read from the environment (the CDK app and ``make run`` set them)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field, field_validator
+
+from duetime.ids import PARTITIONS
+
+
+def parse_partitions(text: str) -> list[int]:
+    """``"0-15"``, ``"0,1,2"``, ``"0-7,32-39"`` or ``"all"`` -> partition numbers."""
+    if text.strip() == "all":
+        return list(range(PARTITIONS))
+    partitions: list[int] = []
+    for part in text.split(","):
+        low, _, high = part.strip().partition("-")
+        partitions.extend(range(int(low), int(high or low) + 1))
+    if not partitions or any(not 0 <= p < PARTITIONS for p in partitions):
+        raise ValueError(f"partitions must lie in 0..{PARTITIONS - 1}")
+    return sorted(set(partitions))
+
+
+class Settings(BaseModel):
+    jobs_table: str = "duetime-jobs"
+    runs_table: str = "duetime-runs"
+    control_table: str = "duetime-control"
+    run_queue_url: str = ""
+    alerts_topic_arn: str = ""  # empty: alerts are logged and kept in the control table
+    partitions: list[int] = Field(default_factory=lambda: list(range(PARTITIONS)))
+    lease_seconds: int = Field(default=60, ge=2)
+    heartbeat_seconds: float = Field(default=20, gt=0)
+    queue_deadline_seconds: int = Field(default=600, ge=1)
+    misfire_grace_seconds: int = Field(default=60, ge=0)
+    poll_interval_seconds: float = Field(default=1.0, gt=0)
+
+    @field_validator("partitions", mode="before")
+    @classmethod
+    def _partitions(cls, value: object) -> object:
+        return parse_partitions(value) if isinstance(value, str) else value
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str]) -> Settings:
+        """Each field from ``DUETIME_<FIELD>`` when present."""
+        values = {
+            name: environ[f"DUETIME_{name.upper()}"]
+            for name in cls.model_fields
+            if f"DUETIME_{name.upper()}" in environ
+        }
+        return cls.model_validate(values)

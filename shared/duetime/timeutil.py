@@ -1,0 +1,48 @@
+"""UTC instants as duetime stores them: whole seconds, ISO-8601 ending in ``Z``.
+
+ISO strings of this one shape sort in time order, which the DynamoDB keys rely on.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+ISO_Z = "%Y-%m-%dT%H:%M:%SZ"
+MINUTE_BUCKET = "%Y-%m-%dT%H:%M"
+
+
+def to_utc(value: datetime) -> datetime:
+    """Return ``value`` as an aware UTC datetime; naive datetimes are refused."""
+    if value.tzinfo is None:
+        raise ValueError("naive datetime: an instant needs a time zone")
+    return value.astimezone(UTC)
+
+
+def whole_seconds(value: datetime) -> datetime:
+    """Drop sub-second precision (run ids and due times are whole seconds)."""
+    return to_utc(value).replace(microsecond=0)
+
+
+def ceil_seconds(value: datetime) -> datetime:
+    """Round up to the next whole second (unchanged when already whole)."""
+    value = to_utc(value)
+    return value if value.microsecond == 0 else value.replace(microsecond=0) + timedelta(seconds=1)
+
+
+def iso_z(value: datetime) -> str:
+    """Format an instant as ``2026-12-01T00:00:00Z`` (second precision, UTC)."""
+    return to_utc(value).strftime(ISO_Z)
+
+
+def parse_iso_z(text: str) -> datetime:
+    """Parse the ``iso_z`` form back into an aware UTC datetime."""
+    return datetime.strptime(text, ISO_Z).replace(tzinfo=UTC)
+
+
+def minute_bucket(value: datetime) -> str:
+    """The due-index minute bucket an instant falls in, e.g. ``2026-12-01T00:00``."""
+    return to_utc(value).strftime(MINUTE_BUCKET)
+
+
+def parse_minute_bucket(text: str) -> datetime:
+    return datetime.strptime(text, MINUTE_BUCKET).replace(tzinfo=UTC)

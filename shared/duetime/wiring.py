@@ -1,0 +1,81 @@
+"""Assembling the parts from settings. Handlers call these once per process (lazily, not at import)."""
+
+from __future__ import annotations
+
+import functools
+import os
+from datetime import timedelta
+from typing import Any
+
+from duetime.adapters.alerts import SnsAlerts, StoredAlerts
+from duetime.adapters.clients import client
+from duetime.adapters.dynamodb.store import DynamoStore
+from duetime.adapters.dynamodb.tables import TableNames
+from duetime.adapters.http_target import HttpTargetCaller
+from duetime.adapters.sqs import SqsRunQueue
+from duetime.adapters.store_clock import StoreClock
+from duetime.poller import Poller, PollerConfig
+from duetime.ports import AlertSink
+from duetime.settings import Settings
+from duetime.worker import Worker, WorkerConfig
+
+
+@functools.cache
+def settings() -> Settings:
+    return Settings.from_env(dict(os.environ))
+
+
+def make_store(s: Settings, dynamodb: Any | None = None) -> DynamoStore:
+    return DynamoStore(
+        dynamodb or client("dynamodb"), TableNames(s.jobs_table, s.runs_table, s.control_table)
+    )
+
+
+def make_store_clock(store: DynamoStore) -> StoreClock:
+    return StoreClock(store.client, sync=lambda: store.low_water_marks([0]))
+
+
+def make_alerts(s: Settings, store: DynamoStore) -> AlertSink:
+    if s.alerts_topic_arn:
+        return SnsAlerts(client("sns"), s.alerts_topic_arn)
+    return StoredAlerts(store)
+
+
+def poller_config(s: Settings) -> PollerConfig:
+    return PollerConfig(
+        partitions=s.partitions,
+        misfire_grace=timedelta(seconds=s.misfire_grace_seconds),
+        queue_deadline=timedelta(seconds=s.queue_deadline_seconds),
+    )
+
+
+def worker_config(s: Settings) -> WorkerConfig:
+    return WorkerConfig(
+        lease=timedelta(seconds=s.lease_seconds),
+        heartbeat=timedelta(seconds=s.heartbeat_seconds),
+        queue_deadline=timedelta(seconds=s.queue_deadline_seconds),
+    )
+
+
+@functools.cache
+def poller() -> Poller:
+    s = settings()
+    store = make_store(s)
+    queue = SqsRunQueue(client("sqs"), s.run_queue_url)
+    return Poller(store, store, queue, make_alerts(s, store), make_store_clock(store), poller_config(s))
+
+
+@functools.cache
+def worker() -> Worker:
+    s = settings()
+    store = make_store(s)
+    queue = SqsRunQueue(client("sqs"), s.run_queue_url)
+    return Worker(
+        store,
+        store,
+        queue,
+        make_alerts(s, store),
+        HttpTargetCaller(),
+        make_store_clock(store),
+        worker_config(s),
+    )

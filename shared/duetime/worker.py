@@ -1,0 +1,249 @@
+"""The worker: take a run's lease, call its target, record the result while still owning the lease.
+
+One message = one attempt. The flow for a message ``(run_id, attempt)``:
+
+1. acquire the lease (queued|retry_wait -> running, owner, lease 60 s ahead by the store's clock); losing
+   it means a duplicate or stale message: drop it;
+2. take a team concurrency slot; if the team is at its cap, give the lease back and re-queue the message a
+   few seconds later (the attempt is not used);
+3. call the target with the run id as idempotency key, heartbeating lease and slot every 20 s;
+4. record the result only if this worker still owns the attempt; retry with backoff, or end as
+   succeeded / failed / dead (with an alert).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from enum import StrEnum
+
+from duetime.clock import Clock
+from duetime.models import Run, RunResult, RunStatus, Team
+from duetime.outcomes import Verdict, judge, retry_time
+from duetime.ports import (
+    Alert,
+    AlertSink,
+    RunMessage,
+    RunQueue,
+    RunStore,
+    TargetCaller,
+    TargetRequest,
+    TargetResponse,
+    TeamStore,
+)
+from duetime.signing import signature_header
+from duetime.timeutil import iso_z
+
+log = logging.getLogger(__name__)
+USER_AGENT = "duetime/0.1"
+
+
+class WorkOutcome(StrEnum):
+    SUCCEEDED = "succeeded"
+    RETRY_SCHEDULED = "retry_scheduled"
+    FAILED = "failed"
+    DEAD = "dead"
+    DUPLICATE = "duplicate"  # lease not acquired: another worker has (or had) this attempt
+    DEFERRED = "deferred"  # team at its concurrency cap; re-queued without using the attempt
+    STALE = "stale"  # the call happened but the lease was lost: the result write was rejected
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    lease: timedelta = timedelta(seconds=60)
+    heartbeat: timedelta = timedelta(seconds=20)
+    queue_deadline: timedelta = timedelta(minutes=10)
+    defer_seconds: int = 5
+
+
+@dataclass(frozen=True)
+class WorkReport:
+    outcome: WorkOutcome
+    run_id: str
+    attempt: int
+    start_lateness_seconds: float | None = None  # first attempts only: start minus fire time
+    status_code: int | None = None
+    duration_ms: int | None = None
+    heartbeats: int = 0
+
+
+@dataclass
+class TeamCache:
+    """Teams change rarely; a worker re-reads one at most once a minute."""
+
+    store: TeamStore
+    clock: Clock
+    ttl: timedelta = timedelta(seconds=60)
+    _entries: dict[str, tuple[datetime, Team]] = field(default_factory=dict)
+
+    def get(self, team_id: str) -> Team:
+        now = self.clock.now()
+        cached = self._entries.get(team_id)
+        if cached and now - cached[0] < self.ttl:
+            return cached[1]
+        team = self.store.get_team(team_id) or Team(team_id=team_id)
+        self._entries[team_id] = (now, team)
+        return team
+
+
+class Worker:
+    def __init__(
+        self,
+        runs: RunStore,
+        teams: TeamStore,
+        queue: RunQueue,
+        alerts: AlertSink,
+        caller: TargetCaller,
+        clock: Clock,
+        config: WorkerConfig | None = None,
+        owner: str | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        """``clock`` must be the store's clock: every lease instant is compared by DynamoDB."""
+        self.runs = runs
+        self.teams = TeamCache(teams, clock)
+        self.team_store = teams
+        self.queue = queue
+        self.alerts = alerts
+        self.caller = caller
+        self.clock = clock
+        self.config = config or WorkerConfig()
+        self.owner = owner or f"worker-{uuid.uuid4().hex[:12]}"
+        self.rng = rng or random.Random()
+
+    def process(self, message: RunMessage) -> WorkReport:
+        now = self.clock.now()
+        run = self.runs.acquire_lease(
+            message.run_id, message.attempt, self.owner, now, now + self.config.lease
+        )
+        if run is None:
+            return WorkReport(WorkOutcome.DUPLICATE, message.run_id, message.attempt)
+        team = self.teams.get(run.team)
+        slot = self.team_store.acquire_slot(team, run.run_id, now, now + self.config.lease)
+        if slot is None:
+            return self._defer(run, now)
+        try:
+            lateness = (now - run.fire_at).total_seconds() if run.attempt == 1 else None
+            response, heartbeats = self._call_with_heartbeat(run, team, slot)
+            report = self._record(run, response)
+            return WorkReport(
+                report,
+                run.run_id,
+                run.attempt,
+                start_lateness_seconds=lateness,
+                status_code=response.status_code,
+                duration_ms=response.duration_ms,
+                heartbeats=heartbeats,
+            )
+        finally:
+            self.team_store.release_slot(team.team_id, slot, run.run_id)
+
+    def _defer(self, run: Run, now: datetime) -> WorkReport:
+        if self.runs.return_to_queue(
+            run.run_id, run.attempt, self.owner, now, now + self.config.queue_deadline
+        ):
+            self.queue.send([RunMessage(run.run_id, run.attempt)], delay_seconds=self.config.defer_seconds)
+        return WorkReport(WorkOutcome.DEFERRED, run.run_id, run.attempt)
+
+    def build_request(self, run: Run, team: Team) -> TargetRequest:
+        target = run.target
+        body = target.body.encode() if target.body is not None else b""
+        headers = {
+            **target.headers,
+            "Idempotency-Key": run.run_id,
+            "X-Duetime-Run-Id": run.run_id,
+            "X-Duetime-Attempt": str(run.attempt),
+            "X-Duetime-Scheduled-At": iso_z(run.nominal_at),
+            "User-Agent": USER_AGENT,
+        }
+        if target.body is not None and not any(k.lower() == "content-type" for k in headers):
+            headers["Content-Type"] = "application/json"
+        if team.signing_secret:
+            stamp = int(self.clock.now().timestamp())
+            headers["X-Duetime-Signature"] = signature_header(team.signing_secret, stamp, body)
+        return TargetRequest(
+            url=target.url,
+            method=target.method,
+            headers=headers,
+            body=body if target.body is not None else None,
+            timeout_seconds=run.timeout_seconds,
+        )
+
+    def _call_with_heartbeat(self, run: Run, team: Team, slot: int) -> tuple[TargetResponse, int]:
+        done = threading.Event()
+        beats = 0
+
+        def heartbeat() -> None:
+            nonlocal beats
+            while not done.wait(self.config.heartbeat.total_seconds()):
+                now = self.clock.now()
+                until = now + self.config.lease
+                if not self.runs.extend_lease(run.run_id, run.attempt, self.owner, now, until):
+                    log.warning("lease lost during the call", extra={"run_id": run.run_id})
+                    return
+                self.team_store.extend_slot(team.team_id, slot, run.run_id, until)
+                beats += 1
+
+        beat = threading.Thread(target=heartbeat, name=f"heartbeat-{run.run_id}", daemon=True)
+        beat.start()
+        try:
+            response = self.caller.call(self.build_request(run, team))
+        finally:
+            done.set()
+            beat.join()
+        return response, beats
+
+    def _record(self, run: Run, response: TargetResponse) -> WorkOutcome:
+        verdict = judge(response)
+        now = self.clock.now()
+        result = RunResult(
+            status_code=response.status_code,
+            duration_ms=response.duration_ms,
+            error=response.error,
+            body=response.body[:1024] or None,
+            retryable=verdict is Verdict.RETRYABLE,
+        )
+        if verdict is Verdict.SUCCESS:
+            return self._finish(run, RunStatus.SUCCEEDED, result, now, WorkOutcome.SUCCEEDED)
+        if verdict is Verdict.PERMANENT:
+            return self._finish(run, RunStatus.FAILED, result, now, WorkOutcome.FAILED)
+        if run.attempt >= run.max_attempts:
+            return self._finish(run, RunStatus.DEAD, result, now, WorkOutcome.DEAD)
+        retry_at = retry_time(run.retry, run.attempt, now, self.rng)
+        recorded = self.runs.record_result(
+            run,
+            self.owner,
+            RunStatus.RETRY_WAIT,
+            result,
+            now,
+            retry_at=retry_at,
+            queue_deadline=retry_at + self.config.queue_deadline,
+        )
+        if not recorded:
+            return WorkOutcome.STALE
+        delay = max(0, int((retry_at - now).total_seconds() + 0.999))
+        self.queue.send([RunMessage(run.run_id, run.attempt + 1)], delay_seconds=delay)
+        return WorkOutcome.RETRY_SCHEDULED
+
+    def _finish(
+        self, run: Run, status: RunStatus, result: RunResult, now: datetime, outcome: WorkOutcome
+    ) -> WorkOutcome:
+        if not self.runs.record_result(run, self.owner, status, result, now):
+            return WorkOutcome.STALE
+        if status in (RunStatus.DEAD, RunStatus.FAILED):
+            self.alerts.publish(
+                Alert(
+                    kind=f"run_{status.value}",
+                    team=run.team,
+                    job_id=run.job_id,
+                    run_id=run.run_id,
+                    attempt=run.attempt,
+                    detail=result.error or f"HTTP {result.status_code}",
+                    at=now,
+                )
+            )
+        return outcome
