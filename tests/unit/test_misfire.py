@@ -12,12 +12,19 @@ CREATED = datetime(2026, 12, 1, 7, 30, tzinfo=UTC)
 def hourly_job(misfire: MisfirePolicy, **extra: object) -> Job:
     from duetime.claim_plan import initial_state
 
-    spec = JobSpec.model_validate({
-        "name": "report", "schedule": {"cron": "0 * * * *", "timezone": "UTC"},
-        "target": {"url": "https://example.com"}, "exact": True, "misfire": misfire, **extra,
-    })
-    job = Job(**spec.model_dump(), id="01JDZ3K6R2V9Q8T7S6P5N4M3K2", team="t", created_at=CREATED,
-              updated_at=CREATED)
+    spec = JobSpec.model_validate(
+        {
+            "name": "report",
+            "schedule": {"cron": "0 * * * *", "timezone": "UTC"},
+            "target": {"url": "https://example.com"},
+            "exact": True,
+            "misfire": misfire,
+            **extra,
+        }
+    )
+    job = Job(
+        **spec.model_dump(), id="01JDZ3K6R2V9Q8T7S6P5N4M3K2", team="t", created_at=CREATED, updated_at=CREATED
+    )
     return job.model_copy(update={"state": initial_state(job, CREATED)})
 
 

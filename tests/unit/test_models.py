@@ -9,7 +9,11 @@ from pydantic import ValidationError
 from duetime.models import JobSpec
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
-GOOD: dict[str, Any] = {"name": "n", "schedule": {"rate": "5 minutes"}, "target": {"url": "https://example.com"}}
+GOOD: dict[str, Any] = {
+    "name": "n",
+    "schedule": {"rate": "5 minutes"},
+    "target": {"url": "https://example.com"},
+}
 
 
 def error_fields(overrides: dict[str, Any]) -> list[str]:

@@ -13,8 +13,13 @@ TARGET = {"url": "https://example.com/hook"}
 
 def job(**overrides: object) -> Job:
     spec = {"name": "j", "schedule": {"rate": "5 minutes"}, "target": TARGET, **overrides}
-    return Job(**JobSpec.model_validate(spec).model_dump(), id="01JDZ3K6R2V9Q8T7S6P5N4M3K2", team="t",
-               created_at=T0, updated_at=T0)
+    return Job(
+        **JobSpec.model_validate(spec).model_dump(),
+        id="01JDZ3K6R2V9Q8T7S6P5N4M3K2",
+        team="t",
+        created_at=T0,
+        updated_at=T0,
+    )
 
 
 def test_rate_is_anchored_to_the_jobs_start_not_to_now() -> None:
@@ -23,7 +28,8 @@ def test_rate_is_anchored_to_the_jobs_start_not_to_now() -> None:
     assert next_nominal_after(j, anchor, T0) == datetime(2026, 12, 1, 10, 2, tzinfo=UTC)
     # 10:13:41 is late; the next time is still on the 10:02 + 5k grid.
     assert next_nominal_after(j, anchor, datetime(2026, 12, 1, 10, 13, 41, tzinfo=UTC)) == datetime(
-        2026, 12, 1, 10, 17, tzinfo=UTC)
+        2026, 12, 1, 10, 17, tzinfo=UTC
+    )
 
 
 def test_next_time_comes_from_the_last_scheduled_time_so_lateness_does_not_drift() -> None:
@@ -42,7 +48,8 @@ def test_at_runs_once() -> None:
 def test_nothing_runs_after_end_at() -> None:
     j = job(end_at="2026-12-01T10:12:00Z")
     assert next_nominal_after(j, T0, datetime(2026, 12, 1, 10, 5, tzinfo=UTC)) == datetime(
-        2026, 12, 1, 10, 10, tzinfo=UTC)
+        2026, 12, 1, 10, 10, tzinfo=UTC
+    )
     assert next_nominal_after(j, T0, datetime(2026, 12, 1, 10, 10, tzinfo=UTC)) is None
 
 

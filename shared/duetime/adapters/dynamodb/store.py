@@ -223,7 +223,11 @@ class DynamoStore:
                 UpdateExpression=update,
                 ConditionExpression=condition.expression,
                 ExpressionAttributeValues=values,
-                ExpressionAttributeNames={**_STATUS, **_OWNER, **(names or {})},
+                ExpressionAttributeNames={
+                    k: v
+                    for k, v in {**_STATUS, **_OWNER, **(names or {})}.items()
+                    if k in update or k in condition.expression
+                },
                 ReturnValues="ALL_NEW",
             )
         except ClientError as exc:

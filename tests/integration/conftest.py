@@ -1,0 +1,176 @@
+"""Integration fixtures: real DynamoDB Local and LocalStack SQS (``make test`` starts both).
+
+Each test gets its own tables and queue, so tests never see each other's rows or messages.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+from urllib.parse import urlsplit
+
+import boto3
+import pytest
+
+from duetime.adapters.alerts import StoredAlerts
+from duetime.adapters.dynamodb.store import DynamoStore
+from duetime.adapters.dynamodb.tables import TableNames, create_tables
+from duetime.adapters.http_target import HttpTargetCaller
+from duetime.adapters.sqs import SqsConsumer, SqsRunQueue, decode, ensure_queue
+from duetime.adapters.store_clock import StoreClock
+from duetime.clock import Clock
+from duetime.demo_target import DemoTargetServer
+from duetime.ids import PARTITIONS
+from duetime.jobs import create_job
+from duetime.local import EventSourceMapping
+from duetime.models import Job, Team
+from duetime.poller import Poller, PollerConfig
+from duetime.worker import Worker, WorkerConfig, WorkReport
+
+pytestmark = pytest.mark.integration
+
+DDB_URL = os.environ.setdefault("AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:8000")
+SQS_URL = os.environ.setdefault("AWS_ENDPOINT_URL_SQS", "http://127.0.0.1:4566")
+
+
+def _reachable(url: str) -> bool:
+    parts = urlsplit(url)
+    try:
+        socket.create_connection((parts.hostname, parts.port or 80), timeout=2).close()
+        return True
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="session", autouse=True)
+def emulators() -> None:
+    missing = [u for u in (DDB_URL, SQS_URL) if not _reachable(u)]
+    if missing:
+        pytest.fail(f"emulators not answering on {missing}: run the tests with `make test`", pytrace=False)
+
+
+@dataclass
+class Stack:
+    dynamodb: Any
+    sqs: Any
+    names: TableNames
+    queue_url: str
+    store: DynamoStore
+    clock: StoreClock
+    queue: SqsRunQueue
+    consumer: SqsConsumer
+    alerts: StoredAlerts
+    workers: list[Worker] = field(default_factory=list)
+
+    def worker(
+        self,
+        config: WorkerConfig | None = None,
+        clock: Clock | None = None,
+        owner: str | None = None,
+        store: DynamoStore | None = None,
+    ) -> Worker:
+        store = store or self.store
+        return Worker(
+            store,
+            store,
+            self.queue,
+            self.alerts,
+            HttpTargetCaller(),
+            clock or self.clock,
+            config or WorkerConfig(),
+            owner=owner,
+        )
+
+    def poller(self, clock: Clock | None = None, **config: Any) -> Poller:
+        config.setdefault("partitions", list(range(PARTITIONS)))
+        return Poller(
+            self.store, self.store, self.queue, self.alerts, clock or self.clock, PollerConfig(**config)
+        )
+
+    def job_due_now(self, team: str, target_url: str, **spec: Any) -> Job:
+        """A job whose first run is due about now: a 1-minute rate created a minute ago, exact."""
+        body = {
+            "name": "test job",
+            "schedule": {"rate": "1 minute"},
+            "target": {"url": target_url},
+            "exact": True,
+            **spec,
+        }
+        return create_job(self.store, team, body, self.clock.now() - timedelta(seconds=61))
+
+    def drain(
+        self, worker: Worker, until: Callable[[], bool], timeout: float = 30.0, poller: Poller | None = None
+    ) -> list[WorkReport]:
+        """Deliver queued messages to ``worker`` (and tick ``poller``) until ``until()`` or timeout."""
+        reports: list[WorkReport] = []
+        mapping = EventSourceMapping(self.consumer, worker, on_report=reports.append)
+        deadline = time.monotonic() + timeout
+        while not until():
+            assert time.monotonic() < deadline, f"timed out; reports so far: {reports}"
+            if poller is not None:
+                poller.claim()
+                poller.recover()
+            mapping.poll_once(wait_seconds=1)
+        assert not mapping.errors, mapping.errors
+        return reports
+
+    def messages(self) -> list[Any]:
+        """Take every visible message off the queue (they are deleted)."""
+        taken: list[Any] = []
+        while True:
+            batch = self.consumer.receive(10, wait_seconds=1)
+            if not batch:
+                return taken
+            taken.extend(decode(m.body) for m in batch)
+            self.consumer.delete([m.receipt_handle for m in batch])
+
+
+def new_clients() -> tuple[Any, Any]:
+    session = boto3.session.Session()
+    return session.client("dynamodb"), session.client("sqs")
+
+
+@pytest.fixture
+def stack() -> Iterator[Stack]:
+    prefix = f"t{uuid.uuid4().hex[:10]}"
+    dynamodb, sqs = new_clients()
+    names = TableNames(f"{prefix}-jobs", f"{prefix}-runs", f"{prefix}-control")
+    create_tables(dynamodb, names)
+    queue_url = ensure_queue(sqs, prefix, visibility_timeout=30)
+    store = DynamoStore(dynamodb, names)
+    clock = StoreClock(dynamodb, sync=lambda: store.low_water_marks([0]))
+    queue = SqsRunQueue(sqs, queue_url)
+    s = Stack(
+        dynamodb, sqs, names, queue_url, store, clock, queue, SqsConsumer(sqs, queue_url), StoredAlerts(store)
+    )
+    s.store.put_team(Team(team_id="team-a", max_concurrency=50, signing_secret="secret-a"))
+    yield s
+    for table in (names.jobs, names.runs, names.control):
+        dynamodb.delete_table(TableName=table)
+    sqs.delete_queue(QueueUrl=queue_url)
+    sqs.delete_queue(QueueUrl=queue_url + "-dlq")
+
+
+@pytest.fixture
+def target() -> Iterator[DemoTargetServer]:
+    server = DemoTargetServer().start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float = 15.0, every: float = 0.05) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(every)
+
+
+def at(text: str) -> datetime:
+    return datetime.fromisoformat(text)

@@ -1,0 +1,69 @@
+"""The Lambda handlers, called as Lambda calls them, against the emulators."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from duetime import wiring
+from duetime.models import RunStatus
+
+from ..lambda_support import LambdaContext, load_handler
+from .conftest import Stack
+
+
+@pytest.fixture
+def deployed(stack: Stack, monkeypatch: pytest.MonkeyPatch) -> Iterator[Stack]:
+    for key, value in {
+        "DUETIME_JOBS_TABLE": stack.names.jobs,
+        "DUETIME_RUNS_TABLE": stack.names.runs,
+        "DUETIME_CONTROL_TABLE": stack.names.control,
+        "DUETIME_RUN_QUEUE_URL": stack.queue_url,
+    }.items():
+        monkeypatch.setenv(key, value)
+    for cached in (wiring.settings, wiring.poller, wiring.worker):
+        cached.cache_clear()
+    yield stack
+    for cached in (wiring.settings, wiring.poller, wiring.worker):
+        cached.cache_clear()
+
+
+def sqs_event(bodies: list[str]) -> dict[str, Any]:
+    return {
+        "Records": [
+            {
+                "messageId": f"m{i}",
+                "receiptHandle": f"r{i}",
+                "body": body,
+                "attributes": {},
+                "messageAttributes": {},
+                "md5OfBody": "",
+                "eventSource": "aws:sqs",
+                "eventSourceARN": "arn:aws:sqs:us-east-1:0:q",
+                "awsRegion": "us-east-1",
+            }
+            for i, body in enumerate(bodies)
+        ]
+    }
+
+
+def test_poller_and_worker_handlers_run_a_job_end_to_end(deployed: Stack, target, capsys) -> None:
+    job = deployed.job_due_now("team-a", target.url)
+    result = load_handler("poller").handler(
+        {"detail-type": "Scheduled Event", "detail": {"partitions": "0-63", "run_seconds": 0}},
+        LambdaContext(),
+    )
+    assert result == {"ticks": 1, "partitions": list(range(64))}
+    bodies = [json.dumps({"run_id": m.run_id, "attempt": m.attempt}) for m in deployed.messages()]
+    assert len(bodies) == 1
+
+    response = load_handler("worker").handler(sqs_event([*bodies, "not a run message"]), LambdaContext())
+    assert response == {"batchItemFailures": [{"itemIdentifier": "m1"}]}  # only the malformed record fails
+    run = deployed.store.get_run(json.loads(bodies[0])["run_id"])
+    assert run is not None and run.status is RunStatus.SUCCEEDED and run.job_id == job.id
+    metrics = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
+    names = {m["Name"] for doc in metrics for d in doc["_aws"]["CloudWatchMetrics"] for m in d["Metrics"]}
+    assert {"RunsClaimed", "RunsSucceeded", "RunsStarted", "StartLateness"} <= names

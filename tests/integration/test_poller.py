@@ -1,0 +1,111 @@
+"""Claims on DynamoDB Local: one run per (job, nominal time), the schedule moves in the same write."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from datetime import timedelta
+from typing import Any
+
+from duetime.clock import ManualClock
+from duetime.ids import PARTITIONS
+from duetime.models import RunStatus
+
+from .conftest import Stack
+
+
+def test_a_claim_creates_a_queued_run_and_moves_the_due_time_in_one_write(stack: Stack) -> None:
+    job = stack.job_due_now("team-a", "http://127.0.0.1:9/never")
+    report = stack.poller().claim()
+    assert report.runs_created == 1 and report.claimed_jobs == 1
+    run = stack.store.get_run(f"{job.id}@{job.state.next_nominal_at:%Y-%m-%dT%H:%M:%SZ}")
+    assert run is not None and run.status is RunStatus.QUEUED and run.attempt == 1
+    assert run.queue_deadline is not None and run.queue_deadline > stack.clock.now()
+    stored = stack.store.get_job(job.id)
+    assert stored is not None and stored.state.version == job.state.version + 1
+    assert stored.state.next_nominal_at == job.state.next_nominal_at + timedelta(minutes=1)  # type: ignore[operator]
+    assert [m.run_id for m in stack.messages()] == [run.run_id]
+    assert stack.poller().claim().runs_created == 0  # nothing is due any more
+
+
+def test_concurrent_pollers_on_the_same_partitions_never_create_two_runs(stack: Stack) -> None:
+    jobs = [stack.job_due_now("team-a", "http://127.0.0.1:9/never") for _ in range(120)]
+    now = stack.clock.now()
+    clock = ManualClock(now)  # all four pollers see the same instant: the worst case for races
+    reports: list[Any] = []
+    barrier = threading.Barrier(4)
+
+    def poll() -> None:
+        poller = stack.poller(clock=clock)
+        barrier.wait()
+        reports.append(poller.claim())
+
+    threads = [threading.Thread(target=poll) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+    assert sum(r.runs_created for r in reports) == len(jobs)
+    assert sum(r.lost_races for r in reports) > 0  # the pollers really did race
+    assert sum(r.lost_races for r in reports) + len(jobs) == sum(r.due_rows for r in reports)
+    messages = stack.messages()
+    per_run = Counter(m.run_id for m in messages)
+    assert len(per_run) == len(jobs) and set(per_run.values()) == {1}
+    for job in jobs[:10]:
+        stored = stack.store.get_job(job.id)
+        assert stored is not None and stored.state.version == job.state.version + 1
+
+
+def test_an_idle_poll_is_a_few_small_queries_per_partition_and_never_a_scan(stack: Stack) -> None:
+    poller = stack.poller()
+    poller.claim()  # first tick may read a bucket or two more while marks settle
+    calls: Counter[str] = Counter()
+
+    def count(event_name: str, **_: Any) -> None:
+        calls[event_name.split(".")[-1]] += 1
+
+    stack.dynamodb.meta.events.register("before-call.dynamodb", count)
+    try:
+        report = poller.claim()
+    finally:
+        stack.dynamodb.meta.events.unregister("before-call.dynamodb", count)
+    assert report.due_rows == 0
+    assert calls["Scan"] == 0
+    assert calls["BatchGetItem"] == 1  # the 64 low-water marks in one read
+    assert PARTITIONS <= calls["Query"] <= 3 * PARTITIONS
+    assert set(calls) <= {"Query", "BatchGetItem"}
+
+
+def test_overdue_rows_in_old_buckets_are_found_and_marks_then_move_past_empty_buckets(stack: Stack) -> None:
+    job = stack.job_due_now("team-a", "http://127.0.0.1:9/never")
+    later = ManualClock(stack.clock.now() + timedelta(minutes=30))  # the pollers were down for 30 minutes
+    poller = stack.poller(clock=later)
+    report = poller.claim()
+    assert report.runs_created == 1 and report.misfired_jobs == 1  # run_once: one run for the latest time
+    marks_before = stack.store.low_water_marks(range(PARTITIONS))
+    poller.claim()
+    marks_after = stack.store.low_water_marks(range(PARTITIONS))
+    assert all(marks_after[p] >= marks_before.get(p, "") for p in marks_after)
+    from duetime.ids import partition_of
+
+    p = partition_of(job.id)
+    assert marks_after[p] > job.state.next_fire_at.strftime("%Y-%m-%dT%H:%M")  # type: ignore[union-attr]
+
+
+def test_misfire_run_all_after_a_two_hour_outage_creates_every_missed_run(stack: Stack) -> None:
+    job = stack.job_due_now(
+        "team-a", "http://127.0.0.1:9/never", misfire="run_all", schedule={"rate": "30 minutes"}
+    )
+    # rate 30 minutes created a minute ago: first run in 29 minutes; come back two hours later
+    later = ManualClock(stack.clock.now() + timedelta(hours=2))
+    report = stack.poller(clock=later).claim()
+    assert report.runs_created == 4 and report.misfired_jobs == 1
+    stored = stack.store.get_job(job.id)
+    assert stored is not None and stored.state.next_fire_at is not None
+    assert stored.state.next_fire_at > later.now()
+
+
+def test_a_paused_job_is_not_in_the_due_index(stack: Stack) -> None:
+    stack.job_due_now("team-a", "http://127.0.0.1:9/never", paused=True)
+    assert stack.poller().claim().due_rows == 0

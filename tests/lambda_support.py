@@ -1,0 +1,29 @@
+"""Calling the Lambda handlers in functions/ as Lambda does."""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class LambdaContext:
+    function_name: str = "duetime-test"
+    memory_limit_in_mb: int = 512
+    invoked_function_arn: str = "arn:aws:lambda:us-east-1:000000000000:function:duetime-test"
+    aws_request_id: str = "req-1"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 60_000
+
+
+def load_handler(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"{name}_handler", ROOT / "functions" / name / "handler.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
