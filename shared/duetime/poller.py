@@ -31,7 +31,7 @@ class PollerConfig:
     max_claims_per_tick: int = 10_000
     misfire_grace: timedelta = DEFAULT_MISFIRE_GRACE
     queue_deadline: timedelta = DEFAULT_QUEUE_DEADLINE
-    bucket_settle: timedelta = timedelta(seconds=90)
+    bucket_settle: timedelta = timedelta(seconds=30)
     reap_page_size: int = 100
 
 

@@ -160,3 +160,23 @@ def test_a_malformed_message_is_refused_without_touching_any_run(stack: Stack) -
     ):
         with pytest.raises(ValueError):
             decode(body)
+
+
+def test_heartbeats_keep_a_long_call_leased_past_its_initial_lease(stack: Stack, target) -> None:
+    run_id = claim_one(stack, target.url + "?sleep=4")
+    config = WorkerConfig(lease=timedelta(seconds=2), heartbeat=timedelta(seconds=0.5))
+    worker = stack.worker(config)
+    message = stack.messages()[0]
+
+    import threading
+
+    box: dict[str, object] = {}
+    thread = threading.Thread(target=lambda: box.update(report=worker.process(message)))
+    thread.start()
+    wait_until(lambda: len(target.recorder.keyed(run_id)) == 1)
+    time.sleep(3)  # past the initial 2 s lease: only the heartbeats keep it
+    assert stack.poller().recover().leases_expired == 0
+    thread.join()
+    report = box["report"]
+    assert report.outcome is WorkOutcome.SUCCEEDED and report.heartbeats >= 3  # type: ignore[attr-defined]
+    assert len(target.recorder.keyed(run_id)) == 1

@@ -1,32 +1,26 @@
 import json
+from typing import Any
 
 from ..lambda_support import LambdaContext, load_handler
 
 
-def test_api_health_route_answers_through_the_lambda_handler() -> None:
-    event = {
+def api_event(path: str) -> dict[str, Any]:
+    return {
         "httpMethod": "GET",
-        "path": "/healthz",
-        "resource": "/healthz",
+        "path": path,
+        "resource": path,
         "headers": {},
         "requestContext": {"requestId": "r", "stage": "v1"},
         "queryStringParameters": None,
         "body": None,
         "isBase64Encoded": False,
     }
-    response = load_handler("api").handler(event, LambdaContext())
+
+
+def test_api_health_route_answers_through_the_lambda_handler() -> None:
+    response = load_handler("api").handler(api_event("/healthz"), LambdaContext())
     assert response["statusCode"] == 200 and json.loads(response["body"])["status"] == "ok"
 
 
 def test_unknown_routes_are_404_not_500() -> None:
-    event = {
-        "httpMethod": "GET",
-        "path": "/nope",
-        "resource": "/nope",
-        "headers": {},
-        "requestContext": {"requestId": "r", "stage": "v1"},
-        "queryStringParameters": None,
-        "body": None,
-        "isBase64Encoded": False,
-    }
-    assert load_handler("api").handler(event, LambdaContext())["statusCode"] == 404
+    assert load_handler("api").handler(api_event("/nope"), LambdaContext())["statusCode"] == 404

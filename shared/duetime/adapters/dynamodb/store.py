@@ -10,7 +10,7 @@ import json
 import logging
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -45,6 +45,17 @@ _OWNER = {"#owner": "owner"}
 
 def _lost_race(exc: ClientError) -> bool:
     return exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
+
+
+def _conditional(write: Callable[..., Any], **request: Any) -> dict[str, Any] | None:
+    """Make one conditional write; its response, or None when the condition failed (a lost race)."""
+    try:
+        response: dict[str, Any] = write(**request)
+        return response
+    except ClientError as exc:
+        if _lost_race(exc):
+            return None
+        raise
 
 
 class DynamoStore:
@@ -162,7 +173,7 @@ class DynamoStore:
 
     def low_water_marks(self, partitions: Sequence[int]) -> dict[int, str]:
         marks: dict[int, str] = {}
-        keys = [{"pk": s(f"partition#{p:02d}"), "sk": s("watermark")} for p in partitions]
+        keys = [_mark_key(p) for p in partitions]
         for start in range(0, len(keys), 100):
             request = {self.names.control: {"Keys": keys[start : start + 100]}}
             while request:
@@ -175,29 +186,23 @@ class DynamoStore:
     def ensure_low_water_mark(self, partition: int, bucket: str) -> None:
         if partition in self._marks_known:
             return
-        try:
-            self.client.put_item(
-                TableName=self.names.control,
-                Item={"pk": s(f"partition#{partition:02d}"), "sk": s("watermark"), "low_water": s(bucket)},
-                ConditionExpression=c.WATERMARK_MISSING.expression,
-            )
-        except ClientError as exc:
-            if not _lost_race(exc):
-                raise
+        _conditional(
+            self.client.put_item,
+            TableName=self.names.control,
+            Item={**_mark_key(partition), "low_water": s(bucket)},
+            ConditionExpression=c.WATERMARK_MISSING.expression,
+        )
         self._marks_known.add(partition)
 
     def advance_low_water_mark(self, partition: int, bucket: str) -> None:
-        try:
-            self.client.update_item(
-                TableName=self.names.control,
-                Key={"pk": s(f"partition#{partition:02d}"), "sk": s("watermark")},
-                UpdateExpression="SET low_water = :bucket",
-                ConditionExpression=c.WATERMARK_BEHIND.expression,
-                ExpressionAttributeValues={":bucket": s(bucket)},
-            )
-        except ClientError as exc:
-            if not _lost_race(exc):
-                raise
+        _conditional(
+            self.client.update_item,
+            TableName=self.names.control,
+            Key=_mark_key(partition),
+            UpdateExpression="SET low_water = :bucket",
+            ConditionExpression=c.WATERMARK_BEHIND.expression,
+            ExpressionAttributeValues={":bucket": s(bucket)},
+        )
 
     # --- runs -------------------------------------------------------------------------------------------
 
@@ -216,24 +221,22 @@ class DynamoStore:
         names: dict[str, str] | None = None,
     ) -> Item | None:
         """One conditional UpdateItem on a run; the new item, or None when the condition failed."""
-        try:
-            response = self.client.update_item(
-                TableName=self.names.runs,
-                Key={"run_id": s(run_id)},
-                UpdateExpression=update,
-                ConditionExpression=condition.expression,
-                ExpressionAttributeValues=values,
-                ExpressionAttributeNames={
-                    k: v
-                    for k, v in {**_STATUS, **_OWNER, **(names or {})}.items()
-                    if k in update or k in condition.expression
-                },
-                ReturnValues="ALL_NEW",
-            )
-        except ClientError as exc:
-            if _lost_race(exc):
-                return None
-            raise
+        response = _conditional(
+            self.client.update_item,
+            TableName=self.names.runs,
+            Key={"run_id": s(run_id)},
+            UpdateExpression=update,
+            ConditionExpression=condition.expression,
+            ExpressionAttributeValues=values,
+            ExpressionAttributeNames={
+                k: v
+                for k, v in {**_STATUS, **_OWNER, **(names or {})}.items()
+                if k in update or k in condition.expression
+            },
+            ReturnValues="ALL_NEW",
+        )
+        if response is None:
+            return None
         item: Item = response["Attributes"]
         return item
 
@@ -434,19 +437,17 @@ class DynamoStore:
         return {"pk": s(f"team#{team_id}"), "sk": s(f"slot#{slot:05d}")}
 
     def _take_slot(self, team_id: str, slot: int, run_id: str, now: datetime, lease_until: datetime) -> bool:
-        try:
-            self.client.update_item(
+        return (
+            _conditional(
+                self.client.update_item,
                 TableName=self.names.control,
                 Key=self._slot_key(team_id, slot),
                 UpdateExpression="SET holder = :run_id, slot_expires_at = :until",
                 ConditionExpression=c.SLOT_FREE.expression,
                 ExpressionAttributeValues={":run_id": s(run_id), ":until": t(lease_until), ":now": t(now)},
             )
-            return True
-        except ClientError as exc:
-            if _lost_race(exc):
-                return False
-            raise
+            is not None
+        )
 
     def _free_slots(self, team: Team, now: datetime) -> list[int]:
         held: set[int] = set()
@@ -469,32 +470,27 @@ class DynamoStore:
         return free
 
     def extend_slot(self, team_id: str, slot: int, run_id: str, lease_until: datetime) -> bool:
-        try:
-            self.client.update_item(
+        return (
+            _conditional(
+                self.client.update_item,
                 TableName=self.names.control,
                 Key=self._slot_key(team_id, slot),
                 UpdateExpression="SET slot_expires_at = :until",
                 ConditionExpression=c.SLOT_HELD.expression,
                 ExpressionAttributeValues={":run_id": s(run_id), ":until": t(lease_until)},
             )
-            return True
-        except ClientError as exc:
-            if _lost_race(exc):
-                return False
-            raise
+            is not None
+        )
 
     def release_slot(self, team_id: str, slot: int, run_id: str) -> None:
-        try:
-            self.client.update_item(
-                TableName=self.names.control,
-                Key=self._slot_key(team_id, slot),
-                UpdateExpression="REMOVE holder, slot_expires_at",
-                ConditionExpression=c.SLOT_HELD.expression,
-                ExpressionAttributeValues={":run_id": s(run_id)},
-            )
-        except ClientError as exc:
-            if not _lost_race(exc):
-                raise
+        _conditional(
+            self.client.update_item,
+            TableName=self.names.control,
+            Key=self._slot_key(team_id, slot),
+            UpdateExpression="REMOVE holder, slot_expires_at",
+            ConditionExpression=c.SLOT_HELD.expression,
+            ExpressionAttributeValues={":run_id": s(run_id)},
+        )
 
     # --- alerts kept in the store (local mode) ----------------------------------------------------------
 
@@ -516,6 +512,10 @@ class DynamoStore:
             ConsistentRead=True,
         )
         return [json.loads(item["alert"]["S"]) for item in response.get("Items", [])]
+
+
+def _mark_key(partition: int) -> Item:
+    return {"pk": s(f"partition#{partition:02d}"), "sk": s("watermark")}
 
 
 def _batches(claims: list[Claim]) -> list[list[Claim]]:
