@@ -6,8 +6,9 @@
 #
 #   scripts/emulators.sh fetch            download/install what is missing
 #   scripts/emulators.sh start            start what is not already answering; record what we started
-#   scripts/emulators.sh stop             stop only what `start` started
-#   scripts/emulators.sh run CMD...       start, run CMD, stop what was started (even when CMD fails)
+#   scripts/emulators.sh stop             stop what an earlier `start` started (pid files in .cache/run)
+#   scripts/emulators.sh run CMD...       start what is not running, run CMD, then stop only what this
+#                                         invocation started (even when CMD fails)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -21,6 +22,8 @@ DDB_PORT="${DUETIME_DDB_PORT:-8000}"
 LS_PORT="${DUETIME_LOCALSTACK_PORT:-4566}"
 DDB_URL="http://127.0.0.1:$DDB_PORT"
 LS_URL="http://127.0.0.1:$LS_PORT"
+
+STARTED=()  # what this invocation started (and `run` will stop)
 
 log() { printf 'emulators: %s\n' "$*" >&2; }
 
@@ -66,6 +69,7 @@ start_dynamodb() {
   (cd "$DDB_DIR" && exec java -Djava.library.path=./DynamoDBLocal_lib -jar DynamoDBLocal.jar \
       -inMemory -port "$DDB_PORT" >"$RUN/dynamodb.log" 2>&1) &
   echo $! >"$RUN/dynamodb.pid"
+  STARTED+=(dynamodb)
   wait_for dynamodb "$DDB_URL" 60
   log "DynamoDB Local started on $DDB_URL"
 }
@@ -78,6 +82,7 @@ start_localstack() {
     SERVICES=sqs,events,scheduler,sns,cloudwatch,logs,sts,iam SKIP_INFRA_DOWNLOADS=1 \
     DISABLE_EVENTS=1 setsid "$LS_VENV/bin/python" -m localstack.runtime.main >"$RUN/localstack.log" 2>&1 &
   echo $! >"$RUN/localstack.pid"
+  STARTED+=(localstack)
   wait_for localstack "$LS_URL/_localstack/health" 120
   log "LocalStack started on $LS_URL"
 }
@@ -101,8 +106,10 @@ case "${1:-}" in
   stop) stop_one localstack; stop_one dynamodb ;;
   run)
     shift
-    trap '"$0" stop' EXIT
-    "$0" start
+    # Stop only what this invocation started: emulators that were already running are left running.
+    trap 'for name in "${STARTED[@]}"; do stop_one "$name"; done' EXIT
+    start_dynamodb
+    start_localstack
     export AWS_ENDPOINT_URL_DYNAMODB="$DDB_URL" AWS_ENDPOINT_URL_SQS="$LS_URL" \
       AWS_ENDPOINT_URL_SNS="$LS_URL" AWS_ENDPOINT_URL_EVENTS="$LS_URL" \
       AWS_ACCESS_KEY_ID="${AWS_ACCESS_KEY_ID:-test}" AWS_SECRET_ACCESS_KEY="${AWS_SECRET_ACCESS_KEY:-test}" \

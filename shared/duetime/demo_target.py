@@ -53,13 +53,16 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _answer(self, status: int, body: str, extra: dict[str, str] | None = None) -> None:
         data = body.encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        for name, value in (extra or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(data)
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for name, value in (extra or {}).items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):  # the caller gave up (its timeout): nothing to do
+            self.close_connection = True
 
     def do_GET(self) -> None:
         parts = urlsplit(self.path)

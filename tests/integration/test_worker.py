@@ -180,3 +180,25 @@ def test_heartbeats_keep_a_long_call_leased_past_its_initial_lease(stack: Stack,
     report = box["report"]
     assert report.outcome is WorkOutcome.SUCCEEDED and report.heartbeats >= 3  # type: ignore[attr-defined]
     assert len(target.recorder.keyed(run_id)) == 1
+
+
+def test_a_call_past_the_jobs_timeout_is_cut_off_and_retried(stack: Stack, target) -> None:
+    run_id = claim_one(
+        stack,
+        target.url + "?sleep=3&slow_attempt=1",
+        timeout_seconds=1,
+        retry={"max_attempts": 2, "backoff_seconds": [0]},
+    )
+    reports = stack.drain(
+        stack.worker(FAST),
+        lambda: (
+            stack.store.get_run(run_id).status  # type: ignore[union-attr]
+            is RunStatus.SUCCEEDED
+        ),
+        timeout=30,
+    )
+    outcomes = [r.outcome for r in reports if r.outcome is not WorkOutcome.DUPLICATE]
+    assert outcomes == [WorkOutcome.RETRY_SCHEDULED, WorkOutcome.SUCCEEDED]
+    assert reports[0].duration_ms is not None and 900 <= reports[0].duration_ms < 2500
+    history = stack.store.get_run(run_id)
+    assert history is not None and history.attempt == 2
