@@ -1,20 +1,15 @@
-"""API Lambda (API Gateway REST). The job and run routes arrive with the API issue; today: health."""
+"""API Lambda (API Gateway REST): the duetime REST API (routes in ``duetime.api``)."""
 
-from aws_lambda_powertools import Logger
-from aws_lambda_powertools.event_handler import APIGatewayRestResolver
+from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from duetime import __version__
+from duetime.api import handle
 
 logger = Logger(service="duetime-api")
-app = APIGatewayRestResolver(enable_validation=True)
+tracer = Tracer(service="duetime-api")
 
 
-@app.get("/healthz")
-def healthz() -> dict[str, str]:
-    return {"status": "ok", "version": __version__}
-
-
-@logger.inject_lambda_context
+@logger.inject_lambda_context(correlation_id_path="requestContext.requestId")
+@tracer.capture_lambda_handler
 def handler(event: dict, context: LambdaContext) -> dict:
-    return app.resolve(event, context)
+    return handle(event, context)

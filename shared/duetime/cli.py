@@ -77,7 +77,15 @@ def _local(args: argparse.Namespace) -> int:
     mappings = [
         EventSourceMapping(
             consumer,
-            Worker(store, store, queue, alerts, HttpTargetCaller(), clock, worker_config(settings)),
+            Worker(
+                store,
+                store,
+                queue,
+                alerts,
+                HttpTargetCaller(allow_private=True),
+                clock,
+                worker_config(settings),
+            ),
             on_report=show,
         )
         for _ in range(args.workers)

@@ -18,7 +18,9 @@ from pydantic import (
     AwareDatetime,
     BaseModel,
     ConfigDict,
+    Discriminator,
     Field,
+    Tag,
     ValidationInfo,
     field_validator,
 )
@@ -133,7 +135,27 @@ class AtSchedule(Strict):
         return value
 
 
-Schedule = CronSchedule | RateSchedule | AtSchedule
+def _schedule_kind(value: Any) -> str | None:
+    if isinstance(value, dict):
+        kinds = [k for k in ("cron", "rate", "at") if k in value]
+        return kinds[0] if len(kinds) == 1 else None
+    if isinstance(value, CronSchedule):
+        return "cron"
+    if isinstance(value, RateSchedule):
+        return "rate"
+    return "at" if isinstance(value, AtSchedule) else None
+
+
+Schedule = Annotated[
+    Annotated[CronSchedule, Tag("cron")]
+    | Annotated[RateSchedule, Tag("rate")]
+    | Annotated[AtSchedule, Tag("at")],
+    Discriminator(
+        _schedule_kind,
+        custom_error_type="schedule_kind",
+        custom_error_message="schedule needs exactly one of 'cron', 'rate' or 'at'",
+    ),
+]
 
 
 # --- targets and policies --------------------------------------------------------------------------------
@@ -205,16 +227,6 @@ class JobSpec(Strict):
     start_at: AwareDatetime | None = None
     end_at: AwareDatetime | None = None
     paused: bool = False
-
-    @field_validator("schedule", mode="before")
-    @classmethod
-    def _pick_schedule(cls, value: Any) -> Any:
-        """Choose the schedule kind by its key, so errors name the right field (``schedule.cron``...)."""
-        if isinstance(value, dict):
-            kinds = [k for k in ("cron", "rate", "at") if k in value]
-            if len(kinds) != 1:
-                raise ValueError("schedule needs exactly one of 'cron', 'rate' or 'at'")
-        return value
 
     @field_validator("start_at", "end_at")
     @classmethod
@@ -316,5 +328,7 @@ class Team(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     team_id: str
+    name: str = ""
     max_concurrency: int = Field(default=50, ge=1, le=10_000)
+    exact_quota: int = Field(default=100, ge=0, le=1_000_000)  # exact-time jobs the team may have
     signing_secret: str | None = None

@@ -20,6 +20,8 @@ class Verdict(StrEnum):
 
 def judge(response: TargetResponse) -> Verdict:
     code = response.status_code
+    if response.permanent:
+        return Verdict.PERMANENT
     if code is None or code in RETRYABLE_STATUS or code >= 500:
         return Verdict.RETRYABLE
     if 200 <= code < 300:

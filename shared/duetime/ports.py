@@ -190,10 +190,11 @@ class TargetRequest:
 
 @dataclass(frozen=True)
 class TargetResponse:
-    status_code: int | None  # None: no HTTP answer (timeout, connection error)
+    status_code: int | None  # None: no HTTP answer (timeout, connection error, refused target)
     body: str
     error: str | None
     duration_ms: int
+    permanent: bool = False  # the call was not made and never will be (e.g. the target was refused)
 
 
 class TargetCaller(Protocol):

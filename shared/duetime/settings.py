@@ -32,6 +32,8 @@ class Settings(BaseModel):
     queue_deadline_seconds: int = Field(default=600, ge=1)
     misfire_grace_seconds: int = Field(default=60, ge=0)
     poll_interval_seconds: float = Field(default=1.0, gt=0)
+    allow_private_targets: bool = False  # SSRF guard: permit loopback/private targets (local use only)
+    max_body_bytes: int = Field(default=64 * 1024, ge=1024)
 
     @field_validator("partitions", mode="before")
     @classmethod

@@ -9,6 +9,7 @@ from typing import Any
 
 from duetime.adapters.alerts import SnsAlerts, StoredAlerts
 from duetime.adapters.clients import client
+from duetime.adapters.dynamodb.catalog import DynamoCatalog
 from duetime.adapters.dynamodb.store import DynamoStore
 from duetime.adapters.dynamodb.tables import TableNames
 from duetime.adapters.http_target import HttpTargetCaller
@@ -16,6 +17,7 @@ from duetime.adapters.sqs import SqsRunQueue
 from duetime.adapters.store_clock import StoreClock
 from duetime.poller import Poller, PollerConfig
 from duetime.ports import AlertSink
+from duetime.service import JobService
 from duetime.settings import Settings
 from duetime.worker import Worker, WorkerConfig
 
@@ -75,7 +77,24 @@ def worker() -> Worker:
         store,
         queue,
         make_alerts(s, store),
-        HttpTargetCaller(),
+        HttpTargetCaller(allow_private=s.allow_private_targets),
         make_store_clock(store),
         worker_config(s),
     )
+
+
+def make_job_service(s: Settings, store: DynamoStore, sqs: Any | None = None) -> JobService:
+    return JobService(
+        DynamoCatalog(store.client, store.names),
+        store,
+        SqsRunQueue(sqs or client("sqs"), s.run_queue_url),
+        make_store_clock(store),
+        allow_private_targets=s.allow_private_targets,
+        queue_deadline=timedelta(seconds=s.queue_deadline_seconds),
+    )
+
+
+@functools.cache
+def job_service() -> JobService:
+    s = settings()
+    return make_job_service(s, make_store(s))

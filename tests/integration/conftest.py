@@ -81,7 +81,7 @@ class Stack:
             store,
             self.queue,
             self.alerts,
-            HttpTargetCaller(),
+            HttpTargetCaller(allow_private=True),
             clock or self.clock,
             config or WorkerConfig(),
             owner=owner,

@@ -22,6 +22,7 @@ def deployed(stack: Stack, monkeypatch: pytest.MonkeyPatch) -> Iterator[Stack]:
         "DUETIME_RUNS_TABLE": stack.names.runs,
         "DUETIME_CONTROL_TABLE": stack.names.control,
         "DUETIME_RUN_QUEUE_URL": stack.queue_url,
+        "DUETIME_ALLOW_PRIVATE_TARGETS": "true",  # the test's target listens on 127.0.0.1
     }.items():
         monkeypatch.setenv(key, value)
     for cached in (wiring.settings, wiring.poller, wiring.worker):

@@ -26,7 +26,7 @@ def main() -> None:
         store,
         SqsRunQueue(sqs, settings.run_queue_url),
         StoredAlerts(store),
-        HttpTargetCaller(),
+        HttpTargetCaller(allow_private=True),
         make_store_clock(store),
         worker_config(settings),
         owner="doomed-worker",

@@ -22,5 +22,7 @@ def test_api_health_route_answers_through_the_lambda_handler() -> None:
     assert response["statusCode"] == 200 and json.loads(response["body"])["status"] == "ok"
 
 
-def test_unknown_routes_are_404_not_500() -> None:
-    assert load_handler("api").handler(api_event("/nope"), LambdaContext())["statusCode"] == 404
+def test_requests_without_a_token_are_401_in_the_error_shape() -> None:
+    response = load_handler("api").handler(api_event("/v1/jobs"), LambdaContext())
+    assert response["statusCode"] == 401
+    assert json.loads(response["body"])["error"]["code"] == "unauthorized"

@@ -6,6 +6,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from duetime.errors import field_path
 from duetime.models import JobSpec
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
@@ -19,23 +20,23 @@ GOOD: dict[str, Any] = {
 def error_fields(overrides: dict[str, Any]) -> list[str]:
     with pytest.raises(ValidationError) as caught:
         JobSpec.model_validate({**GOOD, **overrides}, context={"now": NOW})
-    return [".".join(str(p) for p in e["loc"]) for e in caught.value.errors()]
+    return [field_path(tuple(e["loc"])) for e in caught.value.errors()]
 
 
 @pytest.mark.parametrize(
     ("overrides", "field"),
     [
-        ({"schedule": {"cron": "0 0 * *", "timezone": "UTC"}}, "schedule.CronSchedule.cron"),
-        ({"schedule": {"cron": "0 0 0 * * * *", "timezone": "UTC"}}, "schedule.CronSchedule.cron"),
-        ({"schedule": {"cron": "0 0 30 2 *", "timezone": "UTC"}}, "schedule.CronSchedule.cron"),
-        ({"schedule": {"cron": "61 * * * *", "timezone": "UTC"}}, "schedule.CronSchedule.cron"),
-        ({"schedule": {"cron": "0 0 * * *", "timezone": "Mars/Olympus"}}, "schedule.CronSchedule.timezone"),
-        ({"schedule": {"cron": "0 0 * * *", "timezone": "+02:00"}}, "schedule.CronSchedule.timezone"),
-        ({"schedule": {"rate": "0 minutes"}}, "schedule.RateSchedule.rate"),
-        ({"schedule": {"rate": "-5 minutes"}}, "schedule.RateSchedule.rate"),
-        ({"schedule": {"rate": "5 fortnights"}}, "schedule.RateSchedule.rate"),
-        ({"schedule": {"at": "2026-11-30T00:00:00Z"}}, "schedule.AtSchedule.at"),
-        ({"schedule": {"at": "2026-12-24T00:00:00"}}, "schedule.AtSchedule.at"),
+        ({"schedule": {"cron": "0 0 * *", "timezone": "UTC"}}, "schedule.cron"),
+        ({"schedule": {"cron": "0 0 0 * * * *", "timezone": "UTC"}}, "schedule.cron"),
+        ({"schedule": {"cron": "0 0 30 2 *", "timezone": "UTC"}}, "schedule.cron"),
+        ({"schedule": {"cron": "61 * * * *", "timezone": "UTC"}}, "schedule.cron"),
+        ({"schedule": {"cron": "0 0 * * *", "timezone": "Mars/Olympus"}}, "schedule.timezone"),
+        ({"schedule": {"cron": "0 0 * * *", "timezone": "+02:00"}}, "schedule.timezone"),
+        ({"schedule": {"rate": "0 minutes"}}, "schedule.rate"),
+        ({"schedule": {"rate": "-5 minutes"}}, "schedule.rate"),
+        ({"schedule": {"rate": "5 fortnights"}}, "schedule.rate"),
+        ({"schedule": {"at": "2026-11-30T00:00:00Z"}}, "schedule.at"),
+        ({"schedule": {"at": "2026-12-24T00:00:00"}}, "schedule.at"),
         ({"schedule": {"rate": "5 minutes", "cron": "* * * * *"}}, "schedule"),
         ({"start_at": "2026-12-02T00:00:00Z", "end_at": "2026-12-01T00:00:00Z"}, "end_at"),
         ({"colour": "blue"}, "colour"),

@@ -7,18 +7,25 @@ import time
 import urllib3
 
 from duetime.ports import TargetRequest, TargetResponse
+from duetime.target_guard import TargetRefused, check_target_url
 
 BODY_KEPT = 1024
 
 
 class HttpTargetCaller:
-    """Implements ``duetime.ports.TargetCaller``. No redirects are followed, no retries inside a call."""
+    """Implements ``duetime.ports.TargetCaller``. No redirects are followed, no retries inside a call.
+    The target's host is checked against the SSRF guard right before each call."""
 
-    def __init__(self, pool: urllib3.PoolManager | None = None) -> None:
+    def __init__(self, pool: urllib3.PoolManager | None = None, allow_private: bool = False) -> None:
         self.pool = pool or urllib3.PoolManager(num_pools=32, maxsize=16)
+        self.allow_private = allow_private
 
     def call(self, request: TargetRequest) -> TargetResponse:
         started = time.monotonic()
+        try:
+            check_target_url(request.url, self.allow_private, require_resolution=True)
+        except TargetRefused as exc:
+            return TargetResponse(None, "", str(exc), _ms_since(started), permanent=True)
         try:
             response = self.pool.request(
                 request.method,

@@ -111,3 +111,29 @@ ALL_CONDITIONS = (
     WATERMARK_BEHIND,
     WATERMARK_MISSING,
 )
+
+TEAM_IS_NEW = Condition(
+    "TEAM_IS_NEW",
+    "attribute_not_exists(pk)",
+    "Creating a team (or its token, or a create request's idempotency key) never overwrites one.",
+)
+
+EXACT_QUOTA_LEFT = Condition(
+    "EXACT_QUOTA_LEFT",
+    "attribute_exists(pk) AND (attribute_not_exists(exact_jobs) OR exact_jobs < :quota)",
+    "A team gains an exact-time job only while its count is under its quota; the count moves in the same "
+    "transaction as the job, so it cannot drift.",
+)
+
+JOB_VERSION_IS = Condition(
+    "JOB_VERSION_IS",
+    "version = :expected_version AND team = :team",
+    "An edit, pause, resume or delete applies only to the version the API read (no lost updates, even "
+    "against a concurrent claim), and only within the caller's team.",
+)
+
+RUN_ENDED_UNSUCCESSFULLY = Condition(
+    "RUN_ENDED_UNSUCCESSFULLY",
+    "#status IN (:failed, :dead)",
+    "Only a failed or dead run can be sent back to the queue by hand.",
+)

@@ -47,7 +47,7 @@ def _lost_race(exc: ClientError) -> bool:
     return exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
 
 
-def _conditional(write: Callable[..., Any], **request: Any) -> dict[str, Any] | None:
+def conditional_write(write: Callable[..., Any], **request: Any) -> dict[str, Any] | None:
     """Make one conditional write; its response, or None when the condition failed (a lost race)."""
     try:
         response: dict[str, Any] = write(**request)
@@ -186,7 +186,7 @@ class DynamoStore:
     def ensure_low_water_mark(self, partition: int, bucket: str) -> None:
         if partition in self._marks_known:
             return
-        _conditional(
+        conditional_write(
             self.client.put_item,
             TableName=self.names.control,
             Item={**_mark_key(partition), "low_water": s(bucket)},
@@ -195,7 +195,7 @@ class DynamoStore:
         self._marks_known.add(partition)
 
     def advance_low_water_mark(self, partition: int, bucket: str) -> None:
-        _conditional(
+        conditional_write(
             self.client.update_item,
             TableName=self.names.control,
             Key=_mark_key(partition),
@@ -221,7 +221,7 @@ class DynamoStore:
         names: dict[str, str] | None = None,
     ) -> Item | None:
         """One conditional UpdateItem on a run; the new item, or None when the condition failed."""
-        response = _conditional(
+        response = conditional_write(
             self.client.update_item,
             TableName=self.names.runs,
             Key={"run_id": s(run_id)},
@@ -417,9 +417,12 @@ class DynamoStore:
         return Team.model_validate_json(item["team"]["S"]) if item else None
 
     def put_team(self, team: Team) -> None:
-        self.client.put_item(
+        """Create or update a team's settings (its exact-job counter is left alone)."""
+        self.client.update_item(
             TableName=self.names.control,
-            Item={"pk": s(f"team#{team.team_id}"), "sk": s("team"), "team": s(team.model_dump_json())},
+            Key={"pk": s(f"team#{team.team_id}"), "sk": s("team")},
+            UpdateExpression="SET team = :team",
+            ExpressionAttributeValues={":team": s(team.model_dump_json())},
         )
 
     def acquire_slot(self, team: Team, run_id: str, now: datetime, lease_until: datetime) -> int | None:
@@ -438,7 +441,7 @@ class DynamoStore:
 
     def _take_slot(self, team_id: str, slot: int, run_id: str, now: datetime, lease_until: datetime) -> bool:
         return (
-            _conditional(
+            conditional_write(
                 self.client.update_item,
                 TableName=self.names.control,
                 Key=self._slot_key(team_id, slot),
@@ -471,7 +474,7 @@ class DynamoStore:
 
     def extend_slot(self, team_id: str, slot: int, run_id: str, lease_until: datetime) -> bool:
         return (
-            _conditional(
+            conditional_write(
                 self.client.update_item,
                 TableName=self.names.control,
                 Key=self._slot_key(team_id, slot),
@@ -483,7 +486,7 @@ class DynamoStore:
         )
 
     def release_slot(self, team_id: str, slot: int, run_id: str) -> None:
-        _conditional(
+        conditional_write(
             self.client.update_item,
             TableName=self.names.control,
             Key=self._slot_key(team_id, slot),

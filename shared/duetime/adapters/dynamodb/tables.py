@@ -3,12 +3,18 @@
 jobs     PK job_id.            GSI ``due``  (due_bucket, due_key), projection ALL, sparse:
          due_bucket = "<partition:02d>#<minute of the fire time, UTC>", due_key = "<fire time>#<job id>".
          Only scheduled, unpaused jobs carry the two attributes, so a poll reads only due work.
+                               GSI ``team-jobs`` (team, job_id), KEYS_ONLY: a team's jobs for the API.
+                               Claims never change its keys, so they never write to it.
 runs     PK run_id.            GSI ``reap`` (reap_shard, reap_at), projection INCLUDE, sparse:
          reap_shard = "p<partition:02d>", reap_at = the instant the run needs attention if nobody acts
          (lease expiry while running, queue deadline while queued or waiting to retry). Terminal runs drop
          both attributes and leave the index. TTL attribute ``ttl`` (30 days).
-control  PK pk, SK sk.         Teams ("team#<id>", "team"), concurrency slots ("team#<id>", "slot#NNNN"),
-         per-partition low-water marks ("partition#NN", "watermark"), locally stored alerts.
+                               GSI ``job-runs`` (job_id, nominal_at), KEYS_ONLY: a job's runs, newest
+                               first. Written once per run (its keys never change).
+control  PK pk, SK sk.         Teams ("team#<id>", "team") with their exact-job counter, concurrency slots
+         ("team#<id>", "slot#NNNN"), API token hashes ("token#<sha256>", "token"), create idempotency keys
+         ("idem#<team>#<key>", "idem"), per-partition low-water marks ("partition#NN", "watermark"),
+         locally stored alerts.
 """
 
 from __future__ import annotations
@@ -18,7 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 
 DUE_INDEX = "due"
+TEAM_JOBS_INDEX = "team-jobs"
 REAP_INDEX = "reap"
+JOB_RUNS_INDEX = "job-runs"
 REAP_PROJECTION = ["status", "attempt", "max_attempts", "team", "job_id"]
 RUN_TTL_ATTRIBUTE = "ttl"
 
@@ -40,7 +48,7 @@ def table_definitions(names: TableNames) -> list[dict[str, Any]]:
         {
             "TableName": names.jobs,
             "BillingMode": "PAY_PER_REQUEST",
-            "AttributeDefinitions": _s("job_id", "due_bucket", "due_key"),
+            "AttributeDefinitions": _s("job_id", "due_bucket", "due_key", "team"),
             "KeySchema": [{"AttributeName": "job_id", "KeyType": "HASH"}],
             "GlobalSecondaryIndexes": [
                 {
@@ -50,13 +58,21 @@ def table_definitions(names: TableNames) -> list[dict[str, Any]]:
                         {"AttributeName": "due_key", "KeyType": "RANGE"},
                     ],
                     "Projection": {"ProjectionType": "ALL"},
-                }
+                },
+                {
+                    "IndexName": TEAM_JOBS_INDEX,
+                    "KeySchema": [
+                        {"AttributeName": "team", "KeyType": "HASH"},
+                        {"AttributeName": "job_id", "KeyType": "RANGE"},
+                    ],
+                    "Projection": {"ProjectionType": "KEYS_ONLY"},
+                },
             ],
         },
         {
             "TableName": names.runs,
             "BillingMode": "PAY_PER_REQUEST",
-            "AttributeDefinitions": _s("run_id", "reap_shard", "reap_at"),
+            "AttributeDefinitions": _s("run_id", "reap_shard", "reap_at", "job_id", "nominal_at"),
             "KeySchema": [{"AttributeName": "run_id", "KeyType": "HASH"}],
             "GlobalSecondaryIndexes": [
                 {
@@ -66,7 +82,15 @@ def table_definitions(names: TableNames) -> list[dict[str, Any]]:
                         {"AttributeName": "reap_at", "KeyType": "RANGE"},
                     ],
                     "Projection": {"ProjectionType": "INCLUDE", "NonKeyAttributes": REAP_PROJECTION},
-                }
+                },
+                {
+                    "IndexName": JOB_RUNS_INDEX,
+                    "KeySchema": [
+                        {"AttributeName": "job_id", "KeyType": "HASH"},
+                        {"AttributeName": "nominal_at", "KeyType": "RANGE"},
+                    ],
+                    "Projection": {"ProjectionType": "KEYS_ONLY"},
+                },
             ],
         },
         {

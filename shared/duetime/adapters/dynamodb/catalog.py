@@ -1,0 +1,374 @@
+"""What the API reads and writes: teams and their tokens, a team's jobs and runs.
+
+Kept apart from ``store.py`` (the scheduling hot path). Same tables, same named conditions.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from duetime.adapters.dynamodb import conditions as c
+from duetime.adapters.dynamodb.codec import (
+    Item,
+    item_to_job,
+    item_to_run,
+    job_to_item,
+    n,
+    reap_shard,
+    run_to_item,
+    s,
+    t,
+)
+from duetime.adapters.dynamodb.store import conditional_write
+from duetime.adapters.dynamodb.tables import JOB_RUNS_INDEX, TEAM_JOBS_INDEX, TableNames
+from duetime.models import Job, Run, RunStatus, Team
+
+
+class InvalidCursor(ValueError):
+    pass
+
+
+class QuotaExceeded(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class IdempotencyRecord:
+    """A create request's ``Idempotency-Key``: the same key and body give back the same job."""
+
+    team: str
+    key: str
+    request_hash: str
+    job_id: str
+
+
+@dataclass(frozen=True)
+class Page:
+    items: list[Any]
+    cursor: str | None
+
+
+def encode_cursor(key: dict[str, Any] | None) -> str | None:
+    return base64.urlsafe_b64encode(json.dumps(key).encode()).decode() if key else None
+
+
+def decode_cursor(cursor: str | None) -> dict[str, Any] | None:
+    if not cursor:
+        return None
+    try:
+        key = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+    except (binascii.Error, ValueError, UnicodeDecodeError) as exc:
+        raise InvalidCursor("cursor is not one this API returned") from exc
+    if not isinstance(key, dict) or not all(
+        isinstance(v, dict) and set(v) <= {"S", "N"} for v in key.values()
+    ):
+        raise InvalidCursor("cursor is not one this API returned")
+    return key
+
+
+def _reasons(exc: ClientError) -> list[str]:
+    return [r.get("Code", "None") for r in exc.response.get("CancellationReasons") or []]
+
+
+class DynamoCatalog:
+    def __init__(self, client: Any, names: TableNames | None = None) -> None:
+        self.client = client
+        self.names = names or TableNames()
+
+    # --- teams and tokens -------------------------------------------------------------------------------
+
+    def _team_key(self, team_id: str) -> Item:
+        return {"pk": s(f"team#{team_id}"), "sk": s("team")}
+
+    def create_team(self, team: Team, token_hash: str) -> bool:
+        """Write a new team and its token hash together; False when the team id is taken."""
+        try:
+            self.client.transact_write_items(
+                TransactItems=[
+                    {
+                        "Put": {
+                            "TableName": self.names.control,
+                            "Item": {
+                                **self._team_key(team.team_id),
+                                "team": s(team.model_dump_json()),
+                                "exact_jobs": n(0),
+                            },
+                            "ConditionExpression": c.TEAM_IS_NEW.expression,
+                        }
+                    },
+                    {
+                        "Put": {
+                            "TableName": self.names.control,
+                            "Item": {
+                                "pk": s(f"token#{token_hash}"),
+                                "sk": s("token"),
+                                "team_id": s(team.team_id),
+                                "token_hash": s(token_hash),
+                            },
+                            "ConditionExpression": c.TEAM_IS_NEW.expression,
+                        }
+                    },
+                ]
+            )
+            return True
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "TransactionCanceledException":
+                return False
+            raise
+
+    def token_record(self, token_hash: str) -> tuple[str, str] | None:
+        """(stored hash, team id) for a token hash, or None."""
+        item = self.client.get_item(
+            TableName=self.names.control, Key={"pk": s(f"token#{token_hash}"), "sk": s("token")}
+        ).get("Item")
+        return (item["token_hash"]["S"], item["team_id"]["S"]) if item else None
+
+    def get_team(self, team_id: str) -> Team | None:
+        item = self.client.get_item(TableName=self.names.control, Key=self._team_key(team_id)).get("Item")
+        return Team.model_validate_json(item["team"]["S"]) if item else None
+
+    def exact_jobs(self, team_id: str) -> int:
+        item = self.client.get_item(
+            TableName=self.names.control, Key=self._team_key(team_id), ConsistentRead=True
+        ).get("Item")
+        return int(item["exact_jobs"]["N"]) if item and "exact_jobs" in item else 0
+
+    def _exact_count(self, team: Team, delta: int) -> dict[str, Any]:
+        update: dict[str, Any] = {
+            "TableName": self.names.control,
+            "Key": self._team_key(team.team_id),
+            "UpdateExpression": "ADD exact_jobs :delta",
+            "ExpressionAttributeValues": {":delta": n(delta)},
+        }
+        if delta > 0:
+            update["ConditionExpression"] = c.EXACT_QUOTA_LEFT.expression
+            update["ExpressionAttributeValues"][":quota"] = n(team.exact_quota)
+        return {"Update": update}
+
+    # --- jobs -------------------------------------------------------------------------------------------
+
+    def insert_job(self, job: Job, team: Team, now: datetime, idempotency: IdempotencyRecord | None) -> str:
+        """Write a new job (and its idempotency key, and its exact-quota count) in one transaction.
+
+        Returns the id of the job the request stands for: ``job.id``, or the job an earlier request with
+        the same idempotency key created. Raises ``QuotaExceeded`` or ``IdempotencyMismatch``.
+        """
+        items: list[dict[str, Any]] = [
+            {
+                "Put": {
+                    "TableName": self.names.jobs,
+                    "Item": job_to_item(job, now),
+                    "ConditionExpression": c.JOB_IS_NEW.expression,
+                }
+            }
+        ]
+        if job.exact:
+            items.append(self._exact_count(team, +1))
+        if idempotency is not None:
+            items.append(
+                {
+                    "Put": {
+                        "TableName": self.names.control,
+                        "Item": self._idem_item(idempotency, now),
+                        "ConditionExpression": c.TEAM_IS_NEW.expression,
+                    }
+                }
+            )
+        try:
+            self.client.transact_write_items(TransactItems=items)
+            return job.id
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "TransactionCanceledException":
+                raise
+            reasons = _reasons(exc)
+        if idempotency is not None and reasons[-1] == "ConditionalCheckFailed":
+            earlier = self._idem_lookup(idempotency)
+            if earlier is None:  # pragma: no cover - it was there a moment ago; the key has no TTL
+                raise RuntimeError("idempotency record vanished")
+            if earlier.request_hash != idempotency.request_hash:
+                raise IdempotencyMismatch(idempotency.key)
+            return earlier.job_id
+        if job.exact and reasons[1] == "ConditionalCheckFailed":
+            raise QuotaExceeded(team.team_id)
+        raise RuntimeError(f"job insert cancelled: {reasons}")
+
+    def _idem_key(self, record: IdempotencyRecord) -> Item:
+        return {"pk": s(f"idem#{record.team}#{record.key}"), "sk": s("idem")}
+
+    def _idem_item(self, record: IdempotencyRecord, now: datetime) -> Item:
+        return {
+            **self._idem_key(record),
+            "request_hash": s(record.request_hash),
+            "job_id": s(record.job_id),
+            "created_at": t(now),
+            "ttl": n(int(now.timestamp()) + 86_400),
+        }
+
+    def _idem_lookup(self, record: IdempotencyRecord) -> IdempotencyRecord | None:
+        item = self.client.get_item(
+            TableName=self.names.control, Key=self._idem_key(record), ConsistentRead=True
+        ).get("Item")
+        if not item:
+            return None
+        return IdempotencyRecord(record.team, record.key, item["request_hash"]["S"], item["job_id"]["S"])
+
+    def get_job(self, job_id: str) -> Job | None:
+        item = self.client.get_item(
+            TableName=self.names.jobs, Key={"job_id": s(job_id)}, ConsistentRead=True
+        ).get("Item")
+        return item_to_job(item) if item else None
+
+    def replace_job(self, before: Job, after: Job, team: Team, now: datetime) -> bool:
+        """Write ``after`` over ``before`` if nobody changed it since (condition JOB_VERSION_IS); keeps the
+        team's exact-job count right. False on a lost race; raises ``QuotaExceeded``."""
+        items: list[dict[str, Any]] = [
+            {
+                "Put": {
+                    "TableName": self.names.jobs,
+                    "Item": job_to_item(after, now),
+                    "ConditionExpression": c.JOB_VERSION_IS.expression,
+                    "ExpressionAttributeValues": {
+                        ":expected_version": n(before.state.version),
+                        ":team": s(before.team),
+                    },
+                }
+            }
+        ]
+        if after.exact != before.exact:
+            items.append(self._exact_count(team, +1 if after.exact else -1))
+        return self._transact_job(items, after.exact and not before.exact, team)
+
+    def remove_job(self, job: Job, team: Team) -> bool:
+        items: list[dict[str, Any]] = [
+            {
+                "Delete": {
+                    "TableName": self.names.jobs,
+                    "Key": {"job_id": s(job.id)},
+                    "ConditionExpression": c.JOB_VERSION_IS.expression,
+                    "ExpressionAttributeValues": {
+                        ":expected_version": n(job.state.version),
+                        ":team": s(job.team),
+                    },
+                }
+            }
+        ]
+        if job.exact:
+            items.append(self._exact_count(team, -1))
+        return self._transact_job(items, False, team)
+
+    def _transact_job(self, items: list[dict[str, Any]], gains_exact: bool, team: Team) -> bool:
+        try:
+            self.client.transact_write_items(TransactItems=items)
+            return True
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "TransactionCanceledException":
+                raise
+            reasons = _reasons(exc)
+        if gains_exact and len(reasons) > 1 and reasons[1] == "ConditionalCheckFailed":
+            raise QuotaExceeded(team.team_id)
+        return False
+
+    def team_jobs(self, team_id: str, limit: int, cursor: str | None) -> Page:
+        kwargs: dict[str, Any] = {
+            "TableName": self.names.jobs,
+            "IndexName": TEAM_JOBS_INDEX,
+            "KeyConditionExpression": "team = :team",
+            "ExpressionAttributeValues": {":team": s(team_id)},
+            "Limit": limit,
+        }
+        start = decode_cursor(cursor)
+        if start:
+            kwargs["ExclusiveStartKey"] = start
+        response = self.client.query(**kwargs)
+        ids = [item["job_id"]["S"] for item in response.get("Items", [])]
+        items = self._batch_get(self.names.jobs, "job_id", ids)
+        jobs = [item_to_job(items[i]) for i in ids if i in items]
+        return Page(jobs, encode_cursor(response.get("LastEvaluatedKey")))
+
+    def _batch_get(self, table: str, key: str, ids: Sequence[str]) -> dict[str, Item]:
+        found: dict[str, Item] = {}
+        for start in range(0, len(ids), 100):
+            request: dict[str, Any] = {table: {"Keys": [{key: s(i)} for i in ids[start : start + 100]]}}
+            while request:
+                response = self.client.batch_get_item(RequestItems=request)
+                for item in response.get("Responses", {}).get(table, []):
+                    found[item[key]["S"]] = item
+                request = response.get("UnprocessedKeys") or {}
+        return found
+
+    # --- runs -------------------------------------------------------------------------------------------
+
+    def get_run(self, run_id: str) -> Run | None:
+        item = self.client.get_item(
+            TableName=self.names.runs, Key={"run_id": s(run_id)}, ConsistentRead=True
+        ).get("Item")
+        return item_to_run(item) if item else None
+
+    def job_runs(self, job_id: str, limit: int, cursor: str | None) -> Page:
+        kwargs: dict[str, Any] = {
+            "TableName": self.names.runs,
+            "IndexName": JOB_RUNS_INDEX,
+            "KeyConditionExpression": "job_id = :job",
+            "ExpressionAttributeValues": {":job": s(job_id)},
+            "Limit": limit,
+            "ScanIndexForward": False,
+        }
+        start = decode_cursor(cursor)
+        if start:
+            kwargs["ExclusiveStartKey"] = start
+        response = self.client.query(**kwargs)
+        ids = [item["run_id"]["S"] for item in response.get("Items", [])]
+        items = self._batch_get(self.names.runs, "run_id", ids)
+        runs = [item_to_run(items[i]) for i in ids if i in items]
+        return Page(runs, encode_cursor(response.get("LastEvaluatedKey")))
+
+    def insert_run(self, run: Run) -> bool:
+        """A run created by hand (trigger); False if that run id exists (condition RUN_IS_NEW)."""
+        return (
+            conditional_write(
+                self.client.put_item,
+                TableName=self.names.runs,
+                Item=run_to_item(run),
+                ConditionExpression=c.RUN_IS_NEW.expression,
+            )
+            is not None
+        )
+
+    def requeue_run(self, run: Run, now: datetime, queue_deadline: datetime) -> Run | None:
+        """failed|dead -> queued for one more attempt (condition RUN_ENDED_UNSUCCESSFULLY)."""
+        response = conditional_write(
+            self.client.update_item,
+            TableName=self.names.runs,
+            Key={"run_id": s(run.run_id)},
+            UpdateExpression=(
+                "SET #status = :queued, attempt = :attempt, max_attempts = :max_attempts, "
+                "queue_deadline = :deadline, reap_shard = :shard, reap_at = :deadline, updated_at = :now "
+                "REMOVE finished_at, #owner, lease_expires_at, retry_at"
+            ),
+            ConditionExpression=c.RUN_ENDED_UNSUCCESSFULLY.expression,
+            ExpressionAttributeNames={"#status": "status", "#owner": "owner"},
+            ExpressionAttributeValues={
+                ":queued": s(RunStatus.QUEUED),
+                ":failed": s(RunStatus.FAILED),
+                ":dead": s(RunStatus.DEAD),
+                ":attempt": n(run.attempt + 1),
+                ":max_attempts": n(max(run.max_attempts, run.attempt + 1)),
+                ":deadline": t(queue_deadline),
+                ":shard": s(reap_shard(run.partition)),
+                ":now": t(now),
+            },
+            ReturnValues="ALL_NEW",
+        )
+        return item_to_run(response["Attributes"]) if response else None
+
+
+class IdempotencyMismatch(Exception):
+    """The idempotency key was used before with a different request body."""

@@ -1,0 +1,262 @@
+"""The REST API (prefix /v1) on powertools' APIGatewayRestResolver. The api Lambda and ``duetime local``
+serve this same app. Routes parse and shape; ``JobService`` does the work."""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from datetime import datetime
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
+from aws_lambda_powertools.event_handler.exceptions import NotFoundError
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer
+from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path, Query
+from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
+
+from duetime import __version__
+from duetime.api_models import (
+    ErrorOut,
+    Health,
+    JobList,
+    JobOut,
+    JobPatch,
+    LoadMinute,
+    LoadOut,
+    PreviewOut,
+    PreviewRun,
+    RunList,
+    RunOut,
+)
+from duetime.errors import ApiError, BadRequest, InvalidInput, PayloadTooLarge, field_path
+from duetime.models import JobSpec, Team
+from duetime.service import JobService
+
+JSON = "application/json"
+PUBLIC_PATHS = {"/healthz", "/v1/openapi.json"}
+MAX_BODY_BYTES = 64 * 1024
+JobId = Annotated[str, Path(min_length=1, max_length=64)]
+RunId = Annotated[str, Path(min_length=1, max_length=128)]
+
+_service_factory: Callable[[], JobService] | None = None
+
+
+def use_service(factory: Callable[[], JobService]) -> None:
+    """Tell the app how to build its service (lazily, once); the handler and ``duetime local`` call this."""
+    global _service_factory
+    _service_factory = factory
+    service.cache_clear()
+
+
+@functools.cache
+def service() -> JobService:
+    if _service_factory is None:
+        from duetime import wiring
+
+        return wiring.job_service()
+    return _service_factory()
+
+
+def _error(exc: ApiError) -> Response[Any]:
+    return Response(status_code=exc.status, content_type=JSON, body=json.dumps(exc.body()))
+
+
+def _responses(success: int, model: Any, *errors: int) -> dict[int, OpenAPIResponse]:
+    described: dict[int, OpenAPIResponse] = {
+        success: {"description": "OK" if success == 200 else "Created", "content": {JSON: {"model": model}}}
+        if model is not None
+        else {"description": "No content"},
+    }
+    for code in (400, 401, 413, 422, *errors):
+        described[code] = {"description": _ERROR_TEXT[code], "content": {JSON: {"model": ErrorOut}}}
+    return described
+
+
+_ERROR_TEXT = {
+    400: "Malformed request",
+    401: "Missing or unknown token",
+    404: "No such job or run (in your team)",
+    409: "Conflict",
+    413: "Body too large",
+    422: "Invalid input (the field is named)",
+    429: "Quota exceeded",
+}
+SECURITY: list[dict[str, list[str]]] = [{"bearerAuth": []}]
+
+app = APIGatewayRestResolver(enable_validation=True)
+
+
+def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """The api Lambda's entry: size limit and authentication come before routing and validation, so an
+    unauthenticated or oversized request learns nothing else."""
+    body = event.get("body") or ""
+    error: ApiError | None = None
+    if len(body.encode() if isinstance(body, str) else body) > MAX_BODY_BYTES:
+        error = PayloadTooLarge(f"request bodies are limited to {MAX_BODY_BYTES} bytes")
+    elif event.get("path") not in PUBLIC_PATHS:
+        headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
+        try:
+            app.context["team"] = service().authenticate(headers.get("authorization"))
+        except ApiError as exc:
+            error = exc
+    if error is not None:
+        return {
+            "statusCode": error.status,
+            "headers": {"Content-Type": JSON},
+            "body": json.dumps(error.body()),
+            "isBase64Encoded": False,
+        }
+    try:
+        return app.resolve(event, context)
+    finally:
+        app.context.clear()
+
+
+def team() -> Team:
+    current: Team = app.context["team"]
+    return current
+
+
+def _api_error(exc: ApiError) -> Response[Any]:
+    return _error(exc)
+
+
+def _invalid_request(exc: RequestValidationError) -> Response[Any]:
+    errors = exc.errors()
+    first = errors[0] if errors else {"loc": (), "msg": "invalid request", "type": ""}
+    if first.get("type") == "json_invalid":
+        return _error(BadRequest("the body is not valid JSON"))
+    field = field_path(tuple(first.get("loc", ())))
+    message = str(first.get("msg", "invalid")).removeprefix("Value error, ")
+    return _error(InvalidInput(f"{field or 'body'}: {message}", field or None))
+
+
+app.exception_handler(ApiError)(_api_error)
+app.exception_handler(RequestValidationError)(_invalid_request)
+
+
+class _NoRoute(ApiError):
+    status, code = 404, "not_found"
+
+
+@app.not_found
+def _no_route(exc: NotFoundError) -> Response[Any]:
+    return _error(_NoRoute("no such route"))
+
+
+# --- routes ----------------------------------------------------------------------------------------------
+
+
+@app.get("/healthz", responses={200: {"description": "OK", "content": {JSON: {"model": Health}}}})
+def healthz() -> Health:
+    return Health(status="ok", version=__version__)
+
+
+@app.get("/v1/openapi.json", responses={200: {"description": "This document"}})
+def openapi() -> Response[Any]:
+    return Response(status_code=200, content_type=JSON, body=openapi_document())
+
+
+def openapi_document() -> str:
+    return app.get_openapi_json_schema(
+        title="duetime",
+        version=__version__,
+        description="A distributed job scheduler: jobs (cron in a time zone, rate, or one time) that call "
+        "HTTP targets, at least once, with the run id as idempotency key.",
+        security_schemes={"bearerAuth": HTTPBearer()},
+    )
+
+
+@app.post("/v1/jobs", responses=_responses(201, JobOut, 409, 429), security=SECURITY)
+def create_job(
+    spec: Annotated[JobSpec, Body()],
+    idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key", max_length=255)] = None,
+) -> Response[JobOut]:
+    body = json.loads(app.current_event.body or "{}")  # re-validated with the clock (``at`` in the past)
+    job = service().create_job(team(), body, idempotency_key)
+    return Response(status_code=201, content_type=JSON, body=JobOut.of(job))
+
+
+@app.get("/v1/jobs", responses=_responses(200, JobList), security=SECURITY)
+def list_jobs(
+    limit: Annotated[int, Query(ge=1, le=100)] = 50,
+    cursor: Annotated[str | None, Query(max_length=2048)] = None,
+) -> JobList:
+    page = service().list_jobs(team(), limit, cursor)
+    return JobList(jobs=[JobOut.of(j) for j in page.items], next_cursor=page.cursor)
+
+
+@app.get("/v1/jobs/<job_id>", responses=_responses(200, JobOut, 404), security=SECURITY)
+def get_job(job_id: JobId) -> JobOut:
+    return JobOut.of(service().get_job(team(), job_id))
+
+
+@app.patch("/v1/jobs/<job_id>", responses=_responses(200, JobOut, 404, 409, 429), security=SECURITY)
+def patch_job(job_id: JobId, patch: Annotated[JobPatch, Body()]) -> JobOut:
+    changes = json.loads(app.current_event.body or "{}")
+    return JobOut.of(service().update_job(team(), job_id, changes))
+
+
+@app.delete("/v1/jobs/<job_id>", responses=_responses(204, None, 404, 409), security=SECURITY)
+def delete_job(job_id: JobId) -> Response[Any]:
+    service().delete_job(team(), job_id)
+    return Response(status_code=204, content_type=JSON, body="")
+
+
+@app.post("/v1/jobs/<job_id>/pause", responses=_responses(200, JobOut, 404, 409), security=SECURITY)
+def pause_job(job_id: JobId) -> JobOut:
+    return JobOut.of(service().update_job(team(), job_id, {"paused": True}))
+
+
+@app.post("/v1/jobs/<job_id>/resume", responses=_responses(200, JobOut, 404, 409), security=SECURITY)
+def resume_job(job_id: JobId) -> JobOut:
+    return JobOut.of(service().update_job(team(), job_id, {"paused": False}))
+
+
+@app.post("/v1/jobs/<job_id>/trigger", responses=_responses(201, RunOut, 404, 409), security=SECURITY)
+def trigger_job(job_id: JobId) -> Response[RunOut]:
+    return Response(status_code=201, content_type=JSON, body=RunOut.of(service().trigger(team(), job_id)))
+
+
+@app.get("/v1/jobs/<job_id>/runs", responses=_responses(200, RunList, 404), security=SECURITY)
+def list_runs(
+    job_id: JobId,
+    limit: Annotated[int, Query(ge=1, le=100)] = 50,
+    cursor: Annotated[str | None, Query(max_length=2048)] = None,
+) -> RunList:
+    page = service().list_runs(team(), job_id, limit, cursor)
+    return RunList(runs=[RunOut.of(r) for r in page.items], next_cursor=page.cursor)
+
+
+@app.get("/v1/jobs/<job_id>/preview", responses=_responses(200, PreviewOut, 404), security=SECURITY)
+def preview(job_id: JobId, count: Annotated[int, Query(ge=1, le=100)] = 10) -> PreviewOut:
+    runs = service().preview(team(), job_id, count)
+    return PreviewOut(job_id=job_id, runs=[PreviewRun.of(r) for r in runs])
+
+
+@app.get("/v1/runs/<run_id>", responses=_responses(200, RunOut, 404), security=SECURITY)
+def get_run(run_id: RunId) -> RunOut:
+    return RunOut.of(service().get_run(team(), run_id))
+
+
+@app.post("/v1/runs/<run_id>/retry", responses=_responses(200, RunOut, 404, 409), security=SECURITY)
+def retry_run(run_id: RunId) -> RunOut:
+    return RunOut.of(service().retry_run(team(), run_id))
+
+
+@app.get("/v1/load", responses=_responses(200, LoadOut), security=SECURITY)
+def load(
+    start: Annotated[datetime, Query(alias="from")],
+    end: Annotated[datetime, Query(alias="to")],
+) -> LoadOut:
+    if start.tzinfo is None or end.tzinfo is None:
+        raise InvalidInput("from and to need a UTC offset, e.g. 2026-12-01T00:00:00Z", "from")
+    minutes = service().load(team(), start, end)
+    return LoadOut(
+        window_start=start,
+        window_end=end,
+        total=sum(minutes.values()),
+        minutes=[LoadMinute(minute=m, runs=n) for m, n in minutes.items()],
+    )

@@ -1,0 +1,68 @@
+"""Errors the API turns into ``{"error": {"code", "message", "field"?}}`` with an HTTP status."""
+
+from __future__ import annotations
+
+from pydantic import ValidationError
+
+
+class ApiError(Exception):
+    status = 400
+    code = "bad_request"
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+    def body(self) -> dict[str, dict[str, str]]:
+        error = {"code": self.code, "message": self.message}
+        if self.field:
+            error["field"] = self.field
+        return {"error": error}
+
+
+class BadRequest(ApiError):
+    status, code = 400, "bad_request"
+
+
+class Unauthorized(ApiError):
+    status, code = 401, "unauthorized"
+
+
+class NotFound(ApiError):
+    status, code = 404, "not_found"
+
+
+class Conflict(ApiError):
+    status, code = 409, "conflict"
+
+
+class PayloadTooLarge(ApiError):
+    status, code = 413, "payload_too_large"
+
+
+class InvalidInput(ApiError):
+    status, code = 422, "invalid"
+
+
+class QuotaExceeded(ApiError):
+    status, code = 429, "quota_exceeded"
+
+
+def field_path(loc: tuple[int | str, ...]) -> str:
+    """pydantic's error location as a dotted field name: ``schedule.cron``, ``retry.backoff_seconds.1``.
+    The schedule's union tag (``schedule.cron.timezone``) and the request part (``body``) are dropped."""
+    parts = [str(p) for p in loc]
+    if parts[:1] == ["body"]:
+        parts = parts[1:]
+    if len(parts) >= 3 and parts[0] == "schedule" and parts[1] in {"cron", "rate", "at"}:
+        parts = [parts[0], *parts[2:]]
+    return ".".join(parts)
+
+
+def from_validation_error(exc: ValidationError, prefix: str = "") -> InvalidInput:
+    first = exc.errors()[0]
+    field = field_path(tuple(first["loc"]))
+    field = f"{prefix}.{field}".strip(".") if prefix else field
+    message = str(first["msg"]).removeprefix("Value error, ")
+    return InvalidInput(f"{field or 'body'}: {message}", field or None)

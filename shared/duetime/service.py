@@ -1,0 +1,285 @@
+"""What the API does, apart from HTTP: jobs and runs of one team, with validation and isolation.
+
+Another team's job or run answers exactly as a missing one (``NotFound``), so ids leak nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import secrets
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from pydantic import ValidationError
+
+from duetime.adapters.dynamodb.catalog import DynamoCatalog, IdempotencyMismatch, InvalidCursor, Page
+from duetime.adapters.dynamodb.catalog import QuotaExceeded as StoreQuotaExceeded
+from duetime.claim_plan import DEFAULT_QUEUE_DEADLINE, PlannedRun, initial_state, new_run
+from duetime.clock import Clock
+from duetime.errors import (
+    BadRequest,
+    Conflict,
+    InvalidInput,
+    NotFound,
+    QuotaExceeded,
+    Unauthorized,
+    from_validation_error,
+)
+from duetime.ids import new_job_id, partition_of
+from duetime.models import CronSchedule, Job, JobSpec, Run, Team
+from duetime.ports import JobStore, RunMessage, RunQueue
+from duetime.schedule import fire_time, is_dst_shifted, next_nominal_after, rate_anchor
+from duetime.target_guard import TargetRefused, check_target_url
+from duetime.timeutil import ceil_seconds, minute_bucket, whole_seconds
+
+TOKEN_PREFIX = "dt_"
+RESCHEDULE_FIELDS = {"schedule", "start_at", "end_at", "jitter_seconds", "exact", "paused"}
+MAX_LOAD_WINDOW = timedelta(hours=24)
+MAX_PREVIEW = 100
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def new_token() -> str:
+    return TOKEN_PREFIX + secrets.token_urlsafe(32)
+
+
+@dataclass(frozen=True)
+class UpcomingRun:
+    nominal_at: datetime
+    fire_at: datetime
+    dst_shifted: bool
+
+
+def upcoming_runs(
+    job: JobSpec, job_id: str | None, created_at: datetime, after: datetime, count: int
+) -> list[UpcomingRun]:
+    """The next ``count`` nominal times strictly after ``after``, with fire times when the id is known."""
+    anchor = rate_anchor(job, created_at)
+    out: list[UpcomingRun] = []
+    nominal = next_nominal_after(job, anchor, after)
+    while nominal is not None and len(out) < count:
+        following = next_nominal_after(job, anchor, nominal)
+        fire = fire_time(job_id, job, nominal, following) if job_id else nominal
+        shifted = isinstance(job.schedule, CronSchedule) and is_dst_shifted(
+            job.schedule.cron, job.schedule.timezone, nominal
+        )
+        out.append(UpcomingRun(nominal, fire, shifted))
+        nominal = following
+    return out
+
+
+class JobService:
+    def __init__(
+        self,
+        catalog: DynamoCatalog,
+        marks: JobStore,
+        queue: RunQueue,
+        clock: Clock,
+        allow_private_targets: bool = False,
+        queue_deadline: timedelta = DEFAULT_QUEUE_DEADLINE,
+    ) -> None:
+        self.catalog = catalog
+        self.marks = marks
+        self.queue = queue
+        self.clock = clock
+        self.allow_private_targets = allow_private_targets
+        self.queue_deadline = queue_deadline
+
+    # --- teams ------------------------------------------------------------------------------------------
+
+    def create_team(
+        self, team_id: str, max_concurrency: int = 50, exact_quota: int = 100, token: str | None = None
+    ) -> tuple[Team, str]:
+        """A new team, its API token (returned once, stored only as a hash) and its signing secret."""
+        try:
+            team = Team(
+                team_id=team_id,
+                name=team_id,
+                max_concurrency=max_concurrency,
+                exact_quota=exact_quota,
+                signing_secret=secrets.token_hex(32),
+            )
+        except ValidationError as exc:
+            raise from_validation_error(exc) from exc
+        token = token or new_token()
+        if not self.catalog.create_team(team, hash_token(token)):
+            raise Conflict(f"team {team_id!r} exists", "name")
+        return team, token
+
+    def authenticate(self, authorization: str | None) -> Team:
+        scheme, _, token = (authorization or "").partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise Unauthorized("send Authorization: Bearer <token>")
+        computed = hash_token(token.strip())
+        record = self.catalog.token_record(computed)
+        if record is None or not hmac.compare_digest(record[0], computed):
+            raise Unauthorized("unknown token")
+        team = self.catalog.get_team(record[1])
+        if team is None:
+            raise Unauthorized("unknown token")
+        return team
+
+    # --- jobs -------------------------------------------------------------------------------------------
+
+    def _validate(self, body: dict[str, Any], now: datetime) -> JobSpec:
+        try:
+            spec = JobSpec.model_validate(body, context={"now": now})
+        except ValidationError as exc:
+            raise from_validation_error(exc) from exc
+        try:
+            check_target_url(spec.target.url, self.allow_private_targets)
+        except TargetRefused as exc:
+            raise InvalidInput(str(exc), "target.url") from exc
+        return spec
+
+    def create_job(self, team: Team, body: dict[str, Any], idempotency_key: str | None = None) -> Job:
+        now = self.clock.now()
+        spec = self._validate(body, now)
+        stamp = ceil_seconds(now)
+        job = Job(**spec.model_dump(), id=new_job_id(), team=team.team_id, created_at=stamp, updated_at=stamp)
+        job = job.model_copy(update={"state": initial_state(job, stamp)})
+        record = None
+        if idempotency_key:
+            from duetime.adapters.dynamodb.catalog import IdempotencyRecord
+
+            if len(idempotency_key) > 255:
+                raise InvalidInput("Idempotency-Key is longer than 255 characters", "Idempotency-Key")
+            digest = hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
+            record = IdempotencyRecord(team.team_id, idempotency_key, digest, job.id)
+        self.marks.ensure_low_water_mark(partition_of(job.id), minute_bucket(stamp))
+        try:
+            job_id = self.catalog.insert_job(job, team, now, record)
+        except StoreQuotaExceeded as exc:
+            raise QuotaExceeded(
+                f"the team's exact-time quota ({team.exact_quota}) is used up", "exact"
+            ) from exc
+        except IdempotencyMismatch as exc:
+            raise Conflict("Idempotency-Key was used with a different request", "Idempotency-Key") from exc
+        return job if job_id == job.id else self.get_job(team, job_id)
+
+    def get_job(self, team: Team, job_id: str) -> Job:
+        job = self.catalog.get_job(job_id) if len(job_id) <= 64 else None
+        if job is None or job.team != team.team_id:
+            raise NotFound(f"no job {job_id}")
+        return job
+
+    def list_jobs(self, team: Team, limit: int, cursor: str | None) -> Page:
+        try:
+            return self.catalog.team_jobs(team.team_id, limit, cursor)
+        except InvalidCursor as exc:
+            raise BadRequest(str(exc), "cursor") from exc
+
+    def update_job(self, team: Team, job_id: str, changes: dict[str, Any]) -> Job:
+        """Apply ``changes`` (top-level fields; nested objects are replaced whole). Anything that moves
+        the schedule reschedules from now; the run history is kept."""
+        for _ in range(5):
+            job = self.get_job(team, job_id)
+            now = self.clock.now()
+            current = job.model_dump(mode="json", include=set(JobSpec.model_fields))
+            spec = self._validate({**current, **changes}, now)
+            stamp = ceil_seconds(now)
+            updated = Job(
+                **spec.model_dump(),
+                id=job.id,
+                team=job.team,
+                created_at=job.created_at,
+                updated_at=stamp,
+                state=job.state,
+            )
+            version = job.state.version + 1
+            if any(field in changes for field in RESCHEDULE_FIELDS):
+                state = initial_state(updated, stamp, version)
+            else:
+                state = job.state.model_copy(update={"version": version})
+            updated = updated.model_copy(update={"state": state})
+            try:
+                if self.catalog.replace_job(job, updated, team, now):
+                    return updated
+            except StoreQuotaExceeded as exc:
+                raise QuotaExceeded(
+                    f"the team's exact-time quota ({team.exact_quota}) is used up", "exact"
+                ) from exc
+        raise Conflict("the job kept changing while being updated; try again")
+
+    def delete_job(self, team: Team, job_id: str) -> None:
+        for _ in range(5):
+            job = self.get_job(team, job_id)
+            if self.catalog.remove_job(job, team):
+                return
+        raise Conflict("the job kept changing while being deleted; try again")
+
+    def trigger(self, team: Team, job_id: str) -> Run:
+        """Run the job now under its own run id; the schedule is not touched."""
+        job = self.get_job(team, job_id)
+        now = self.clock.now()
+        nominal = whole_seconds(now)
+        run = new_run(job, PlannedRun(nominal, nominal), now, now + self.queue_deadline)
+        if not self.catalog.insert_run(run):
+            raise Conflict(f"run {run.run_id} exists; trigger again in a second")
+        self.queue.send([RunMessage(run.run_id, run.attempt)])
+        return run
+
+    # --- runs -------------------------------------------------------------------------------------------
+
+    def list_runs(self, team: Team, job_id: str, limit: int, cursor: str | None) -> Page:
+        self.get_job(team, job_id)
+        try:
+            return self.catalog.job_runs(job_id, limit, cursor)
+        except InvalidCursor as exc:
+            raise BadRequest(str(exc), "cursor") from exc
+
+    def get_run(self, team: Team, run_id: str) -> Run:
+        run = self.catalog.get_run(run_id) if len(run_id) <= 128 else None
+        if run is None or run.team != team.team_id:
+            raise NotFound(f"no run {run_id}")
+        return run
+
+    def retry_run(self, team: Team, run_id: str) -> Run:
+        run = self.get_run(team, run_id)
+        now = self.clock.now()
+        queued = self.catalog.requeue_run(run, now, now + self.queue_deadline)
+        if queued is None:
+            raise Conflict(f"run {run_id} is {run.status.value}; only failed or dead runs can be retried")
+        self.queue.send([RunMessage(queued.run_id, queued.attempt)])
+        return queued
+
+    # --- forecasts --------------------------------------------------------------------------------------
+
+    def preview(self, team: Team, job_id: str, count: int) -> list[UpcomingRun]:
+        job = self.get_job(team, job_id)
+        after = (
+            job.state.next_nominal_at - timedelta(seconds=1)
+            if job.state.next_nominal_at
+            else self.clock.now()
+        )
+        return upcoming_runs(job, job.id, job.created_at, after, min(count, MAX_PREVIEW))
+
+    def load(self, team: Team, start: datetime, end: datetime) -> dict[str, int]:
+        """Due runs per minute (by fire time) over the team's active jobs, for the window [start, end)."""
+        if end <= start:
+            raise InvalidInput("to must be after from", "to")
+        if end - start > MAX_LOAD_WINDOW:
+            raise InvalidInput("the window may be at most 24 hours", "to")
+        counts: Counter[str] = Counter()
+        cursor: str | None = None
+        while True:
+            page = self.catalog.team_jobs(team.team_id, 100, cursor)
+            for job in page.items:
+                if job.paused or job.state.next_nominal_at is None:
+                    continue
+                after = max(start, job.state.next_nominal_at) - timedelta(seconds=1)
+                for upcoming in upcoming_runs(job, job.id, job.created_at, after, 24 * 60 + 1):
+                    if upcoming.fire_at >= end:
+                        break
+                    if upcoming.fire_at >= start:
+                        counts[minute_bucket(upcoming.fire_at)] += 1
+            cursor = page.cursor
+            if not cursor:
+                return dict(sorted(counts.items()))

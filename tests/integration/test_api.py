@@ -1,0 +1,271 @@
+"""The REST API through the api Lambda handler, on DynamoDB Local + LocalStack SQS."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+
+from duetime import api
+from duetime.adapters.dynamodb.catalog import DynamoCatalog
+from duetime.service import JobService
+
+from ..lambda_support import LambdaContext, load_handler
+from .conftest import Stack
+
+HANDLER = load_handler("api")
+JOB = {
+    "name": "nightly",
+    "schedule": {"cron": "0 0 * * *", "timezone": "Europe/Berlin"},
+    "target": {"url": "https://example.com/hook"},
+}
+
+
+@dataclass
+class Answer:
+    status: int
+    body: Any
+    headers: dict[str, str]
+
+
+Call = Callable[..., Answer]
+
+
+@pytest.fixture
+def service(stack: Stack) -> Iterator[JobService]:
+    svc = JobService(DynamoCatalog(stack.dynamodb, stack.names), stack.store, stack.queue, stack.clock)
+    api.use_service(lambda: svc)
+    yield svc
+    api.use_service(None)  # type: ignore[arg-type]
+
+
+def make_call(token: str | None) -> Call:
+    def call(
+        method: str,
+        path: str,
+        body: Any = None,
+        headers: dict[str, str] | None = None,
+        query: dict[str, str] | None = None,
+        raw: str | None = None,
+    ) -> Answer:
+        all_headers = {"Content-Type": "application/json", **(headers or {})}
+        if token:
+            all_headers["Authorization"] = f"Bearer {token}"
+        event = {
+            "httpMethod": method,
+            "path": path,
+            "resource": path,
+            "headers": all_headers,
+            "multiValueHeaders": {k: [v] for k, v in all_headers.items()},
+            "queryStringParameters": query,
+            "multiValueQueryStringParameters": {k: [v] for k, v in (query or {}).items()} or None,
+            "requestContext": {"requestId": "r", "stage": "v1", "httpMethod": method, "path": path},
+            "body": raw if raw is not None else (json.dumps(body) if body is not None else None),
+            "isBase64Encoded": False,
+            "pathParameters": None,
+        }
+        response = HANDLER.handler(event, LambdaContext())
+        text = response.get("body") or ""
+        return Answer(response["statusCode"], json.loads(text) if text else None, response.get("headers", {}))
+
+    return call
+
+
+@pytest.fixture
+def alpha(service: JobService) -> Call:
+    return make_call(service.create_team("alpha", exact_quota=1)[1])
+
+
+@pytest.fixture
+def beta(service: JobService) -> Call:
+    return make_call(service.create_team("beta")[1])
+
+
+def test_create_returns_201_with_the_schedule_state(alpha: Call) -> None:
+    answer = alpha("POST", "/v1/jobs", JOB)
+    assert answer.status == 201, answer.body
+    job = answer.body
+    assert job["id"] and job["name"] == "nightly" and job["jitter_seconds"] == 300
+    assert job["next_nominal_at"].endswith(("T23:00:00Z", "T22:00:00Z"))  # midnight in Berlin, in UTC
+    assert job["next_run_at"] >= job["next_nominal_at"]
+    assert alpha("GET", f"/v1/jobs/{job['id']}").body == job
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "field"),
+    [
+        ({**JOB, "schedule": {"cron": "0 0 30 2 *", "timezone": "UTC"}}, 422, "schedule.cron"),
+        ({**JOB, "schedule": {"cron": "0 0 * * * *", "timezone": "UTC"}}, 422, "schedule.cron"),
+        ({**JOB, "schedule": {"cron": "0 0 * * *", "timezone": "Moon/Base"}}, 422, "schedule.timezone"),
+        ({**JOB, "schedule": {"at": "2020-01-01T00:00:00Z"}}, 422, "schedule.at"),
+        ({**JOB, "schedule": {"rate": "0 minutes"}}, 422, "schedule.rate"),
+        ({**JOB, "colour": "red"}, 422, "colour"),
+        ({**JOB, "retry": {"max_attempts": -1}}, 422, "retry.max_attempts"),
+        ({**JOB, "target": {"url": "http://169.254.169.254/latest/meta-data"}}, 422, "target.url"),
+        ({**JOB, "target": {"url": "http://127.0.0.1:8080/x"}}, 422, "target.url"),
+        ({**JOB, "target": {"url": "http://2130706433/x"}}, 422, "target.url"),
+        ({**JOB, "target": {"url": "http://[::ffff:10.0.0.1]/x"}}, 422, "target.url"),
+        ({**JOB, "target": {"url": "https://e.com", "headers": {"X": "a\r\nb: c"}}}, 422, "target.headers"),
+    ],
+)
+def test_bad_input_is_refused_naming_the_field_and_nothing_is_written(
+    alpha: Call, body: dict[str, Any], status: int, field: str
+) -> None:
+    answer = alpha("POST", "/v1/jobs", body)
+    assert answer.status == status, answer.body
+    assert answer.body["error"]["field"] == field
+    assert alpha("GET", "/v1/jobs").body["jobs"] == []
+
+
+def test_malformed_json_is_400_and_huge_bodies_are_413(alpha: Call) -> None:
+    malformed = alpha("POST", "/v1/jobs", raw="{not json")
+    assert malformed.status == 400 and malformed.body["error"]["code"] == "bad_request"
+    huge = alpha("POST", "/v1/jobs", {**JOB, "name": "x" * 70_000})
+    assert huge.status == 413 and huge.body["error"]["code"] == "payload_too_large"
+
+
+def test_missing_or_wrong_tokens_are_401(service: JobService, alpha: Call) -> None:
+    assert make_call(None)("GET", "/v1/jobs").status == 401
+    assert make_call("dt_wrong")("GET", "/v1/jobs").status == 401
+    assert make_call(None)("GET", "/healthz").status == 200
+
+
+def test_a_team_sees_only_its_own_jobs_and_runs(alpha: Call, beta: Call) -> None:
+    job = alpha("POST", "/v1/jobs", JOB).body
+    run = alpha("POST", f"/v1/jobs/{job['id']}/trigger").body
+    for method, path in [
+        ("GET", f"/v1/jobs/{job['id']}"),
+        ("PATCH", f"/v1/jobs/{job['id']}"),
+        ("DELETE", f"/v1/jobs/{job['id']}"),
+        ("POST", f"/v1/jobs/{job['id']}/pause"),
+        ("POST", f"/v1/jobs/{job['id']}/trigger"),
+        ("GET", f"/v1/jobs/{job['id']}/runs"),
+        ("GET", f"/v1/runs/{run['run_id']}"),
+        ("POST", f"/v1/runs/{run['run_id']}/retry"),
+    ]:
+        answer = beta(method, path, {} if method == "PATCH" else None)
+        missing = beta(
+            method, path.replace(job["id"], "01JDZ3K6R2V9Q8T7S6P5N4M3K2"), {} if method == "PATCH" else None
+        )
+        assert answer.status == 404 and answer.body == {
+            "error": {**missing.body["error"], "message": answer.body["error"]["message"]}
+        }, (method, path)
+    assert beta("GET", "/v1/jobs").body["jobs"] == []
+    assert alpha("GET", f"/v1/jobs/{job['id']}").status == 200
+
+
+def test_jobs_are_listed_with_a_cursor(alpha: Call) -> None:
+    created = {alpha("POST", "/v1/jobs", {**JOB, "name": f"job {i}"}).body["id"] for i in range(5)}
+    seen: list[str] = []
+    cursor = None
+    for _ in range(5):
+        query = {"limit": "2", **({"cursor": cursor} if cursor else {})}
+        page = alpha("GET", "/v1/jobs", query=query).body
+        seen += [j["id"] for j in page["jobs"]]
+        cursor = page["next_cursor"]
+        if not cursor:
+            break
+    assert sorted(seen) == sorted(created)
+    assert alpha("GET", "/v1/jobs", query={"cursor": "garbage!"}).status == 400
+    assert alpha("GET", "/v1/jobs", query={"limit": "0"}).status == 422
+
+
+def test_an_idempotency_key_makes_creation_safe_to_retry(alpha: Call) -> None:
+    first = alpha("POST", "/v1/jobs", JOB, headers={"Idempotency-Key": "create-nightly"})
+    again = alpha("POST", "/v1/jobs", JOB, headers={"Idempotency-Key": "create-nightly"})
+    assert first.status == 201 and again.body["id"] == first.body["id"]
+    other = alpha("POST", "/v1/jobs", {**JOB, "name": "other"}, headers={"Idempotency-Key": "create-nightly"})
+    assert other.status == 409 and other.body["error"]["field"] == "Idempotency-Key"
+    assert len(alpha("GET", "/v1/jobs").body["jobs"]) == 1
+
+
+def test_exact_jobs_count_against_the_teams_quota(alpha: Call) -> None:
+    first = alpha("POST", "/v1/jobs", {**JOB, "exact": True})
+    assert first.status == 201
+    over = alpha("POST", "/v1/jobs", {**JOB, "exact": True})
+    assert over.status == 429 and over.body["error"]["field"] == "exact"
+    plain = alpha("POST", "/v1/jobs", JOB).body
+    assert alpha("PATCH", f"/v1/jobs/{plain['id']}", {"exact": True}).status == 429
+    assert alpha("DELETE", f"/v1/jobs/{first.body['id']}").status == 204
+    assert alpha("PATCH", f"/v1/jobs/{plain['id']}", {"exact": True}).status == 200
+
+
+def test_pause_resume_patch_and_delete(alpha: Call, stack: Stack) -> None:
+    job = alpha("POST", "/v1/jobs", JOB).body
+    paused = alpha("POST", f"/v1/jobs/{job['id']}/pause").body
+    assert paused["paused"] is True and paused["next_run_at"] is None
+    item = stack.dynamodb.get_item(TableName=stack.names.jobs, Key={"job_id": {"S": job["id"]}})["Item"]
+    assert "due_bucket" not in item  # out of the due index
+    resumed = alpha("POST", f"/v1/jobs/{job['id']}/resume").body
+    assert resumed["paused"] is False and resumed["next_run_at"] is not None
+    patched = alpha(
+        "PATCH", f"/v1/jobs/{job['id']}", {"schedule": {"rate": "5 minutes"}, "name": "fast"}
+    ).body
+    assert patched["name"] == "fast" and patched["schedule"] == {"rate": "5 minutes"}
+    assert alpha("PATCH", f"/v1/jobs/{job['id']}", {"schedule": {"rate": "-1 minutes"}}).status == 422
+    assert alpha("GET", f"/v1/jobs/{job['id']}").body["name"] == "fast"  # the bad patch wrote nothing
+    assert alpha("DELETE", f"/v1/jobs/{job['id']}").status == 204
+    assert alpha("GET", f"/v1/jobs/{job['id']}").status == 404
+
+
+def test_trigger_runs_now_without_touching_the_schedule_and_runs_are_listed(
+    alpha: Call, stack: Stack
+) -> None:
+    job = alpha("POST", "/v1/jobs", JOB).body
+    run = alpha("POST", f"/v1/jobs/{job['id']}/trigger")
+    assert (
+        run.status == 201
+        and run.body["status"] == "queued"
+        and run.body["run_id"].startswith(job["id"] + "@")
+    )
+    assert [m.run_id for m in stack.messages()] == [run.body["run_id"]]
+    after = alpha("GET", f"/v1/jobs/{job['id']}").body
+    assert after["next_nominal_at"] == job["next_nominal_at"]
+    runs = alpha("GET", f"/v1/jobs/{job['id']}/runs").body["runs"]
+    assert [r["run_id"] for r in runs] == [run.body["run_id"]]
+    assert alpha("GET", f"/v1/runs/{run.body['run_id']}").body["status"] == "queued"
+    assert alpha("POST", f"/v1/runs/{run.body['run_id']}/retry").status == 409  # only failed/dead runs
+
+
+def test_preview_marks_runs_moved_by_dst_and_load_counts_due_runs_per_minute(alpha: Call) -> None:
+    job = alpha(
+        "POST",
+        "/v1/jobs",
+        {**JOB, "schedule": {"cron": "30 2 * 3 0", "timezone": "America/New_York"}, "exact": True},
+    ).body
+    runs = alpha("GET", f"/v1/jobs/{job['id']}/preview", query={"count": "3"}).body["runs"]
+    assert [(r["nominal_at"], r["dst_shifted"]) for r in runs] == [
+        ("2027-03-07T07:30:00Z", False),
+        ("2027-03-14T07:00:00Z", True),
+        ("2027-03-21T06:30:00Z", False),
+    ]
+    load = alpha("GET", "/v1/load", query={"from": "2027-03-14T06:00:00Z", "to": "2027-03-14T08:00:00Z"}).body
+    assert load["total"] == 1 and load["minutes"] == [{"minute": "2027-03-14T07:00", "runs": 1}]
+    every_minute = alpha(
+        "POST", "/v1/jobs", {**JOB, "schedule": {"rate": "1 minute"}, "jitter_seconds": 0}
+    ).body
+    start = datetime.fromisoformat(every_minute["next_run_at"])
+    window = {"from": start.isoformat(), "to": (start + timedelta(minutes=10)).isoformat()}
+    load = alpha("GET", "/v1/load", query=window).body  # ten minutes of an every-minute job
+    assert load["total"] == 10 and {m["runs"] for m in load["minutes"]} == {1}
+    assert (
+        alpha("GET", "/v1/load", query={"from": "2027-01-01T00:00:00Z", "to": "2027-03-01T00:00:00Z"}).status
+        == 422
+    )  # more than 24 hours
+
+
+def test_openapi_document_lists_every_operation(service: JobService) -> None:
+    doc = make_call(None)("GET", "/v1/openapi.json").body
+    operations = {(m.upper(), p) for p, ops in doc["paths"].items() for m in ops}
+    assert len(operations) == 15
+    assert ("POST", "/v1/runs/{run_id}/retry") in operations and ("GET", "/v1/load") in operations
+    assert doc["components"]["securitySchemes"]["bearerAuth"]["scheme"] == "bearer"
+
+
+def test_unknown_routes_are_404_in_the_error_shape(alpha: Call) -> None:
+    answer = alpha("GET", "/v1/nothing")
+    assert answer.status == 404 and answer.body["error"]["code"] == "not_found"
