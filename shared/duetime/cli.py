@@ -1,130 +1,307 @@
-"""The ``duetime`` command. Today: ``duetime local``, the scheduler on one machine against the emulators."""
+"""The ``duetime`` command: the local system, the API from a terminal, and offline previews.
+
+Exit codes: 0 success, 1 an error (one line on stderr), 2 bad usage.
+"""
 
 from __future__ import annotations
 
 import argparse
-import logging
+import json
 import os
-import signal
 import sys
-import threading
-from datetime import timedelta
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+from zoneinfo import ZoneInfo
 
-import boto3
+from pydantic import ValidationError
 
-from duetime.adapters.alerts import StoredAlerts
-from duetime.adapters.http_target import HttpTargetCaller
-from duetime.adapters.sqs import SqsConsumer, SqsRunQueue
-from duetime.demo_target import DemoTargetServer
-from duetime.jobs import create_job
-from duetime.local import EventSourceMapping, ensure_resources, start_threads
-from duetime.models import Team
-from duetime.poller import Poller
-from duetime.settings import Settings
-from duetime.timeutil import iso_z
-from duetime.wiring import make_store, make_store_clock, poller_config, worker_config
-from duetime.worker import Worker, WorkReport
-
-DEV_TEAM = Team(team_id="dev", max_concurrency=50, signing_secret="dev-signing-secret")
+from duetime.client import ApiFailure, DuetimeClient
+from duetime.errors import from_validation_error
+from duetime.models import JobSpec
 
 
-def _local(args: argparse.Namespace) -> int:
-    os.environ.setdefault("AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:8000")
-    os.environ.setdefault("AWS_ENDPOINT_URL_SQS", "http://127.0.0.1:4566")
-    for name, value in (
-        ("AWS_ACCESS_KEY_ID", "test"),
-        ("AWS_SECRET_ACCESS_KEY", "test"),
-        ("AWS_DEFAULT_REGION", "us-east-1"),
-    ):
-        os.environ.setdefault(name, value)
-    session = boto3.session.Session()
-    dynamodb, sqs = session.client("dynamodb"), session.client("sqs")
-    settings = ensure_resources(Settings.from_env(dict(os.environ)), dynamodb, sqs)
-    store = make_store(settings, dynamodb)
-    clock = make_store_clock(store)
-    queue = SqsRunQueue(sqs, settings.run_queue_url)
-    alerts = StoredAlerts(store)
-    store.put_team(DEV_TEAM)
+class UsageError(Exception):
+    pass
 
-    target = DemoTargetServer(port=args.target_port).start()
-    if not args.no_demo_job:
-        job = create_job(
-            store,
-            DEV_TEAM.team_id,
-            {
-                "name": "demo: every minute",
-                "schedule": {"cron": "* * * * *", "timezone": args.timezone},
-                "target": {"url": target.url, "body": '{"hello": "duetime"}'},
-                "jitter_seconds": 10,
-            },
-            clock.now(),
-        )
-        first = iso_z(job.state.next_fire_at) if job.state.next_fire_at else "never"
-        print(f"demo job {job.id}: cron '* * * * *' in {args.timezone}, first run at {first}")
 
-    def show(report: WorkReport) -> None:
-        late = (
-            f" late {report.start_lateness_seconds:.1f}s" if report.start_lateness_seconds is not None else ""
-        )
-        print(
-            f"run {report.run_id} attempt {report.attempt}: {report.outcome.value}"
-            f" (HTTP {report.status_code}){late}",
-            flush=True,
-        )
+# --- output ----------------------------------------------------------------------------------------------
 
-    poller = Poller(store, store, queue, alerts, clock, poller_config(settings))
-    consumer = SqsConsumer(sqs, settings.run_queue_url)
-    mappings = [
-        EventSourceMapping(
-            consumer,
-            Worker(
-                store,
-                store,
-                queue,
-                alerts,
-                HttpTargetCaller(allow_private=True),
-                clock,
-                worker_config(settings),
-            ),
-            on_report=show,
-        )
-        for _ in range(args.workers)
-    ]
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    threads = start_threads(poller, mappings, stop, interval=settings.poll_interval_seconds)
-    print(
-        f"duetime local ready: demo target={target.url} calls=http://127.0.0.1:{target.server_address[1]}"
-        f"/demo/calls workers={args.workers}",
-        flush=True,
+
+def table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
+    cells = [[("" if row.get(c) is None else str(row.get(c))) for c in columns] for row in rows]
+    widths = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(columns)]
+    lines = ["  ".join(c.upper().ljust(w) for c, w in zip(columns, widths, strict=True))]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) for r in cells]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+JOB_COLUMNS = ["id", "name", "schedule", "paused", "next_run_at"]
+RUN_COLUMNS = ["run_id", "status", "attempt", "scheduled_at", "finished_at"]
+
+
+def _job_row(job: dict[str, Any]) -> dict[str, Any]:
+    schedule = job["schedule"]
+    text = (
+        f"cron {schedule['cron']} {schedule.get('timezone', 'UTC')}"
+        if "cron" in schedule
+        else f"rate {schedule['rate']}"
+        if "rate" in schedule
+        else f"at {schedule['at']}"
     )
+    return {**job, "schedule": text}
+
+
+def show(data: Any, as_json: bool, columns: Sequence[str] | None = None, rows_key: str | None = None) -> None:
+    if as_json:
+        print(json.dumps(data))
+        return
+    if rows_key is not None and columns is not None:
+        rows = data[rows_key]
+        print(table([_job_row(r) for r in rows] if rows_key == "jobs" else rows, columns))
+        if data.get("next_cursor"):
+            print(f"(more: --cursor {data['next_cursor']})")
+    elif isinstance(data, dict):
+        width = max((len(k) for k in data), default=0)
+        for key, value in data.items():
+            print(f"{key.ljust(width)}  {json.dumps(value) if isinstance(value, (dict, list)) else value}")
+
+
+# --- job specs from flags --------------------------------------------------------------------------------
+
+
+def spec_from_args(args: argparse.Namespace) -> dict[str, Any]:
+    if args.file:
+        with open(args.file) as handle:
+            loaded: dict[str, Any] = json.load(handle)
+        return loaded
+    body: dict[str, Any] = {
+        "name": args.name,
+        "schedule": schedule_from_args(args),
+        "target": {"type": "http", "url": args.target_url, "method": args.method},
+    }
+    if args.header:
+        headers = {}
+        for header in args.header:
+            name, sep, value = header.partition(":")
+            if not sep:
+                raise UsageError(f"--header needs NAME:VALUE, got {header!r}")
+            headers[name.strip()] = value.strip()
+        body["target"]["headers"] = headers
+    if args.body is not None:
+        body["target"]["body"] = args.body
+    for flag, key in (
+        ("jitter", "jitter_seconds"),
+        ("misfire", "misfire"),
+        ("timeout", "timeout_seconds"),
+        ("start_at", "start_at"),
+        ("end_at", "end_at"),
+    ):
+        if getattr(args, flag) is not None:
+            body[key] = getattr(args, flag)
+    if args.exact:
+        body["exact"] = True
+    if args.paused:
+        body["paused"] = True
+    if args.max_attempts is not None or args.backoff is not None:
+        body["retry"] = {}
+        if args.max_attempts is not None:
+            body["retry"]["max_attempts"] = args.max_attempts
+        if args.backoff is not None:
+            body["retry"]["backoff_seconds"] = [int(b) for b in args.backoff.split(",")]
+    return body
+
+
+def schedule_from_args(args: argparse.Namespace) -> dict[str, Any]:
+    chosen = [k for k in ("cron", "rate", "at") if getattr(args, k)]
+    if len(chosen) != 1:
+        raise UsageError("give exactly one of --cron, --rate or --at")
+    if args.cron:
+        return {"cron": args.cron, "timezone": args.tz}
+    return {"rate": args.rate} if args.rate else {"at": args.at}
+
+
+def add_schedule_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--cron", help='5-field cron, e.g. "0 0 * * *" (or @daily...)')
+    parser.add_argument("--tz", default="UTC", help="IANA time zone for --cron (default UTC)")
+    parser.add_argument("--rate", help='e.g. "5 minutes"')
+    parser.add_argument("--at", help="one time, ISO-8601 with an offset")
+
+
+# --- commands --------------------------------------------------------------------------------------------
+
+
+def client_from(args: argparse.Namespace) -> DuetimeClient:
+    url = args.url or os.environ.get("DUETIME_URL") or "http://127.0.0.1:8080"
+    token = args.token or os.environ.get("DUETIME_TOKEN")
+    if not token:
+        raise UsageError("no token: pass --token or set DUETIME_TOKEN")
+    return DuetimeClient(url, token)
+
+
+def run_jobs(args: argparse.Namespace) -> None:
+    client = client_from(args)
+    action = args.action
+    if action == "create":
+        headers = {"Idempotency-Key": args.idempotency_key} if args.idempotency_key else None
+        show(client.request("POST", "/v1/jobs", spec_from_args(args), headers=headers), args.json)
+    elif action == "list":
+        data = client.request("GET", "/v1/jobs", query={"limit": args.limit, "cursor": args.cursor})
+        show(data, args.json, JOB_COLUMNS, "jobs")
+    elif action == "get":
+        show(client.request("GET", client.job_path(args.id)), args.json)
+    elif action in ("pause", "resume"):
+        show(client.request("POST", client.job_path(args.id, action)), args.json)
+    elif action == "trigger":
+        show(client.request("POST", client.job_path(args.id, "trigger")), args.json)
+    elif action == "delete":
+        client.request("DELETE", client.job_path(args.id))
+        show({"deleted": args.id}, args.json)
+
+
+def run_runs(args: argparse.Namespace) -> None:
+    client = client_from(args)
+    if args.action == "list":
+        data = client.request(
+            "GET", client.job_path(args.id, "runs"), query={"limit": args.limit, "cursor": args.cursor}
+        )
+        show(data, args.json, RUN_COLUMNS, "runs")
+    elif args.action == "get":
+        show(client.request("GET", client.run_path(args.id)), args.json)
+    else:
+        show(client.request("POST", client.run_path(args.id, "retry")), args.json)
+
+
+def run_preview(args: argparse.Namespace) -> None:
+    from duetime.service import upcoming_runs
+
+    after = datetime.fromisoformat(args.after).astimezone(UTC) if args.after else datetime.now(UTC)
+    body = {
+        "name": "preview",
+        "schedule": schedule_from_args(args),
+        "target": {"url": "https://example.com"},
+        "exact": True,
+    }
     try:
-        while not stop.wait(0.5):
-            pass
-    except KeyboardInterrupt:
-        stop.set()
-    print("stopping...", flush=True)
-    for thread in threads:
-        thread.join(timeout=max(5.0, timedelta(seconds=settings.lease_seconds).total_seconds()))
-    target.shutdown()
-    return 0
+        spec = JobSpec.model_validate(body)
+    except ValidationError as exc:
+        raise UsageError(from_validation_error(exc).message) from exc
+    zone = ZoneInfo(args.tz)
+    times = [
+        r.nominal_at.astimezone(zone).isoformat() for r in upcoming_runs(spec, None, after, after, args.count)
+    ]
+    if args.json:
+        print(json.dumps({"times": times}))
+    else:
+        print("\n".join(times))
+
+
+def run_teams(args: argparse.Namespace) -> None:
+    from duetime import wiring
+    from duetime.local import local_environment
+
+    if args.local:
+        local_environment()
+    settings = wiring.settings()
+    service = wiring.make_job_service(settings, wiring.make_store(settings))
+    team, token = service.create_team(args.name, args.max_concurrency, args.exact_quota)
+    data = {
+        "team": team.team_id,
+        "token": token,
+        "signing_secret": team.signing_secret,
+        "max_concurrency": team.max_concurrency,
+        "exact_quota": team.exact_quota,
+    }
+    if args.json:
+        print(json.dumps(data))
+    else:
+        show(data, False)
+        print("Keep the token and the signing secret now: duetime stores only the token's hash.")
+
+
+def parser() -> argparse.ArgumentParser:
+    root = argparse.ArgumentParser(prog="duetime", description="A distributed job scheduler.")
+    commands = root.add_subparsers(dest="command", required=True)
+
+    def api_flags(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        p.add_argument("--url", help="API base URL (or DUETIME_URL; default http://127.0.0.1:8080)")
+        p.add_argument("--token", help="API token (or DUETIME_TOKEN)")
+        p.add_argument("--json", action="store_true", help="print JSON for scripts")
+        return p
+
+    local = commands.add_parser("local", help="the whole system on this machine (emulators, API, workers)")
+    local.add_argument("--port", type=int, default=8080)
+    local.add_argument("--workers", type=int, default=4, help="worker loops (SQS event source batches)")
+
+    jobs = commands.add_parser("jobs", help="create and manage jobs").add_subparsers(
+        dest="action", required=True
+    )
+    create = api_flags(jobs.add_parser("create", help="register a job"))
+    create.add_argument("--file", help="a JSON job body instead of the flags below")
+    create.add_argument("--name")
+    add_schedule_flags(create)
+    create.add_argument("--target-url", "--target", dest="target_url")
+    create.add_argument("--method", default="POST")
+    create.add_argument("--header", action="append", help="NAME:VALUE (repeatable)")
+    create.add_argument("--body")
+    create.add_argument("--jitter", type=int, help="jitter window in seconds (default 300)")
+    create.add_argument("--exact", action="store_true", help="fire at the exact second (uses quota)")
+    create.add_argument("--misfire", choices=["run_once", "run_all", "skip"])
+    create.add_argument("--max-attempts", type=int)
+    create.add_argument("--backoff", help="seconds, comma separated, e.g. 10,30,120")
+    create.add_argument("--timeout", type=int, help="target timeout in seconds")
+    create.add_argument("--start-at")
+    create.add_argument("--end-at")
+    create.add_argument("--paused", action="store_true")
+    create.add_argument("--idempotency-key")
+    listing = api_flags(jobs.add_parser("list", help="list your jobs"))
+    listing.add_argument("--limit", type=int, default=50)
+    listing.add_argument("--cursor")
+    for action in ("get", "pause", "resume", "trigger", "delete"):
+        api_flags(jobs.add_parser(action, help=f"{action} a job")).add_argument("id")
+
+    runs = commands.add_parser("runs", help="a job's runs").add_subparsers(dest="action", required=True)
+    run_list = api_flags(runs.add_parser("list", help="runs of a job, newest first"))
+    run_list.add_argument("id", help="job id")
+    run_list.add_argument("--limit", type=int, default=20)
+    run_list.add_argument("--cursor")
+    api_flags(runs.add_parser("get", help="one run")).add_argument("id", help="run id")
+    api_flags(runs.add_parser("retry", help="send a failed or dead run back to the queue")).add_argument("id")
+
+    teams = commands.add_parser("teams", help="teams (admin)").add_subparsers(dest="action", required=True)
+    team = teams.add_parser("create", help="create a team; prints its token and signing secret once")
+    team.add_argument("name")
+    team.add_argument("--max-concurrency", type=int, default=50)
+    team.add_argument("--exact-quota", type=int, default=100)
+    team.add_argument("--local", action="store_true", help="the team store of `duetime local`")
+    team.add_argument("--json", action="store_true")
+
+    preview = commands.add_parser("preview", help="next run times of a schedule (offline)")
+    add_schedule_flags(preview)
+    preview.add_argument("--after", help="ISO-8601 instant (default now)")
+    preview.add_argument("--count", type=int, default=5)
+    preview.add_argument("--json", action="store_true")
+    return root
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="duetime", description="A distributed job scheduler.")
-    commands = parser.add_subparsers(dest="command", required=True)
-    local = commands.add_parser(
-        "local", help="run the poller and workers against DynamoDB Local + LocalStack"
-    )
-    local.add_argument("--workers", type=int, default=4, help="worker loops (as SQS event source batches)")
-    local.add_argument("--target-port", type=int, default=8081, help="port of the demo target")
-    local.add_argument("--timezone", default="UTC", help="time zone of the demo job")
-    local.add_argument("--no-demo-job", action="store_true", help="do not create the every-minute demo job")
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    if args.command == "local":
-        return _local(args)
-    return 2  # pragma: no cover - argparse rejects unknown commands
+    args = parser().parse_args(argv)
+    try:
+        if args.command == "local":
+            from duetime.local import run_local
+
+            return run_local(args.port, args.workers)
+        {"jobs": run_jobs, "runs": run_runs, "preview": run_preview, "teams": run_teams}[args.command](args)
+        return 0
+    except UsageError as exc:
+        print(f"duetime: {exc}", file=sys.stderr)
+        return 2
+    except ApiFailure as exc:
+        print(f"duetime: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # one line for people; the API's own errors are above
+        print(f"duetime: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

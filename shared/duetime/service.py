@@ -113,6 +113,14 @@ class JobService:
             raise Conflict(f"team {team_id!r} exists", "name")
         return team, token
 
+    def issue_token(self, team_id: str) -> str:
+        """A new token for an existing team (returned once)."""
+        if self.catalog.get_team(team_id) is None:
+            raise NotFound(f"no team {team_id}")
+        token = new_token()
+        self.catalog.add_token(team_id, hash_token(token))
+        return token
+
     def authenticate(self, authorization: str | None) -> Team:
         scheme, _, token = (authorization or "").partition(" ")
         if scheme.lower() != "bearer" or not token.strip():

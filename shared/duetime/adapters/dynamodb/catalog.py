@@ -124,6 +124,19 @@ class DynamoCatalog:
                 return False
             raise
 
+    def add_token(self, team_id: str, token_hash: str) -> None:
+        """Another token for an existing team (a team may hold several, e.g. while rotating)."""
+        self.client.put_item(
+            TableName=self.names.control,
+            Item={
+                "pk": s(f"token#{token_hash}"),
+                "sk": s("token"),
+                "team_id": s(team_id),
+                "token_hash": s(token_hash),
+            },
+            ConditionExpression=c.TEAM_IS_NEW.expression,
+        )
+
     def token_record(self, token_hash: str) -> tuple[str, str] | None:
         """(stored hash, team id) for a token hash, or None."""
         item = self.client.get_item(
