@@ -30,7 +30,14 @@ from duetime.api_models import (
     RunList,
     RunOut,
 )
-from duetime.errors import ApiError, BadRequest, InvalidInput, PayloadTooLarge, field_path
+from duetime.errors import (
+    ApiError,
+    BadRequest,
+    InvalidInput,
+    PayloadTooLarge,
+    UnsupportedMediaType,
+    field_path,
+)
 from duetime.models import JobSpec, Team
 from duetime.service import JobService
 
@@ -67,9 +74,9 @@ def _responses(success: int, model: Any, *errors: int) -> dict[int, OpenAPIRespo
     described: dict[int, OpenAPIResponse] = {
         success: {"description": "OK" if success == 200 else "Created", "content": {JSON: {"model": model}}}
         if model is not None
-        else {"description": "No content"},
+        else {"description": "No content", "content": {}},
     }
-    for code in (400, 401, 413, 422, *errors):
+    for code in (400, 401, 413, 415, 422, *errors):
         described[code] = {"description": _ERROR_TEXT[code], "content": {JSON: {"model": ErrorOut}}}
     return described
 
@@ -80,6 +87,7 @@ _ERROR_TEXT = {
     404: "No such job or run (in your team)",
     409: "Conflict",
     413: "Body too large",
+    415: "The body is not JSON",
     422: "Invalid input (the field is named)",
     429: "Quota exceeded",
 }
@@ -92,11 +100,14 @@ def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """The api Lambda's entry: size limit and authentication come before routing and validation, so an
     unauthenticated or oversized request learns nothing else."""
     body = event.get("body") or ""
+    headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
+    content_type = (headers.get("content-type") or JSON).split(";")[0].strip().lower()
     error: ApiError | None = None
     if len(body.encode() if isinstance(body, str) else body) > MAX_BODY_BYTES:
         error = PayloadTooLarge(f"request bodies are limited to {MAX_BODY_BYTES} bytes")
+    elif body and content_type != JSON:
+        error = UnsupportedMediaType("send the body as application/json", "Content-Type")
     elif event.get("path") not in PUBLIC_PATHS:
-        headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
         try:
             app.context["team"] = service().authenticate(headers.get("authorization"))
         except ApiError as exc:
@@ -202,7 +213,7 @@ def patch_job(job_id: JobId, patch: Annotated[JobPatch, Body()]) -> JobOut:
 @app.delete("/v1/jobs/<job_id>", responses=_responses(204, None, 404, 409), security=SECURITY)
 def delete_job(job_id: JobId) -> Response[Any]:
     service().delete_job(team(), job_id)
-    return Response(status_code=204, content_type=JSON, body="")
+    return Response(status_code=204, body="")
 
 
 @app.post("/v1/jobs/<job_id>/pause", responses=_responses(200, JobOut, 404, 409), security=SECURITY)

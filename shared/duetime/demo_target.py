@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 Answer = tuple[int, str, dict[str, str]]
+KNOWN_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
 
 @dataclass
@@ -96,11 +97,16 @@ class JsonRequestHandler(BaseHTTPRequestHandler):
     def _serve(self, method: str) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length).decode("utf-8", "replace") if length else ""
-        status, text, extra = self.answer(method, body)
-        data = text.encode()
+        extra: dict[str, str] = {}
+        if method not in KNOWN_METHODS:
+            status, text = 405, '{"error": {"code": "method_not_allowed", "message": "not here"}}'
+        else:
+            status, text, extra = self.answer(method, body)
+        data = b"" if method == "HEAD" else text.encode()
         try:
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
+            if text:
+                self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             for name, value in extra.items():
                 self.send_header(name, value)
@@ -109,20 +115,11 @@ class JsonRequestHandler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):  # the caller gave up: nothing to do
             self.close_connection = True
 
-    def do_GET(self) -> None:
-        self._serve("GET")
-
-    def do_POST(self) -> None:
-        self._serve("POST")
-
-    def do_PUT(self) -> None:
-        self._serve("PUT")
-
-    def do_PATCH(self) -> None:
-        self._serve("PATCH")
-
-    def do_DELETE(self) -> None:
-        self._serve("DELETE")
+    def __getattr__(self, name: str) -> Any:
+        """``do_<METHOD>`` for every method: unknown ones are answered 405, never 501."""
+        if name.startswith("do_"):
+            return lambda: self._serve(name[3:])
+        raise AttributeError(name)
 
 
 class _DemoHandler(JsonRequestHandler):

@@ -30,7 +30,7 @@ def ensure_resources(
     """Create the tables and the run queue if missing; return the settings with the queue URL."""
     create_tables(dynamodb, TableNames(settings.jobs_table, settings.runs_table, settings.control_table))
     visibility = settings.lease_seconds + 30
-    url = settings.run_queue_url or ensure_queue(sqs, queue_name, visibility_timeout=visibility)
+    url = settings.run_queue_url or ensure_queue(sqs, settings.run_queue_name, visibility_timeout=visibility)
     return settings.model_copy(update={"run_queue_url": url})
 
 

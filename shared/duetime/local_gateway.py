@@ -3,6 +3,7 @@ Gateway makes them; ``/demo/*`` goes to the demo target."""
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from http.server import ThreadingHTTPServer
@@ -10,6 +11,8 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from duetime.demo_target import Answer, DemoTarget, JsonRequestHandler
+
+log = logging.getLogger(__name__)
 
 ApiHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
@@ -43,7 +46,11 @@ class _GatewayHandler(JsonRequestHandler):
             return self.server.demo.handle(method, self.path, headers, body)
         query = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
         path = unquote(parts.path)  # API Gateway hands the handler a decoded path
-        response = self.server.api(rest_event(method, path, query, headers, body or None), None)
+        try:
+            response = self.server.api(rest_event(method, path, query, headers, body or None), None)
+        except Exception:  # a bug: answer as API Gateway would for a failed Lambda, and say so in the log
+            log.exception("the api handler failed")
+            return 500, '{"error": {"code": "internal", "message": "internal error"}}', {}
         extra = {
             k: v
             for k, v in (response.get("headers") or {}).items()

@@ -1,0 +1,68 @@
+"""``duetime local`` as a user runs it: a subprocess, its one ready line, Ctrl-C to stop."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+
+READY = re.compile(r"^duetime local ready: api=(\S+) token=(\S+)$")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class LocalSystem:
+    process: subprocess.Popen[str]
+    url: str
+    token: str
+    secret: str
+    output: list[str] = field(default_factory=list)
+
+    def stop(self) -> int:
+        self.process.send_signal(signal.SIGINT)  # Ctrl-C
+        return self.process.wait(timeout=60)
+
+
+def start_local(env_overrides: dict[str, str] | None = None) -> LocalSystem:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env_overrides or {})}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "duetime.cli", "local", "--port", str(free_port())],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
+    lines: list[str] = []
+    ready = threading.Event()
+    found: dict[str, str] = {}
+
+    def read() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            line = line.rstrip("\n")
+            lines.append(line)
+            if line.startswith("dev team signing secret: "):
+                found["secret"] = line.split(": ", 1)[1]
+            match = READY.match(line)
+            if match:
+                found["url"], found["token"] = match.groups()
+                ready.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    deadline = time.monotonic() + 120
+    while not ready.wait(0.2):
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            raise AssertionError("duetime local did not get ready:\n" + "\n".join(lines))
+    return LocalSystem(process, found["url"], found["token"], found["secret"], lines)

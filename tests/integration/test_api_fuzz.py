@@ -1,0 +1,88 @@
+"""schemathesis over every operation of /v1/openapi.json, against ``duetime local`` over HTTP:
+no 5xx, and every answer conforms to the document (status code, content type, body schema)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import urllib3
+
+from .local_system import start_local
+
+CONFIG = Path(__file__).with_name("schemathesis.toml")
+CHECKS = "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance"
+
+
+def test_every_operation_survives_schemathesis_without_5xx_and_conforms_to_its_schema() -> None:
+    prefix = f"fuzz{uuid.uuid4().hex[:8]}"
+    local = start_local(
+        {
+            "DUETIME_JOBS_TABLE": f"{prefix}-jobs",
+            "DUETIME_RUNS_TABLE": f"{prefix}-runs",
+            "DUETIME_CONTROL_TABLE": f"{prefix}-control",
+            "DUETIME_RUN_QUEUE_NAME": prefix,
+        }
+    )
+    try:
+        http = urllib3.PoolManager()
+        auth = {"Authorization": f"Bearer {local.token}", "Content-Type": "application/json"}
+        job = json.loads(
+            http.request(
+                "POST",
+                f"{local.url}/v1/jobs",
+                headers=auth,
+                body=json.dumps(
+                    {
+                        "name": "fuzz target",
+                        "schedule": {"rate": "1 hour"},
+                        "target": {"url": f"{local.url}/demo/target"},
+                    }
+                ),
+            ).data
+        )
+        run = json.loads(http.request("POST", f"{local.url}/v1/jobs/{job['id']}/trigger", headers=auth).data)
+        env = {
+            **os.environ,
+            "DUETIME_TOKEN": local.token,
+            "DUETIME_FUZZ_JOB": job["id"],
+            "DUETIME_FUZZ_RUN": run["run_id"],
+        }
+        schemathesis = Path(sys.executable).with_name("schemathesis")
+        result = subprocess.run(
+            [
+                str(schemathesis),
+                "--no-color",
+                "--config-file",
+                str(CONFIG),
+                "run",
+                f"{local.url}/v1/openapi.json",
+                "--checks",
+                CHECKS,
+                "--max-examples",
+                "20",
+                "--phases",
+                "examples,coverage,fuzzing,stateful",
+                "--seed",
+                "20261129",
+                "--workers",
+                "2",
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=600,
+        )
+    finally:
+        assert local.stop() == 0
+    summary = result.stdout[-3000:]
+    print(summary)  # the figures: operations tested, cases generated and passed
+    assert result.returncode == 0, summary
+    assert "Tested: 14" in result.stdout
+    generated = re.search(r"(\d+) generated, (\d+) passed", result.stdout)
+    assert generated and generated.group(1) == generated.group(2) and int(generated.group(1)) > 300, summary

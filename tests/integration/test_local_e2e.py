@@ -1,0 +1,178 @@
+"""End to end through ``duetime local`` with a real HTTP client and the ``duetime`` CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+import urllib3
+
+from duetime.signing import verify_signature
+
+from .local_system import LocalSystem, start_local
+
+HTTP = urllib3.PoolManager()
+OUTPUTS: list[list[str]] = []  # what each duetime local printed, shown when a wait times out
+
+
+@pytest.fixture(scope="module")
+def local() -> Iterator[LocalSystem]:
+    prefix = f"e2e{uuid.uuid4().hex[:8]}"
+    system = start_local(
+        {
+            "DUETIME_JOBS_TABLE": f"{prefix}-jobs",
+            "DUETIME_RUNS_TABLE": f"{prefix}-runs",
+            "DUETIME_CONTROL_TABLE": f"{prefix}-control",
+            "DUETIME_RUN_QUEUE_NAME": prefix,
+        }
+    )
+    OUTPUTS.append(system.output)
+    yield system
+    assert system.stop() == 0, "\n".join(system.output)  # Ctrl-C stops it cleanly
+
+
+def api(local: LocalSystem, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+    response = HTTP.request(
+        method,
+        local.url + path,
+        body=json.dumps(body) if body is not None else None,
+        headers={"Authorization": f"Bearer {local.token}", "Content-Type": "application/json"},
+    )
+    return response.status, (json.loads(response.data) if response.data else None)
+
+
+def cli(local: LocalSystem, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "DUETIME_URL": local.url, "DUETIME_TOKEN": local.token}
+    return subprocess.run(
+        [sys.executable, "-m", "duetime.cli", *args], capture_output=True, text=True, env=env, timeout=60
+    )
+
+
+def wait_for(predicate: Any, timeout: float = 40.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.25)
+    raise AssertionError(
+        f"timed out; duetime local said:\n{chr(10).join(OUTPUTS[-1][-30:] if OUTPUTS else [])}"
+    )
+
+
+def demo_calls(local: LocalSystem, job_id: str) -> list[dict[str, Any]]:
+    calls = json.loads(HTTP.request("GET", local.url + "/demo/calls").data)["calls"]
+    return [c for c in calls if c["headers"].get("idempotency-key", "").startswith(job_id)]
+
+
+def test_a_job_created_over_http_runs_with_the_promised_headers_and_a_valid_signature(
+    local: LocalSystem,
+) -> None:
+    at = (datetime.now(UTC) + timedelta(seconds=3)).replace(microsecond=0)
+    status, job = api(
+        local,
+        "POST",
+        "/v1/jobs",
+        {
+            "name": "e2e",
+            "schedule": {"at": at.isoformat()},
+            "exact": True,
+            "target": {"type": "http", "url": f"{local.url}/demo/target", "body": '{"report": "nightly"}'},
+        },
+    )
+    assert status == 201, job
+    calls = wait_for(lambda: demo_calls(local, job["id"]))
+    call = calls[0]
+    run_id = f"{job['id']}@{at.strftime('%Y-%m-%dT%H:%M:%SZ')}"
+    assert call["headers"]["idempotency-key"] == run_id == call["headers"]["x-duetime-run-id"]
+    assert call["headers"]["x-duetime-attempt"] == "1"
+    assert call["headers"]["x-duetime-scheduled-at"] == at.strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert verify_signature(
+        local.secret, call["headers"]["x-duetime-signature"], call["body"].encode(), int(time.time())
+    )
+    run = wait_for(
+        lambda: (r := api(local, "GET", f"/v1/runs/{run_id}")[1]) and r["status"] == "succeeded" and r
+    )
+    assert run["attempt"] == 1 and run["result"]["status_code"] == 200
+
+
+def test_the_cli_creates_lists_pauses_triggers_and_sees_a_failure_retried(local: LocalSystem) -> None:
+    created = cli(
+        local,
+        "jobs",
+        "create",
+        "--name",
+        "flaky",
+        "--rate",
+        "1 hour",
+        "--target-url",
+        f"{local.url}/demo/target?status=503",
+        "--max-attempts",
+        "2",
+        "--backoff",
+        "1",
+        "--json",
+    )
+    assert created.returncode == 0, created.stderr
+    job = json.loads(created.stdout)
+    listing = cli(local, "jobs", "list")
+    assert listing.returncode == 0 and job["id"] in listing.stdout and "NEXT_RUN_AT" in listing.stdout
+    paused = json.loads(cli(local, "jobs", "pause", job["id"], "--json").stdout)
+    assert paused["paused"] is True and paused["next_run_at"] is None
+    triggered = cli(local, "jobs", "trigger", job["id"], "--json")
+    assert triggered.returncode == 0, triggered.stderr
+    run_id = json.loads(triggered.stdout)["run_id"]
+    dead = wait_for(
+        lambda: (
+            (r := json.loads(cli(local, "runs", "get", run_id, "--json").stdout))["status"] == "dead" and r
+        )
+    )
+    assert dead["attempt"] == 2  # the 503 was retried once, then the run was dead
+    assert [c["headers"]["x-duetime-attempt"] for c in demo_calls(local, job["id"])] == ["1", "2"]
+    runs = cli(local, "runs", "list", job["id"])
+    assert run_id in runs.stdout and "dead" in runs.stdout
+
+
+def test_cli_errors_are_one_line_and_exit_non_zero(local: LocalSystem) -> None:
+    missing = cli(local, "jobs", "get", "01JDZ3K6R2V9Q8T7S6P5N4M3K2")
+    assert missing.returncode == 1 and missing.stderr.count("\n") == 1 and "404" in missing.stderr
+    bad = cli(local, "jobs", "create", "--name", "x", "--cron", "0 0 30 2 *", "--target-url", "https://e.com")
+    assert bad.returncode == 1 and "schedule.cron" in bad.stderr
+    no_token = subprocess.run(
+        [sys.executable, "-m", "duetime.cli", "jobs", "list"],
+        capture_output=True,
+        text=True,
+        env={k: v for k, v in os.environ.items() if k != "DUETIME_TOKEN"},
+    )
+    assert no_token.returncode == 2 and "token" in no_token.stderr
+
+
+def test_offline_preview_prints_local_times_with_offsets() -> None:
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "duetime.cli",
+            "preview",
+            "--cron",
+            "30 2 * * *",
+            "--tz",
+            "America/New_York",
+            "--after",
+            "2026-03-07T00:00:00Z",
+            "--count",
+            "3",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert out == ["2026-03-07T02:30:00-05:00", "2026-03-08T03:00:00-04:00", "2026-03-09T02:30:00-04:00"]
