@@ -7,7 +7,11 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 EMU    := ./scripts/emulators.sh
 
-.PHONY: run test check lint typecheck unit venv emulators-fetch emulators-start emulators-stop clean
+ASSET  := build/lambda
+JSII   := JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=1 JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION=1
+
+.PHONY: run test check lint typecheck unit venv lambda-assets synth deploy emulators-fetch emulators-start \
+	emulators-stop clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,8 +28,8 @@ test: venv
 	$(EMU) run $(MAKE) --no-print-directory check
 
 # What `make test` runs once the emulators answer (useful with `make emulators-start`).
-check: lint typecheck
-	$(BIN)/pytest
+check: lint typecheck lambda-assets
+	$(JSII) $(BIN)/pytest
 
 lint: venv
 	$(BIN)/ruff check .
@@ -36,6 +40,22 @@ typecheck: venv
 
 unit: venv
 	$(BIN)/pytest tests/unit
+
+# The Lambda code asset, built without Docker (manylinux wheels for python3.13 on arm64).
+$(ASSET)/.built: pyproject.toml scripts/build_lambda.sh $(shell find shared/duetime functions -name '*.py') | venv
+	scripts/build_lambda.sh $(ASSET)
+
+lambda-assets: $(ASSET)/.built
+
+# The CloudFormation template (and cdk-nag's report) in cdk.out/, without the CDK CLI.
+synth: lambda-assets
+	cd infra/cdk && $(JSII) CDK_OUTDIR=$(CURDIR)/cdk.out $(CURDIR)/$(BIN)/python app.py
+	$(BIN)/cfn-lint --config-file infra/cdk/.cfnlintrc.yaml cdk.out/*.template.json
+
+# Deploy to the AWS account of the current credentials (see infra/cdk/README.md). Extra CDK flags: CDK_ARGS.
+deploy: synth
+	cd infra/cdk && npm install --no-save --no-audit --no-fund --silent
+	cd infra/cdk && $(JSII) npx cdk deploy --app $(CURDIR)/cdk.out $(CDK_ARGS)
 
 emulators-fetch:
 	$(EMU) fetch
@@ -48,4 +68,4 @@ emulators-stop:
 
 clean:
 	$(EMU) stop
-	rm -rf $(VENV) .cache .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .cache .mypy_cache .ruff_cache .pytest_cache build cdk.out infra/cdk/node_modules

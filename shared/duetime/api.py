@@ -108,8 +108,13 @@ def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
     elif body and content_type != JSON:
         error = UnsupportedMediaType("send the body as application/json", "Content-Type")
     elif event.get("path") not in PUBLIC_PATHS:
+        # Behind API Gateway the TeamAuthorizer has checked the token already and named the team; only
+        # API Gateway can set requestContext.authorizer. Elsewhere (duetime local) the token is checked here.
+        vouched = ((event.get("requestContext") or {}).get("authorizer") or {}).get("team_id")
         try:
-            app.context["team"] = service().authenticate(headers.get("authorization"))
+            app.context["team"] = (
+                service().team(vouched) if vouched else service().authenticate(headers.get("authorization"))
+            )
         except ApiError as exc:
             error = exc
     if error is not None:

@@ -121,6 +121,13 @@ class JobService:
         self.catalog.add_token(team_id, hash_token(token))
         return token
 
+    def team(self, team_id: str) -> Team:
+        """The team an authorizer vouched for."""
+        team = self.catalog.get_team(team_id)
+        if team is None:
+            raise Unauthorized("unknown team")
+        return team
+
     def authenticate(self, authorization: str | None) -> Team:
         scheme, _, token = (authorization or "").partition(" ")
         if scheme.lower() != "bearer" or not token.strip():

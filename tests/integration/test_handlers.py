@@ -68,3 +68,47 @@ def test_poller_and_worker_handlers_run_a_job_end_to_end(deployed: Stack, target
     metrics = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
     names = {m["Name"] for doc in metrics for d in doc["_aws"]["CloudWatchMetrics"] for m in d["Metrics"]}
     assert {"RunsClaimed", "RunsSucceeded", "RunsStarted", "StartLateness"} <= names
+
+
+def test_the_team_authorizer_allows_a_good_token_for_the_whole_api_and_refuses_others(
+    deployed: Stack,
+) -> None:
+    from duetime.adapters.dynamodb.catalog import DynamoCatalog
+    from duetime.service import JobService
+
+    service = JobService(
+        DynamoCatalog(deployed.dynamodb, deployed.names), deployed.store, deployed.queue, deployed.clock
+    )
+    _, token = service.create_team("gamma")
+    authorizer = load_handler("authorizer")
+    method_arn = "arn:aws:execute-api:us-east-1:123456789012:abc123/v1-stage/GET/v1/jobs"
+    policy = authorizer.handler(
+        {"type": "TOKEN", "authorizationToken": f"Bearer {token}", "methodArn": method_arn}, LambdaContext()
+    )
+    assert policy["principalId"] == "gamma" and policy["context"] == {"team_id": "gamma"}
+    assert policy["policyDocument"]["Statement"] == [
+        {
+            "Action": "execute-api:Invoke",
+            "Effect": "Allow",
+            "Resource": "arn:aws:execute-api:us-east-1:123456789012:abc123/v1-stage/*/*",
+        }
+    ]
+    with pytest.raises(Exception, match=r"^Unauthorized$"):
+        authorizer.handler(
+            {"type": "TOKEN", "authorizationToken": "Bearer dt_nope", "methodArn": method_arn},
+            LambdaContext(),
+        )
+
+    # Behind the authorizer, the api handler takes the team API Gateway vouched for.
+    event = {
+        "httpMethod": "GET",
+        "path": "/v1/jobs",
+        "resource": "/v1/{proxy+}",
+        "headers": {},
+        "requestContext": {"requestId": "r", "stage": "v1-stage", "authorizer": {"team_id": "gamma"}},
+        "queryStringParameters": None,
+        "body": None,
+        "isBase64Encoded": False,
+    }
+    response = load_handler("api").handler(event, LambdaContext())
+    assert response["statusCode"] == 200 and json.loads(response["body"]) == {"jobs": [], "next_cursor": None}

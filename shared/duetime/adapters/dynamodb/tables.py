@@ -116,11 +116,12 @@ def create_tables(client: Any, names: TableNames) -> None:
     waiter = client.get_waiter("table_exists")
     for definition in table_definitions(names):
         waiter.wait(TableName=definition["TableName"], WaiterConfig={"Delay": 1, "MaxAttempts": 60})
-    try:
-        client.update_time_to_live(
-            TableName=names.runs,
-            TimeToLiveSpecification={"Enabled": True, "AttributeName": RUN_TTL_ATTRIBUTE},
-        )
-    except client.exceptions.ClientError as exc:  # already enabled
-        if "TimeToLive is already enabled" not in str(exc):
-            raise
+    for table in (names.runs, names.control):  # run history; create-request idempotency keys
+        try:
+            client.update_time_to_live(
+                TableName=table,
+                TimeToLiveSpecification={"Enabled": True, "AttributeName": RUN_TTL_ATTRIBUTE},
+            )
+        except client.exceptions.ClientError as exc:  # already enabled
+            if "TimeToLive is already enabled" not in str(exc):
+                raise

@@ -1,0 +1,13 @@
+"""API Gateway TOKEN authorizer: a team's bearer token -> an allow policy with the team in its context."""
+
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from duetime.authorizer import authorize
+
+logger = Logger(service="duetime-authorizer")
+
+
+@logger.inject_lambda_context
+def handler(event: dict, context: LambdaContext) -> dict:
+    return authorize(event.get("authorizationToken"), event["methodArn"])

@@ -1,0 +1,68 @@
+"""The three DynamoDB tables, built from the same definitions the code (and DynamoDB Local) uses."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import aws_cdk as cdk
+from aws_cdk import aws_dynamodb as dynamodb
+from constructs import Construct
+
+from duetime.adapters.dynamodb.tables import RUN_TTL_ATTRIBUTE, TableNames, table_definitions
+
+
+def _attribute(definition: dict[str, Any], name: str) -> dynamodb.Attribute:
+    kinds = {a["AttributeName"]: a["AttributeType"] for a in definition["AttributeDefinitions"]}
+    kind = {"S": dynamodb.AttributeType.STRING, "N": dynamodb.AttributeType.NUMBER}[kinds[name]]
+    return dynamodb.Attribute(name=name, type=kind)
+
+
+def _keys(definition: dict[str, Any], schema: list[dict[str, str]]) -> dict[str, dynamodb.Attribute]:
+    keys = {"partition_key": _attribute(definition, schema[0]["AttributeName"])}
+    if len(schema) > 1:
+        keys["sort_key"] = _attribute(definition, schema[1]["AttributeName"])
+    return keys
+
+
+class Storage(Construct):
+    """On-demand tables with point-in-time recovery, TTL on runs, the due/reap/team/job indexes, and
+    deletion protection unless the stack is a throwaway test stack."""
+
+    def __init__(self, scope: Construct, id: str, *, deletion_protection: bool) -> None:
+        super().__init__(scope, id)
+        self.tables: dict[str, dynamodb.TableV2] = {}
+        logical = {"jobs": "Jobs", "runs": "Runs", "control": "Control"}
+        for role, definition in zip(
+            ("jobs", "runs", "control"), table_definitions(TableNames()), strict=True
+        ):
+            indexes = [
+                dynamodb.GlobalSecondaryIndexPropsV2(
+                    index_name=index["IndexName"],
+                    projection_type=dynamodb.ProjectionType(index["Projection"]["ProjectionType"]),
+                    non_key_attributes=index["Projection"].get("NonKeyAttributes"),
+                    **_keys(definition, index["KeySchema"]),
+                )
+                for index in definition.get("GlobalSecondaryIndexes", [])
+            ]
+            self.tables[role] = dynamodb.TableV2(
+                self,
+                logical[role],
+                **_keys(definition, definition["KeySchema"]),
+                billing=dynamodb.Billing.on_demand(),
+                point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                    point_in_time_recovery_enabled=True
+                ),
+                time_to_live_attribute=RUN_TTL_ATTRIBUTE if role in ("runs", "control") else None,
+                global_secondary_indexes=indexes or None,
+                deletion_protection=deletion_protection,
+                removal_policy=cdk.RemovalPolicy.RETAIN if deletion_protection else cdk.RemovalPolicy.DESTROY,
+            )
+
+    def index_arns(self, role: str) -> list[str]:
+        table = self.tables[role]
+        definition = dict(zip(("jobs", "runs", "control"), table_definitions(TableNames()), strict=True))[
+            role
+        ]
+        return [
+            f"{table.table_arn}/index/{i['IndexName']}" for i in definition.get("GlobalSecondaryIndexes", [])
+        ]

@@ -1,0 +1,223 @@
+"""The CDK stack, synthesized in-process and checked with aws_cdk.assertions, cdk-nag and cfn-lint."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "1")
+os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
+
+import aws_cdk as cdk
+from aws_cdk.assertions import Annotations, Match, Template
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "infra" / "cdk"))
+
+from duetime_cdk.config import StackConfig  # noqa: E402
+from duetime_cdk.stack import DuetimeStack, check_with_cdk_nag  # noqa: E402
+
+
+def synth(**context: Any) -> tuple[DuetimeStack, Template]:
+    app = cdk.App(context=context)
+    config = StackConfig.from_context(app.node)
+    if not (config.lambda_asset / ".built").exists():
+        pytest.fail("the Lambda asset is missing: `make test` builds it (make lambda-assets)", pytrace=False)
+    stack = DuetimeStack(app, "DuetimeTest", config=config)
+    check_with_cdk_nag(app)
+    app.synth()
+    return stack, Template.from_stack(stack)
+
+
+@pytest.fixture(scope="module")
+def test_stack() -> tuple[DuetimeStack, Template]:
+    return synth(deletion_protection="false")
+
+
+@pytest.fixture(scope="module")
+def template(test_stack: tuple[DuetimeStack, Template]) -> Template:
+    return test_stack[1]
+
+
+def resources(template: Template, kind: str) -> dict[str, Any]:
+    found: dict[str, Any] = template.find_resources(kind)
+    return found
+
+
+def test_tables_are_on_demand_with_pitr_ttl_and_the_indexes_the_code_queries(template: Template) -> None:
+    tables = resources(template, "AWS::DynamoDB::GlobalTable")
+    assert len(tables) == 3
+    by_key = {t["Properties"]["KeySchema"][0]["AttributeName"]: t["Properties"] for t in tables.values()}
+    assert set(by_key) == {"job_id", "run_id", "pk"}
+    for props in by_key.values():
+        assert props["BillingMode"] == "PAY_PER_REQUEST"
+        replica = props["Replicas"][0]
+        assert replica["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"] is True
+    assert by_key["run_id"]["TimeToLiveSpecification"] == {"AttributeName": "ttl", "Enabled": True}
+    indexes = {
+        t: {
+            i["IndexName"]: [k["AttributeName"] for k in i["KeySchema"]]
+            for i in p.get("GlobalSecondaryIndexes", [])
+        }
+        for t, p in by_key.items()
+    }
+    assert indexes["job_id"] == {"due": ["due_bucket", "due_key"], "team-jobs": ["team", "job_id"]}
+    assert indexes["run_id"] == {"reap": ["reap_shard", "reap_at"], "job-runs": ["job_id", "nominal_at"]}
+
+
+def test_deletion_protection_is_on_by_default_and_off_for_test_stacks(template: Template) -> None:
+    off = [
+        t["Properties"]["Replicas"][0].get("DeletionProtectionEnabled")
+        for t in resources(template, "AWS::DynamoDB::GlobalTable").values()
+    ]
+    assert off == [False, False, False]
+    _, default = synth()
+    on = default.find_resources("AWS::DynamoDB::GlobalTable")
+    assert [t["Properties"]["Replicas"][0]["DeletionProtectionEnabled"] for t in on.values()] == [True] * 3
+    assert {t["DeletionPolicy"] for t in on.values()} == {"Retain"}
+
+
+def test_run_queue_has_a_dead_letter_queue_and_a_visibility_above_the_worker_timeout(
+    template: Template,
+) -> None:
+    queues = resources(template, "AWS::SQS::Queue")
+    runs = [q["Properties"] for q in queues.values() if "RedrivePolicy" in q["Properties"]]
+    assert len(queues) == 2 and len(runs) == 1
+    assert runs[0]["RedrivePolicy"]["maxReceiveCount"] == 10
+    assert runs[0]["VisibilityTimeout"] == 6 * 900
+
+
+def test_one_eventbridge_rule_per_partition_group_ticks_its_poller_every_minute(template: Template) -> None:
+    rules = resources(template, "AWS::Events::Rule")
+    inputs = sorted(json.loads(r["Properties"]["Targets"][0]["Input"])["partitions"] for r in rules.values())
+    assert inputs == ["0-15", "16-31", "32-47", "48-63"]
+    assert {r["Properties"]["ScheduleExpression"] for r in rules.values()} == {"rate(1 minute)"}
+    _, custom = synth(deletion_protection="false", partition_groups="0-31,32-63")
+    assert len(custom.find_resources("AWS::Events::Rule")) == 2
+
+
+def test_workers_take_sqs_batches_with_partial_failures_and_a_concurrency_cap(template: Template) -> None:
+    template.has_resource_properties(
+        "AWS::Lambda::EventSourceMapping",
+        {
+            "BatchSize": 10,
+            "FunctionResponseTypes": ["ReportBatchItemFailures"],
+            "ScalingConfig": {"MaximumConcurrency": 100},
+            "FunctionName": Match.any_value(),
+        },
+    )
+
+
+def test_workers_are_scaled_up_before_midnight_and_down_after(template: Template) -> None:
+    targets = resources(template, "AWS::ApplicationAutoScaling::ScalableTarget")
+    (target,) = targets.values()
+    actions = {a["ScheduledActionName"]: a for a in target["Properties"]["ScheduledActions"]}
+    assert target["Properties"]["ScalableDimension"] == "lambda:function:ProvisionedConcurrency"
+    up = next(a for a in actions.values() if a["Schedule"] == "cron(55 23 * * ? *)")
+    down = next(a for a in actions.values() if a["Schedule"] == "cron(15 0 * * ? *)")
+    assert (
+        up["ScalableTargetAction"]["MinCapacity"] == 90 and down["ScalableTargetAction"]["MinCapacity"] == 1
+    )
+
+
+def test_functions_are_arm64_python313_with_tracing(template: Template) -> None:
+    functions = resources(template, "AWS::Lambda::Function")
+    assert len(functions) == 7  # 4 pollers, worker, api, authorizer
+    for function in functions.values():
+        props = function["Properties"]
+        assert props["Runtime"] == "python3.13" and props["Architectures"] == ["arm64"]
+        assert props["TracingConfig"] == {"Mode": "Active"}
+
+
+def test_api_has_the_team_authorizer_throttling_and_access_logs(template: Template) -> None:
+    template.has_resource_properties(
+        "AWS::ApiGateway::Authorizer",
+        {"Type": "TOKEN", "IdentitySource": "method.request.header.Authorization"},
+    )
+    template.has_resource_properties(
+        "AWS::ApiGateway::Stage",
+        {
+            "AccessLogSetting": Match.object_like({"DestinationArn": Match.any_value()}),
+            "MethodSettings": Match.array_with(
+                [Match.object_like({"ThrottlingRateLimit": 100, "ThrottlingBurstLimit": 200})]
+            ),
+        },
+    )
+    template.has_resource_properties(
+        "AWS::ApiGateway::Method", {"AuthorizationType": "CUSTOM", "HttpMethod": "ANY"}
+    )
+
+
+def test_alarms_cover_lateness_dead_runs_dlq_poller_errors_and_throttles(template: Template) -> None:
+    alarms = {
+        a["Properties"]["AlarmDescription"]: a["Properties"]
+        for a in resources(template, "AWS::CloudWatch::Alarm").values()
+    }
+    assert set(alarms) == {
+        "start lateness p99 over 5 s",
+        "runs went dead (out of attempts)",
+        "run messages reached the dead-letter queue",
+        "a poller invocation failed",
+        "Lambda throttled a duetime function",
+        "DynamoDB throttled duetime's tables",
+    }
+    lateness = alarms["start lateness p99 over 5 s"]
+    assert lateness["Threshold"] == 5 and lateness["ExtendedStatistic"] == "p99"
+    assert all(a["AlarmActions"] for a in alarms.values())
+    template.resource_count_is("AWS::CloudWatch::Dashboard", 1)
+
+
+def test_no_iam_policy_grants_a_wildcard_action(template: Template) -> None:
+    statements = [
+        s
+        for p in resources(template, "AWS::IAM::Policy").values()
+        for s in p["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    actions = [
+        a for s in statements for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
+    ]
+    assert actions and not [a for a in actions if "*" in a]
+    wildcard_resources = {
+        a
+        for s in statements
+        if s.get("Resource") == "*"
+        for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
+    }
+    assert wildcard_resources <= {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
+
+
+def test_cdk_nag_aws_solutions_pass_or_each_suppression_names_its_reason(
+    test_stack: tuple[DuetimeStack, Template],
+) -> None:
+    stack, template = test_stack
+    annotations = Annotations.from_stack(stack)
+    assert annotations.find_error("*", Match.string_like_regexp("AwsSolutions-.*")) == []
+    assert annotations.find_warning("*", Match.string_like_regexp("AwsSolutions-.*")) == []
+    suppressions = [
+        s
+        for r in template.to_json()["Resources"].values()
+        for s in r.get("Metadata", {}).get("cdk_nag", {}).get("rules_to_suppress", [])
+    ]
+    assert suppressions and all(len(s["reason"]) > 30 for s in suppressions)
+
+
+def test_cfn_lint_passes_on_the_template(template: Template, tmp_path: Path) -> None:
+    path = tmp_path / "Duetime.template.json"
+    path.write_text(json.dumps(template.to_json()))
+    result = subprocess.run(
+        [
+            str(Path(sys.executable).with_name("cfn-lint")),
+            "--config-file",
+            str(ROOT / "infra/cdk/.cfnlintrc.yaml"),
+            str(path),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
