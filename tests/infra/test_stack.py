@@ -126,6 +126,11 @@ def test_workers_are_scaled_up_before_midnight_and_down_after(template: Template
     )
 
 
+def test_localstack_deployments_can_leave_out_scheduled_scaling() -> None:
+    _, template = synth(deletion_protection="false", scheduled_scaling="false")
+    template.resource_count_is("AWS::ApplicationAutoScaling::ScalableTarget", 0)
+
+
 def test_functions_are_arm64_python313_with_tracing(template: Template) -> None:
     functions = resources(template, "AWS::Lambda::Function")
     assert len(functions) == 7  # 4 pollers, worker, api, authorizer

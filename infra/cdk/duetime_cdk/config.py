@@ -24,6 +24,8 @@ class StackConfig(BaseModel):
     peak_scale_down: str = "cron(15 0 * * ? *)"
     alert_email: str | None = None
     lambda_asset: Path = ROOT / "build" / "lambda"
+    scheduled_scaling: bool = True  # off on LocalStack (Application Auto Scaling for Lambda is not there)
+    allow_private_targets: bool = False  # SSRF guard; only for LocalStack smoke tests
     api_rate_limit: int = Field(default=100, ge=1)
     api_burst_limit: int = Field(default=200, ge=1)
 
@@ -45,8 +47,9 @@ class StackConfig(BaseModel):
     @classmethod
     def from_context(cls, node: Any) -> StackConfig:
         values = {name: node.try_get_context(name) for name in cls.model_fields}
-        if isinstance(values.get("deletion_protection"), str):
-            values["deletion_protection"] = values["deletion_protection"].lower() != "false"
+        for flag in ("deletion_protection", "scheduled_scaling", "allow_private_targets"):
+            if isinstance(values.get(flag), str):
+                values[flag] = values[flag].lower() == "true"
         return cls.model_validate({k: v for k, v in values.items() if v is not None})
 
 

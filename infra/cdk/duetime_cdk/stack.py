@@ -55,6 +55,7 @@ class DuetimeStack(cdk.Stack):
             "DUETIME_CONTROL_TABLE": control.table_name,
             "DUETIME_RUN_QUEUE_URL": queue.queue.queue_url,
             "DUETIME_ALERTS_TOPIC_ARN": self.alerts.topic_arn,
+            "DUETIME_ALLOW_PRIVATE_TARGETS": "true" if config.allow_private_targets else "false",
         }
         send = _allow(["sqs:SendMessage"], [queue.queue.queue_arn])
         publish = _allow(["sns:Publish"], [self.alerts.topic_arn])
@@ -132,15 +133,18 @@ class DuetimeStack(cdk.Stack):
                 max_concurrency=config.worker_max_concurrency,
             )
         )
-        scaling = self.worker_alias.add_auto_scaling(min_capacity=1, max_capacity=config.peak_workers)
-        scaling.scale_on_schedule(
-            "RaiseBeforePeak",
-            schedule=appscaling.Schedule.expression(config.peak_scale_up),
-            min_capacity=config.peak_workers,
-        )
-        scaling.scale_on_schedule(
-            "LowerAfterPeak", schedule=appscaling.Schedule.expression(config.peak_scale_down), min_capacity=1
-        )
+        if config.scheduled_scaling:
+            scaling = self.worker_alias.add_auto_scaling(min_capacity=1, max_capacity=config.peak_workers)
+            scaling.scale_on_schedule(
+                "RaiseBeforePeak",
+                schedule=appscaling.Schedule.expression(config.peak_scale_up),
+                min_capacity=config.peak_workers,
+            )
+            scaling.scale_on_schedule(
+                "LowerAfterPeak",
+                schedule=appscaling.Schedule.expression(config.peak_scale_down),
+                min_capacity=1,
+            )
 
         # --- API ----------------------------------------------------------------------------------------
         api_statements = [
@@ -185,6 +189,9 @@ class DuetimeStack(cdk.Stack):
         self._observability(queue, [jobs, runs], authorizer_function, api_function)
         cdk.CfnOutput(self, "ApiUrl", value=self.api.url, description="duetime REST API")
         cdk.CfnOutput(self, "AlertsTopic", value=self.alerts.topic_arn)
+        cdk.CfnOutput(self, "JobsTable", value=jobs.table_name)
+        cdk.CfnOutput(self, "RunsTable", value=runs.table_name)
+        cdk.CfnOutput(self, "RunQueueUrl", value=queue.queue.queue_url)
         cdk.CfnOutput(
             self,
             "ControlTable",
