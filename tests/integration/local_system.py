@@ -34,6 +34,16 @@ class LocalSystem:
         return self.process.wait(timeout=60)
 
 
+def isolated(prefix: str) -> dict[str, str]:
+    """Settings that give a ``duetime local`` its own tables and queue in the shared emulators."""
+    return {
+        "DUETIME_JOBS_TABLE": f"{prefix}-jobs",
+        "DUETIME_RUNS_TABLE": f"{prefix}-runs",
+        "DUETIME_CONTROL_TABLE": f"{prefix}-control",
+        "DUETIME_RUN_QUEUE_NAME": prefix,
+    }
+
+
 def start_local(env_overrides: dict[str, str] | None = None) -> LocalSystem:
     env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env_overrides or {})}
     process = subprocess.Popen(

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import urllib3
 
-from .local_system import start_local
+from .local_system import isolated, start_local
 
 CONFIG = Path(__file__).with_name("schemathesis.toml")
 CHECKS = "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance"
@@ -21,14 +21,7 @@ CHECKS = "not_a_server_error,status_code_conformance,content_type_conformance,re
 
 def test_every_operation_survives_schemathesis_without_5xx_and_conforms_to_its_schema() -> None:
     prefix = f"fuzz{uuid.uuid4().hex[:8]}"
-    local = start_local(
-        {
-            "DUETIME_JOBS_TABLE": f"{prefix}-jobs",
-            "DUETIME_RUNS_TABLE": f"{prefix}-runs",
-            "DUETIME_CONTROL_TABLE": f"{prefix}-control",
-            "DUETIME_RUN_QUEUE_NAME": prefix,
-        }
-    )
+    local = start_local(isolated(prefix))
     try:
         http = urllib3.PoolManager()
         auth = {"Authorization": f"Bearer {local.token}", "Content-Type": "application/json"}

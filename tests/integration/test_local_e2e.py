@@ -17,7 +17,7 @@ import urllib3
 
 from duetime.signing import verify_signature
 
-from .local_system import LocalSystem, start_local
+from .local_system import LocalSystem, isolated, start_local
 
 HTTP = urllib3.PoolManager()
 OUTPUTS: list[list[str]] = []  # what each duetime local printed, shown when a wait times out
@@ -26,14 +26,7 @@ OUTPUTS: list[list[str]] = []  # what each duetime local printed, shown when a w
 @pytest.fixture(scope="module")
 def local() -> Iterator[LocalSystem]:
     prefix = f"e2e{uuid.uuid4().hex[:8]}"
-    system = start_local(
-        {
-            "DUETIME_JOBS_TABLE": f"{prefix}-jobs",
-            "DUETIME_RUNS_TABLE": f"{prefix}-runs",
-            "DUETIME_CONTROL_TABLE": f"{prefix}-control",
-            "DUETIME_RUN_QUEUE_NAME": prefix,
-        }
-    )
+    system = start_local(isolated(prefix))
     OUTPUTS.append(system.output)
     yield system
     assert system.stop() == 0, "\n".join(system.output)  # Ctrl-C stops it cleanly

@@ -277,6 +277,27 @@ class DuetimeStack(cdk.Stack):
         lateness_p99 = metric("StartLateness", "worker", "p99")
         dead = total("dead runs", [metric("RunsDead", "worker"), metric("RunsDead", "poller")])
         all_functions = [*self.pollers, self.worker, *functions]
+
+        def any_in(
+            id: str, value: cloudwatch.IMetric, description: str, periods: int = 1
+        ) -> cloudwatch.Alarm:
+            """Alarm when the metric is above zero in ``periods`` consecutive minutes."""
+            return cloudwatch.Alarm(
+                self,
+                id,
+                metric=value,
+                threshold=0,
+                evaluation_periods=periods,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                alarm_description=description,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            )
+
+        dynamodb_throttles = [
+            t.metric(name, statistic="Sum", period=cdk.Duration.minutes(1))
+            for t in tables
+            for name in ("ReadThrottleEvents", "WriteThrottleEvents")
+        ]
         alarms = [
             cloudwatch.Alarm(
                 self,
@@ -288,64 +309,31 @@ class DuetimeStack(cdk.Stack):
                 alarm_description="start lateness p99 over 5 s",
                 treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
             ),
-            cloudwatch.Alarm(
-                self,
-                "DeadRuns",
-                metric=dead,
-                threshold=0,
-                evaluation_periods=1,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-                alarm_description="runs went dead (out of attempts)",
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-            ),
-            cloudwatch.Alarm(
-                self,
+            any_in("DeadRuns", dead, "runs went dead (out of attempts)"),
+            any_in(
                 "DeadLetterDepth",
-                metric=queue.dead_letters.metric_approximate_number_of_messages_visible(
+                queue.dead_letters.metric_approximate_number_of_messages_visible(
                     period=cdk.Duration.minutes(1)
                 ),
-                threshold=0,
-                evaluation_periods=1,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-                alarm_description="run messages reached the dead-letter queue",
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                "run messages reached the dead-letter queue",
             ),
-            cloudwatch.Alarm(
-                self,
+            any_in(
                 "PollerErrors",
-                metric=total("poller errors", [p.metric_errors() for p in self.pollers]),
-                threshold=0,
-                evaluation_periods=2,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-                alarm_description="a poller invocation failed",
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                total("poller errors", [p.metric_errors() for p in self.pollers]),
+                "a poller invocation failed",
+                periods=2,
             ),
-            cloudwatch.Alarm(
-                self,
+            any_in(
                 "LambdaThrottles",
-                metric=total("Lambda throttles", [f.metric_throttles() for f in all_functions]),
-                threshold=0,
-                evaluation_periods=2,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-                alarm_description="Lambda throttled a duetime function",
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                total("Lambda throttles", [f.metric_throttles() for f in all_functions]),
+                "Lambda throttled a duetime function",
+                periods=2,
             ),
-            cloudwatch.Alarm(
-                self,
+            any_in(
                 "DynamoDbThrottles",
-                metric=total(
-                    "DynamoDB throttles",
-                    [
-                        t.metric(name, statistic="Sum", period=cdk.Duration.minutes(1))
-                        for t in tables
-                        for name in ("ReadThrottleEvents", "WriteThrottleEvents")
-                    ],
-                ),
-                threshold=0,
-                evaluation_periods=2,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-                alarm_description="DynamoDB throttled duetime's tables",
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                total("DynamoDB throttles", dynamodb_throttles),
+                "DynamoDB throttled duetime's tables",
+                periods=2,
             ),
         ]
         for alarm in alarms:

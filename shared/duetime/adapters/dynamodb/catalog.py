@@ -8,7 +8,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -290,21 +290,32 @@ class DynamoCatalog:
         return False
 
     def team_jobs(self, team_id: str, limit: int, cursor: str | None) -> Page:
-        kwargs: dict[str, Any] = {
-            "TableName": self.names.jobs,
+        query = {
             "IndexName": TEAM_JOBS_INDEX,
             "KeyConditionExpression": "team = :team",
             "ExpressionAttributeValues": {":team": s(team_id)},
-            "Limit": limit,
         }
+        return self._page(self.names.jobs, "job_id", query, limit, cursor, item_to_job)
+
+    def _page(
+        self,
+        table: str,
+        key: str,
+        query: dict[str, Any],
+        limit: int,
+        cursor: str | None,
+        decode: Callable[[Item], Any],
+    ) -> Page:
+        """One page of a KEYS_ONLY index query, with the items read in one BatchGetItem, in index order."""
         start = decode_cursor(cursor)
-        if start:
-            kwargs["ExclusiveStartKey"] = start
-        response = self.client.query(**kwargs)
-        ids = [item["job_id"]["S"] for item in response.get("Items", [])]
-        items = self._batch_get(self.names.jobs, "job_id", ids)
-        jobs = [item_to_job(items[i]) for i in ids if i in items]
-        return Page(jobs, encode_cursor(response.get("LastEvaluatedKey")))
+        response = self.client.query(
+            TableName=table, Limit=limit, **query, **({"ExclusiveStartKey": start} if start else {})
+        )
+        ids = [item[key]["S"] for item in response.get("Items", [])]
+        items = self._batch_get(table, key, ids)
+        return Page(
+            [decode(items[i]) for i in ids if i in items], encode_cursor(response.get("LastEvaluatedKey"))
+        )
 
     def _batch_get(self, table: str, key: str, ids: Sequence[str]) -> dict[str, Item]:
         found: dict[str, Item] = {}
@@ -326,22 +337,14 @@ class DynamoCatalog:
         return item_to_run(item) if item else None
 
     def job_runs(self, job_id: str, limit: int, cursor: str | None) -> Page:
-        kwargs: dict[str, Any] = {
-            "TableName": self.names.runs,
+        """A job's runs, newest first."""
+        query = {
             "IndexName": JOB_RUNS_INDEX,
             "KeyConditionExpression": "job_id = :job",
             "ExpressionAttributeValues": {":job": s(job_id)},
-            "Limit": limit,
             "ScanIndexForward": False,
         }
-        start = decode_cursor(cursor)
-        if start:
-            kwargs["ExclusiveStartKey"] = start
-        response = self.client.query(**kwargs)
-        ids = [item["run_id"]["S"] for item in response.get("Items", [])]
-        items = self._batch_get(self.names.runs, "run_id", ids)
-        runs = [item_to_run(items[i]) for i in ids if i in items]
-        return Page(runs, encode_cursor(response.get("LastEvaluatedKey")))
+        return self._page(self.names.runs, "run_id", query, limit, cursor, item_to_run)
 
     def insert_run(self, run: Run) -> bool:
         """A run created by hand (trigger); False if that run id exists (condition RUN_IS_NEW)."""
