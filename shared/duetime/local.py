@@ -139,10 +139,9 @@ def ensure_emulators() -> bool:
 
 def run_local(port: int, workers: int) -> int:
     """``duetime local``: emulators, tables and queue, the API on ``port``, a poller and worker loops."""
-    import boto3
-
     from duetime import api
     from duetime.adapters.alerts import StoredAlerts
+    from duetime.adapters.clients import client
     from duetime.adapters.http_target import HttpTargetCaller
     from duetime.adapters.sqs import SqsRunQueue
     from duetime.errors import Conflict
@@ -154,8 +153,7 @@ def run_local(port: int, workers: int) -> int:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
-        session = boto3.session.Session()
-        dynamodb, sqs = session.client("dynamodb"), session.client("sqs")
+        dynamodb, sqs = client("dynamodb"), client("sqs")  # after local_environment(): the emulators
         settings = ensure_resources(Settings.from_env(dict(os.environ)), dynamodb, sqs)
         store = make_store(settings, dynamodb)
         clock = make_store_clock(store)
