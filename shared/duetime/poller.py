@@ -18,6 +18,7 @@ from duetime.claim_plan import DEFAULT_MISFIRE_GRACE, DEFAULT_QUEUE_DEADLINE, ma
 from duetime.clock import Clock
 from duetime.models import Job, Run, RunResult, RunStatus
 from duetime.ports import Alert, AlertSink, JobStore, ReapCandidate, RunMessage, RunQueue, RunStore
+from duetime.preload import FireReport, MinutePreload
 from duetime.timeutil import minute_bucket, parse_minute_bucket
 
 log = logging.getLogger(__name__)
@@ -33,6 +34,7 @@ class PollerConfig:
     queue_deadline: timedelta = DEFAULT_QUEUE_DEADLINE
     bucket_settle: timedelta = timedelta(seconds=30)
     reap_page_size: int = 100
+    preload_lead: timedelta | None = timedelta(seconds=10)  # None: no minute preload, 1-second sweeps only
 
 
 @dataclass
@@ -56,8 +58,15 @@ class RecoveryReport:
     queries: int = 0
 
 
-def find_due_jobs(store: JobStore, config: PollerConfig, now: datetime, report: ClaimReport) -> list[Job]:
-    """Due rows of every partition, from its low-water mark to the current minute; advances the marks."""
+def find_due_jobs(
+    store: JobStore,
+    config: PollerConfig,
+    now: datetime,
+    report: ClaimReport,
+    skip: Callable[[Job], bool] | None = None,
+) -> list[Job]:
+    """Due rows of every partition, from its low-water mark to the current minute; advances the marks.
+    Rows ``skip`` says someone else fires (the minute preload) count for the marks but are not returned."""
     current = minute_bucket(now)
     marks = store.low_water_marks(config.partitions)
     report.queries += 1
@@ -71,7 +80,8 @@ def find_due_jobs(store: JobStore, config: PollerConfig, now: datetime, report: 
             rows = store.due_jobs(partition, bucket, now, config.page_size)
             report.queries += 1
             for job in rows:
-                due.setdefault(job.id, job)
+                if skip is None or not skip(job):
+                    due.setdefault(job.id, job)
             settled = bucket_start + MINUTE + config.bucket_settle <= now
             if not rows and settled and new_mark == bucket:
                 new_mark = minute_bucket(bucket_start + MINUTE)  # empty for good: never read it again
@@ -84,10 +94,16 @@ def find_due_jobs(store: JobStore, config: PollerConfig, now: datetime, report: 
     return list(due.values())
 
 
-def claim_due_jobs(store: JobStore, queue: RunQueue, config: PollerConfig, now: datetime) -> ClaimReport:
+def claim_due_jobs(
+    store: JobStore,
+    queue: RunQueue,
+    config: PollerConfig,
+    now: datetime,
+    skip: Callable[[Job], bool] | None = None,
+) -> ClaimReport:
     """Claim every due job in the configured partitions and queue the runs the claims created."""
     report = ClaimReport()
-    jobs = find_due_jobs(store, config, now, report)
+    jobs = find_due_jobs(store, config, now, report, skip)
     if not jobs:
         return report
     claims = []
@@ -163,7 +179,8 @@ def _recover_one(
 
 
 class Poller:
-    """One poller process: ``tick()`` claims and, every few ticks, recovers."""
+    """One poller process. Every second it sweeps its partitions (claim what is due, and every few sweeps
+    recover runs nobody minds); with the minute preload on, it also fires preloaded rows at their second."""
 
     def __init__(
         self,
@@ -180,12 +197,34 @@ class Poller:
         self.alerts = alerts
         self.clock = clock
         self.config = config
+        self.preload = (
+            MinutePreload(
+                jobs,
+                queue,
+                list(config.partitions),
+                config.preload_lead,
+                grace=config.misfire_grace,
+                queue_deadline=config.queue_deadline,
+            )
+            if config.preload_lead is not None
+            else None
+        )
 
     def claim(self) -> ClaimReport:
-        return claim_due_jobs(self.jobs, self.queue, self.config, self.clock.now())
+        skip = self.preload.holds if self.preload else None
+        return claim_due_jobs(self.jobs, self.queue, self.config, self.clock.now(), skip)
 
     def recover(self) -> RecoveryReport:
         return recover_runs(self.runs, self.queue, self.alerts, self.config, self.clock.now())
+
+    def fire_preloaded(self) -> FireReport | None:
+        """Load the coming minute when it is near, and fire what is due now."""
+        if self.preload is None:
+            return None
+        now = self.clock.now()
+        report = self.preload.fire(now)
+        report.loaded_rows = self.preload.load_upcoming(now)
+        return report
 
     def run_until(
         self,
@@ -194,19 +233,30 @@ class Poller:
         interval: float = 1.0,
         recover_every: int = 5,
         on_report: Callable[[ClaimReport, RecoveryReport | None], None] | None = None,
+        on_fire: Callable[[FireReport], None] | None = None,
     ) -> int:
-        """Tick (claim; every ``recover_every`` ticks also recover) then sleep ``interval``, until
-        ``stop()`` says so after a tick. Returns the number of ticks (at least one)."""
-        ticks = 0
+        """Sweep every ``interval`` seconds (recovering every ``recover_every`` sweeps) and, in between,
+        wake at each preloaded fire time; until ``stop()`` says so after a sweep. Returns the sweeps."""
+        sweeps = 0
+        next_sweep = self.clock.now()
         while True:
-            claimed = self.claim()
-            recovered = self.recover() if ticks % recover_every == 0 else None
-            ticks += 1
-            if on_report:
-                on_report(claimed, recovered)
-            if stop():
-                return ticks
-            sleep(interval)
+            fired = self.fire_preloaded()
+            if fired is not None and on_fire and (fired.fired or fired.loaded_rows):
+                on_fire(fired)
+            if self.clock.now() >= next_sweep:
+                claimed = self.claim()
+                recovered = self.recover() if sweeps % recover_every == 0 else None
+                sweeps += 1
+                next_sweep = self.clock.now() + timedelta(seconds=interval)
+                if on_report:
+                    on_report(claimed, recovered)
+                if stop():
+                    return sweeps
+            wake = next_sweep
+            upcoming = self.preload.next_fire_at() if self.preload else None
+            if upcoming is not None:
+                wake = min(wake, upcoming)
+            sleep(max(0.0, min(interval, (wake - self.clock.now()).total_seconds())))
 
     def for_partitions(self, partitions: Sequence[int]) -> Poller:
         """The same poller, on another partition group (one EventBridge rule per group)."""

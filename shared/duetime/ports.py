@@ -41,8 +41,11 @@ class JobStore(Protocol):
 
     def get_job(self, job_id: str) -> Job | None: ...
 
-    def due_jobs(self, partition: int, bucket: str, until: datetime, limit: int) -> list[Job]:
-        """Jobs in the due index for (partition, minute bucket) with fire time <= ``until``, oldest first.
+    def due_jobs(
+        self, partition: int, bucket: str, until: datetime, limit: int, after: str | None = None
+    ) -> list[Job]:
+        """Jobs in the due index for (partition, minute bucket) with fire time <= ``until``, oldest first,
+        starting strictly after the due key ``after`` (``"<fire time>#<job id>"``) when given.
 
         Reads may be slightly stale (index reads are eventually consistent); the claim re-checks.
         """

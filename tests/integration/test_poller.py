@@ -129,3 +129,39 @@ def test_a_cancelled_batch_is_retried_for_the_claims_that_did_not_lose(stack: St
     assert outcome.transactions == 2  # the first was cancelled, the rest went through in the second
     assert {run.job_id for run in outcome.runs} == {j.id for j in jobs} - {jobs[2].id}
     assert stack.store.get_run(claims[2].runs[0].run_id) is None  # nothing half-written
+
+
+def test_preloaded_jobs_are_claimed_at_their_second_not_at_the_next_sweep(stack: Stack) -> None:
+    from datetime import UTC
+
+    from duetime.jobs import create_job
+
+    now = stack.clock.now()
+    fire_times = [(now + timedelta(seconds=2 + i)).replace(microsecond=0) for i in range(6)]
+    for at in fire_times:
+        create_job(
+            stack.store,
+            "team-a",
+            {
+                "name": "exact",
+                "schedule": {"at": at.astimezone(UTC).isoformat()},
+                "target": {"url": "http://127.0.0.1:9/x"},
+                "exact": True,
+            },
+            now,
+        )
+    poller = stack.poller(preload_lead=timedelta(seconds=10))
+    fired: list[Any] = []
+    swept: list[Any] = []
+    started = stack.clock.now()
+    poller.run_until(
+        stop=lambda: stack.clock.now() - started > timedelta(seconds=9),
+        sleep=lambda s: threading.Event().wait(s),
+        interval=1.0,
+        on_report=lambda c, r: swept.append(c),
+        on_fire=fired.append,
+    )
+    assert sum(f.runs_created for f in fired) == 6  # every run came from the heap...
+    assert sum(c.runs_created for c in swept) == 0  # ...none from the per-second sweep
+    assert max(f.max_lateness_seconds for f in fired if f.fired) < 0.5  # claimed within its second
+    assert len(stack.messages()) == 6

@@ -81,13 +81,17 @@ class DynamoStore:
         ).get("Item")
         return item_to_job(item) if item else None
 
-    def due_jobs(self, partition: int, bucket: str, until: datetime, limit: int) -> list[Job]:
+    def due_jobs(
+        self, partition: int, bucket: str, until: datetime, limit: int, after: str | None = None
+    ) -> list[Job]:
+        low = f"{after}\x00" if after else "0"  # strictly after the given due key
         response = self.client.query(
             TableName=self.names.jobs,
             IndexName=DUE_INDEX,
-            KeyConditionExpression="due_bucket = :bucket AND due_key <= :until",
+            KeyConditionExpression="due_bucket = :bucket AND due_key BETWEEN :low AND :until",
             ExpressionAttributeValues={
                 ":bucket": s(f"{partition:02d}#{bucket}"),
+                ":low": s(low),
                 ":until": s(f"{iso_z(until)}#~"),  # '~' sorts after every job id character
             },
             Limit=limit,
