@@ -10,7 +10,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -219,6 +219,62 @@ def run_teams(args: argparse.Namespace) -> None:
         print("Keep the token and the signing secret now: duetime stores only the token's hash.")
 
 
+def run_bench(args: argparse.Namespace) -> None:
+    if args.action == "spike":
+        from duetime.bench.spike import run_spike
+
+        result = run_spike(args.jobs, args.exact_fraction, args.jitter, args.workers, chart=args.chart)
+    else:
+        from duetime.bench.precision import run_precision
+
+        result = run_precision(args.jobs, args.minutes, args.workers)
+    if args.json:
+        print(json.dumps(result))
+    else:
+        show(result, False)
+
+
+def run_plan(args: argparse.Namespace) -> None:
+    from duetime.bench.plan import PlanInputs, capacity_plan, minutes_needing_prescale, parse_count
+
+    inputs = PlanInputs(
+        jobs=parse_count(args.jobs),
+        runs_per_day=parse_count(args.runs_per_day),
+        spike_jobs=parse_count(args.spike_jobs),
+        spike_window_s=args.spike_window,
+        partitions=args.partitions,
+        worker_rate=args.worker_rate,
+    )
+    plan = capacity_plan(inputs)
+    if args.url:
+        start = datetime.now(UTC).replace(second=0, microsecond=0)
+        load = client_from(args).request(
+            "GET",
+            "/v1/load",
+            query={"from": start.isoformat(), "to": (start + timedelta(hours=24)).isoformat()},
+        )
+        minutes = {m["minute"]: m["runs"] for m in load["minutes"]}
+        busiest = max(minutes.items(), key=lambda kv: kv[1], default=("-", 0))
+        plan["measured_busiest_minute"] = {"minute": busiest[0], "runs": busiest[1]}
+        plan["minutes_needing_prescale"] = [
+            {"minute": m, "runs": n, "workers": w}
+            for m, n, w in minutes_needing_prescale(minutes, args.baseline_workers, args.worker_rate)
+        ]
+    if args.json:
+        print(json.dumps(plan))
+        return
+    for key, value in plan.items():
+        if key in ("inputs", "warnings", "minutes_needing_prescale"):
+            continue
+        print(f"{key.replace('_', ' '):40} {value}")
+    for minute in plan.get("minutes_needing_prescale", []):
+        print(
+            f"pre-scale: {minute['minute']} UTC has {minute['runs']} due runs -> {minute['workers']} workers"
+        )
+    for warning in plan["warnings"]:
+        print(f"warning: {warning}")
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="duetime", description="A distributed job scheduler.")
     commands = root.add_subparsers(dest="command", required=True)
@@ -276,6 +332,35 @@ def parser() -> argparse.ArgumentParser:
     team.add_argument("--local", action="store_true", help="the team store of `duetime local`")
     team.add_argument("--json", action="store_true")
 
+    bench = commands.add_parser("bench", help="benchmarks on the local stack (figures, not tests)")
+    benches = bench.add_subparsers(dest="action", required=True)
+    spike = benches.add_parser("spike", help="N jobs due in the same minute")
+    spike.add_argument("--jobs", type=int, required=True)
+    spike.add_argument("--exact-fraction", type=float, default=0.0)
+    spike.add_argument("--jitter", type=int, default=0, help="jitter window in seconds (0: all at :00)")
+    spike.add_argument("--workers", type=int, default=16, help="worker loops")
+    spike.add_argument("--chart", help="write a PNG of starts/s and lateness here")
+    spike.add_argument("--json", action="store_true")
+    precision = benches.add_parser("precision", help="exact jobs spread over ordinary minutes")
+    precision.add_argument("--jobs", type=int, required=True)
+    precision.add_argument("--minutes", type=int, default=2)
+    precision.add_argument("--workers", type=int, default=8)
+    precision.add_argument("--json", action="store_true")
+
+    plan = commands.add_parser("plan", help="capacity and cost arithmetic for a workload")
+    plan.add_argument("--jobs", default="10M")
+    plan.add_argument("--runs-per-day", default="20M")
+    plan.add_argument("--spike-jobs", default="500k")
+    plan.add_argument("--spike-window", type=int, default=60, help="seconds the spike's runs may start in")
+    plan.add_argument("--partitions", type=int, default=64)
+    plan.add_argument("--worker-rate", type=float, default=100.0, help="runs one worker starts per second")
+    plan.add_argument(
+        "--baseline-workers", type=int, default=10, help="with --url: workers without pre-scaling"
+    )
+    plan.add_argument("--url", help="read the real due histogram of a running duetime (/v1/load)")
+    plan.add_argument("--token")
+    plan.add_argument("--json", action="store_true")
+
     preview = commands.add_parser("preview", help="next run times of a schedule (offline)")
     add_schedule_flags(preview)
     preview.add_argument("--after", help="ISO-8601 instant (default now)")
@@ -291,7 +376,14 @@ def main(argv: list[str] | None = None) -> int:
             from duetime.local import run_local
 
             return run_local(args.port, args.workers)
-        {"jobs": run_jobs, "runs": run_runs, "preview": run_preview, "teams": run_teams}[args.command](args)
+        {
+            "jobs": run_jobs,
+            "runs": run_runs,
+            "preview": run_preview,
+            "teams": run_teams,
+            "bench": run_bench,
+            "plan": run_plan,
+        }[args.command](args)
         return 0
     except UsageError as exc:
         print(f"duetime: {exc}", file=sys.stderr)

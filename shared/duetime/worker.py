@@ -66,6 +66,7 @@ class WorkReport:
     run_id: str
     attempt: int
     start_lateness_seconds: float | None = None  # first attempts only: start minus fire time
+    started_at: datetime | None = None  # when the lease was taken (store clock)
     status_code: int | None = None
     duration_ms: int | None = None
     heartbeats: int = 0
@@ -135,6 +136,7 @@ class Worker:
                 run.run_id,
                 run.attempt,
                 start_lateness_seconds=lateness,
+                started_at=now,
                 status_code=response.status_code,
                 duration_ms=response.duration_ms,
                 heartbeats=heartbeats,

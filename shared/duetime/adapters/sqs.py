@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,6 +51,21 @@ class SqsRunQueue:
                 entries = [e for e in entries if e["Id"] in failed_ids]
             else:
                 raise RuntimeError(f"SQS refused {len(entries)} run messages after retries")
+
+
+class ConcurrentRunQueue:
+    """A ``RunQueue`` that sends batches of 10 on several threads at once (SQS scales with parallel
+    senders), so a poller can claim the next batch while the last one is still being sent. ``send``
+    returns once every message it was given is on the queue."""
+
+    def __init__(self, queue: SqsRunQueue, senders: int = 8) -> None:
+        self.queue = queue
+        self.pool = ThreadPoolExecutor(max_workers=senders, thread_name_prefix="sqs-send")
+
+    def send(self, messages: Sequence[RunMessage], delay_seconds: int = 0) -> None:
+        batches = [messages[i : i + SQS_BATCH] for i in range(0, len(messages), SQS_BATCH)]
+        for future in [self.pool.submit(self.queue.send, batch, delay_seconds) for batch in batches]:
+            future.result()
 
 
 @dataclass(frozen=True)

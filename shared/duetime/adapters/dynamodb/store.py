@@ -11,6 +11,7 @@ import logging
 import random
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any
 
@@ -61,10 +62,12 @@ def conditional_write(write: Callable[..., Any], **request: Any) -> dict[str, An
 class DynamoStore:
     """Implements ``JobStore``, ``RunStore`` and ``TeamStore`` (see ``duetime.ports`` for the contracts)."""
 
-    def __init__(self, client: Any, names: TableNames | None = None) -> None:
+    def __init__(self, client: Any, names: TableNames | None = None, claim_concurrency: int = 4) -> None:
         self.client = client
         self.names = names or TableNames()
         self._marks_known: set[int] = set()  # partitions whose low-water mark is known to exist
+        # A midnight second holds thousands of claims: their transactions go out a few at a time.
+        self._claim_pool = ThreadPoolExecutor(max_workers=claim_concurrency, thread_name_prefix="claim")
 
     # --- jobs -------------------------------------------------------------------------------------------
 
@@ -108,9 +111,14 @@ class DynamoStore:
             if round_number:
                 time.sleep(random.uniform(0.005, 0.02) * round_number)  # conflicts: let the other side finish
             retry: list[Claim] = []
-            for batch in _batches(pending):
+            batches = _batches(pending)
+            outcomes = (
+                self._claim_pool.map(lambda b: self._claim_batch(b, now), batches)
+                if len(batches) > 1
+                else [self._claim_batch(b, now) for b in batches]
+            )
+            for batch, outcome in zip(batches, outcomes, strict=True):
                 transactions += 1
-                outcome = self._claim_batch(batch, now)
                 if outcome is None:
                     committed += len(batch)
                     created.extend(run for claim in batch for run in claim.runs)
@@ -125,8 +133,8 @@ class DynamoStore:
             )
         return ClaimOutcome(runs=created, claimed_jobs=committed, lost_races=lost, transactions=transactions)
 
-    def _claim_batch(self, batch: list[Claim], now: datetime) -> tuple[list[Claim], list[Claim]] | None:
-        """One TransactWriteItems for a batch. None when it committed; else (lost races, retryable)."""
+    def claim_items(self, batch: Sequence[Claim], now: datetime) -> tuple[list[dict[str, Any]], list[int]]:
+        """The TransactWriteItems entries of a batch of claims, and which claim each entry belongs to."""
         items: list[dict[str, Any]] = []
         owners: list[int] = []
         for index, claim in enumerate(batch):
@@ -143,6 +151,11 @@ class DynamoStore:
                 owners.append(index)
             items.append({"Update": self._schedule_update(claim, now)})
             owners.append(index)
+        return items, owners
+
+    def _claim_batch(self, batch: list[Claim], now: datetime) -> tuple[list[Claim], list[Claim]] | None:
+        """One TransactWriteItems for a batch. None when it committed; else (lost races, retryable)."""
+        items, owners = self.claim_items(batch, now)
         try:
             self.client.transact_write_items(TransactItems=items)
             return None

@@ -1,0 +1,1 @@
+"""Benchmarks (`duetime bench ...`) and the capacity planner (`duetime plan`). Figures, not tests."""

@@ -1,0 +1,129 @@
+"""The local stack a benchmark runs on: its own tables and queue in DynamoDB Local + LocalStack (started
+when none answers), the real poller and worker code, a sink target, and a ledger of every request."""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import boto3
+
+from duetime.adapters.alerts import StoredAlerts
+from duetime.adapters.dynamodb.codec import job_to_item
+from duetime.adapters.dynamodb.store import DynamoStore
+from duetime.adapters.dynamodb.tables import TableNames, create_tables
+from duetime.adapters.http_target import HttpTargetCaller
+from duetime.adapters.sqs import ConcurrentRunQueue, SqsConsumer, SqsRunQueue, ensure_queue
+from duetime.adapters.store_clock import StoreClock
+from duetime.bench.accounting import Ledger
+from duetime.demo_target import DemoTargetServer
+from duetime.ids import PARTITIONS, partition_of
+from duetime.local import EMULATORS_SCRIPT, ensure_emulators, local_environment
+from duetime.models import Job, Team
+from duetime.poller import Poller, PollerConfig
+from duetime.timeutil import minute_bucket
+from duetime.worker import Worker, WorkerConfig, WorkReport
+
+BENCH_TEAM = Team(team_id="bench", max_concurrency=10_000, exact_quota=1_000_000, signing_secret="bench")
+
+
+@dataclass
+class BenchStack:
+    names: TableNames
+    dynamodb: Any
+    sqs: Any
+    queue_url: str
+    store: DynamoStore
+    clock: StoreClock
+    ledger: Ledger
+    sink: DemoTargetServer
+    started_emulators: bool
+    reports: list[WorkReport] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @classmethod
+    def create(cls) -> BenchStack:
+        local_environment()
+        started = ensure_emulators()
+        prefix = f"bench{uuid.uuid4().hex[:8]}"
+        names = TableNames(f"{prefix}-jobs", f"{prefix}-runs", f"{prefix}-control")
+        session = boto3.session.Session()
+        from botocore.config import Config
+
+        config = Config(max_pool_connections=64, retries={"mode": "standard", "max_attempts": 5})
+        dynamodb, sqs = session.client("dynamodb", config=config), session.client("sqs", config=config)
+        create_tables(dynamodb, names)
+        queue_url = ensure_queue(sqs, prefix, visibility_timeout=120)
+        ledger = Ledger(names)
+        ledger.attach(dynamodb, "dynamodb")
+        ledger.attach(sqs, "sqs")
+        store = DynamoStore(dynamodb, names)
+        clock = StoreClock(dynamodb, sync=lambda: store.low_water_marks([0]))
+        store.put_team(BENCH_TEAM)
+        sink = DemoTargetServer().start()
+        return cls(names, dynamodb, sqs, queue_url, store, clock, ledger, sink, started)
+
+    def write_jobs(self, jobs: list[Job], now: datetime) -> None:
+        """Bulk-load jobs (BatchWriteItem, 25 at a time) and give every partition its low-water mark."""
+        for partition in range(PARTITIONS):
+            self.store.ensure_low_water_mark(partition, minute_bucket(now))
+        items = [job_to_item(job, now) for job in jobs]
+        for start in range(0, len(items), 25):
+            chunk = items[start : start + 25]
+            request = {self.names.jobs: [{"PutRequest": {"Item": item}} for item in chunk]}
+            while request:
+                request = self.dynamodb.batch_write_item(RequestItems=request).get("UnprocessedItems") or {}
+        assert all(partition_of(j.id) < PARTITIONS for j in jobs)
+
+    def poller(self) -> Poller:
+        queue = ConcurrentRunQueue(SqsRunQueue(self.sqs, self.queue_url))
+        config = PollerConfig(partitions=list(range(PARTITIONS)))
+        return Poller(self.store, self.store, queue, StoredAlerts(self.store), self.clock, config)
+
+    def worker(self) -> Worker:
+        return Worker(
+            self.store,
+            self.store,
+            SqsRunQueue(self.sqs, self.queue_url),
+            StoredAlerts(self.store),
+            HttpTargetCaller(allow_private=True),
+            self.clock,
+            WorkerConfig(),
+        )
+
+    def consumer(self) -> SqsConsumer:
+        return SqsConsumer(self.sqs, self.queue_url)
+
+    def record(self, report: WorkReport) -> None:
+        with self._lock:
+            self.reports.append(report)
+
+    def close(self) -> None:
+        self.sink.shutdown()
+        for table in (self.names.jobs, self.names.runs, self.names.control):
+            self.dynamodb.delete_table(TableName=table)
+        self.sqs.delete_queue(QueueUrl=self.queue_url)
+        self.sqs.delete_queue(QueueUrl=self.queue_url + "-dlq")
+        if self.started_emulators:
+            subprocess.run([str(EMULATORS_SCRIPT), "stop"], check=False)
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(fraction * (len(ordered) - 1))))]
+
+
+def wait_until(predicate: Any, timeout: float, every: float = 0.2) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(every)
+    return bool(predicate())

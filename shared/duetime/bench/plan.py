@@ -1,0 +1,100 @@
+"""`duetime plan`: the design's arithmetic for a workload (pure functions; the CLI prints them)."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from duetime.bench.prices import PRICES_AS_OF, PRICES_USD
+
+PARTITION_WRITE_LIMIT = 1000  # DynamoDB: write units per second per partition (key)
+# Measured by `duetime bench spike` (BENCHMARKS.md): per run, by AWS's billing rules.
+MEASURED_WRITE_UNITS_PER_RUN = 15.0
+MEASURED_READ_UNITS_PER_RUN = 0.65
+MEASURED_SQS_REQUESTS_PER_RUN = 0.4
+# Index writes per run that land on one partition key: the due bucket loses the job's entry (1); the
+# partition's reap shard gains the run (1), moves it at the lease (2) and drops it at the result (1).
+DUE_KEY_WRITES_PER_CLAIM = 1
+REAP_KEY_WRITES_PER_RUN = 4
+
+_SUFFIX = {"": 1, "k": 1_000, "m": 1_000_000, "b": 1_000_000_000}
+
+
+def parse_count(text: str) -> int:
+    """``500k``, ``10M``, ``20000`` -> an integer."""
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([kKmMbB]?)\s*", text)
+    if not match:
+        raise ValueError(f"not a count: {text!r} (use e.g. 500k or 10M)")
+    return round(float(match.group(1)) * _SUFFIX[match.group(2).lower()])
+
+
+@dataclass(frozen=True)
+class PlanInputs:
+    jobs: int = 10_000_000
+    runs_per_day: int = 20_000_000
+    spike_jobs: int = 500_000
+    spike_window_s: int = 60
+    partitions: int = 64
+    worker_rate: float = 100.0  # runs a worker starts per second
+    headroom: float = 1.1
+    job_bytes: int = 100
+    run_bytes: int = 200
+    retention_days: int = 30
+
+
+def capacity_plan(p: PlanInputs) -> dict[str, Any]:
+    average = p.runs_per_day / 86_400
+    peak = p.spike_jobs / p.spike_window_s
+    per_partition = peak / p.partitions
+    due_key_wcu = per_partition * DUE_KEY_WRITES_PER_CLAIM
+    reap_key_wcu = per_partition * REAP_KEY_WRITES_PER_RUN
+    runs_per_month = p.runs_per_day * 30
+    run_history_gb = p.runs_per_day * p.run_bytes * p.retention_days / 1e9
+    job_table_gb = p.jobs * p.job_bytes / 1e9
+    request_cost = runs_per_month * (
+        MEASURED_WRITE_UNITS_PER_RUN * PRICES_USD["dynamodb_write_request_unit"]
+        + MEASURED_READ_UNITS_PER_RUN * PRICES_USD["dynamodb_read_request_unit"]
+        + MEASURED_SQS_REQUESTS_PER_RUN * PRICES_USD["sqs_request"]
+        + PRICES_USD["lambda_request"] / 10
+    )
+    storage_cost = (run_history_gb + job_table_gb) * PRICES_USD["dynamodb_storage_gb_month"]
+    warnings = []
+    for name, value in (("due-index bucket key", due_key_wcu), ("reap-index shard key", reap_key_wcu)):
+        if value > 0.8 * PARTITION_WRITE_LIMIT:
+            warnings.append(
+                f"{name}: {value:,.0f} WCU/s at the peak is over 80% of DynamoDB's "
+                f"{PARTITION_WRITE_LIMIT} per partition: raise --partitions or spread the spike"
+            )
+    return {
+        "inputs": asdict(p),
+        "average_starts_per_s": round(average, 1),
+        "peak_starts_per_s": round(peak, 1),
+        "peak_over_average": round(peak / average, 1),
+        "peak_claims_per_s_per_partition": round(per_partition, 1),
+        "peak_wcu_per_s_due_bucket_key": round(due_key_wcu, 1),
+        "peak_wcu_per_s_reap_shard_key": round(reap_key_wcu, 1),
+        "partition_key_write_limit": PARTITION_WRITE_LIMIT,
+        "workers_for_peak": math.ceil(peak / p.worker_rate),
+        "workers_with_headroom": math.ceil(peak / p.worker_rate * p.headroom),
+        "job_table_gb": round(job_table_gb, 2),
+        "run_history_gb": round(run_history_gb, 1),
+        "monthly_usd_requests": round(request_cost, 0),
+        "monthly_usd_storage": round(storage_cost, 0),
+        "monthly_usd": round(request_cost + storage_cost, 0),
+        "prices_as_of": PRICES_AS_OF,
+        "warnings": warnings,
+    }
+
+
+def minutes_needing_prescale(
+    load: dict[str, int], baseline_workers: int, worker_rate: float
+) -> list[tuple[str, int, int]]:
+    """(minute, runs, workers needed) for minutes whose due runs exceed what the baseline starts."""
+    capacity = baseline_workers * worker_rate * 60
+    return [
+        (minute, runs, math.ceil(runs / 60 / worker_rate))
+        for minute, runs in sorted(load.items())
+        if runs > capacity
+    ]

@@ -1,0 +1,190 @@
+"""`duetime bench spike`: N jobs due in the same minute, through the real poller and worker code on the
+local stack, with a bare-transaction ceiling measured in the same run for comparison."""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from datetime import datetime, timedelta
+from typing import Any
+
+from duetime.adapters.dynamodb.store import DynamoStore
+from duetime.bench.harness import BenchStack, percentile, wait_until
+from duetime.bench.prices import PRICES_AS_OF, PRICES_USD
+from duetime.claim_plan import initial_state, make_claim, plan_claim
+from duetime.ids import new_job_id
+from duetime.local import EventSourceMapping
+from duetime.models import Job, JobSpec
+from duetime.preload import FireReport
+from duetime.worker import WorkOutcome
+
+WORKER_MEMORY_GB = 1.0
+WORKER_BATCH = 10
+
+
+def spike_jobs(
+    count: int, minute: datetime, jitter: int, exact_fraction: float, target: str, created: datetime
+) -> list[Job]:
+    """``count`` daily jobs whose nominal time is ``minute`` (UTC); the first ``exact_fraction`` exact."""
+    base = JobSpec.model_validate(
+        {
+            "name": "spike",
+            "schedule": {"cron": f"{minute.minute} {minute.hour} * * *", "timezone": "UTC"},
+            "target": {"url": target},
+            "jitter_seconds": jitter,
+            "retry": {"max_attempts": 1},
+        }
+    )
+    exact_count = round(count * exact_fraction)
+    jobs = []
+    for i in range(count):
+        spec = base.model_copy(update={"exact": i < exact_count})
+        job = Job(**spec.model_dump(), id=new_job_id(), team="bench", created_at=created, updated_at=created)
+        jobs.append(job.model_copy(update={"state": initial_state(job, created)}))
+    return jobs
+
+
+def raw_ceiling(stack: BenchStack, jobs: list[Job], now: datetime, per_transaction: int = 50) -> float:
+    """Claims per second of a bare loop of TransactWriteItems (50 claims, 100 items each, the same item
+    shapes as real claims) against the same DynamoDB Local, on a client with no hooks."""
+    import boto3
+
+    bare = DynamoStore(boto3.session.Session().client("dynamodb"), stack.names)
+    stack.write_jobs(jobs, now)
+    claims = [make_claim(plan_claim(job, job.state.next_fire_at or now), now) for job in jobs]
+    batches = [
+        bare.claim_items(claims[i : i + per_transaction], now)[0]
+        for i in range(0, len(claims), per_transaction)
+    ]
+    started = time.perf_counter()
+    for items in batches:
+        bare.client.transact_write_items(TransactItems=items)
+    return len(claims) / (time.perf_counter() - started)
+
+
+def run_spike(
+    jobs: int,
+    exact_fraction: float = 0.0,
+    jitter: int = 0,
+    workers: int = 16,
+    ceiling_jobs: int = 5000,
+    timeout: float = 900.0,
+    chart: str | None = None,
+) -> dict[str, Any]:
+    stack = BenchStack.create()
+    try:
+        now = stack.clock.now()
+        lead = timedelta(seconds=jobs / 1500 + 20)  # time to write the jobs, plus the preload lead
+        minute = (now + lead + timedelta(minutes=1)).replace(second=0, microsecond=0)
+        created = now - timedelta(seconds=1)
+        batch = spike_jobs(jobs, minute, jitter, exact_fraction, stack.sink.url, created)
+        fire_times = {job.id: job.state.next_fire_at for job in batch}
+        stack.write_jobs(batch, created)
+        wait_until(lambda: stack.clock.now() >= minute - timedelta(seconds=15), timeout=300, every=0.5)
+
+        stack.ledger.reset()
+        fires: list[tuple[float, FireReport]] = []
+        stop = threading.Event()
+        poller = stack.poller()
+        mappings = [
+            EventSourceMapping(stack.consumer(), stack.worker(), on_report=stack.record)
+            for _ in range(workers)
+        ]
+        threads = [
+            threading.Thread(
+                target=poller.run_until,
+                kwargs={
+                    "stop": stop.is_set,
+                    "sleep": stop.wait,
+                    "on_fire": lambda r: fires.append((time.time(), r)),
+                },
+            )
+        ]
+        threads += [threading.Thread(target=m.run, args=(stop,)) for m in mappings]
+        cpu_before = time.process_time()
+        for thread in threads:
+            thread.start()
+
+        def started_runs() -> int:
+            with stack._lock:
+                return len(
+                    {
+                        r.run_id
+                        for r in stack.reports
+                        if r.outcome is not WorkOutcome.DUPLICATE and r.outcome is not WorkOutcome.DEFERRED
+                    }
+                )
+
+        wait_until(lambda: started_runs() >= jobs, timeout=timeout + (minute - now).total_seconds())
+        cpu_ms = (time.process_time() - cpu_before) * 1000
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=60)
+        usage = stack.ledger.snapshot()
+
+        started = [
+            r for r in stack.reports if r.started_at is not None and r.start_lateness_seconds is not None
+        ]
+        lateness = [r.start_lateness_seconds for r in started if r.start_lateness_seconds is not None]
+        start_times = sorted(r.started_at.timestamp() for r in started if r.started_at)
+        runs_started = len({r.run_id for r in started})
+        claimed = sum(f.runs_created for _, f in fires)
+        claim_seconds = sum(f.claim_seconds for _, f in fires) or math.nan
+        claims_per_s = claimed / claim_seconds
+        starts_per_s = (
+            len(start_times) / max(1e-9, start_times[-1] - start_times[0])
+            if len(start_times) > 1
+            else math.nan
+        )
+        ceiling = raw_ceiling(
+            stack, spike_jobs(min(jobs, ceiling_jobs), minute, jitter, 0.0, stack.sink.url, created), created
+        )
+        per_run = max(1, runs_started)
+        result: dict[str, Any] = {
+            "jobs": jobs,
+            "runs_started": runs_started,
+            "lost": jobs - runs_started,
+            "claims_per_s": round(claims_per_s, 1),
+            "starts_per_s": round(starts_per_s, 1),
+            "lateness_p50_s": round(percentile(lateness, 0.50), 3),
+            "lateness_p99_s": round(percentile(lateness, 0.99), 3),
+            "lateness_max_s": round(max(lateness) if lateness else math.nan, 3),
+            "raw_ceiling_claims_per_s": round(ceiling, 1),
+            "ratio": round(claims_per_s / ceiling, 3),
+            "ddb_write_units_per_run": round(usage["write_units"] / per_run, 2),
+            "ddb_read_units_per_run": round(usage["read_units"] / per_run, 2),
+            "ddb_local_consumed_write_units_per_run": round(usage["local_write_units"] / per_run, 2),
+            "ddb_local_consumed_read_units_per_run": round(usage["local_read_units"] / per_run, 2),
+            "ddb_requests_per_run": round(usage["dynamodb_requests"] / per_run, 2),
+            "sqs_requests_per_run": round(usage["sqs_requests"] / per_run, 2),
+            "client_cpu_ms_per_run": round(cpu_ms / per_run, 2),
+            "exact_fraction": exact_fraction,
+            "jitter_s": jitter,
+            "workers": workers,
+        }
+        result["usd_per_million_runs"] = round(usd_per_million(result), 2)
+        result["prices_as_of"] = PRICES_AS_OF
+        result["requests_by_operation"] = {
+            k: round(v / per_run, 3) for k, v in sorted(usage["by_operation"].items())
+        }
+        if chart:
+            from duetime.bench.chart import spike_chart
+
+            spike_chart(chart, minute, start_times, started, fire_times, result)
+        return result
+    finally:
+        stack.close()
+
+
+def usd_per_million(result: dict[str, Any]) -> float:
+    """DynamoDB units, SQS requests, and the worker Lambda (a request per batch of 10 runs, and GB-seconds
+    from the client CPU measured per run), per million runs, at the list prices in ``prices.py``."""
+    per_run = (
+        result["ddb_write_units_per_run"] * PRICES_USD["dynamodb_write_request_unit"]
+        + result["ddb_read_units_per_run"] * PRICES_USD["dynamodb_read_request_unit"]
+        + result["sqs_requests_per_run"] * PRICES_USD["sqs_request"]
+        + PRICES_USD["lambda_request"] / WORKER_BATCH
+        + result["client_cpu_ms_per_run"] / 1000 * WORKER_MEMORY_GB * PRICES_USD["lambda_gb_second_arm64"]
+    )
+    return float(per_run * 1_000_000)
