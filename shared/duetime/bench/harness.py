@@ -21,6 +21,7 @@ from duetime.adapters.http_target import HttpTargetCaller
 from duetime.adapters.sqs import ConcurrentRunQueue, SqsConsumer, SqsRunQueue, ensure_queue
 from duetime.adapters.store_clock import StoreClock
 from duetime.bench.accounting import Ledger
+from duetime.bench.fleet import FleetSpec, WorkerFleet
 from duetime.demo_target import DemoTargetServer
 from duetime.ids import PARTITIONS, partition_of
 from duetime.local import EMULATORS_SCRIPT, ensure_emulators, local_environment
@@ -95,6 +96,9 @@ class BenchStack:
             self.clock,
             WorkerConfig(),
         )
+
+    def fleet(self, processes: int, threads: int) -> WorkerFleet:
+        return WorkerFleet(FleetSpec(self.names, self.queue_url, threads), processes)
 
     def consumer(self) -> SqsConsumer:
         return SqsConsumer(self.sqs, self.queue_url)

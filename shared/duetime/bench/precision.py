@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import random
 import threading
-import time
 from datetime import timedelta
 from typing import Any
 
 from duetime.bench.harness import BenchStack, percentile, wait_until
 from duetime.claim_plan import initial_state
 from duetime.ids import new_job_id
-from duetime.local import EventSourceMapping
 from duetime.models import Job, JobSpec
 from duetime.worker import WorkOutcome
 
@@ -42,26 +40,21 @@ def run_precision(jobs: int, minutes: int, workers: int = 8, seed: int = 7) -> d
         stack.write_jobs(batch, created)
         stop = threading.Event()
         poller = stack.poller()
-        mappings = [
-            EventSourceMapping(stack.consumer(), stack.worker(), on_report=stack.record)
-            for _ in range(workers)
-        ]
-        threads = [
-            threading.Thread(target=poller.run_until, kwargs={"stop": stop.is_set, "sleep": stop.wait})
-        ]
-        threads += [threading.Thread(target=m.run, args=(stop,)) for m in mappings]
-        for thread in threads:
-            thread.start()
+        fleet = stack.fleet(processes=2, threads=max(1, workers // 2))
+        fleet.start()
+        poller_thread = threading.Thread(
+            target=poller.run_until, kwargs={"stop": stop.is_set, "sleep": stop.wait}
+        )
+        poller_thread.start()
 
         def started() -> int:
-            with stack._lock:
-                return len({r.run_id for r in stack.reports if r.outcome is not WorkOutcome.DUPLICATE})
+            return len({r.run_id for r in fleet.collect() if r.outcome is not WorkOutcome.DUPLICATE})
 
-        wait_until(lambda: started() >= jobs, timeout=minutes * 60 + 120)
-        time.sleep(0.5)
+        wait_until(lambda: started() >= jobs, timeout=minutes * 60 + 120, every=0.5)
         stop.set()
-        for thread in threads:
-            thread.join(timeout=60)
+        poller_thread.join(timeout=60)
+        fleet.stop()
+        stack.reports = fleet.reports
         lateness = [r.start_lateness_seconds for r in stack.reports if r.start_lateness_seconds is not None]
         return {
             "jobs": jobs,

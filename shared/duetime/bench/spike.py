@@ -14,7 +14,6 @@ from duetime.bench.harness import BenchStack, percentile, wait_until
 from duetime.bench.prices import PRICES_AS_OF, PRICES_USD
 from duetime.claim_plan import initial_state, make_claim, plan_claim
 from duetime.ids import new_job_id
-from duetime.local import EventSourceMapping
 from duetime.models import Job, JobSpec
 from duetime.preload import FireReport
 from duetime.worker import WorkOutcome
@@ -63,6 +62,19 @@ def raw_ceiling(stack: BenchStack, jobs: list[Job], now: datetime, per_transacti
     return len(claims) / (time.perf_counter() - started)
 
 
+def merge_usage(snapshots: list[dict[str, Any]]) -> dict[str, Any]:
+    """Requests and units of the poller's process and every worker process, added up."""
+    merged: dict[str, Any] = {"by_operation": {}}
+    for snapshot in snapshots:
+        for key, value in snapshot.items():
+            if key == "by_operation":
+                for operation, count in value.items():
+                    merged["by_operation"][operation] = merged["by_operation"].get(operation, 0) + count
+            else:
+                merged[key] = merged.get(key, 0) + value
+    return merged
+
+
 def run_spike(
     jobs: int,
     exact_fraction: float = 0.0,
@@ -71,6 +83,7 @@ def run_spike(
     ceiling_jobs: int = 5000,
     timeout: float = 900.0,
     chart: str | None = None,
+    worker_processes: int = 2,
 ) -> dict[str, Any]:
     stack = BenchStack.create()
     try:
@@ -87,41 +100,37 @@ def run_spike(
         fires: list[tuple[float, FireReport]] = []
         stop = threading.Event()
         poller = stack.poller()
-        mappings = [
-            EventSourceMapping(stack.consumer(), stack.worker(), on_report=stack.record)
-            for _ in range(workers)
-        ]
-        threads = [
-            threading.Thread(
-                target=poller.run_until,
-                kwargs={
-                    "stop": stop.is_set,
-                    "sleep": stop.wait,
-                    "on_fire": lambda r: fires.append((time.time(), r)),
-                },
-            )
-        ]
-        threads += [threading.Thread(target=m.run, args=(stop,)) for m in mappings]
+        fleet = stack.fleet(processes=worker_processes, threads=max(1, workers // worker_processes))
+        fleet.start()
+        poller_thread = threading.Thread(
+            target=poller.run_until,
+            kwargs={
+                "stop": stop.is_set,
+                "sleep": stop.wait,
+                "on_fire": lambda r: fires.append((time.time(), r)),
+            },
+        )
         cpu_before = time.process_time()
-        for thread in threads:
-            thread.start()
+        poller_thread.start()
 
         def started_runs() -> int:
-            with stack._lock:
-                return len(
-                    {
-                        r.run_id
-                        for r in stack.reports
-                        if r.outcome is not WorkOutcome.DUPLICATE and r.outcome is not WorkOutcome.DEFERRED
-                    }
-                )
+            return len(
+                {
+                    r.run_id
+                    for r in fleet.collect()
+                    if r.outcome not in (WorkOutcome.DUPLICATE, WorkOutcome.DEFERRED)
+                }
+            )
 
-        wait_until(lambda: started_runs() >= jobs, timeout=timeout + (minute - now).total_seconds())
-        cpu_ms = (time.process_time() - cpu_before) * 1000
+        wait_until(
+            lambda: started_runs() >= jobs, timeout=timeout + (minute - now).total_seconds(), every=0.5
+        )
         stop.set()
-        for thread in threads:
-            thread.join(timeout=60)
-        usage = stack.ledger.snapshot()
+        poller_thread.join(timeout=60)
+        fleet.stop()
+        cpu_ms = (time.process_time() - cpu_before + fleet.cpu_seconds) * 1000
+        stack.reports = fleet.reports
+        usage = merge_usage([stack.ledger.snapshot(), *fleet.usage])
 
         started = [
             r for r in stack.reports if r.started_at is not None and r.start_lateness_seconds is not None

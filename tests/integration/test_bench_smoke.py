@@ -1,0 +1,85 @@
+"""The benchmarks run end to end and print their figures (small sizes; speed lives in BENCHMARKS.md)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+SPIKE_KEYS = {
+    "jobs",
+    "runs_started",
+    "lost",
+    "claims_per_s",
+    "starts_per_s",
+    "lateness_p50_s",
+    "lateness_p99_s",
+    "lateness_max_s",
+    "raw_ceiling_claims_per_s",
+    "ratio",
+    "ddb_write_units_per_run",
+    "ddb_read_units_per_run",
+    "ddb_requests_per_run",
+    "sqs_requests_per_run",
+    "client_cpu_ms_per_run",
+    "usd_per_million_runs",
+}
+
+
+def test_bench_spike_loses_nothing_and_prints_one_json_line(tmp_path: Path) -> None:
+    chart = tmp_path / "spike.png"
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "duetime.cli",
+            "bench",
+            "spike",
+            "--jobs",
+            "60",
+            "--workers",
+            "4",
+            "--exact-fraction",
+            "0.5",
+            "--chart",
+            str(chart),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.strip().splitlines()
+    assert len(lines) == 1
+    result = json.loads(lines[0])
+    assert set(result) >= SPIKE_KEYS
+    assert result["jobs"] == 60 and result["runs_started"] == 60 and result["lost"] == 0
+    assert result["ddb_write_units_per_run"] > 0 and result["raw_ceiling_claims_per_s"] > 0
+    assert chart.stat().st_size > 10_000  # a real PNG
+
+
+def test_bench_precision_starts_every_exact_job() -> None:
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "duetime.cli",
+            "bench",
+            "precision",
+            "--jobs",
+            "10",
+            "--minutes",
+            "1",
+            "--workers",
+            "2",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["runs_started"] == 10 and result["lost"] == 0 and result["lateness_p99_s"] is not None
