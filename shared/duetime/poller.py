@@ -222,8 +222,9 @@ class Poller:
         if self.preload is None:
             return None
         now = self.clock.now()
+        loaded = self.preload.load_upcoming(now)
         report = self.preload.fire(now)
-        report.loaded_rows = self.preload.load_upcoming(now)
+        report.loaded_rows = loaded
         return report
 
     def run_until(
