@@ -169,3 +169,26 @@ def test_offline_preview_prints_local_times_with_offsets() -> None:
         check=True,
     ).stdout.split()
     assert out == ["2026-03-07T02:30:00-05:00", "2026-03-08T03:00:00-04:00", "2026-03-09T02:30:00-04:00"]
+
+
+def test_plan_reads_the_due_histogram_of_a_running_duetime(local: LocalSystem) -> None:
+    at = (datetime.now(UTC) + timedelta(hours=2)).replace(second=0, microsecond=0)
+    for i in range(3):
+        status, _ = api(
+            local,
+            "POST",
+            "/v1/jobs",
+            {
+                "name": f"busy {i}",
+                "schedule": {"at": at.isoformat()},
+                "exact": True,
+                "target": {"url": f"{local.url}/demo/target"},
+            },
+        )
+        assert status == 201
+    out = cli(local, "plan", "--url", local.url, "--worker-rate", "0.01", "--baseline-workers", "1", "--json")
+    assert out.returncode == 0, out.stderr
+    plan = json.loads(out.stdout)
+    assert plan["measured_busiest_minute"]["runs"] >= 3
+    busy = [m for m in plan["minutes_needing_prescale"] if m["minute"] == at.strftime("%Y-%m-%dT%H:%M")]
+    assert busy and busy[0]["runs"] >= 3 and busy[0]["workers"] >= 5

@@ -4,6 +4,7 @@ interpreter (and its lock) with them. Each process reports its runs, its request
 from __future__ import annotations
 
 import multiprocessing
+import os
 import queue
 import threading
 import time
@@ -12,6 +13,8 @@ from typing import Any
 
 from duetime.adapters.dynamodb.tables import TableNames
 from duetime.worker import WorkReport
+
+NICENESS = 10
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,10 @@ def _work(spec: FleetSpec, reports: Any, stop: Any) -> None:
     from duetime.worker import Worker, WorkerConfig
 
     local_environment()
+    # On AWS the workers run on machines of their own; here they share two cores with the poller and the
+    # emulators. A lower CPU priority keeps them from starving the poller's process (DynamoDB Local still
+    # serves both, as one DynamoDB would).
+    os.nice(NICENESS)
     config = Config(max_pool_connections=64, retries={"mode": "standard", "max_attempts": 5})
     session = boto3.session.Session()
     dynamodb, sqs = session.client("dynamodb", config=config), session.client("sqs", config=config)
