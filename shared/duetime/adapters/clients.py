@@ -23,3 +23,8 @@ _CONFIG = Config(
 @functools.cache
 def client(service: str) -> Any:
     return boto3.session.Session().client(service, config=_CONFIG)  # type: ignore[call-overload]
+
+
+def new_client(service: str) -> Any:
+    """A client of its own (not shared), e.g. one whose requests a benchmark counts through event hooks."""
+    return boto3.session.Session().client(service, config=_CONFIG)  # type: ignore[call-overload]

@@ -25,10 +25,8 @@ class FleetSpec:
 
 
 def _work(spec: FleetSpec, reports: Any, stop: Any) -> None:
-    import boto3
-    from botocore.config import Config
-
     from duetime.adapters.alerts import StoredAlerts
+    from duetime.adapters.clients import new_client
     from duetime.adapters.dynamodb.store import DynamoStore
     from duetime.adapters.http_target import HttpTargetCaller
     from duetime.adapters.sqs import SqsConsumer, SqsRunQueue
@@ -42,9 +40,7 @@ def _work(spec: FleetSpec, reports: Any, stop: Any) -> None:
     # emulators. A lower CPU priority keeps them from starving the poller's process (DynamoDB Local still
     # serves both, as one DynamoDB would).
     os.nice(NICENESS)
-    config = Config(max_pool_connections=64, retries={"mode": "standard", "max_attempts": 5})
-    session = boto3.session.Session()
-    dynamodb, sqs = session.client("dynamodb", config=config), session.client("sqs", config=config)
+    dynamodb, sqs = new_client("dynamodb"), new_client("sqs")
     ledger = Ledger(spec.names)
     ledger.attach(dynamodb, "dynamodb")
     ledger.attach(sqs, "sqs")

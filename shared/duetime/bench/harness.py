@@ -4,21 +4,18 @@ when none answers), the real poller and worker code, a sink target, and a ledger
 from __future__ import annotations
 
 import subprocess
-import threading
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import boto3
-
 from duetime.adapters.alerts import StoredAlerts
+from duetime.adapters.clients import new_client
 from duetime.adapters.dynamodb.codec import job_to_item
 from duetime.adapters.dynamodb.store import DynamoStore
 from duetime.adapters.dynamodb.tables import TableNames, create_tables
-from duetime.adapters.http_target import HttpTargetCaller
-from duetime.adapters.sqs import ConcurrentRunQueue, SqsConsumer, SqsRunQueue, ensure_queue
+from duetime.adapters.sqs import ConcurrentRunQueue, SqsRunQueue, ensure_queue
 from duetime.adapters.store_clock import StoreClock
 from duetime.bench.accounting import Ledger
 from duetime.bench.fleet import FleetSpec, WorkerFleet
@@ -28,7 +25,6 @@ from duetime.local import EMULATORS_SCRIPT, ensure_emulators, local_environment
 from duetime.models import Job, Team
 from duetime.poller import Poller, PollerConfig
 from duetime.timeutil import minute_bucket
-from duetime.worker import Worker, WorkerConfig, WorkReport
 
 BENCH_TEAM = Team(team_id="bench", max_concurrency=10_000, exact_quota=1_000_000, signing_secret="bench")
 
@@ -44,8 +40,6 @@ class BenchStack:
     ledger: Ledger
     sink: DemoTargetServer
     started_emulators: bool
-    reports: list[WorkReport] = field(default_factory=list)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @classmethod
     def create(cls) -> BenchStack:
@@ -53,11 +47,7 @@ class BenchStack:
         started = ensure_emulators()
         prefix = f"bench{uuid.uuid4().hex[:8]}"
         names = TableNames(f"{prefix}-jobs", f"{prefix}-runs", f"{prefix}-control")
-        session = boto3.session.Session()
-        from botocore.config import Config
-
-        config = Config(max_pool_connections=64, retries={"mode": "standard", "max_attempts": 5})
-        dynamodb, sqs = session.client("dynamodb", config=config), session.client("sqs", config=config)
+        dynamodb, sqs = new_client("dynamodb"), new_client("sqs")
         create_tables(dynamodb, names)
         queue_url = ensure_queue(sqs, prefix, visibility_timeout=120)
         ledger = Ledger(names)
@@ -86,26 +76,8 @@ class BenchStack:
         config = PollerConfig(partitions=list(range(PARTITIONS)))
         return Poller(self.store, self.store, queue, StoredAlerts(self.store), self.clock, config)
 
-    def worker(self) -> Worker:
-        return Worker(
-            self.store,
-            self.store,
-            SqsRunQueue(self.sqs, self.queue_url),
-            StoredAlerts(self.store),
-            HttpTargetCaller(allow_private=True),
-            self.clock,
-            WorkerConfig(),
-        )
-
     def fleet(self, processes: int, threads: int) -> WorkerFleet:
         return WorkerFleet(FleetSpec(self.names, self.queue_url, threads), processes)
-
-    def consumer(self) -> SqsConsumer:
-        return SqsConsumer(self.sqs, self.queue_url)
-
-    def record(self, report: WorkReport) -> None:
-        with self._lock:
-            self.reports.append(report)
 
     def close(self) -> None:
         self.sink.shutdown()

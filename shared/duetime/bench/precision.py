@@ -54,8 +54,7 @@ def run_precision(jobs: int, minutes: int, workers: int = 8, seed: int = 7) -> d
         stop.set()
         poller_thread.join(timeout=60)
         fleet.stop()
-        stack.reports = fleet.reports
-        lateness = [r.start_lateness_seconds for r in stack.reports if r.start_lateness_seconds is not None]
+        lateness = [r.start_lateness_seconds for r in fleet.reports if r.start_lateness_seconds is not None]
         return {
             "jobs": jobs,
             "minutes": minutes,

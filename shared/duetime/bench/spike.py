@@ -9,6 +9,7 @@ import time
 from datetime import datetime, timedelta
 from typing import Any
 
+from duetime.adapters.clients import new_client
 from duetime.adapters.dynamodb.store import DynamoStore
 from duetime.bench.harness import BenchStack, percentile, wait_until
 from duetime.bench.prices import PRICES_AS_OF, PRICES_USD
@@ -47,9 +48,7 @@ def spike_jobs(
 def raw_ceiling(stack: BenchStack, jobs: list[Job], now: datetime, per_transaction: int = 50) -> float:
     """Claims per second of a bare loop of TransactWriteItems (50 claims, 100 items each, the same item
     shapes as real claims) against the same DynamoDB Local, on a client with no hooks."""
-    import boto3
-
-    bare = DynamoStore(boto3.session.Session().client("dynamodb"), stack.names)
+    bare = DynamoStore(new_client("dynamodb"), stack.names)
     stack.write_jobs(jobs, now)
     claims = [make_claim(plan_claim(job, job.state.next_fire_at or now), now) for job in jobs]
     batches = [
@@ -129,11 +128,10 @@ def run_spike(
         poller_thread.join(timeout=60)
         fleet.stop()
         cpu_ms = (time.process_time() - cpu_before + fleet.cpu_seconds) * 1000
-        stack.reports = fleet.reports
         usage = merge_usage([stack.ledger.snapshot(), *fleet.usage])
 
         started = [
-            r for r in stack.reports if r.started_at is not None and r.start_lateness_seconds is not None
+            r for r in fleet.reports if r.started_at is not None and r.start_lateness_seconds is not None
         ]
         lateness = [r.start_lateness_seconds for r in started if r.start_lateness_seconds is not None]
         start_times = sorted(r.started_at.timestamp() for r in started if r.started_at)
