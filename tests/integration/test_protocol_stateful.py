@@ -1,0 +1,193 @@
+"""Hypothesis stateful test of the claim / lease / result protocol on the real store adapter (DynamoDB
+Local), with an injected clock and arbitrary interleavings of pollers, workers, duplicated and dropped
+messages, heartbeats, lease expiry and the reaper."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import hypothesis.strategies as st
+from hypothesis import HealthCheck, settings
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from duetime.adapters.dynamodb.store import DynamoStore
+from duetime.adapters.dynamodb.tables import TableNames, create_tables
+from duetime.clock import ManualClock
+from duetime.jobs import create_job
+from duetime.models import RunResult, RunStatus
+from duetime.poller import PollerConfig, claim_due_jobs, recover_runs
+from duetime.ports import Alert, RunMessage
+
+from .conftest import new_clients
+
+LEASE = timedelta(seconds=60)
+WORKERS = ["w1", "w2", "w3"]
+DYNAMODB, _ = new_clients()
+
+
+class ListQueue:
+    """SQS stand-in: the test decides when messages arrive, twice, or never."""
+
+    def __init__(self) -> None:
+        self.messages: list[RunMessage] = []
+
+    def send(self, messages: Any, delay_seconds: int = 0) -> None:
+        self.messages.extend(messages)
+
+
+class NoAlerts:
+    def publish(self, alert: Alert) -> None:
+        return
+
+
+class Protocol(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        prefix = f"proto{uuid.uuid4().hex[:8]}"  # every example starts from empty tables
+        self.names = TableNames(f"{prefix}-jobs", f"{prefix}-runs", f"{prefix}-control")
+        create_tables(DYNAMODB, self.names)
+        self.store = DynamoStore(DYNAMODB, self.names)
+        self.clock = ManualClock(datetime(2026, 12, 1, 10, 0, 30, tzinfo=UTC))
+        self.queue = ListQueue()
+        self.team = f"t{uuid.uuid4().hex[:8]}"
+        self.job = create_job(
+            self.store,
+            self.team,
+            {
+                "name": "p",
+                "schedule": {"rate": "1 minute"},
+                "target": {"url": "https://example.com"},
+                "exact": True,
+                "retry": {"max_attempts": 3, "backoff_seconds": [0]},
+            },
+            self.clock.now(),
+        )
+        self.config = PollerConfig(partitions=list(range(64)), preload_lead=None)
+        self.held: dict[str, tuple[str, int]] = {}  # worker -> (run id, attempt) it believes it holds
+        self.terminal_writes: dict[str, int] = {}  # run id -> accepted terminal result writes
+        self.claimed_nominals: set[str] = set()
+        self.last_next_nominal = self.job.state.next_nominal_at
+
+    @rule(seconds=st.sampled_from([1, 20, 45, 61, 130]))
+    def advance(self, seconds: int) -> None:
+        self.clock.advance(seconds)
+
+    @rule()
+    def poll(self) -> None:
+        report = claim_due_jobs(self.store, self.queue, self.config, self.clock.now())
+        for run in report.runs:
+            assert run.run_id not in self.claimed_nominals, "a second run for one nominal time"
+            self.claimed_nominals.add(run.run_id)
+        job = self.store.get_job(self.job.id)
+        assert job is not None and job.state.next_fire_at is not None
+        assert job.state.next_fire_at > self.clock.now(), "after a poll the job's next due time is ahead"
+
+    @rule(wait=st.booleans())
+    def reap(self, wait: bool) -> None:
+        """The reaper runs, optionally after every live lease has run out (a paused or dead worker)."""
+        if wait:
+            self.clock.advance(LEASE.total_seconds() + 1)
+        recover_runs(self.store, self.queue, NoAlerts(), self.config, self.clock.now())
+
+    @precondition(lambda self: self.queue.messages)
+    @rule(data=st.data())
+    def duplicate_a_message(self, data: st.DataObject) -> None:
+        self.queue.messages.append(data.draw(st.sampled_from(self.queue.messages)))
+
+    @precondition(lambda self: self.queue.messages)
+    @rule(data=st.data())
+    def drop_a_message(self, data: st.DataObject) -> None:
+        self.queue.messages.pop(data.draw(st.integers(0, len(self.queue.messages) - 1)))
+
+    @precondition(lambda self: self.queue.messages)
+    @rule(worker=st.sampled_from(WORKERS), data=st.data())
+    def deliver(self, worker: str, data: st.DataObject) -> None:
+        message = self.queue.messages.pop(data.draw(st.integers(0, len(self.queue.messages) - 1)))
+        now = self.clock.now()
+        run = self.store.acquire_lease(message.run_id, message.attempt, worker, now, now + LEASE)
+        if run is not None:
+            for other, (run_id, attempt) in self.held.items():
+                if run_id == run.run_id and other != worker:
+                    assert attempt < run.attempt, "two workers were handed the same attempt"
+            self.held[worker] = (run.run_id, run.attempt)
+
+    @precondition(lambda self: self.held)
+    @rule(data=st.data())
+    def heartbeat(self, data: st.DataObject) -> None:
+        worker = data.draw(st.sampled_from(sorted(self.held)))
+        if worker in self.held:
+            run_id, attempt = self.held[worker]
+            now = self.clock.now()
+            self.store.extend_lease(run_id, attempt, worker, now, now + LEASE)
+
+    @precondition(lambda self: self.held)
+    @rule(data=st.data(), succeed=st.booleans())
+    def finish(self, data: st.DataObject, succeed: bool) -> None:
+        worker = data.draw(st.sampled_from(sorted(self.held)))
+        run_id, attempt = self.held.pop(worker)
+        run = self.store.get_run(run_id)
+        assert run is not None
+        stale_view = run.model_copy(update={"attempt": attempt})
+        status = RunStatus.SUCCEEDED if succeed else RunStatus.FAILED
+        accepted = self.store.record_result(
+            stale_view, worker, status, RunResult(duration_ms=1), self.clock.now()
+        )
+        current = self.store.get_run(run_id)
+        assert current is not None
+        if accepted:
+            assert run.owner == worker and run.attempt == attempt, "a stale worker's result was accepted"
+            self.terminal_writes[run_id] = self.terminal_writes.get(run_id, 0) + 1
+            assert current.status is status
+        else:
+            assert run.owner != worker or run.attempt != attempt or run.status is not RunStatus.RUNNING
+
+    def teardown(self) -> None:
+        for table in (self.names.jobs, self.names.runs, self.names.control):
+            DYNAMODB.delete_table(TableName=table)
+
+    @invariant()
+    def one_terminal_result_per_run(self) -> None:
+        assert all(count == 1 for count in self.terminal_writes.values())
+
+    @invariant()
+    def the_schedule_only_moves_forward(self) -> None:
+        job = self.store.get_job(self.job.id)
+        assert job is not None and job.state.next_nominal_at is not None
+        assert self.last_next_nominal is not None and job.state.next_nominal_at >= self.last_next_nominal
+        self.last_next_nominal = job.state.next_nominal_at
+
+
+Protocol.TestCase.settings = settings(
+    max_examples=40, stateful_step_count=25, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+test_claim_lease_result_protocol = Protocol.TestCase
+
+
+def test_the_stale_worker_interleaving_step_by_step() -> None:
+    """The interleaving the protocol exists for, spelled out: A's lease lapses, the reaper re-queues, B
+    takes attempt 2, then A wakes and tries to record attempt 1."""
+    machine = Protocol()
+    try:
+        machine.advance(61)
+        machine.poll()
+        assert len(machine.queue.messages) == 1
+        first = machine.queue.messages.pop()
+        now = machine.clock.now()
+        assert machine.store.acquire_lease(first.run_id, 1, "w1", now, now + LEASE) is not None
+        machine.held["w1"] = (first.run_id, 1)
+        machine.reap(wait=True)
+        second = machine.queue.messages.pop()
+        assert second == RunMessage(first.run_id, 2)
+        now = machine.clock.now()
+        assert machine.store.acquire_lease(second.run_id, 2, "w2", now, now + LEASE) is not None
+        run = machine.store.get_run(first.run_id)
+        assert run is not None
+        stale = run.model_copy(update={"attempt": 1})
+        assert not machine.store.record_result(
+            stale, "w1", RunStatus.SUCCEEDED, RunResult(duration_ms=1), now
+        )
+        assert machine.store.record_result(run, "w2", RunStatus.SUCCEEDED, RunResult(duration_ms=1), now)
+    finally:
+        machine.teardown()
