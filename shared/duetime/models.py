@@ -96,6 +96,7 @@ class CronSchedule(Strict):
 
 _RATE = re.compile(r"^\s*(-?\d+)\s+(minute|minutes|hour|hours|day|days)\s*$")
 _RATE_UNIT_SECONDS = {"minute": 60, "hour": 3600, "day": 86400}
+MAX_RATE_SECONDS = 366 * 86400
 
 
 class RateSchedule(Strict):
@@ -109,8 +110,11 @@ class RateSchedule(Strict):
         match = _RATE.match(value)
         if not match:
             raise ValueError('rate must look like "5 minutes", "1 hour" or "2 days"')
-        if int(match.group(1)) <= 0:
+        seconds = int(match.group(1)) * _RATE_UNIT_SECONDS[match.group(2).rstrip("s")]
+        if seconds <= 0:
             raise ValueError("rate must be greater than zero")
+        if seconds > MAX_RATE_SECONDS:
+            raise ValueError("rate must be at most 366 days")
         return value.strip()
 
     @property

@@ -174,3 +174,6 @@ def wait_until(predicate: Callable[[], bool], timeout: float = 15.0, every: floa
 
 def at(text: str) -> datetime:
     return datetime.fromisoformat(text)
+
+
+from .api_support import alpha, beta, service  # noqa: E402, F401  (fixtures for the API test modules)

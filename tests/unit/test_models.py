@@ -35,6 +35,8 @@ def error_fields(overrides: dict[str, Any]) -> list[str]:
         ({"schedule": {"rate": "0 minutes"}}, "schedule.rate"),
         ({"schedule": {"rate": "-5 minutes"}}, "schedule.rate"),
         ({"schedule": {"rate": "5 fortnights"}}, "schedule.rate"),
+        ({"schedule": {"rate": "99999999999999999999 days"}}, "schedule.rate"),
+        ({"schedule": {"rate": "367 days"}}, "schedule.rate"),
         ({"schedule": {"at": "2026-11-30T00:00:00Z"}}, "schedule.at"),
         ({"schedule": {"at": "2026-12-24T00:00:00"}}, "schedule.at"),
         ({"schedule": {"rate": "5 minutes", "cron": "* * * * *"}}, "schedule"),

@@ -1,0 +1,84 @@
+"""Calling the api handler as API Gateway does, with a team's token (fixtures shared by the API tests)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from duetime import api
+from duetime.adapters.dynamodb.catalog import DynamoCatalog
+from duetime.service import JobService
+
+from ..lambda_support import LambdaContext, load_handler
+from .conftest import Stack
+
+HANDLER = load_handler("api")
+JOB = {
+    "name": "nightly",
+    "schedule": {"cron": "0 0 * * *", "timezone": "Europe/Berlin"},
+    "target": {"url": "https://example.com/hook"},
+}
+
+
+@dataclass
+class Answer:
+    status: int
+    body: Any
+    headers: dict[str, str]
+
+
+Call = Callable[..., Answer]
+
+
+@pytest.fixture
+def service(stack: Stack) -> Iterator[JobService]:
+    svc = JobService(DynamoCatalog(stack.dynamodb, stack.names), stack.store, stack.queue, stack.clock)
+    api.use_service(lambda: svc)
+    yield svc
+    api.use_service(None)  # type: ignore[arg-type]
+
+
+def make_call(token: str | None) -> Call:
+    def call(
+        method: str,
+        path: str,
+        body: Any = None,
+        headers: dict[str, str] | None = None,
+        query: dict[str, str] | None = None,
+        raw: str | None = None,
+    ) -> Answer:
+        all_headers = {"Content-Type": "application/json", **(headers or {})}
+        if token:
+            all_headers["Authorization"] = f"Bearer {token}"
+        event = {
+            "httpMethod": method,
+            "path": path,
+            "resource": path,
+            "headers": all_headers,
+            "multiValueHeaders": {k: [v] for k, v in all_headers.items()},
+            "queryStringParameters": query,
+            "multiValueQueryStringParameters": {k: [v] for k, v in (query or {}).items()} or None,
+            "requestContext": {"requestId": "r", "stage": "v1", "httpMethod": method, "path": path},
+            "body": raw if raw is not None else (json.dumps(body) if body is not None else None),
+            "isBase64Encoded": False,
+            "pathParameters": None,
+        }
+        response = HANDLER.handler(event, LambdaContext())
+        text = response.get("body") or ""
+        return Answer(response["statusCode"], json.loads(text) if text else None, response.get("headers", {}))
+
+    return call
+
+
+@pytest.fixture
+def alpha(service: JobService) -> Call:
+    return make_call(service.create_team("alpha", exact_quota=1)[1])
+
+
+@pytest.fixture
+def beta(service: JobService) -> Call:
+    return make_call(service.create_team("beta")[1])
