@@ -44,14 +44,3 @@ class ManualClock:
         with self._lock:
             self._now += timedelta(seconds=seconds)
             return self._now
-
-
-class OffsetClock:
-    """Another clock shifted by a fixed amount: models a machine whose clock is wrong."""
-
-    def __init__(self, base: Clock, offset_seconds: float) -> None:
-        self._base = base
-        self._offset = timedelta(seconds=offset_seconds)
-
-    def now(self) -> datetime:
-        return self._base.now() + self._offset

@@ -19,7 +19,6 @@ Rules (also in the README):
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -27,7 +26,7 @@ from croniter import CroniterBadCronError, CroniterBadDateError, croniter
 
 from duetime.ids import jitter_offset_seconds
 from duetime.models import AtSchedule, CronSchedule, JobSpec, RateSchedule, Schedule
-from duetime.timeutil import ceil_seconds, to_utc, whole_seconds
+from duetime.timeutil import to_utc, whole_seconds
 
 _ONE_SECOND = timedelta(seconds=1)
 _FOLD_LOOKAHEAD = timedelta(hours=3)  # longer than any DST shift in tzdata (the largest is 2 h)
@@ -156,17 +155,3 @@ def fire_time(job_id: str, spec: JobSpec, nominal: datetime, following: datetime
     if following is not None:
         window = min(window, int((following - nominal).total_seconds()))
     return nominal + timedelta(seconds=jitter_offset_seconds(job_id, window))
-
-
-def nominal_times(spec: JobSpec, anchor: datetime, start_after: datetime) -> Iterator[datetime]:
-    """Successive nominal times strictly after ``start_after`` until the schedule ends."""
-    current: datetime | None = start_after
-    while current is not None:
-        current = next_nominal_after(spec, anchor, current)
-        if current is not None:
-            yield current
-
-
-def ceil_now(now: datetime) -> datetime:
-    """Creating a job at 10:00:00.4 must not produce a nominal time of 10:00:00."""
-    return ceil_seconds(now)

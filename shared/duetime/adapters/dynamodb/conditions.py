@@ -97,20 +97,6 @@ WATERMARK_MISSING = Condition(
     "none), so a poller that starts later still reads from there.",
 )
 
-ALL_CONDITIONS = (
-    JOB_IS_NEW,
-    RUN_IS_NEW,
-    JOB_UNCHANGED_SINCE_READ,
-    RUN_WAITING_FOR_ATTEMPT,
-    LEASE_HELD,
-    LEASE_OWNED,
-    LEASE_EXPIRED,
-    WAIT_EXPIRED,
-    SLOT_FREE,
-    SLOT_HELD,
-    WATERMARK_BEHIND,
-    WATERMARK_MISSING,
-)
 
 TEAM_IS_NEW = Condition(
     "TEAM_IS_NEW",
@@ -136,4 +122,23 @@ RUN_ENDED_UNSUCCESSFULLY = Condition(
     "RUN_ENDED_UNSUCCESSFULLY",
     "#status IN (:failed, :dead)",
     "Only a failed or dead run can be sent back to the queue by hand.",
+)
+
+ALL_CONDITIONS = (
+    JOB_IS_NEW,
+    RUN_IS_NEW,
+    JOB_UNCHANGED_SINCE_READ,
+    RUN_WAITING_FOR_ATTEMPT,
+    LEASE_HELD,
+    LEASE_OWNED,
+    LEASE_EXPIRED,
+    WAIT_EXPIRED,
+    SLOT_FREE,
+    SLOT_HELD,
+    WATERMARK_BEHIND,
+    WATERMARK_MISSING,
+    TEAM_IS_NEW,
+    EXACT_QUOTA_LEFT,
+    JOB_VERSION_IS,
+    RUN_ENDED_UNSUCCESSFULLY,
 )
