@@ -10,7 +10,7 @@ EMU    := ./scripts/emulators.sh
 ASSET  := build/lambda
 JSII   := JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=1 JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION=1
 
-.PHONY: run test check lint typecheck unit venv lambda-assets synth deploy emulators-fetch emulators-start \
+.PHONY: chaos run test check lint typecheck unit venv lambda-assets synth deploy emulators-fetch emulators-start \
 	emulators-stop clean
 
 $(BIN)/.installed: pyproject.toml
@@ -26,6 +26,12 @@ run: venv
 
 test: venv
 	$(EMU) run $(MAKE) --no-print-directory check
+
+# Fault injection on the local stack (RELIABILITY.md): SEED and MINUTES may be set, e.g. make chaos MINUTES=10.
+SEED    ?= 1
+MINUTES ?= 5
+chaos: venv
+	$(EMU) run $(BIN)/duetime chaos --seed $(SEED) --minutes $(MINUTES)
 
 # What `make test` runs once the emulators answer (useful with `make emulators-start`).
 check: lint typecheck lambda-assets

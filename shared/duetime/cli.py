@@ -234,6 +234,34 @@ def run_bench(args: argparse.Namespace) -> None:
         show(result, False)
 
 
+def run_chaos(args: argparse.Namespace) -> int:
+    from duetime.bench.chaos import run_chaos as chaos
+
+    result = chaos(args.seed, args.minutes)
+    if args.json:
+        print(json.dumps(result))
+    else:
+        for key in (
+            "runs",
+            "expected_runs",
+            "faults_injected",
+            "lost",
+            "duplicates_succeeded",
+            "target_calls",
+            "repeat_calls_same_key",
+            "stale_writes_rejected",
+            "duplicate_messages_dropped",
+        ):
+            print(f"{key.replace('_', ' '):30} {result[key]}")
+        print(f"{'faults':30} {result['faults']}")
+        print(f"{'max in flight / caps':30} {result['max_in_flight']} / {result['caps']}")
+        print(f"{'run statuses':30} {result['run_statuses']}")
+        for violation in result["violations"]:
+            print(f"VIOLATION: {violation}")
+        print("all promises held" if not result["violations"] else "PROMISES BROKEN")
+    return 1 if result["violations"] else 0
+
+
 def run_plan(args: argparse.Namespace) -> None:
     from duetime.bench.plan import PlanInputs, capacity_plan, minutes_needing_prescale, parse_count
 
@@ -347,6 +375,11 @@ def parser() -> argparse.ArgumentParser:
     precision.add_argument("--workers", type=int, default=8)
     precision.add_argument("--json", action="store_true")
 
+    chaos = commands.add_parser("chaos", help="run jobs under injected faults and check every promise")
+    chaos.add_argument("--seed", type=int, default=1)
+    chaos.add_argument("--minutes", type=float, default=3.0)
+    chaos.add_argument("--json", action="store_true")
+
     plan = commands.add_parser("plan", help="capacity and cost arithmetic for a workload")
     plan.add_argument("--jobs", default="10M")
     plan.add_argument("--runs-per-day", default="20M")
@@ -376,6 +409,8 @@ def main(argv: list[str] | None = None) -> int:
             from duetime.local import run_local
 
             return run_local(args.port, args.workers)
+        if args.command == "chaos":
+            return run_chaos(args)
         {
             "jobs": run_jobs,
             "runs": run_runs,

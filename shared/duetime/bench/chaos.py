@@ -1,0 +1,239 @@
+"""`duetime chaos`: frequent jobs of several teams run on the local stack while faults are injected at
+random (reproducibly from the seed); afterwards the promises are checked from the store and from the
+target's own record.
+
+Faults: worker processes SIGKILLed mid-call and SIGSTOPped past their lease; the poller dying between a
+committed claim and its send, and restarting; SQS messages duplicated and dropped; DynamoDB throttling and
+500s on a fraction of calls (poller and workers); one worker process whose clock is 5 minutes fast; targets
+answering 503, 429, too slowly, or 400.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections import Counter, defaultdict
+from datetime import datetime, timedelta
+from typing import Any
+
+from duetime.adapters.alerts import StoredAlerts
+from duetime.adapters.dynamodb.codec import item_to_run
+from duetime.adapters.sqs import SqsRunQueue
+from duetime.bench.faults import Faults, FaultyQueue, PollerCrash
+from duetime.bench.fleet import FleetSpec, WorkerFleet
+from duetime.bench.harness import BenchStack, wait_until
+from duetime.claim_plan import initial_state
+from duetime.ids import new_job_id
+from duetime.models import Job, JobSpec, Team
+from duetime.poller import Poller, PollerConfig
+from duetime.service import upcoming_runs
+from duetime.worker import WorkOutcome
+
+LEASE_S = 5.0
+HEARTBEAT_S = 1.5
+QUEUE_DEADLINE_S = 15.0
+TEAMS = {"team-a": 2, "team-b": 4}  # team -> concurrency cap
+BEHAVIOURS: list[
+    tuple[str, dict[str, Any]]
+] = [  # (query string, job settings): most succeed; the rest exercise retries and failures
+    ("", {}),
+    ("", {}),
+    ("", {}),
+    ("status=503", {"retry": {"max_attempts": 2, "backoff_seconds": [1]}}),
+    ("status=429", {"retry": {"max_attempts": 2, "backoff_seconds": [1]}}),
+    ("sleep=2&slow_attempt=1", {"timeout_seconds": 1, "retry": {"max_attempts": 3, "backoff_seconds": [1]}}),
+    ("status=400", {}),
+    ("sleep=0.5", {}),
+]
+
+
+def chaos_jobs(stack: BenchStack, created: datetime) -> list[Job]:
+    jobs = []
+    for team in TEAMS:
+        for i, (query, extra) in enumerate(BEHAVIOURS):
+            schedule = {"cron": "* * * * *", "timezone": "Europe/Berlin"} if i % 2 else {"rate": "1 minute"}
+            url = f"{stack.sink.url}?group={team}" + (f"&{query}" if query else "")
+            spec = JobSpec.model_validate(
+                {
+                    "name": f"chaos {team} {i}",
+                    "schedule": schedule,
+                    "target": {"url": url},
+                    "jitter_seconds": 5,
+                    "exact": i % 3 == 0,
+                    **extra,
+                }
+            )
+            job = Job(**spec.model_dump(), id=new_job_id(), team=team, created_at=created, updated_at=created)
+            jobs.append(job.model_copy(update={"state": initial_state(job, created)}))
+    return jobs
+
+
+def run_chaos(seed: int, minutes: float, dynamodb_fault_rate: float = 0.05) -> dict[str, Any]:
+    rng = random.Random(seed)
+    stack = BenchStack.create()
+    faults = Faults(seed, dynamodb_fault_rate)
+    try:
+        for team, cap in TEAMS.items():
+            stack.store.put_team(Team(team_id=team, max_concurrency=cap, signing_secret=f"{team}-secret"))
+        created = stack.clock.now()
+        jobs = chaos_jobs(stack, created)
+        stack.write_jobs(jobs, created)
+        faults.attach_dynamodb(stack.dynamodb)
+
+        base = FleetSpec(
+            stack.names,
+            stack.queue_url,
+            threads=3,
+            lease_seconds=LEASE_S,
+            heartbeat_seconds=HEARTBEAT_S,
+            queue_deadline_seconds=QUEUE_DEADLINE_S,
+            dynamodb_fault_rate=dynamodb_fault_rate,
+            seed=seed,
+        )
+        specs = [
+            base,
+            FleetSpec(**{**base.__dict__, "seed": seed + 1}),
+            FleetSpec(**{**base.__dict__, "seed": seed + 2, "clock_skew_seconds": 300.0}),
+        ]
+        fleet = WorkerFleet(base, 3, specs)
+        fleet.start()
+        queue = FaultyQueue(
+            SqsRunQueue(stack.sqs, stack.queue_url),
+            faults,
+            duplicate_rate=0.05,
+            drop_rate=0.05,
+            crash_rate=0.03,
+        )
+        config = PollerConfig(partitions=list(range(64)), queue_deadline=timedelta(seconds=QUEUE_DEADLINE_S))
+        stop = threading.Event()
+
+        def poll_forever() -> None:
+            while not stop.is_set():  # a crashed poller is replaced by a fresh one, as EventBridge would
+                poller = Poller(
+                    stack.store, stack.store, queue, StoredAlerts(stack.store), stack.clock, config
+                )
+                try:
+                    poller.run_until(stop=stop.is_set, sleep=stop.wait, interval=1.0, recover_every=2)
+                except PollerCrash:
+                    stop.wait(2)
+
+        poller_thread = threading.Thread(target=poll_forever, daemon=True)
+        poller_thread.start()
+
+        chaos_end = created + timedelta(minutes=minutes)
+        while stack.clock.now() < chaos_end:
+            time.sleep(rng.uniform(6, 14))
+            target = rng.randrange(2)  # the skewed process (2) is left running: it must be fenced, not killed
+            if rng.random() < 0.5:
+                faults.count("worker_killed")
+                fleet.kill_and_replace(target)
+            else:
+                faults.count("worker_paused_past_lease")
+                fleet.pause(target, LEASE_S + 3)
+        faults.enabled = False
+        queue.crash_rate = 0.0
+
+        expected = expected_runs(jobs, created, chaos_end)
+        settled = wait_until(lambda: all_terminal(stack, expected), timeout=180, every=2)
+        stop.set()
+        poller_thread.join(timeout=30)
+        fleet.stop()
+        return check(stack, jobs, expected, fleet.reports, faults.counts, chaos_end, settled)
+    finally:
+        stack.close()
+
+
+def expected_runs(jobs: list[Job], created: datetime, end: datetime) -> dict[str, Job]:
+    """Every run id the window must have: each nominal time whose fire time came before the end."""
+    expected: dict[str, Job] = {}
+    for job in jobs:
+        for upcoming in upcoming_runs(job, job.id, job.created_at, created, 1000):
+            if upcoming.fire_at > end:
+                break
+            expected[f"{job.id}@{upcoming.nominal_at:%Y-%m-%dT%H:%M:%SZ}"] = job
+    return expected
+
+
+def _runs(stack: BenchStack) -> dict[str, Any]:
+    runs: dict[str, Any] = {}
+    kwargs: dict[str, Any] = {"TableName": stack.names.runs, "ConsistentRead": True}
+    while True:  # inspecting the result of the experiment, not the product's read path
+        page = stack.dynamodb.scan(**kwargs)
+        for item in page.get("Items", []):
+            runs[item["run_id"]["S"]] = item_to_run(item)
+        if "LastEvaluatedKey" not in page:
+            return runs
+        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+def all_terminal(stack: BenchStack, expected: dict[str, Job]) -> bool:
+    runs = _runs(stack)
+    return all(run_id in runs and runs[run_id].status.terminal for run_id in expected)
+
+
+def check(
+    stack: BenchStack,
+    jobs: list[Job],
+    expected: dict[str, Job],
+    reports: list[Any],
+    faults: Counter[str],
+    chaos_end: datetime,
+    settled: bool,
+) -> dict[str, Any]:
+    runs = _runs(stack)
+    violations: list[str] = []
+    lost = [r for r in expected if r not in runs or not runs[r].status.terminal]
+    if lost:
+        violations.append(f"{len(lost)} nominal times without a finished run, e.g. {lost[:3]}")
+    succeeded = Counter(r.run_id for r in reports if r.outcome is WorkOutcome.SUCCEEDED)
+    twice = [run_id for run_id, n in succeeded.items() if n > 1]
+    if twice:
+        violations.append(f"{len(twice)} runs recorded as succeeded twice")
+    calls = list(stack.sink.recorder.calls)
+    orphans = [c for c in calls if c.headers.get("idempotency-key") not in runs]
+    if orphans:
+        violations.append(f"{len(orphans)} target calls match no run row")
+    keys_by_run: dict[str, set[str]] = defaultdict(set)
+    for call in calls:
+        keys_by_run[call.headers.get("x-duetime-run-id", "")].add(call.headers.get("idempotency-key", ""))
+    changed = [run for run, keys in keys_by_run.items() if keys != {run}]
+    if changed:
+        violations.append(f"{len(changed)} runs whose repeats carried another idempotency key")
+    over_cap = {
+        team: stack.sink.recorder.max_in_flight[team]
+        for team, cap in TEAMS.items()
+        if stack.sink.recorder.max_in_flight[team] > cap
+    }
+    if over_cap:
+        violations.append(f"team concurrency over the cap: {over_cap}")
+    behind = [
+        j.id
+        for j in jobs
+        if (s := stack.store.get_job(j.id)) is None
+        or s.state.next_fire_at is None
+        or s.state.next_fire_at <= chaos_end
+    ]
+    if behind:
+        violations.append(f"{len(behind)} jobs whose next due time is not ahead")
+    repeats = sum(
+        len(stack.sink.recorder.keyed(run_id)) - 1 for run_id in runs if stack.sink.recorder.keyed(run_id)
+    )
+    statuses = Counter(run.status.value for run in runs.values())
+    return {
+        "runs": len(runs),
+        "expected_runs": len(expected),
+        "settled": settled,
+        "faults_injected": sum(faults.values()),
+        "faults": dict(sorted(faults.items())),
+        "lost": len(lost),
+        "duplicates_succeeded": len(twice),
+        "target_calls": len(calls),
+        "repeat_calls_same_key": repeats,
+        "stale_writes_rejected": sum(1 for r in reports if r.outcome is WorkOutcome.STALE),
+        "duplicate_messages_dropped": sum(1 for r in reports if r.outcome is WorkOutcome.DUPLICATE),
+        "max_in_flight": {team: stack.sink.recorder.max_in_flight[team] for team in TEAMS},
+        "caps": TEAMS,
+        "run_statuses": dict(sorted(statuses.items())),
+        "violations": violations,
+    }
