@@ -1,0 +1,21 @@
+"""A short `duetime chaos` run in `make test`: faults injected, then every promise checked (the long run and
+its figures are in RELIABILITY.md)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+
+def test_a_short_chaos_run_keeps_every_promise() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "duetime.cli", "chaos", "--seed", "3", "--minutes", "0.75", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert out.returncode == 0, (result["violations"], out.stderr[-2000:])
+    assert result["faults_injected"] > 0 and result["runs"] >= result["expected_runs"] > 0
+    assert result["lost"] == 0 and result["duplicates_succeeded"] == 0 and result["violations"] == []
