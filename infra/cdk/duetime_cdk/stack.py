@@ -373,15 +373,13 @@ class DuetimeStack(cdk.Stack):
 
     def _suppress_with_reasons(self) -> None:
         """Each suppression is as narrow as it can be and says why."""
-        roles = [
-            f"/{self.stack_name}/{name}/Role/DefaultPolicy/Resource"
-            for name in [
-                *(f"Poller{group_label(g).replace('-', 'to')}" for g in self.config.partition_groups),
-                "Worker",
-                "ApiHandler",
-                "Authorizer",
-            ]
+        names = [
+            *(f"Poller{group_label(g).replace('-', 'to')}" for g in self.config.partition_groups),
+            "Worker",
+            "ApiHandler",
+            "Authorizer",
         ]
+        roles = [f"/{self.stack_name}/{name}/Role/DefaultPolicy/Resource" for name in names]
         NagSuppressions.add_resource_suppressions_by_path(
             self,
             roles,
@@ -427,15 +425,7 @@ class DuetimeStack(cdk.Stack):
                 }
             ],
         )
-        functions = [
-            f"/{self.stack_name}/{name}/Function/Resource"
-            for name in [
-                *(f"Poller{group_label(g).replace('-', 'to')}" for g in self.config.partition_groups),
-                "Worker",
-                "ApiHandler",
-                "Authorizer",
-            ]
-        ]
+        functions = [f"/{self.stack_name}/{name}/Function/Resource" for name in names]
         NagSuppressions.add_resource_suppressions_by_path(
             self,
             functions,

@@ -121,7 +121,8 @@ def run_chaos(seed: int, minutes: float, dynamodb_fault_rate: float = 0.05) -> d
         poller_thread = threading.Thread(target=poll_forever, daemon=True)
         poller_thread.start()
 
-        chaos_end = created + timedelta(minutes=minutes)
+        # At least 70 s, so every job (a 1-minute rate, or a cron at the next minute, +5 s jitter) is due.
+        chaos_end = created + max(timedelta(minutes=minutes), timedelta(seconds=70))
         while stack.clock.now() < chaos_end:
             time.sleep(rng.uniform(6, 14))
             target = rng.randrange(2)  # the skewed process (2) is left running: it must be fenced, not killed
