@@ -78,9 +78,9 @@ def test_a_stale_worker_cannot_record_its_result(stack: Stack, target) -> None:
     thread = threading.Thread(target=lambda: result.update(report=worker_a.process(message)))
     thread.start()
     wait_until(lambda: len(target.recorder.keyed(run_id)) == 1)
-    time.sleep(2.5)  # A's lease (2 s, store clock) lapses while its call is still running
-    recovered = stack.poller().recover()
-    assert recovered.leases_expired == 1
+    # A's lease (2 s, store clock) lapses while its call (5 s) is still running; the reaper takes it back.
+    poller = stack.poller()
+    wait_until(lambda: poller.recover().leases_expired == 1, timeout=10, every=0.25)
     fast_target = target.url  # B's call answers at once: the target saved nothing yet for this key
     assert fast_target
     worker_b = stack.worker(FAST, owner="worker-b")
