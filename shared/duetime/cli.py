@@ -223,7 +223,14 @@ def run_bench(args: argparse.Namespace) -> None:
     if args.action == "spike":
         from duetime.bench.spike import run_spike
 
-        result = run_spike(args.jobs, args.exact_fraction, args.jitter, args.workers, chart=args.chart)
+        result = run_spike(
+            args.jobs,
+            args.exact_fraction,
+            args.jitter,
+            args.workers,
+            chart=args.chart,
+            own_cores=not args.shared_cores,
+        )
     else:
         from duetime.bench.precision import run_precision
 
@@ -368,6 +375,12 @@ def parser() -> argparse.ArgumentParser:
     spike.add_argument("--jitter", type=int, default=0, help="jitter window in seconds (0: all at :00)")
     spike.add_argument("--workers", type=int, default=16, help="worker loops")
     spike.add_argument("--chart", help="write a PNG of starts/s and lateness here")
+    spike.add_argument(
+        "--shared-cores",
+        action="store_true",
+        help="leave DynamoDB Local on every core, shared with the poller, workers and LocalStack "
+        "(by default it gets cores of its own, as DynamoDB does on AWS)",
+    )
     spike.add_argument("--json", action="store_true")
     precision = benches.add_parser("precision", help="exact jobs spread over ordinary minutes")
     precision.add_argument("--jobs", type=int, required=True)

@@ -4,14 +4,17 @@ local stack, with a bare-transaction ceiling measured in the same run for compar
 from __future__ import annotations
 
 import math
+import os
 import threading
 import time
+from contextlib import nullcontext
 from datetime import datetime, timedelta
 from typing import Any
 
 from duetime.adapters.clients import new_client
 from duetime.adapters.dynamodb.store import DynamoStore
 from duetime.bench.harness import BenchStack, percentile, wait_until
+from duetime.bench.isolation import CoreSplit, emulator_on_own_cores
 from duetime.bench.prices import PRICES_AS_OF, PRICES_USD
 from duetime.claim_plan import initial_state, make_claim, plan_claim
 from duetime.ids import new_job_id
@@ -83,105 +86,132 @@ def run_spike(
     timeout: float = 900.0,
     chart: str | None = None,
     worker_processes: int = 2,
+    own_cores: bool = True,
 ) -> dict[str, Any]:
+    """With ``own_cores``, DynamoDB Local runs on cores of its own for the whole run (ceiling included),
+    as DynamoDB does on AWS; without, everything shares every core (see ``bench.isolation``)."""
     stack = BenchStack.create()
+    endpoints = os.environ.get("AWS_ENDPOINT_URL_DYNAMODB"), os.environ.get("AWS_ENDPOINT_URL_SQS")
+    cores = emulator_on_own_cores(*endpoints) if own_cores else nullcontext(None)
     try:
-        now = stack.clock.now()
-        lead = timedelta(seconds=jobs / 1500 + 20)  # time to write the jobs, plus the preload lead
-        minute = (now + lead + timedelta(minutes=1)).replace(second=0, microsecond=0)
-        created = now - timedelta(seconds=1)
-        batch = spike_jobs(jobs, minute, jitter, exact_fraction, stack.sink.url, created)
-        fire_times = {job.id: job.state.next_fire_at for job in batch}
-        stack.write_jobs(batch, created)
-        wait_until(lambda: stack.clock.now() >= minute - timedelta(seconds=15), timeout=300, every=0.5)
-
-        stack.ledger.reset()
-        fires: list[tuple[float, FireReport]] = []
-        stop = threading.Event()
-        poller = stack.poller()
-        fleet = stack.fleet(processes=worker_processes, threads=max(1, workers // worker_processes))
-        fleet.start()
-        poller_thread = threading.Thread(
-            target=poller.run_until,
-            kwargs={
-                "stop": stop.is_set,
-                "sleep": stop.wait,
-                "on_fire": lambda r: fires.append((time.time(), r)),
-            },
-        )
-        cpu_before = time.process_time()
-        poller_thread.start()
-
-        def started_runs() -> int:
-            return len(
-                {
-                    r.run_id
-                    for r in fleet.collect()
-                    if r.outcome not in (WorkOutcome.DUPLICATE, WorkOutcome.DEFERRED)
-                }
+        with cores as split:
+            return _run_spike(
+                stack,
+                jobs,
+                exact_fraction,
+                jitter,
+                workers,
+                ceiling_jobs,
+                timeout,
+                chart,
+                worker_processes,
+                split,
             )
-
-        wait_until(
-            lambda: started_runs() >= jobs, timeout=timeout + (minute - now).total_seconds(), every=0.5
-        )
-        stop.set()
-        poller_thread.join(timeout=60)
-        fleet.stop()
-        cpu_ms = (time.process_time() - cpu_before + fleet.cpu_seconds) * 1000
-        usage = merge_usage([stack.ledger.snapshot(), *fleet.usage])
-
-        started = [
-            r for r in fleet.reports if r.started_at is not None and r.start_lateness_seconds is not None
-        ]
-        lateness = [r.start_lateness_seconds for r in started if r.start_lateness_seconds is not None]
-        start_times = sorted(r.started_at.timestamp() for r in started if r.started_at)
-        runs_started = len({r.run_id for r in started})
-        claimed = sum(f.runs_created for _, f in fires)
-        claim_seconds = sum(f.claim_seconds for _, f in fires) or math.nan
-        claims_per_s = claimed / claim_seconds
-        starts_per_s = (
-            len(start_times) / max(1e-9, start_times[-1] - start_times[0])
-            if len(start_times) > 1
-            else math.nan
-        )
-        ceiling = raw_ceiling(
-            stack, spike_jobs(min(jobs, ceiling_jobs), minute, jitter, 0.0, stack.sink.url, created), created
-        )
-        per_run = max(1, runs_started)
-        result: dict[str, Any] = {
-            "jobs": jobs,
-            "runs_started": runs_started,
-            "lost": jobs - runs_started,
-            "claims_per_s": round(claims_per_s, 1),
-            "starts_per_s": round(starts_per_s, 1),
-            "lateness_p50_s": round(percentile(lateness, 0.50), 3),
-            "lateness_p99_s": round(percentile(lateness, 0.99), 3),
-            "lateness_max_s": round(max(lateness) if lateness else math.nan, 3),
-            "raw_ceiling_claims_per_s": round(ceiling, 1),
-            "ratio": round(claims_per_s / ceiling, 3),
-            "ddb_write_units_per_run": round(usage["write_units"] / per_run, 2),
-            "ddb_read_units_per_run": round(usage["read_units"] / per_run, 2),
-            "ddb_local_consumed_write_units_per_run": round(usage["local_write_units"] / per_run, 2),
-            "ddb_local_consumed_read_units_per_run": round(usage["local_read_units"] / per_run, 2),
-            "ddb_requests_per_run": round(usage["dynamodb_requests"] / per_run, 2),
-            "sqs_requests_per_run": round(usage["sqs_requests"] / per_run, 2),
-            "client_cpu_ms_per_run": round(cpu_ms / per_run, 2),
-            "exact_fraction": exact_fraction,
-            "jitter_s": jitter,
-            "workers": workers,
-        }
-        result["usd_per_million_runs"] = round(usd_per_million(result), 2)
-        result["prices_as_of"] = PRICES_AS_OF
-        result["requests_by_operation"] = {
-            k: round(v / per_run, 3) for k, v in sorted(usage["by_operation"].items())
-        }
-        if chart:
-            from duetime.bench.chart import spike_chart
-
-            spike_chart(chart, minute, start_times, started, fire_times, result)
-        return result
     finally:
         stack.close()
+
+
+def _run_spike(
+    stack: BenchStack,
+    jobs: int,
+    exact_fraction: float,
+    jitter: int,
+    workers: int,
+    ceiling_jobs: int,
+    timeout: float,
+    chart: str | None,
+    worker_processes: int,
+    split: CoreSplit | None,
+) -> dict[str, Any]:
+    now = stack.clock.now()
+    lead = timedelta(seconds=jobs / 1500 + 20)  # time to write the jobs, plus the preload lead
+    minute = (now + lead + timedelta(minutes=1)).replace(second=0, microsecond=0)
+    created = now - timedelta(seconds=1)
+    batch = spike_jobs(jobs, minute, jitter, exact_fraction, stack.sink.url, created)
+    fire_times = {job.id: job.state.next_fire_at for job in batch}
+    stack.write_jobs(batch, created)
+    wait_until(lambda: stack.clock.now() >= minute - timedelta(seconds=15), timeout=300, every=0.5)
+
+    stack.ledger.reset()
+    fires: list[tuple[float, FireReport]] = []
+    stop = threading.Event()
+    poller = stack.poller()
+    fleet = stack.fleet(processes=worker_processes, threads=max(1, workers // worker_processes))
+    fleet.start()
+    poller_thread = threading.Thread(
+        target=poller.run_until,
+        kwargs={
+            "stop": stop.is_set,
+            "sleep": stop.wait,
+            "on_fire": lambda r: fires.append((time.time(), r)),
+        },
+    )
+    cpu_before = time.process_time()
+    poller_thread.start()
+
+    def started_runs() -> int:
+        return len(
+            {
+                r.run_id
+                for r in fleet.collect()
+                if r.outcome not in (WorkOutcome.DUPLICATE, WorkOutcome.DEFERRED)
+            }
+        )
+
+    wait_until(lambda: started_runs() >= jobs, timeout=timeout + (minute - now).total_seconds(), every=0.5)
+    stop.set()
+    poller_thread.join(timeout=60)
+    fleet.stop()
+    cpu_ms = (time.process_time() - cpu_before + fleet.cpu_seconds) * 1000
+    usage = merge_usage([stack.ledger.snapshot(), *fleet.usage])
+
+    started = [r for r in fleet.reports if r.started_at is not None and r.start_lateness_seconds is not None]
+    lateness = [r.start_lateness_seconds for r in started if r.start_lateness_seconds is not None]
+    start_times = sorted(r.started_at.timestamp() for r in started if r.started_at)
+    runs_started = len({r.run_id for r in started})
+    claimed = sum(f.runs_created for _, f in fires)
+    claim_seconds = sum(f.claim_seconds for _, f in fires) or math.nan
+    claims_per_s = claimed / claim_seconds
+    starts_per_s = (
+        len(start_times) / max(1e-9, start_times[-1] - start_times[0]) if len(start_times) > 1 else math.nan
+    )
+    ceiling = raw_ceiling(
+        stack, spike_jobs(min(jobs, ceiling_jobs), minute, jitter, 0.0, stack.sink.url, created), created
+    )
+    per_run = max(1, runs_started)
+    result: dict[str, Any] = {
+        "jobs": jobs,
+        "runs_started": runs_started,
+        "lost": jobs - runs_started,
+        "claims_per_s": round(claims_per_s, 1),
+        "starts_per_s": round(starts_per_s, 1),
+        "lateness_p50_s": round(percentile(lateness, 0.50), 3),
+        "lateness_p99_s": round(percentile(lateness, 0.99), 3),
+        "lateness_max_s": round(max(lateness) if lateness else math.nan, 3),
+        "raw_ceiling_claims_per_s": round(ceiling, 1),
+        "ratio": round(claims_per_s / ceiling, 3),
+        "ddb_write_units_per_run": round(usage["write_units"] / per_run, 2),
+        "ddb_read_units_per_run": round(usage["read_units"] / per_run, 2),
+        "ddb_local_consumed_write_units_per_run": round(usage["local_write_units"] / per_run, 2),
+        "ddb_local_consumed_read_units_per_run": round(usage["local_read_units"] / per_run, 2),
+        "ddb_requests_per_run": round(usage["dynamodb_requests"] / per_run, 2),
+        "sqs_requests_per_run": round(usage["sqs_requests"] / per_run, 2),
+        "client_cpu_ms_per_run": round(cpu_ms / per_run, 2),
+        "exact_fraction": exact_fraction,
+        "jitter_s": jitter,
+        "workers": workers,
+        "cores": split.describe() if split else "shared: emulators, poller and workers on every core",
+    }
+    result["usd_per_million_runs"] = round(usd_per_million(result), 2)
+    result["prices_as_of"] = PRICES_AS_OF
+    result["requests_by_operation"] = {
+        k: round(v / per_run, 3) for k, v in sorted(usage["by_operation"].items())
+    }
+    if chart:
+        from duetime.bench.chart import spike_chart
+
+        spike_chart(chart, minute, start_times, started, fire_times, result)
+    return result
 
 
 def usd_per_million(result: dict[str, Any]) -> float:
