@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -157,6 +158,22 @@ def test_trigger_runs_now_without_touching_the_schedule_and_runs_are_listed(
     assert [r["run_id"] for r in runs] == [run.body["run_id"]]
     assert alpha("GET", f"/v1/runs/{run.body['run_id']}").body["status"] == "queued"
     assert alpha("POST", f"/v1/runs/{run.body['run_id']}/retry").status == 409  # only failed/dead runs
+
+
+def test_a_jobs_runs_are_listed_newest_first_and_a_cursor_works_only_for_its_own_job(alpha: Call) -> None:
+    job, other = (alpha("POST", "/v1/jobs", JOB).body for _ in range(2))
+    older = alpha("POST", f"/v1/jobs/{job['id']}/trigger").body["run_id"]
+    alpha("POST", f"/v1/jobs/{other['id']}/trigger")
+    time.sleep(1.05)  # run ids carry the nominal second
+    newer = alpha("POST", f"/v1/jobs/{job['id']}/trigger").body["run_id"]
+    first = alpha("GET", f"/v1/jobs/{job['id']}/runs", query={"limit": "1"}).body
+    assert [r["run_id"] for r in first["runs"]] == [newer] and first["next_cursor"]
+    query = {"limit": "1", "cursor": first["next_cursor"]}
+    second = alpha("GET", f"/v1/jobs/{job['id']}/runs", query=query).body
+    assert [r["run_id"] for r in second["runs"]] == [older]
+    foreign = alpha("GET", f"/v1/jobs/{other['id']}/runs", query=query)
+    assert foreign.status == 400 and foreign.body["error"]["field"] == "cursor"
+    assert alpha("GET", "/v1/runs/not-a-run-id").status == 404
 
 
 def test_preview_marks_runs_moved_by_dst_and_load_counts_due_runs_per_minute(alpha: Call) -> None:

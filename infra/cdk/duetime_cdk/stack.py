@@ -153,11 +153,10 @@ class DuetimeStack(cdk.Stack):
                 [jobs.table_arn],
             ),
             _allow(["dynamodb:Query"], storage.index_arns("jobs")[1:2]),  # team-jobs
-            _allow(
-                ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:BatchGetItem"],
+            _allow(  # Query: a job's runs are one partition of the runs table
+                ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"],
                 [runs.table_arn],
             ),
-            _allow(["dynamodb:Query"], storage.index_arns("runs")[1:2]),  # job-runs
             _allow(
                 ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:BatchGetItem"],
                 [control.table_arn],

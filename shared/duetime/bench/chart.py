@@ -14,7 +14,6 @@ def spike_chart(
     minute: datetime,
     start_times: list[float],
     started: list[WorkReport],
-    fire_times: dict[str, Any],
     result: dict[str, Any],
 ) -> None:
     import matplotlib

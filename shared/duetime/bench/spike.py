@@ -128,7 +128,6 @@ def _run_spike(
     minute = (now + lead + timedelta(minutes=1)).replace(second=0, microsecond=0)
     created = now - timedelta(seconds=1)
     batch = spike_jobs(jobs, minute, jitter, exact_fraction, stack.sink.url, created)
-    fire_times = {job.id: job.state.next_fire_at for job in batch}
     stack.write_jobs(batch, created)
     wait_until(lambda: stack.clock.now() >= minute - timedelta(seconds=15), timeout=300, every=0.5)
 
@@ -210,7 +209,7 @@ def _run_spike(
     if chart:
         from duetime.bench.chart import spike_chart
 
-        spike_chart(chart, minute, start_times, started, fire_times, result)
+        spike_chart(chart, minute, start_times, started, result)
     return result
 
 

@@ -23,12 +23,14 @@ from duetime.adapters.dynamodb.codec import (
     job_to_item,
     n,
     reap_shard,
+    run_key,
     run_to_item,
     s,
     t,
 )
+from duetime.adapters.dynamodb.reads import batch_get, read_job, read_run, read_team, team_key
 from duetime.adapters.dynamodb.store import conditional_write
-from duetime.adapters.dynamodb.tables import JOB_RUNS_INDEX, TEAM_JOBS_INDEX, TableNames
+from duetime.adapters.dynamodb.tables import TEAM_JOBS_INDEX, TableNames
 from duetime.models import Job, Run, RunStatus, Team
 
 
@@ -60,7 +62,9 @@ def encode_cursor(key: dict[str, Any] | None) -> str | None:
     return base64.urlsafe_b64encode(json.dumps(key).encode()).decode() if key else None
 
 
-def decode_cursor(cursor: str | None) -> dict[str, Any] | None:
+def decode_cursor(cursor: str | None, scope: tuple[str, str] | None = None) -> dict[str, Any] | None:
+    """The start key a cursor carries. ``scope`` (attribute, value) is the listing's partition key: a
+    cursor taken from another team's or job's listing is refused, not handed to DynamoDB."""
     if not cursor:
         return None
     try:
@@ -71,6 +75,8 @@ def decode_cursor(cursor: str | None) -> dict[str, Any] | None:
         isinstance(v, dict) and set(v) <= {"S", "N"} for v in key.values()
     ):
         raise InvalidCursor("cursor is not one this API returned")
+    if scope is not None and key.get(scope[0]) != {"S": scope[1]}:
+        raise InvalidCursor("cursor belongs to another listing")
     return key
 
 
@@ -85,9 +91,6 @@ class DynamoCatalog:
 
     # --- teams and tokens -------------------------------------------------------------------------------
 
-    def _team_key(self, team_id: str) -> Item:
-        return {"pk": s(f"team#{team_id}"), "sk": s("team")}
-
     def create_team(self, team: Team, token_hash: str) -> bool:
         """Write a new team and its token hash together; False when the team id is taken."""
         try:
@@ -97,7 +100,7 @@ class DynamoCatalog:
                         "Put": {
                             "TableName": self.names.control,
                             "Item": {
-                                **self._team_key(team.team_id),
+                                **team_key(team.team_id),
                                 "team": s(team.model_dump_json()),
                                 "exact_jobs": n(0),
                             },
@@ -145,19 +148,18 @@ class DynamoCatalog:
         return (item["token_hash"]["S"], item["team_id"]["S"]) if item else None
 
     def get_team(self, team_id: str) -> Team | None:
-        item = self.client.get_item(TableName=self.names.control, Key=self._team_key(team_id)).get("Item")
-        return Team.model_validate_json(item["team"]["S"]) if item else None
+        return read_team(self.client, self.names, team_id)
 
     def exact_jobs(self, team_id: str) -> int:
         item = self.client.get_item(
-            TableName=self.names.control, Key=self._team_key(team_id), ConsistentRead=True
+            TableName=self.names.control, Key=team_key(team_id), ConsistentRead=True
         ).get("Item")
         return int(item["exact_jobs"]["N"]) if item and "exact_jobs" in item else 0
 
     def _exact_count(self, team: Team, delta: int) -> dict[str, Any]:
         update: dict[str, Any] = {
             "TableName": self.names.control,
-            "Key": self._team_key(team.team_id),
+            "Key": team_key(team.team_id),
             "UpdateExpression": "ADD exact_jobs :delta",
             "ExpressionAttributeValues": {":delta": n(delta)},
         }
@@ -234,10 +236,7 @@ class DynamoCatalog:
         return IdempotencyRecord(record.team, record.key, item["request_hash"]["S"], item["job_id"]["S"])
 
     def get_job(self, job_id: str) -> Job | None:
-        item = self.client.get_item(
-            TableName=self.names.jobs, Key={"job_id": s(job_id)}, ConsistentRead=True
-        ).get("Item")
-        return item_to_job(item) if item else None
+        return read_job(self.client, self.names, job_id)
 
     def replace_job(self, before: Job, after: Job, team: Team, now: datetime) -> bool:
         """Write ``after`` over ``before`` if nobody changed it since (condition JOB_VERSION_IS); keeps the
@@ -295,7 +294,8 @@ class DynamoCatalog:
             "KeyConditionExpression": "team = :team",
             "ExpressionAttributeValues": {":team": s(team_id)},
         }
-        return self._page(self.names.jobs, "job_id", query, limit, cursor, item_to_job)
+        start = decode_cursor(cursor, scope=("team", team_id))
+        return self._page(self.names.jobs, "job_id", query, limit, start, item_to_job)
 
     def _page(
         self,
@@ -303,11 +303,10 @@ class DynamoCatalog:
         key: str,
         query: dict[str, Any],
         limit: int,
-        cursor: str | None,
+        start: dict[str, Any] | None,
         decode: Callable[[Item], Any],
     ) -> Page:
         """One page of a KEYS_ONLY index query, with the items read in one BatchGetItem, in index order."""
-        start = decode_cursor(cursor)
         response = self.client.query(
             TableName=table, Limit=limit, **query, **({"ExclusiveStartKey": start} if start else {})
         )
@@ -318,33 +317,28 @@ class DynamoCatalog:
         )
 
     def _batch_get(self, table: str, key: str, ids: Sequence[str]) -> dict[str, Item]:
-        found: dict[str, Item] = {}
-        for start in range(0, len(ids), 100):
-            request: dict[str, Any] = {table: {"Keys": [{key: s(i)} for i in ids[start : start + 100]]}}
-            while request:
-                response = self.client.batch_get_item(RequestItems=request)
-                for item in response.get("Responses", {}).get(table, []):
-                    found[item[key]["S"]] = item
-                request = response.get("UnprocessedKeys") or {}
-        return found
+        items = batch_get(self.client, table, [{key: s(i)} for i in ids])
+        return {item[key]["S"]: item for item in items}
 
     # --- runs -------------------------------------------------------------------------------------------
 
     def get_run(self, run_id: str) -> Run | None:
-        item = self.client.get_item(
-            TableName=self.names.runs, Key={"run_id": s(run_id)}, ConsistentRead=True
-        ).get("Item")
-        return item_to_run(item) if item else None
+        return read_run(self.client, self.names, run_id)
 
     def job_runs(self, job_id: str, limit: int, cursor: str | None) -> Page:
-        """A job's runs, newest first."""
-        query = {
-            "IndexName": JOB_RUNS_INDEX,
-            "KeyConditionExpression": "job_id = :job",
-            "ExpressionAttributeValues": {":job": s(job_id)},
-            "ScanIndexForward": False,
-        }
-        return self._page(self.names.runs, "run_id", query, limit, cursor, item_to_run)
+        """A job's runs, newest first: one Query on the runs table (keyed by job and nominal time)."""
+        start = decode_cursor(cursor, scope=("job_id", job_id))
+        response = self.client.query(
+            TableName=self.names.runs,
+            KeyConditionExpression="job_id = :job",
+            ExpressionAttributeValues={":job": s(job_id)},
+            ScanIndexForward=False,
+            ConsistentRead=True,
+            Limit=limit,
+            **({"ExclusiveStartKey": start} if start else {}),
+        )
+        runs = [item_to_run(item) for item in response.get("Items", [])]
+        return Page(runs, encode_cursor(response.get("LastEvaluatedKey")))
 
     def insert_run(self, run: Run) -> bool:
         """A run created by hand (trigger); False if that run id exists (condition RUN_IS_NEW)."""
@@ -363,7 +357,7 @@ class DynamoCatalog:
         response = conditional_write(
             self.client.update_item,
             TableName=self.names.runs,
-            Key={"run_id": s(run.run_id)},
+            Key=run_key(run.run_id),
             UpdateExpression=(
                 "SET #status = :queued, attempt = :attempt, max_attempts = :max_attempts, "
                 "queue_deadline = :deadline, reap_shard = :shard, reap_at = :deadline, updated_at = :now "

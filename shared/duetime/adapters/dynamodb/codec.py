@@ -6,7 +6,7 @@ import json
 from datetime import datetime
 from typing import Any
 
-from duetime.ids import partition_of
+from duetime.ids import partition_of, split_run_id
 from duetime.models import HttpTarget, Job, JobSpec, JobState, RetryPolicy, Run, RunResult, RunStatus
 from duetime.timeutil import iso_z, minute_bucket, parse_iso_z
 
@@ -94,6 +94,13 @@ def item_to_job(item: Item) -> Job:
 
 def reap_shard(partition: int) -> str:
     return f"p{partition:02d}"
+
+
+def run_key(run_id: str) -> Item:
+    """The runs table's key for a run id ``<job id>@<nominal>``; ``ValueError`` for anything else (no such
+    run can exist)."""
+    job_id, nominal_at = split_run_id(run_id)
+    return {"job_id": s(job_id), "nominal_at": t(nominal_at)}
 
 
 def run_to_item(run: Run) -> Item:

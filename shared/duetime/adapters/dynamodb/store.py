@@ -25,11 +25,13 @@ from duetime.adapters.dynamodb.codec import (
     job_to_item,
     n,
     reap_shard,
+    run_key,
     run_to_item,
     s,
     scheduling_attributes,
     t,
 )
+from duetime.adapters.dynamodb.reads import batch_get, read_job, read_run, read_team, team_key
 from duetime.adapters.dynamodb.tables import DUE_INDEX, REAP_INDEX, TableNames
 from duetime.claim_plan import Claim
 from duetime.models import Job, Run, RunResult, RunStatus, Team
@@ -79,10 +81,7 @@ class DynamoStore:
         )
 
     def get_job(self, job_id: str) -> Job | None:
-        item = self.client.get_item(
-            TableName=self.names.jobs, Key={"job_id": s(job_id)}, ConsistentRead=True
-        ).get("Item")
-        return item_to_job(item) if item else None
+        return read_job(self.client, self.names, job_id)
 
     def due_jobs(
         self, partition: int, bucket: str, until: datetime, limit: int, after: str | None = None
@@ -189,16 +188,8 @@ class DynamoStore:
     # --- low-water marks ----------------------------------------------------------------------------------
 
     def low_water_marks(self, partitions: Sequence[int]) -> dict[int, str]:
-        marks: dict[int, str] = {}
-        keys = [_mark_key(p) for p in partitions]
-        for start in range(0, len(keys), 100):
-            request = {self.names.control: {"Keys": keys[start : start + 100]}}
-            while request:
-                response = self.client.batch_get_item(RequestItems=request)
-                for item in response.get("Responses", {}).get(self.names.control, []):
-                    marks[int(item["pk"]["S"].split("#")[1])] = item["low_water"]["S"]
-                request = response.get("UnprocessedKeys") or {}
-        return marks
+        items = batch_get(self.client, self.names.control, [_mark_key(p) for p in partitions])
+        return {int(item["pk"]["S"].split("#")[1]): item["low_water"]["S"] for item in items}
 
     def ensure_low_water_mark(self, partition: int, bucket: str) -> None:
         if partition in self._marks_known:
@@ -224,10 +215,7 @@ class DynamoStore:
     # --- runs -------------------------------------------------------------------------------------------
 
     def get_run(self, run_id: str) -> Run | None:
-        item = self.client.get_item(
-            TableName=self.names.runs, Key={"run_id": s(run_id)}, ConsistentRead=True
-        ).get("Item")
-        return item_to_run(item) if item else None
+        return read_run(self.client, self.names, run_id)
 
     def _update_run(
         self,
@@ -237,11 +225,16 @@ class DynamoStore:
         values: Item,
         names: dict[str, str] | None = None,
     ) -> Item | None:
-        """One conditional UpdateItem on a run; the new item, or None when the condition failed."""
+        """One conditional UpdateItem on a run; the new item, or None when the condition failed (or
+        ``run_id`` is not a run id at all, say from a stray queue message)."""
+        try:
+            key = run_key(run_id)
+        except ValueError:
+            return None
         response = conditional_write(
             self.client.update_item,
             TableName=self.names.runs,
-            Key={"run_id": s(run_id)},
+            Key=key,
             UpdateExpression=update,
             ConditionExpression=condition.expression,
             ExpressionAttributeValues=values,
@@ -428,16 +421,13 @@ class DynamoStore:
     # --- teams and concurrency slots --------------------------------------------------------------------
 
     def get_team(self, team_id: str) -> Team | None:
-        item = self.client.get_item(
-            TableName=self.names.control, Key={"pk": s(f"team#{team_id}"), "sk": s("team")}
-        ).get("Item")
-        return Team.model_validate_json(item["team"]["S"]) if item else None
+        return read_team(self.client, self.names, team_id)
 
     def put_team(self, team: Team) -> None:
         """Create or update a team's settings (its exact-job counter is left alone)."""
         self.client.update_item(
             TableName=self.names.control,
-            Key={"pk": s(f"team#{team.team_id}"), "sk": s("team")},
+            Key=team_key(team.team_id),
             UpdateExpression="SET team = :team",
             ExpressionAttributeValues={":team": s(team.model_dump_json())},
         )
@@ -456,18 +446,22 @@ class DynamoStore:
     def _slot_key(self, team_id: str, slot: int) -> Item:
         return {"pk": s(f"team#{team_id}"), "sk": s(f"slot#{slot:05d}")}
 
-    def _take_slot(self, team_id: str, slot: int, run_id: str, now: datetime, lease_until: datetime) -> bool:
-        return (
-            conditional_write(
-                self.client.update_item,
-                TableName=self.names.control,
-                Key=self._slot_key(team_id, slot),
-                UpdateExpression="SET holder = :run_id, slot_expires_at = :until",
-                ConditionExpression=c.SLOT_FREE.expression,
-                ExpressionAttributeValues={":run_id": s(run_id), ":until": t(lease_until), ":now": t(now)},
-            )
-            is not None
+    def _slot_write(self, team_id: str, slot: int, update: str, condition: str, values: Item) -> bool:
+        """One conditional write to a slot item; False when its condition says the slot is not ours."""
+        written = conditional_write(
+            self.client.update_item,
+            TableName=self.names.control,
+            Key=self._slot_key(team_id, slot),
+            UpdateExpression=update,
+            ConditionExpression=condition,
+            ExpressionAttributeValues=values,
         )
+        return written is not None
+
+    def _take_slot(self, team_id: str, slot: int, run_id: str, now: datetime, lease_until: datetime) -> bool:
+        values = {":run_id": s(run_id), ":until": t(lease_until), ":now": t(now)}
+        update = "SET holder = :run_id, slot_expires_at = :until"
+        return self._slot_write(team_id, slot, update, c.SLOT_FREE.expression, values)
 
     def _free_slots(self, team: Team, now: datetime) -> list[int]:
         held: set[int] = set()
@@ -490,27 +484,13 @@ class DynamoStore:
         return free
 
     def extend_slot(self, team_id: str, slot: int, run_id: str, lease_until: datetime) -> bool:
-        return (
-            conditional_write(
-                self.client.update_item,
-                TableName=self.names.control,
-                Key=self._slot_key(team_id, slot),
-                UpdateExpression="SET slot_expires_at = :until",
-                ConditionExpression=c.SLOT_HELD.expression,
-                ExpressionAttributeValues={":run_id": s(run_id), ":until": t(lease_until)},
-            )
-            is not None
-        )
+        values = {":run_id": s(run_id), ":until": t(lease_until)}
+        update = "SET slot_expires_at = :until"
+        return self._slot_write(team_id, slot, update, c.SLOT_HELD.expression, values)
 
     def release_slot(self, team_id: str, slot: int, run_id: str) -> None:
-        conditional_write(
-            self.client.update_item,
-            TableName=self.names.control,
-            Key=self._slot_key(team_id, slot),
-            UpdateExpression="REMOVE holder, slot_expires_at",
-            ConditionExpression=c.SLOT_HELD.expression,
-            ExpressionAttributeValues={":run_id": s(run_id)},
-        )
+        update = "REMOVE holder, slot_expires_at"
+        self._slot_write(team_id, slot, update, c.SLOT_HELD.expression, {":run_id": s(run_id)})
 
     # --- alerts kept in the store (local mode) ----------------------------------------------------------
 

@@ -5,12 +5,13 @@ jobs     PK job_id.            GSI ``due``  (due_bucket, due_key), projection AL
          Only scheduled, unpaused jobs carry the two attributes, so a poll reads only due work.
                                GSI ``team-jobs`` (team, job_id), KEYS_ONLY: a team's jobs for the API.
                                Claims never change its keys, so they never write to it.
-runs     PK run_id.            GSI ``reap`` (reap_shard, reap_at), projection INCLUDE, sparse:
+runs     PK job_id, SK nominal_at: a run is its job and its nominal time, which is what its run id
+         ``<job id>@<nominal>`` says, so a job's runs, newest first, are one Query on the table itself
+         (no index to write per run). The run id is kept as an attribute.
+                               GSI ``reap`` (reap_shard, reap_at), projection INCLUDE, sparse:
          reap_shard = "p<partition:02d>", reap_at = the instant the run needs attention if nobody acts
          (lease expiry while running, queue deadline while queued or waiting to retry). Terminal runs drop
          both attributes and leave the index. TTL attribute ``ttl`` (30 days).
-                               GSI ``job-runs`` (job_id, nominal_at), KEYS_ONLY: a job's runs, newest
-                               first. Written once per run (its keys never change).
 control  PK pk, SK sk.         Teams ("team#<id>", "team") with their exact-job counter, concurrency slots
          ("team#<id>", "slot#NNNN"), API token hashes ("token#<sha256>", "token"), create idempotency keys
          ("idem#<team>#<key>", "idem"), per-partition low-water marks ("partition#NN", "watermark"),
@@ -26,8 +27,7 @@ from typing import Any
 DUE_INDEX = "due"
 TEAM_JOBS_INDEX = "team-jobs"
 REAP_INDEX = "reap"
-JOB_RUNS_INDEX = "job-runs"
-REAP_PROJECTION = ["status", "attempt", "max_attempts", "team", "job_id"]
+REAP_PROJECTION = ["run_id", "status", "attempt", "max_attempts", "team"]
 RUN_TTL_ATTRIBUTE = "ttl"
 
 
@@ -72,8 +72,11 @@ def table_definitions(names: TableNames) -> list[dict[str, Any]]:
         {
             "TableName": names.runs,
             "BillingMode": "PAY_PER_REQUEST",
-            "AttributeDefinitions": _s("run_id", "reap_shard", "reap_at", "job_id", "nominal_at"),
-            "KeySchema": [{"AttributeName": "run_id", "KeyType": "HASH"}],
+            "AttributeDefinitions": _s("job_id", "nominal_at", "reap_shard", "reap_at"),
+            "KeySchema": [
+                {"AttributeName": "job_id", "KeyType": "HASH"},
+                {"AttributeName": "nominal_at", "KeyType": "RANGE"},
+            ],
             "GlobalSecondaryIndexes": [
                 {
                     "IndexName": REAP_INDEX,
@@ -82,14 +85,6 @@ def table_definitions(names: TableNames) -> list[dict[str, Any]]:
                         {"AttributeName": "reap_at", "KeyType": "RANGE"},
                     ],
                     "Projection": {"ProjectionType": "INCLUDE", "NonKeyAttributes": REAP_PROJECTION},
-                },
-                {
-                    "IndexName": JOB_RUNS_INDEX,
-                    "KeySchema": [
-                        {"AttributeName": "job_id", "KeyType": "HASH"},
-                        {"AttributeName": "nominal_at", "KeyType": "RANGE"},
-                    ],
-                    "Projection": {"ProjectionType": "KEYS_ONLY"},
                 },
             ],
         },

@@ -1,0 +1,45 @@
+"""Reads shared by the scheduling store and the API catalog: one item by key, and many by BatchGetItem."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from duetime.adapters.dynamodb.codec import Item, item_to_job, item_to_run, run_key, s
+from duetime.adapters.dynamodb.tables import TableNames
+from duetime.models import Job, Run, Team
+
+
+def team_key(team_id: str) -> Item:
+    return {"pk": s(f"team#{team_id}"), "sk": s("team")}
+
+
+def read_job(client: Any, names: TableNames, job_id: str) -> Job | None:
+    item = client.get_item(TableName=names.jobs, Key={"job_id": s(job_id)}, ConsistentRead=True).get("Item")
+    return item_to_job(item) if item else None
+
+
+def read_run(client: Any, names: TableNames, run_id: str) -> Run | None:
+    try:
+        key = run_key(run_id)
+    except ValueError:
+        return None  # not a run id: no such run
+    item = client.get_item(TableName=names.runs, Key=key, ConsistentRead=True).get("Item")
+    return item_to_run(item) if item else None
+
+
+def read_team(client: Any, names: TableNames, team_id: str) -> Team | None:
+    item = client.get_item(TableName=names.control, Key=team_key(team_id)).get("Item")
+    return Team.model_validate_json(item["team"]["S"]) if item else None
+
+
+def batch_get(client: Any, table: str, keys: Sequence[Item]) -> list[Item]:
+    """Every item found for ``keys``, 100 keys per BatchGetItem, retrying what DynamoDB left unprocessed."""
+    found: list[Item] = []
+    for start in range(0, len(keys), 100):
+        request: dict[str, Any] = {table: {"Keys": list(keys[start : start + 100])}}
+        while request:
+            response = client.batch_get_item(RequestItems=request)
+            found.extend(response.get("Responses", {}).get(table, []))
+            request = response.get("UnprocessedKeys") or {}
+    return found
