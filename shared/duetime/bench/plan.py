@@ -11,7 +11,7 @@ from duetime.bench.prices import PRICES_AS_OF, PRICES_USD
 
 PARTITION_WRITE_LIMIT = 1000  # DynamoDB: write units per second per partition (key)
 # Measured by `duetime bench spike` (BENCHMARKS.md): per run, by AWS's billing rules.
-MEASURED_WRITE_UNITS_PER_RUN = 15.0
+MEASURED_WRITE_UNITS_PER_RUN = 14.0
 MEASURED_READ_UNITS_PER_RUN = 0.65
 MEASURED_SQS_REQUESTS_PER_RUN = 0.4
 # Index writes per run that land on one partition key: the due bucket loses the job's entry (1); the
