@@ -11,7 +11,7 @@ from botocore.exceptions import ClientError
 from moto import mock_aws
 
 from duetime.adapters.dynamodb.store import DynamoStore
-from duetime.adapters.dynamodb.tables import TableNames, create_tables
+from duetime.adapters.dynamodb.tables import TableNames, TableShapeMismatch, create_tables
 from duetime.claim_plan import make_claim, plan_claim
 from duetime.jobs import create_job
 from duetime.models import RunStatus
@@ -55,3 +55,16 @@ def test_a_claimed_run_round_trips_and_carries_the_jobs_payload(store: DynamoSto
     run = store.get_run(claim.runs[0].run_id)
     assert run == claim.runs[0]
     assert run is not None and run.status is RunStatus.QUEUED and run.target.headers == {"X-A": "1"}
+
+
+def test_a_table_left_with_other_keys_is_refused_by_name_not_used() -> None:
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        client.create_table(  # the runs table as an older duetime keyed it
+            TableName=TableNames().runs,
+            BillingMode="PAY_PER_REQUEST",
+            AttributeDefinitions=[{"AttributeName": "run_id", "AttributeType": "S"}],
+            KeySchema=[{"AttributeName": "run_id", "KeyType": "HASH"}],
+        )
+        with pytest.raises(TableShapeMismatch, match="table duetime-runs is keyed by \\['run_id'\\]"):
+            create_tables(client, TableNames())

@@ -100,11 +100,17 @@ def table_definitions(names: TableNames) -> list[dict[str, Any]]:
     ]
 
 
+class TableShapeMismatch(RuntimeError):
+    """An existing table has other keys than this version of duetime expects."""
+
+
 def create_tables(client: Any, names: TableNames) -> None:
-    """Create any missing table and wait until all are active (idempotent)."""
+    """Create any missing table and wait until all are active (idempotent). A table that exists with other
+    keys (say, left by an older duetime in a long-running DynamoDB Local) is refused with its name."""
     existing = set(client.list_tables().get("TableNames", []))
     for definition in table_definitions(names):
         if definition["TableName"] in existing:
+            _check_keys(client, definition)
             continue
         with contextlib.suppress(client.exceptions.ResourceInUseException):  # created concurrently
             client.create_table(**definition)
@@ -120,3 +126,14 @@ def create_tables(client: Any, names: TableNames) -> None:
         except client.exceptions.ClientError as exc:  # already enabled
             if "TimeToLive is already enabled" not in str(exc):
                 raise
+
+
+def _check_keys(client: Any, definition: dict[str, Any]) -> None:
+    name = definition["TableName"]
+    found = client.describe_table(TableName=name)["Table"]["KeySchema"]
+    if found != definition["KeySchema"]:
+        raise TableShapeMismatch(
+            f"table {name} is keyed by {[k['AttributeName'] for k in found]}, this duetime expects "
+            f"{[k['AttributeName'] for k in definition['KeySchema']]}: delete the table (or restart "
+            "DynamoDB Local, which keeps its data in memory) and start again"
+        )
