@@ -13,6 +13,7 @@ SPIKE_KEYS = {
     "lost",
     "claims_per_s",
     "starts_per_s",
+    "peak_starts_per_s",
     "lateness_p50_s",
     "lateness_p99_s",
     "lateness_max_s",

@@ -6,8 +6,9 @@ Python processes starve the Java emulator (the claims then measure this machine'
 duetime). For the length of a benchmark, ``emulator_on_own_cores`` pins every thread of the process
 listening on DynamoDB Local's port to half of the cores, and this process (so the worker processes it
 starts next) and the process listening on LocalStack's port to the other half; on leaving, every thread of
-those processes gets its former CPU set back. The bare-transaction ceiling is measured inside the same
-split, so the ratio compares like with like.
+those processes gets its former CPU set back (a benchmark killed with SIGKILL cannot do that: the emulator
+then stays on its cores until restarted, which costs it speed, never correctness). The bare-transaction
+ceiling is measured inside the same split, so the ratio compares like with like.
 """
 
 from __future__ import annotations

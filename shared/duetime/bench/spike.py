@@ -7,6 +7,7 @@ import math
 import os
 import threading
 import time
+from collections import Counter
 from contextlib import nullcontext
 from datetime import datetime, timedelta
 from typing import Any
@@ -184,6 +185,7 @@ def _run_spike(
         "lost": jobs - runs_started,
         "claims_per_s": round(claims_per_s, 1),
         "starts_per_s": round(starts_per_s, 1),
+        "peak_starts_per_s": peak_per_second(start_times),
         "lateness_p50_s": round(percentile(lateness, 0.50), 3),
         "lateness_p99_s": round(percentile(lateness, 0.99), 3),
         "lateness_max_s": round(max(lateness) if lateness else math.nan, 3),
@@ -211,6 +213,11 @@ def _run_spike(
 
         spike_chart(chart, minute, start_times, started, result)
     return result
+
+
+def peak_per_second(instants: list[float]) -> int:
+    """The most instants (epoch seconds) falling in one wall-clock second."""
+    return max(Counter(math.floor(i) for i in instants).values(), default=0)
 
 
 def usd_per_million(result: dict[str, Any]) -> float:
