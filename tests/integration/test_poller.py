@@ -163,5 +163,7 @@ def test_preloaded_jobs_are_claimed_at_their_second_not_at_the_next_sweep(stack:
     )
     assert sum(f.runs_created for f in fired) == 6  # every run came from the heap...
     assert sum(c.runs_created for c in swept) == 0  # ...none from the per-second sweep
-    assert max(f.max_lateness_seconds for f in fired if f.fired) < 0.5  # claimed within its second
+    # Claimed within its second. (How close within it is a benchmark figure, not a test's: a loaded CI
+    # machine once woke the poller 0.51 s late.)
+    assert max(f.max_lateness_seconds for f in fired if f.fired) < 1.0
     assert len(stack.messages()) == 6
