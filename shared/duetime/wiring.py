@@ -34,7 +34,10 @@ def make_store(s: Settings, dynamodb: Any | None = None) -> DynamoStore:
 
 
 def make_store_clock(store: DynamoStore) -> StoreClock:
-    return StoreClock(store.client, sync=lambda: store.low_water_marks([0]))
+    """The store's clock, kept refined to a few milliseconds by probes in the background."""
+    clock = StoreClock(store.client, sync=lambda: store.low_water_marks([0]))
+    clock.start_refining()
+    return clock
 
 
 def make_alerts(s: Settings, store: DynamoStore) -> AlertSink:

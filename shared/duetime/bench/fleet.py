@@ -62,6 +62,7 @@ def _work(spec: FleetSpec, reports: Any, stop: Any) -> None:
         local_time=lambda: time.time() + spec.clock_skew_seconds,
         sync=lambda: store.low_water_marks([0]),
     )
+    clock.start_refining()
     worker_config = WorkerConfig(
         lease=timedelta(seconds=spec.lease_seconds),
         heartbeat=timedelta(seconds=spec.heartbeat_seconds),

@@ -55,6 +55,7 @@ class BenchStack:
         ledger.attach(sqs, "sqs")
         store = DynamoStore(dynamodb, names)
         clock = StoreClock(dynamodb, sync=lambda: store.low_water_marks([0]))
+        clock.start_refining()
         store.put_team(BENCH_TEAM)
         sink = DemoTargetServer().start()
         return cls(names, dynamodb, sqs, queue_url, store, clock, ledger, sink, started)

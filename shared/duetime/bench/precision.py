@@ -63,6 +63,7 @@ def run_precision(jobs: int, minutes: int, workers: int = 8, seed: int = 7) -> d
             "lateness_p50_s": round(percentile(lateness, 0.50), 3),
             "lateness_p99_s": round(percentile(lateness, 0.99), 3),
             "lateness_max_s": round(max(lateness), 3) if lateness else None,
+            "lateness_min_s": round(min(lateness), 3) if lateness else None,  # < 0: started early
         }
     finally:
         stack.close()

@@ -189,6 +189,7 @@ def _run_spike(
         "lateness_p50_s": round(percentile(lateness, 0.50), 3),
         "lateness_p99_s": round(percentile(lateness, 0.99), 3),
         "lateness_max_s": round(max(lateness) if lateness else math.nan, 3),
+        "lateness_min_s": round(min(lateness) if lateness else math.nan, 3),  # < 0: started early
         "raw_ceiling_claims_per_s": round(ceiling, 1),
         "ratio": round(claims_per_s / ceiling, 3),
         "ddb_write_units_per_run": round(usage["write_units"] / per_run, 2),

@@ -1,0 +1,78 @@
+"""The store clock's bounds, their ageing, and the probes that narrow them (a simulated server, no I/O)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from duetime.adapters.store_clock import StoreClock
+
+
+class SimulatedStore:
+    """A server whose clock is ``offset`` seconds ahead of ours, answering after ``round_trip`` seconds."""
+
+    def __init__(self, offset: float, round_trip: float = 0.004, start: float = 1_000_000.25) -> None:
+        self.offset = offset
+        self.round_trip = round_trip
+        self.local = start
+        self.calls = 0
+        self.clock = StoreClock(None, local_time=lambda: self.local, sync=self.call)
+
+    def call(self) -> None:
+        sent = self.local
+        served_at = sent + self.round_trip / 2 + self.offset  # server time while it handles the call
+        self.local = sent + self.round_trip
+        self.calls += 1
+        self.clock.observe(math.floor(served_at), sent, self.local)
+
+    def sleep(self, seconds: float) -> None:
+        self.local += seconds
+
+
+def test_calls_on_whole_seconds_leave_the_clock_half_a_second_off() -> None:
+    store = SimulatedStore(offset=0.0)
+    for _ in range(40):  # a poller waking at the start of every second
+        store.sleep(1.0 - (store.local % 1.0) + 0.02)
+        store.call()
+    assert store.clock.uncertainty_seconds() == pytest.approx(0.5, abs=0.01)
+    assert store.clock.offset_seconds() == pytest.approx(0.48, abs=0.01)  # the error probing removes
+
+
+@pytest.mark.parametrize("offset", [0.0, 0.48, -0.31, 299.7, -300.2])
+def test_probes_narrow_the_offset_to_the_round_trip_and_never_exclude_the_truth(offset: float) -> None:
+    store = SimulatedStore(offset)
+    for _ in range(5):
+        store.sleep(1.0 - (store.local % 1.0) + 0.02)
+        store.call()
+    assert store.clock.refine(to_seconds=0.005, sleep=store.sleep)
+    assert store.calls <= 5 + 12
+    offset_seen = store.clock.offset_seconds()
+    assert offset_seen is not None and abs(offset_seen - offset) <= 0.005
+    low = offset_seen - (store.clock.uncertainty_seconds() or 0)
+    high = offset_seen + (store.clock.uncertainty_seconds() or 0)
+    assert low <= offset <= high
+
+
+def test_old_bounds_widen_by_the_allowed_drift() -> None:
+    store = SimulatedStore(offset=0.2)
+    store.clock.refine(to_seconds=0.005, sleep=store.sleep)
+    before = store.clock.uncertainty_seconds()
+    assert before is not None
+    store.sleep(1000.0)  # no calls for 1000 s: 100 ppm of drift either way
+    assert store.clock.uncertainty_seconds() == pytest.approx(before + 0.1, abs=1e-6)
+
+
+def test_a_jump_of_our_own_clock_resets_the_bounds_to_the_newest_response() -> None:
+    store = SimulatedStore(offset=0.0)
+    store.clock.refine(to_seconds=0.005, sleep=store.sleep)
+    store.offset = -60.0  # an NTP step moved our clock a minute ahead
+    store.call()
+    offset_seen = store.clock.offset_seconds()
+    assert offset_seen is not None and -61.0 <= offset_seen <= -59.0
+    assert store.clock.refine(to_seconds=0.005, sleep=store.sleep)
+    assert store.clock.offset_seconds() == pytest.approx(-60.0, abs=0.005)
+
+
+def test_without_a_sync_call_the_clock_cannot_probe() -> None:
+    assert StoreClock(None).refine() is False
