@@ -53,7 +53,11 @@ def listening_pid(port: int) -> int | None:
     """The process listening on a local TCP port, if this user may see it."""
     import psutil
 
-    for connection in psutil.net_connections(kind="tcp"):
+    try:
+        connections = psutil.net_connections(kind="tcp")
+    except psutil.AccessDenied:  # some systems hide other processes' sockets
+        return None
+    for connection in connections:
         if connection.status == psutil.CONN_LISTEN and connection.laddr and connection.laddr.port == port:
             return connection.pid
     return None
@@ -98,6 +102,8 @@ def emulator_on_own_cores(dynamodb_url: str | None, localstack_url: str | None) 
         yield None
         return
     localstack = listening_pid(localstack_port) if localstack_port else None
+    if localstack == emulator:  # DynamoDB served by LocalStack itself: nothing else to move away
+        localstack = None
     pinned = {pid: os.sched_getaffinity(pid) for pid in (emulator, localstack, os.getpid()) if pid}
     try:
         _pin(emulator, split.emulator)
