@@ -144,7 +144,10 @@ class TeamStore(Protocol):
         """Take one of the team's ``max_concurrency`` slots for ``run_id`` until ``lease_until``.
 
         A slot is free when nobody holds it or its holder's lease has expired, so a dead worker's slot
-        comes back by itself. None when every slot is held: the team is at its cap.
+        comes back by itself. Never more than ``max_concurrency`` holders at once. None when no free slot
+        was found: for caps up to 100 that means every slot is held; for bigger caps only a few groups of
+        slots are searched, so None may come a little before the cap (the caller retries a few seconds
+        later), never after it.
         """
         ...
 

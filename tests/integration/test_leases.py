@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -134,6 +135,35 @@ def test_a_dead_workers_slot_comes_back_when_its_lease_expires(stack: Stack) -> 
     # run-1's worker dies without releasing; after its lease the slot is free again.
     later = now + timedelta(seconds=3)
     assert stack.store.acquire_slot(team, "run-2", later, later + timedelta(seconds=2)) == 0
+
+
+def slot_keys(stack: Stack, team_id: str) -> set[str]:
+    items = stack.dynamodb.scan(TableName=stack.names.control)["Items"]
+    return {i["pk"]["S"] for i in items if i["pk"]["S"].startswith(f"team#{team_id}#slots#")}
+
+
+def test_a_big_teams_slots_spread_over_partition_keys_and_the_cap_still_holds(stack: Stack) -> None:
+    team = Team(team_id="big", max_concurrency=60)
+    now = stack.clock.now()
+    until = now + timedelta(seconds=30)
+    slots = [stack.store.acquire_slot(team, f"run-{i}", now, until) for i in range(60)]
+    assert sorted(s for s in slots if s is not None) == list(range(60))  # every slot found, none twice
+    assert stack.store.acquire_slot(team, "run-60", now, until) is None  # at the cap
+    assert slot_keys(stack, "big") == {"team#big#slots#0", "team#big#slots#1", "team#big#slots#2"}
+    stack.store.release_slot("big", 55, f"run-{slots.index(55)}")
+    assert stack.store.acquire_slot(team, "run-61", now, until) == 55  # the one free slot is found
+
+
+def test_a_team_with_more_groups_than_searched_never_goes_over_its_cap(stack: Stack) -> None:
+    random.seed(7)
+    team = Team(team_id="huge", max_concurrency=200)  # 8 groups of 25; a miss searches 4 of them
+    now = stack.clock.now()
+    until = now + timedelta(seconds=30)
+    taken = [stack.store.acquire_slot(team, f"run-{i}", now, until) for i in range(260)]
+    held = [s for s in taken if s is not None]
+    assert len(held) == len(set(held)) <= 200
+    assert len(held) >= 180  # the searches still find nearly every slot
+    assert len(slot_keys(stack, "huge")) == 8
 
 
 def test_a_cron_job_keeps_its_schedule_when_its_runs_fail(stack: Stack, target) -> None:

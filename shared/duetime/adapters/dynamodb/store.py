@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -42,6 +43,12 @@ log = logging.getLogger(__name__)
 
 MAX_TRANSACTION_ITEMS = 100
 CLAIM_ROUNDS = 6  # a cancelled batch is retried for the claims that did not lose their condition
+# A team's concurrency slots live in groups of SLOTS_PER_KEY per partition key ("team#<id>#slots#<group>"),
+# so a big team's starts (two slot writes each) spread over keys instead of meeting one partition's
+# 1,000 WCU/s: a group sees at most 2 x 25 writes per call-duration. After a missed first guess, a worker
+# reads up to SLOT_GROUPS_SEARCHED groups, so for caps up to 100 "no free slot" means "at the cap".
+SLOTS_PER_KEY = 25
+SLOT_GROUPS_SEARCHED = 4
 _STATUS = {"#status": "status"}
 _OWNER = {"#owner": "owner"}
 
@@ -433,18 +440,21 @@ class DynamoStore:
         )
 
     def acquire_slot(self, team: Team, run_id: str, now: datetime, lease_until: datetime) -> int | None:
-        # A random first guess costs one write when the team is far from its cap; after a miss, read the
-        # slots (one query) and try the free ones.
+        # A random first guess costs one write when the team is far from its cap; after a miss, read a few
+        # groups of slots (one query each, groups in random order) and try their free ones.
         first = random.randrange(team.max_concurrency)
         if self._take_slot(team.team_id, first, run_id, now, lease_until):
             return first
-        for slot in self._free_slots(team, now):
-            if slot != first and self._take_slot(team.team_id, slot, run_id, now, lease_until):
-                return slot
+        groups = list(range(math.ceil(team.max_concurrency / SLOTS_PER_KEY)))
+        random.shuffle(groups)
+        for group in groups[:SLOT_GROUPS_SEARCHED]:
+            for slot in self._free_slots(team, group, now):
+                if slot != first and self._take_slot(team.team_id, slot, run_id, now, lease_until):
+                    return slot
         return None
 
     def _slot_key(self, team_id: str, slot: int) -> Item:
-        return {"pk": s(f"team#{team_id}"), "sk": s(f"slot#{slot:05d}")}
+        return {"pk": s(_slot_group_key(team_id, slot // SLOTS_PER_KEY)), "sk": s(f"slot#{slot:05d}")}
 
     def _slot_write(self, team_id: str, slot: int, update: str, condition: str, values: Item) -> bool:
         """One conditional write to a slot item; False when its condition says the slot is not ours."""
@@ -463,12 +473,13 @@ class DynamoStore:
         update = "SET holder = :run_id, slot_expires_at = :until"
         return self._slot_write(team_id, slot, update, c.SLOT_FREE.expression, values)
 
-    def _free_slots(self, team: Team, now: datetime) -> list[int]:
+    def _free_slots(self, team: Team, group: int, now: datetime) -> list[int]:
+        """The free slots of one group, shuffled (one consistent Query of its partition key)."""
         held: set[int] = set()
         kwargs: dict[str, Any] = {
             "TableName": self.names.control,
-            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :slot)",
-            "ExpressionAttributeValues": {":pk": s(f"team#{team.team_id}"), ":slot": s("slot#")},
+            "KeyConditionExpression": "pk = :pk",
+            "ExpressionAttributeValues": {":pk": s(_slot_group_key(team.team_id, group))},
             "ConsistentRead": True,
         }
         while True:
@@ -479,7 +490,9 @@ class DynamoStore:
             if "LastEvaluatedKey" not in response:
                 break
             kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
-        free = [slot for slot in range(team.max_concurrency) if slot not in held]
+        first = group * SLOTS_PER_KEY
+        last = min(team.max_concurrency, first + SLOTS_PER_KEY)
+        free = [slot for slot in range(first, last) if slot not in held]
         random.shuffle(free)
         return free
 
@@ -512,6 +525,10 @@ class DynamoStore:
             ConsistentRead=True,
         )
         return [json.loads(item["alert"]["S"]) for item in response.get("Items", [])]
+
+
+def _slot_group_key(team_id: str, group: int) -> str:
+    return f"team#{team_id}#slots#{group}"
 
 
 def _mark_key(partition: int) -> Item:

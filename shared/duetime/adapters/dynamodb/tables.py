@@ -13,9 +13,9 @@ runs     PK job_id, SK nominal_at: a run is its job and its nominal time, which 
          (lease expiry while running, queue deadline while queued or waiting to retry). Terminal runs drop
          both attributes and leave the index. TTL attribute ``ttl`` (30 days).
 control  PK pk, SK sk.         Teams ("team#<id>", "team") with their exact-job counter, concurrency slots
-         ("team#<id>", "slot#NNNN"), API token hashes ("token#<sha256>", "token"), create idempotency keys
-         ("idem#<team>#<key>", "idem"), per-partition low-water marks ("partition#NN", "watermark"),
-         locally stored alerts.
+         in groups of 25 per key ("team#<id>#slots#<group>", "slot#NNNNN"), API token hashes
+         ("token#<sha256>", "token"), create idempotency keys ("idem#<team>#<key>", "idem"), per-partition
+         low-water marks ("partition#NN", "watermark"), locally stored alerts.
 """
 
 from __future__ import annotations
