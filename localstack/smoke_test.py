@@ -12,6 +12,7 @@ import time
 from datetime import UTC, datetime, timedelta
 
 from duetime.client import DuetimeClient
+from duetime.ids import make_run_id
 from duetime.settings import Settings
 from duetime.wiring import make_job_service, make_store
 
@@ -40,7 +41,7 @@ def main(outputs_file: str) -> int:
             "target": {"type": "http", "url": f"{api_url}/healthz", "method": "GET"},
         },
     )
-    run_id = f"{job['id']}@{at.strftime('%Y-%m-%dT%H:%M:%SZ')}"
+    run_id = make_run_id(job["id"], at)
     print(f"job {job['id']} created for {at.isoformat()}; waiting for {run_id}")
     deadline = time.monotonic() + float(os.environ.get("SMOKE_TIMEOUT", "180"))
     while time.monotonic() < deadline:

@@ -24,7 +24,7 @@ from duetime.bench.faults import Faults, FaultyQueue, PollerCrash
 from duetime.bench.fleet import FleetSpec, WorkerFleet
 from duetime.bench.harness import BenchStack, wait_until
 from duetime.claim_plan import initial_state
-from duetime.ids import new_job_id
+from duetime.ids import make_run_id, new_job_id
 from duetime.models import Job, JobSpec, Team
 from duetime.poller import Poller, PollerConfig
 from duetime.service import upcoming_runs
@@ -152,7 +152,7 @@ def expected_runs(jobs: list[Job], created: datetime, end: datetime) -> dict[str
         for upcoming in upcoming_runs(job, job.id, job.created_at, created, 1000):
             if upcoming.fire_at > end:
                 break
-            expected[f"{job.id}@{upcoming.nominal_at:%Y-%m-%dT%H:%M:%SZ}"] = job
+            expected[make_run_id(job.id, upcoming.nominal_at)] = job
     return expected
 
 
