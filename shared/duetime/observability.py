@@ -38,5 +38,7 @@ def record_work(metrics: MetricsSink, report: WorkReport) -> None:
     metrics.add_metric(_OUTCOME_METRIC[report.outcome], "Count", 1)
     if report.outcome not in (WorkOutcome.DUPLICATE, WorkOutcome.DEFERRED):
         metrics.add_metric("RunsStarted", "Count", 1)
+    if report.heartbeat_errors:
+        metrics.add_metric("HeartbeatErrors", "Count", report.heartbeat_errors)
     if report.start_lateness_seconds is not None:
         metrics.add_metric("StartLateness", "Seconds", max(0.0, report.start_lateness_seconds))

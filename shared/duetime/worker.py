@@ -6,7 +6,8 @@ One message = one attempt. The flow for a message ``(run_id, attempt)``:
    it means a duplicate or stale message: drop it;
 2. take a team concurrency slot; if the team is at its cap, give the lease back and re-queue the message a
    few seconds later (the attempt is not used);
-3. call the target with the run id as idempotency key, heartbeating lease and slot every 20 s;
+3. call the target with the run id as idempotency key, heartbeating lease and slot every 20 s (a failed
+   heartbeat is retried sooner, with backoff, for as long as the lease may still be held);
 4. record the result only if this worker still owns the attempt; retry with backoff, or end as
    succeeded / failed / dead (with an alert).
 """
@@ -17,6 +18,7 @@ import logging
 import random
 import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -56,6 +58,7 @@ class WorkOutcome(StrEnum):
 class WorkerConfig:
     lease: timedelta = timedelta(seconds=60)
     heartbeat: timedelta = timedelta(seconds=20)
+    heartbeat_retry: timedelta = timedelta(seconds=1)  # a failed heartbeat's first retry; then doubling
     queue_deadline: timedelta = timedelta(minutes=10)
     defer_seconds: int = 5
 
@@ -70,6 +73,15 @@ class WorkReport:
     status_code: int | None = None
     duration_ms: int | None = None
     heartbeats: int = 0
+    heartbeat_errors: int = 0  # failed lease extensions (each retried while the lease may still hold)
+
+
+@dataclass
+class _Beats:
+    """What a call's heartbeat did: written by its thread, read once the thread has ended."""
+
+    done: int = 0
+    errors: int = 0
 
 
 @dataclass
@@ -103,8 +115,11 @@ class Worker:
         config: WorkerConfig | None = None,
         owner: str | None = None,
         rng: random.Random | None = None,
+        wait: Callable[[threading.Event, float], bool] | None = None,
     ) -> None:
-        """``clock`` must be the store's clock: every lease instant is compared by DynamoDB."""
+        """``clock`` must be the store's clock: every lease instant is compared by DynamoDB. ``wait(done,
+        seconds)`` is how the heartbeat waits for its next beat: True when ``done`` was set meanwhile (tests
+        pass one that moves a manual clock instead of sleeping)."""
         self.runs = runs
         self.teams = TeamCache(teams, clock)
         self.team_store = teams
@@ -115,21 +130,21 @@ class Worker:
         self.config = config or WorkerConfig()
         self.owner = owner or f"worker-{uuid.uuid4().hex[:12]}"
         self.rng = rng or random.Random()
+        self.wait = wait or threading.Event.wait
 
     def process(self, message: RunMessage) -> WorkReport:
         now = self.clock.now()
-        run = self.runs.acquire_lease(
-            message.run_id, message.attempt, self.owner, now, now + self.config.lease
-        )
+        lease_until = now + self.config.lease
+        run = self.runs.acquire_lease(message.run_id, message.attempt, self.owner, now, lease_until)
         if run is None:
             return WorkReport(WorkOutcome.DUPLICATE, message.run_id, message.attempt)
         team = self.teams.get(run.team)
-        slot = self.team_store.acquire_slot(team, run.run_id, now, now + self.config.lease)
+        slot = self.team_store.acquire_slot(team, run.run_id, now, lease_until)
         if slot is None:
             return self._defer(run, now)
         try:
             lateness = (now - run.fire_at).total_seconds() if run.attempt == 1 else None
-            response, heartbeats = self._call_with_heartbeat(run, team, slot)
+            response, beats = self._call_with_heartbeat(run, team, slot, lease_until)
             report = self._record(run, response)
             return WorkReport(
                 report,
@@ -139,7 +154,8 @@ class Worker:
                 started_at=now,
                 status_code=response.status_code,
                 duration_ms=response.duration_ms,
-                heartbeats=heartbeats,
+                heartbeats=beats.done,
+                heartbeat_errors=beats.errors,
             )
         finally:
             self.team_store.release_slot(team.team_id, slot, run.run_id)
@@ -175,22 +191,17 @@ class Worker:
             timeout_seconds=run.timeout_seconds,
         )
 
-    def _call_with_heartbeat(self, run: Run, team: Team, slot: int) -> tuple[TargetResponse, int]:
+    def _call_with_heartbeat(
+        self, run: Run, team: Team, slot: int, lease_until: datetime
+    ) -> tuple[TargetResponse, _Beats]:
         done = threading.Event()
-        beats = 0
-
-        def heartbeat() -> None:
-            nonlocal beats
-            while not done.wait(self.config.heartbeat.total_seconds()):
-                now = self.clock.now()
-                until = now + self.config.lease
-                if not self.runs.extend_lease(run.run_id, run.attempt, self.owner, now, until):
-                    log.warning("lease lost during the call", extra={"run_id": run.run_id})
-                    return
-                self.team_store.extend_slot(team.team_id, slot, run.run_id, until)
-                beats += 1
-
-        beat = threading.Thread(target=heartbeat, name=f"heartbeat-{run.run_id}", daemon=True)
+        beats = _Beats()
+        beat = threading.Thread(
+            target=self._heartbeat,
+            args=(run, team, slot, lease_until, done, beats),
+            name=f"heartbeat-{run.run_id}",
+            daemon=True,
+        )
         beat.start()
         try:
             response = self.caller.call(self.build_request(run, team))
@@ -198,6 +209,51 @@ class Worker:
             done.set()
             beat.join()
         return response, beats
+
+    def _heartbeat(
+        self, run: Run, team: Team, slot: int, expires: datetime, done: threading.Event, beats: _Beats
+    ) -> None:
+        """Extend lease and slot every ``heartbeat`` until ``done``. A failed extension (a throttle past the
+        SDK's retries, a reset connection) is retried sooner, with backoff and jitter, for as long as the
+        lease may still be held: until the store says it is lost, or its expiry has passed."""
+        context = {"run_id": run.run_id, "attempt": run.attempt}
+        failures = 0
+        delay = self.config.heartbeat.total_seconds()
+        while not self.wait(done, delay):
+            now = self.clock.now()
+            if now >= expires:
+                log.error("lease expired after %d failed heartbeats", failures, extra=context)
+                return
+            until = now + self.config.lease
+            try:
+                held = self.runs.extend_lease(run.run_id, run.attempt, self.owner, now, until)
+                if held:
+                    self.team_store.extend_slot(team.team_id, slot, run.run_id, until)
+            except Exception:
+                failures += 1
+                beats.errors += 1
+                delay = self._heartbeat_retry_delay(failures, expires - now)
+                log.warning(
+                    "heartbeat failed (%d in a row); trying again in %.2f s",
+                    failures,
+                    delay,
+                    exc_info=True,
+                    extra=context,
+                )
+                continue
+            if not held:
+                log.warning("lease lost during the call", extra=context)
+                return
+            expires, failures, delay = until, 0, self.config.heartbeat.total_seconds()
+            beats.done += 1
+
+    def _heartbeat_retry_delay(self, failures: int, left: timedelta) -> float:
+        """Doubling from ``heartbeat_retry`` up to the heartbeat, with jitter; and soon enough to try again
+        before the lease runs out (half the time it has left, but not less than half the first delay)."""
+        first = min(self.config.heartbeat_retry, self.config.heartbeat).total_seconds()
+        ceiling = min(self.config.heartbeat.total_seconds(), first * 2 ** min(failures - 1, 30))
+        delay = self.rng.uniform(ceiling / 2, ceiling)
+        return max(first / 2, min(delay, left.total_seconds() / 2))
 
     def _record(self, run: Run, response: TargetResponse) -> WorkOutcome:
         verdict = judge(response)
