@@ -1,6 +1,11 @@
 import os
 import sys
 from pathlib import Path
+from typing import Any
+
+import boto3
+
+from duetime.adapters.aws_limits import STRICT_ENV, enforce_aws_limits
 
 # Handlers live outside the package (as Lambda deploys them); make them importable for tests.
 ROOT = Path(__file__).resolve().parents[1]
@@ -10,3 +15,16 @@ os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "duetime-tests")
 os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 os.environ.setdefault("AWS_ACCESS_KEY_ID", "test")
 os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "test")
+
+# The whole suite runs under AWS's limits, which the emulators (and moto) don't all enforce: every boto3
+# client built in this process refuses what AWS would refuse, and so do the clients of the processes the
+# tests start (they inherit the variable; duetime.adapters.clients honours it).
+os.environ[STRICT_ENV] = "1"
+_build_client = boto3.session.Session.client
+
+
+def _strict_client(self: boto3.session.Session, *args: Any, **kwargs: Any) -> Any:
+    return enforce_aws_limits(_build_client(self, *args, **kwargs))
+
+
+boto3.session.Session.client = _strict_client  # type: ignore[method-assign]

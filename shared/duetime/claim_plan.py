@@ -46,10 +46,13 @@ class Claim:
     runs: tuple[Run, ...]
 
 
-def new_run(job: Job, planned: PlannedRun, now: datetime, queue_deadline: datetime) -> Run:
-    """A queued run row for one planned (nominal, fire) time, carrying the job's payload."""
+def new_run(
+    job: Job, planned: PlannedRun, now: datetime, queue_deadline: datetime, run_id: str | None = None
+) -> Run:
+    """A queued run row for one planned (nominal, fire) time, carrying the job's payload. Its id is the
+    scheduled run id of that nominal time unless ``run_id`` says otherwise (a manual run)."""
     return Run(
-        run_id=make_run_id(job.id, planned.nominal_at),
+        run_id=run_id or make_run_id(job.id, planned.nominal_at),
         job_id=job.id,
         team=job.team,
         partition=partition_of(job.id),

@@ -7,6 +7,8 @@ salted per process): every poller, worker and API process agrees on them forever
 from __future__ import annotations
 
 import hashlib
+import re
+import secrets
 from datetime import datetime
 
 from ulid import ULID
@@ -15,6 +17,9 @@ from duetime.timeutil import iso_z, parse_iso_z
 
 PARTITIONS = 64
 RUN_ID_SEPARATOR = "@"
+MANUAL_MARK = "~manual-"
+# What follows the "@" of a run id: the nominal time, optionally with a manual run's suffix.
+_OCCURRENCE = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z(?:~manual-[0-9a-f]{10})?")
 
 
 def new_job_id() -> str:
@@ -39,13 +44,30 @@ def jitter_offset_seconds(job_id: str, window_seconds: int) -> int:
 
 
 def make_run_id(job_id: str, nominal_at: datetime) -> str:
-    """``<job id>@<nominal time, UTC, second precision, Z>``: the run's idempotency key."""
+    """A scheduled run's id, ``<job id>@<nominal time, UTC, second precision, Z>``: its idempotency key.
+
+    The part after ``@`` is the run's *occurrence*, its sort key among the job's runs."""
     return f"{job_id}{RUN_ID_SEPARATOR}{iso_z(nominal_at)}"
 
 
-def split_run_id(run_id: str) -> tuple[str, datetime]:
-    """Inverse of ``make_run_id``; raises ``ValueError`` on anything else."""
-    job_id, sep, stamp = run_id.partition(RUN_ID_SEPARATOR)
-    if not sep or not job_id:
+def make_manual_run_id(job_id: str, triggered_at: datetime, nonce: str | None = None) -> str:
+    """A manual (triggered) run's id, ``<job id>@<trigger time Z>~manual-<10 hex digits>``.
+
+    The suffix gives manual runs an id space of their own: a scheduled run's id ends in ``Z``, so the two
+    can never be equal, whatever second a trigger lands in (a manual run that took a scheduled run's id
+    would make every claim of that nominal time fail). Two triggers in one second differ by the nonce.
+    The occurrence still starts with the time, so a job's runs sort by time either way."""
+    return f"{job_id}{RUN_ID_SEPARATOR}{iso_z(triggered_at)}{MANUAL_MARK}{nonce or secrets.token_hex(5)}"
+
+
+def split_run_id(run_id: str) -> tuple[str, str]:
+    """``(job id, occurrence)`` of a scheduled or manual run id; ``ValueError`` on anything else."""
+    job_id, sep, occurrence = run_id.partition(RUN_ID_SEPARATOR)
+    if not sep or not job_id or not _OCCURRENCE.fullmatch(occurrence):
         raise ValueError(f"not a run id: {run_id!r}")
-    return job_id, parse_iso_z(stamp)
+    parse_iso_z(occurrence[:20])  # a real instant, not just its shape
+    return job_id, occurrence
+
+
+def is_manual_run_id(run_id: str) -> bool:
+    return MANUAL_MARK in run_id.partition(RUN_ID_SEPARATOR)[2]

@@ -21,6 +21,7 @@ class ClaimOutcome:
     claimed_jobs: int = 0  # plans whose transaction committed (a skip may commit with no run)
     lost_races: int = 0  # plans another poller (or an edit) got to first
     transactions: int = 0
+    existing_runs: int = 0  # run rows found already there: left as they were, the schedule still moved
 
 
 @dataclass(frozen=True)
@@ -35,10 +36,6 @@ class ReapCandidate:
 
 
 class JobStore(Protocol):
-    def put_new_job(self, job: Job) -> None:
-        """Write a job that does not exist yet (condition JOB_IS_NEW); raises on a duplicate id."""
-        ...
-
     def get_job(self, job_id: str) -> Job | None: ...
 
     def due_jobs(
@@ -54,8 +51,11 @@ class JobStore(Protocol):
     def claim(self, claims: Sequence[Claim], now: datetime) -> ClaimOutcome:
         """Carry out claims atomically per job: create each run row (queued, with a queue deadline;
         condition RUN_IS_NEW) and move the job's schedule to ``plan.next_state`` (condition
-        JOB_UNCHANGED_SINCE_READ), in one transaction per job. Several jobs share a transaction; when it
-        is cancelled, the claims that lost their condition are dropped and the rest are retried.
+        JOB_UNCHANGED_SINCE_READ), in one transaction per job. Several jobs share a transaction, sized by
+        DynamoDB's limits (actions and bytes); when it is cancelled, the claims whose job had moved are
+        lost races and dropped, and the rest are retried. A run row that already exists (a restored table,
+        a row written by hand) is left as it is and not created again, but its claim still moves the
+        schedule: a job is never held back by a row in its way.
         """
         ...
 

@@ -58,7 +58,7 @@ def test_tables_are_on_demand_with_pitr_ttl_and_the_indexes_the_code_queries(tem
         return tuple(k["AttributeName"] for k in table["Properties"]["KeySchema"])
 
     by_key = {key(t): t["Properties"] for t in tables.values()}
-    jobs, runs = ("job_id",), ("job_id", "nominal_at")
+    jobs, runs = ("job_id",), ("job_id", "occurrence")
     assert set(by_key) == {jobs, runs, ("pk", "sk")}
     for props in by_key.values():
         assert props["BillingMode"] == "PAY_PER_REQUEST"

@@ -27,11 +27,12 @@ from duetime.adapters.store_clock import StoreClock
 from duetime.clock import Clock
 from duetime.demo_target import DemoTargetServer
 from duetime.ids import PARTITIONS
-from duetime.jobs import create_job
 from duetime.local import EventSourceMapping
 from duetime.models import Job, Team
 from duetime.poller import Poller, PollerConfig
 from duetime.worker import Worker, WorkerConfig, WorkReport
+
+from ..job_support import create_job
 
 pytestmark = pytest.mark.integration
 

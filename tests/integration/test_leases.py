@@ -168,7 +168,8 @@ def test_a_team_with_more_groups_than_searched_never_goes_over_its_cap(stack: St
 
 def test_a_cron_job_keeps_its_schedule_when_its_runs_fail(stack: Stack, target) -> None:
     from duetime.clock import ManualClock
-    from duetime.jobs import create_job
+
+    from ..job_support import create_job
 
     start = stack.clock.now().replace(second=0, microsecond=0)
     job = create_job(

@@ -134,7 +134,7 @@ def test_a_cancelled_batch_is_retried_for_the_claims_that_did_not_lose(stack: St
 def test_preloaded_jobs_are_claimed_at_their_second_not_at_the_next_sweep(stack: Stack) -> None:
     from datetime import UTC
 
-    from duetime.jobs import create_job
+    from ..job_support import create_job
 
     now = stack.clock.now()
     fire_times = [(now + timedelta(seconds=2 + i)).replace(microsecond=0) for i in range(6)]

@@ -12,14 +12,18 @@ import hypothesis.strategies as st
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from duetime.adapters.dynamodb.catalog import DynamoCatalog
 from duetime.adapters.dynamodb.store import DynamoStore
 from duetime.adapters.dynamodb.tables import TableNames, create_tables
+from duetime.claim_plan import DEFAULT_QUEUE_DEADLINE, PlannedRun, new_run
 from duetime.clock import ManualClock
-from duetime.jobs import create_job
+from duetime.ids import is_manual_run_id
 from duetime.models import RunResult, RunStatus
 from duetime.poller import PollerConfig, claim_due_jobs, recover_runs
 from duetime.ports import Alert, RunMessage
+from duetime.service import JobService
 
+from ..job_support import create_job
 from .conftest import new_clients
 
 LEASE = timedelta(seconds=60)
@@ -64,6 +68,11 @@ class Protocol(RuleBasedStateMachine):
             },
             self.clock.now(),
         )
+        self.catalog = DynamoCatalog(DYNAMODB, self.names)
+        self.service = JobService(self.catalog, self.store, self.queue, self.clock)
+        team_record = self.store.get_team(self.team)
+        assert team_record is not None
+        self.team_record = team_record
         self.config = PollerConfig(partitions=list(range(64)), preload_lead=None)
         self.held: dict[str, tuple[str, int]] = {}  # worker -> (run id, attempt) it believes it holds
         self.terminal_writes: dict[str, int] = {}  # run id -> accepted terminal result writes
@@ -83,6 +92,29 @@ class Protocol(RuleBasedStateMachine):
         job = self.store.get_job(self.job.id)
         assert job is not None and job.state.next_fire_at is not None
         assert job.state.next_fire_at > self.clock.now(), "after a poll the job's next due time is ahead"
+
+    @rule()
+    def trigger(self) -> None:
+        """Someone presses "run now", in whatever second the clock is at (the job's own nominal second
+        included): a manual run of its own, never in the way of a scheduled one."""
+        run = self.service.trigger(self.team_record, self.job.id)
+        assert is_manual_run_id(run.run_id) and run.run_id not in self.claimed_nominals
+        self.claimed_nominals.add(run.run_id)
+
+    @rule()
+    def a_run_row_is_already_there(self) -> None:
+        """A row for the job's next nominal time appears before the claim (a restored table, a row written
+        by hand): the claim must leave it alone and still move the schedule."""
+        job = self.store.get_job(self.job.id)
+        assert (
+            job is not None and job.state.next_nominal_at is not None and job.state.next_fire_at is not None
+        )
+        now = self.clock.now()
+        planned = PlannedRun(job.state.next_nominal_at, job.state.next_fire_at)
+        run = new_run(job, planned, now, now + DEFAULT_QUEUE_DEADLINE)
+        if self.catalog.insert_run(run):
+            self.claimed_nominals.add(run.run_id)
+            self.queue.messages.append(RunMessage(run.run_id, run.attempt))
 
     @rule(wait=st.booleans())
     def reap(self, wait: bool) -> None:

@@ -3,7 +3,7 @@
 from datetime import UTC, datetime, timedelta
 
 from duetime.claim_plan import initial_state
-from duetime.ids import jitter_offset_seconds, make_run_id, partition_of, split_run_id
+from duetime.ids import jitter_offset_seconds, partition_of
 from duetime.models import Job, JobSpec
 from duetime.schedule import fire_time, next_nominal_after, rate_anchor
 
@@ -73,12 +73,6 @@ def test_exact_jobs_fire_at_the_nominal_second_and_jitter_never_passes_the_next_
     for i in range(200):
         fire = fire_time(f"job-{i}", every_minute, nominal, nominal + timedelta(minutes=1))
         assert nominal <= fire < nominal + timedelta(minutes=1)
-
-
-def test_run_id_keeps_the_nominal_time_and_round_trips() -> None:
-    run_id = make_run_id("01JDZ3K6R2V9Q8T7S6P5N4M3K2", datetime(2026, 12, 1, tzinfo=UTC))
-    assert run_id == "01JDZ3K6R2V9Q8T7S6P5N4M3K2@2026-12-01T00:00:00Z"
-    assert split_run_id(run_id) == ("01JDZ3K6R2V9Q8T7S6P5N4M3K2", datetime(2026, 12, 1, tzinfo=UTC))
 
 
 def test_partitions_are_stable_and_spread() -> None:

@@ -7,14 +7,15 @@ from typing import Any
 
 import boto3
 import pytest
-from botocore.exceptions import ClientError
 from moto import mock_aws
 
+from duetime.adapters.dynamodb.catalog import DynamoCatalog
 from duetime.adapters.dynamodb.store import DynamoStore
 from duetime.adapters.dynamodb.tables import TableNames, TableShapeMismatch, create_tables
 from duetime.claim_plan import make_claim, plan_claim
-from duetime.jobs import create_job
 from duetime.models import RunStatus
+
+from ..job_support import create_job
 
 NOW = datetime(2026, 12, 1, 9, 59, 0, tzinfo=UTC)
 SPEC: dict[str, Any] = {
@@ -42,8 +43,12 @@ def test_a_job_round_trips_through_its_item(store: DynamoStore) -> None:
 
 def test_a_job_id_cannot_be_written_twice(store: DynamoStore) -> None:
     job = create_job(store, "team-a", SPEC, NOW)
-    with pytest.raises(ClientError, match="ConditionalCheckFailed"):
-        store.put_new_job(job)
+    catalog = DynamoCatalog(store.client, store.names)
+    team = store.get_team("team-a")
+    assert team is not None
+    with pytest.raises(RuntimeError, match="ConditionalCheckFailed"):
+        catalog.insert_job(job, team, NOW, None)
+    assert catalog.exact_jobs("team-a") == 1  # the cancelled insert counted nothing
 
 
 def test_a_claimed_run_round_trips_and_carries_the_jobs_payload(store: DynamoStore) -> None:

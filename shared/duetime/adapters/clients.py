@@ -1,7 +1,8 @@
 """boto3 clients, created lazily (never at import time) and shared per process.
 
 Endpoints come from the standard variables (``AWS_ENDPOINT_URL_DYNAMODB``, ``AWS_ENDPOINT_URL_SQS``...),
-so the same code talks to AWS, DynamoDB Local or LocalStack.
+so the same code talks to AWS, DynamoDB Local or LocalStack. With ``DUETIME_STRICT_AWS_LIMITS=1`` (set by
+``make run`` and ``make test``) every client refuses requests AWS would refuse (``aws_limits``).
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from typing import Any
 
 import boto3
 from botocore.config import Config
+
+from duetime.adapters.aws_limits import enforce_aws_limits, strict_limits_wanted
 
 _CONFIG = Config(
     retries={"mode": "standard", "max_attempts": 5},
@@ -22,9 +25,10 @@ _CONFIG = Config(
 
 @functools.cache
 def client(service: str) -> Any:
-    return boto3.session.Session().client(service, config=_CONFIG)  # type: ignore[call-overload]
+    return new_client(service)
 
 
 def new_client(service: str) -> Any:
     """A client of its own (not shared), e.g. one whose requests a benchmark counts through event hooks."""
-    return boto3.session.Session().client(service, config=_CONFIG)  # type: ignore[call-overload]
+    made = boto3.session.Session().client(service, config=_CONFIG)  # type: ignore[call-overload]
+    return enforce_aws_limits(made) if strict_limits_wanted() else made

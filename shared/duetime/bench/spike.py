@@ -56,7 +56,7 @@ def raw_ceiling(stack: BenchStack, jobs: list[Job], now: datetime, per_transacti
     stack.write_jobs(jobs, now)
     claims = [make_claim(plan_claim(job, job.state.next_fire_at or now), now) for job in jobs]
     batches = [
-        bare.claim_items(claims[i : i + per_transaction], now)[0]
+        [item for claim in claims[i : i + per_transaction] for item in bare.claim_items(claim, now)]
         for i in range(0, len(claims), per_transaction)
     ]
     started = time.perf_counter()

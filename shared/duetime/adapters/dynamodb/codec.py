@@ -97,17 +97,17 @@ def reap_shard(partition: int) -> str:
 
 
 def run_key(run_id: str) -> Item:
-    """The runs table's key for a run id ``<job id>@<nominal>``; ``ValueError`` for anything else (no such
-    run can exist)."""
-    job_id, nominal_at = split_run_id(run_id)
-    return {"job_id": s(job_id), "nominal_at": t(nominal_at)}
+    """The runs table's key for a run id ``<job id>@<occurrence>``; ``ValueError`` for anything else (no
+    such run can exist)."""
+    job_id, occurrence = split_run_id(run_id)
+    return {"job_id": s(job_id), "occurrence": s(occurrence)}
 
 
 def run_to_item(run: Run) -> Item:
     """A new run row (always queued: only claims create runs)."""
     item: Item = {
+        **run_key(run.run_id),
         "run_id": s(run.run_id),
-        "job_id": s(run.job_id),
         "team": s(run.team),
         "partition": n(run.partition),
         "nominal_at": t(run.nominal_at),

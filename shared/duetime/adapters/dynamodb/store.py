@@ -13,11 +13,13 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
 from botocore.exceptions import ClientError
 
+from duetime.adapters.aws_limits import TRANSACT_WRITE_MAX_ACTIONS, TRANSACT_WRITE_MAX_BYTES, item_size
 from duetime.adapters.dynamodb import conditions as c
 from duetime.adapters.dynamodb.codec import (
     Item,
@@ -41,7 +43,7 @@ from duetime.timeutil import iso_z, parse_iso_z
 
 log = logging.getLogger(__name__)
 
-MAX_TRANSACTION_ITEMS = 100
+ITEM_SLACK = 64  # bytes per claim on top of AWS's item-size rules, for rounding in DynamoDB's own count
 CLAIM_ROUNDS = 6  # a cancelled batch is retried for the claims that did not lose their condition
 # A team's concurrency slots live in groups of SLOTS_PER_KEY per partition key ("team#<id>#slots#<group>"),
 # so a big team's starts (two slot writes each) spread over keys instead of meeting one partition's
@@ -80,13 +82,6 @@ class DynamoStore:
 
     # --- jobs -------------------------------------------------------------------------------------------
 
-    def put_new_job(self, job: Job) -> None:
-        self.client.put_item(
-            TableName=self.names.jobs,
-            Item=job_to_item(job, job.updated_at),
-            ConditionExpression=c.JOB_IS_NEW.expression,
-        )
-
     def get_job(self, job_id: str) -> Job | None:
         return read_job(self.client, self.names, job_id)
 
@@ -94,87 +89,150 @@ class DynamoStore:
         self, partition: int, bucket: str, until: datetime, limit: int, after: str | None = None
     ) -> list[Job]:
         low = f"{after}\x00" if after else "0"  # strictly after the given due key
-        response = self.client.query(
-            TableName=self.names.jobs,
-            IndexName=DUE_INDEX,
-            KeyConditionExpression="due_bucket = :bucket AND due_key BETWEEN :low AND :until",
-            ExpressionAttributeValues={
+        query: dict[str, Any] = {
+            "TableName": self.names.jobs,
+            "IndexName": DUE_INDEX,
+            "KeyConditionExpression": "due_bucket = :bucket AND due_key BETWEEN :low AND :until",
+            "ExpressionAttributeValues": {
                 ":bucket": s(f"{partition:02d}#{bucket}"),
                 ":low": s(low),
                 ":until": s(f"{iso_z(until)}#~"),  # '~' sorts after every job id character
             },
-            Limit=limit,
-        )
-        return [item_to_job(item) for item in response.get("Items", [])]
+        }
+        # A page stops at 1 MB (about 15 jobs with 64 KiB bodies), so a short page is not the end: follow
+        # LastEvaluatedKey until ``limit`` rows or the end of the range.
+        jobs: list[Job] = []
+        while len(jobs) < limit:
+            response = self.client.query(**query, Limit=limit - len(jobs))
+            jobs.extend(item_to_job(item) for item in response.get("Items", []))
+            if "LastEvaluatedKey" not in response:
+                break
+            query["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+        return jobs
 
     def claim(self, claims: Sequence[Claim], now: datetime) -> ClaimOutcome:
         pending = list(claims)
         created: list[Run] = []
-        committed = lost = transactions = 0
+        committed = lost = existing = transactions = 0
         for round_number in range(CLAIM_ROUNDS):
             if not pending:
                 break
             if round_number:
                 time.sleep(random.uniform(0.005, 0.02) * round_number)  # conflicts: let the other side finish
             retry: list[Claim] = []
-            batches = _batches(pending)
+            batches = self._batches(pending, now)
             outcomes = (
-                self._claim_pool.map(lambda b: self._claim_batch(b, now), batches)
+                self._claim_pool.map(lambda b: self._claim_batch(b), batches)
                 if len(batches) > 1
-                else [self._claim_batch(b, now) for b in batches]
+                else [self._claim_batch(b) for b in batches]
             )
             for batch, outcome in zip(batches, outcomes, strict=True):
                 transactions += 1
                 if outcome is None:
                     committed += len(batch)
-                    created.extend(run for claim in batch for run in claim.runs)
+                    created.extend(run for entry in batch for run in entry.claim.runs)
                     continue
-                lost_here, retry_here = outcome
-                lost += len(lost_here)
-                retry.extend(retry_here)
+                lost += outcome.lost
+                existing += outcome.existing_runs
+                retry.extend(outcome.retry)
             pending = retry
         if pending:
             log.warning(
                 "claims left for the next poll after repeated conflicts", extra={"count": len(pending)}
             )
-        return ClaimOutcome(runs=created, claimed_jobs=committed, lost_races=lost, transactions=transactions)
+        if existing:
+            log.warning(
+                "claims found their run rows already there; the rows were left as they were and the "
+                "schedules moved on",
+                extra={"count": existing},
+            )
+        return ClaimOutcome(
+            runs=created,
+            claimed_jobs=committed,
+            lost_races=lost,
+            transactions=transactions,
+            existing_runs=existing,
+        )
 
-    def claim_items(self, batch: Sequence[Claim], now: datetime) -> tuple[list[dict[str, Any]], list[int]]:
-        """The TransactWriteItems entries of a batch of claims, and which claim each entry belongs to."""
-        items: list[dict[str, Any]] = []
-        owners: list[int] = []
-        for index, claim in enumerate(batch):
-            for run in claim.runs:
-                items.append(
-                    {
-                        "Put": {
-                            "TableName": self.names.runs,
-                            "Item": run_to_item(run),
-                            "ConditionExpression": c.RUN_IS_NEW.expression,
-                        }
-                    }
-                )
-                owners.append(index)
-            items.append({"Update": self._schedule_update(claim, now)})
-            owners.append(index)
-        return items, owners
+    def claim_items(self, claim: Claim, now: datetime) -> list[dict[str, Any]]:
+        """The TransactWriteItems entries of one claim: a Put per run (RUN_IS_NEW), then the schedule
+        update (JOB_UNCHANGED_SINCE_READ), always last."""
+        items: list[dict[str, Any]] = [
+            {
+                "Put": {
+                    "TableName": self.names.runs,
+                    "Item": run_to_item(run),
+                    "ConditionExpression": c.RUN_IS_NEW.expression,
+                }
+            }
+            for run in claim.runs
+        ]
+        items.append({"Update": self._schedule_update(claim, now)})
+        return items
 
-    def _claim_batch(self, batch: list[Claim], now: datetime) -> tuple[list[Claim], list[Claim]] | None:
-        """One TransactWriteItems for a batch. None when it committed; else (lost races, retryable)."""
-        items, owners = self.claim_items(batch, now)
+    def _entry(self, claim: Claim, now: datetime) -> _ClaimEntry:
+        items = self.claim_items(claim, now)
+        # AWS counts an Update by the item it writes: the job as stored after the move, not the request.
+        job_after = job_to_item(claim.plan.job.model_copy(update={"state": claim.plan.next_state}), now)
+        size = sum(item_size(i["Put"]["Item"]) for i in items[:-1]) + item_size(job_after) + ITEM_SLACK
+        return _ClaimEntry(claim, items, size)
+
+    def _batches(self, claims: Sequence[Claim], now: datetime) -> list[list[_ClaimEntry]]:
+        """Pack claims into transactions within AWS's limits: at most 100 actions and 4 MB of items (DynamoDB
+        Local enforces neither the way AWS does). A claim never spans two transactions."""
+        batches: list[list[_ClaimEntry]] = []
+        current: list[_ClaimEntry] = []
+        actions = size = 0
+        for claim in claims:
+            entry = self._entry(claim, now)
+            over = (
+                actions + len(entry.items) > TRANSACT_WRITE_MAX_ACTIONS
+                or size + entry.size > TRANSACT_WRITE_MAX_BYTES
+            )
+            if current and over:
+                batches.append(current)
+                current, actions, size = [], 0, 0
+            current.append(entry)
+            actions += len(entry.items)
+            size += entry.size
+        if current:
+            batches.append(current)
+        return batches
+
+    def _claim_batch(self, batch: list[_ClaimEntry]) -> _Cancelled | None:
+        """One TransactWriteItems for a batch: None when it committed, else what its cancellation says.
+
+        DynamoDB lists a reason per action, in the order of the actions. Per claim: a failed condition on
+        the schedule update (the job moved since it was read) is a lost race; a failed condition on a run
+        Put means that run row already exists, so the claim is retried without it and still moves the
+        schedule; anything else (a conflict with a concurrent transaction) is retried as it was."""
+        items = [item for entry in batch for item in entry.items]
         try:
             self.client.transact_write_items(TransactItems=items)
             return None
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") != "TransactionCanceledException":
                 raise
-            reasons = exc.response.get("CancellationReasons") or []
-        failed_condition = {
-            owners[i] for i, reason in enumerate(reasons) if reason.get("Code") == "ConditionalCheckFailed"
-        }
-        lost = [claim for i, claim in enumerate(batch) if i in failed_condition]
-        retry = [claim for i, claim in enumerate(batch) if i not in failed_condition]
-        return lost, retry
+            reasons = [r.get("Code", "None") for r in exc.response.get("CancellationReasons") or []]
+        if len(reasons) != len(items):  # no per-action reasons: retry everything as it was
+            return _Cancelled(retry=[entry.claim for entry in batch])
+        cancelled = _Cancelled()
+        position = 0
+        for entry in batch:
+            mine = reasons[position : position + len(entry.items)]
+            position += len(entry.items)
+            run_reasons, schedule_reason = mine[:-1], mine[-1]
+            if schedule_reason == "ConditionalCheckFailed":
+                cancelled.lost += 1
+                continue
+            existing = {i for i, r in enumerate(run_reasons) if r == "ConditionalCheckFailed"}
+            if existing:
+                cancelled.existing_runs += len(existing)
+                runs = tuple(run for i, run in enumerate(entry.claim.runs) if i not in existing)
+                cancelled.retry.append(replace(entry.claim, runs=runs))
+            else:
+                cancelled.retry.append(entry.claim)
+        return cancelled
 
     def _schedule_update(self, claim: Claim, now: datetime) -> dict[str, Any]:
         job = claim.plan.job
@@ -535,18 +593,20 @@ def _mark_key(partition: int) -> Item:
     return {"pk": s(f"partition#{partition:02d}"), "sk": s("watermark")}
 
 
-def _batches(claims: list[Claim]) -> list[list[Claim]]:
-    """Pack claims into transactions of at most 100 items (each claim: its runs plus the job update)."""
-    batches: list[list[Claim]] = []
-    current: list[Claim] = []
-    size = 0
-    for claim in claims:
-        items = len(claim.runs) + 1
-        if current and size + items > MAX_TRANSACTION_ITEMS:
-            batches.append(current)
-            current, size = [], 0
-        current.append(claim)
-        size += items
-    if current:
-        batches.append(current)
-    return batches
+@dataclass(frozen=True)
+class _ClaimEntry:
+    """A claim with its transaction actions and its size as AWS counts it."""
+
+    claim: Claim
+    items: list[dict[str, Any]]
+    size: int
+
+
+@dataclass
+class _Cancelled:
+    """What a cancelled claim transaction says: claims lost to a race, claims to retry (without run rows
+    that turned out to exist already), and how many such rows there were."""
+
+    lost: int = 0
+    existing_runs: int = 0
+    retry: list[Claim] = field(default_factory=list)

@@ -5,9 +5,11 @@ jobs     PK job_id.            GSI ``due``  (due_bucket, due_key), projection AL
          Only scheduled, unpaused jobs carry the two attributes, so a poll reads only due work.
                                GSI ``team-jobs`` (team, job_id), KEYS_ONLY: a team's jobs for the API.
                                Claims never change its keys, so they never write to it.
-runs     PK job_id, SK nominal_at: a run is its job and its nominal time, which is what its run id
-         ``<job id>@<nominal>`` says, so a job's runs, newest first, are one Query on the table itself
-         (no index to write per run). The run id is kept as an attribute.
+runs     PK job_id, SK occurrence: a run is its job and its occurrence, which is what its run id
+         ``<job id>@<occurrence>`` says. A scheduled run's occurrence is its nominal time ("<nominal>"),
+         a manual run's is "<trigger time>~manual-<nonce>", so the two never collide and a job's runs,
+         newest first, are one Query on the table itself (no index to write per run). The run id is kept
+         as an attribute.
                                GSI ``reap`` (reap_shard, reap_at), projection INCLUDE, sparse:
          reap_shard = "p<partition:02d>", reap_at = the instant the run needs attention if nobody acts
          (lease expiry while running, queue deadline while queued or waiting to retry). Terminal runs drop
@@ -72,10 +74,10 @@ def table_definitions(names: TableNames) -> list[dict[str, Any]]:
         {
             "TableName": names.runs,
             "BillingMode": "PAY_PER_REQUEST",
-            "AttributeDefinitions": _s("job_id", "nominal_at", "reap_shard", "reap_at"),
+            "AttributeDefinitions": _s("job_id", "occurrence", "reap_shard", "reap_at"),
             "KeySchema": [
                 {"AttributeName": "job_id", "KeyType": "HASH"},
-                {"AttributeName": "nominal_at", "KeyType": "RANGE"},
+                {"AttributeName": "occurrence", "KeyType": "RANGE"},
             ],
             "GlobalSecondaryIndexes": [
                 {
