@@ -4,6 +4,9 @@ Rules (also in the README):
 
 * The next nominal time is computed from the last scheduled time, never from now: a late run does not
   push the schedule back.
+* Day-of-month and day-of-week follow Vixie cron and cronie: if either field starts with ``*`` (``*/8``
+  too), a day must match both; otherwise it must match either. ``0 0 */8 * 0`` runs on Sundays that are
+  the 1st, 9th, 17th or 25th; ``0 0 1,15 * 1`` runs on the 1st, the 15th and every Monday.
 * Cron is evaluated on local wall-clock time in the job's IANA zone. Daylight saving follows Vixie cron:
   - *fixed-time* jobs (hour field not ``*``): a local time skipped by spring-forward runs once at the
     first valid local time after the gap (02:30 in New York on 2026-03-08 runs at 03:00 EDT); a local time
@@ -19,6 +22,7 @@ Rules (also in the README):
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -30,6 +34,7 @@ from duetime.timeutil import to_utc, whole_seconds
 
 _ONE_SECOND = timedelta(seconds=1)
 _FOLD_LOOKAHEAD = timedelta(hours=3)  # longer than any DST shift in tzdata (the largest is 2 h)
+_RANDOM_FIELD = re.compile(r"[Rr](/\d+)?")  # croniter's "R": a random value drawn anew at each parse
 
 
 # --- cron ------------------------------------------------------------------------------------------------
@@ -37,15 +42,43 @@ _FOLD_LOOKAHEAD = timedelta(hours=3)  # longer than any DST shift in tzdata (the
 
 def cron_never_fires(expr: str) -> str | None:
     """Why a 5-field expression is unusable (syntax, or no date ever matches), or None when it is fine."""
+    wall_clock = datetime(2000, 1, 1)  # noqa: DTZ001 - cron matches naive local wall-clock time
+    if any(_RANDOM_FIELD.fullmatch(field) for field in expr.split()):
+        return "invalid cron expression: R (a random value) would move the schedule every time it is read"
     try:
-        wall_clock = datetime(2000, 1, 1)  # noqa: DTZ001 - cron matches naive local wall-clock time
-        it = croniter(expr, wall_clock, max_years_between_matches=30)
-        it.get_next(datetime)
-    except CroniterBadDateError:
-        return "cron never fires (no date matches it, e.g. 30 February)"
+        _wall_clock_matches(expr, wall_clock)  # the syntax, as written (errors quote the whole expression)
+        if not any(_fires(pattern, wall_clock) for pattern in _day_rule_patterns(expr)):
+            return "cron never fires (no date matches it, e.g. 30 February)"
     except (CroniterBadCronError, ValueError, KeyError) as exc:
         return f"invalid cron expression: {exc}"
     return None
+
+
+def _day_rule_patterns(expr: str) -> tuple[str, ...]:
+    """croniter patterns whose matches, together, are the cron's (Vixie cron's day-of-month/week rule).
+
+    If either day field starts with ``*`` the day must match both: croniter intersects them when told
+    ``day_or=False``. Otherwise it must match either: the union of a day-of-month-only and a
+    day-of-week-only pattern. croniter's own union (``day_or=True``) is not used: it intersects when a
+    field is ``*``-like after expansion (``1-31`` beside ``1,*/3``) and when day-of-week says ``L5``.
+    """
+    fields = expr.split()
+    if len(fields) != 5 or fields[2].startswith("*") or fields[4].startswith("*"):
+        return (expr,)
+    minute, hour, dom, month, dow = fields
+    return (f"{minute} {hour} {dom} {month} *", f"{minute} {hour} * {month} {dow}")
+
+
+def _wall_clock_matches(pattern: str, start: datetime) -> croniter:
+    return croniter(pattern, start, day_or=False, max_years_between_matches=30)
+
+
+def _fires(pattern: str, start: datetime) -> bool:
+    try:
+        _wall_clock_matches(pattern, start).get_next(datetime)
+    except CroniterBadDateError:
+        return False
+    return True
 
 
 def is_fixed_time(expr: str) -> bool:
@@ -79,13 +112,27 @@ def cron_next_after(expr: str, timezone: str, after: datetime) -> datetime:
     zone = ZoneInfo(timezone)
     after = to_utc(after)
     fixed = is_fixed_time(expr)
+    found = [
+        instant
+        for pattern in _day_rule_patterns(expr)
+        if (instant := _pattern_next_after(pattern, zone, after, fixed)) is not None
+    ]
+    if not found:
+        raise CroniterBadDateError(f"cron {expr!r} never fires after {after.isoformat()}")
+    return min(found)
+
+
+def _pattern_next_after(pattern: str, zone: ZoneInfo, after: datetime, fixed: bool) -> datetime | None:
     local_after = after.astimezone(zone).replace(tzinfo=None)
     # A fall-back just ahead makes local time run backwards: start early enough to see the repeated times.
     fold = max(timedelta(0), _offset(after, zone) - _offset(after + _FOLD_LOOKAHEAD, zone))
-    candidates = croniter(expr, local_after - fold - _ONE_SECOND, max_years_between_matches=30)
+    candidates = _wall_clock_matches(pattern, local_after - fold - _ONE_SECOND)
     best: datetime | None = None
     while True:
-        naive = candidates.get_next(datetime)
+        try:
+            naive = candidates.get_next(datetime)
+        except CroniterBadDateError:
+            return best  # no further wall-clock match within croniter's horizon (or none at all)
         if best is not None and naive > best.astimezone(zone).replace(tzinfo=None) + fold:
             return best  # later wall-clock matches can only be later instants
         for instant in _local_instants(naive, zone, fixed):
@@ -105,7 +152,7 @@ def is_dst_shifted(expr: str, timezone: str, nominal: datetime) -> bool:
     """True when ``nominal`` is not what the wall clock literally says (moved out of a spring-forward gap)."""
     zone = ZoneInfo(timezone)
     local = to_utc(nominal).astimezone(zone).replace(tzinfo=None)
-    return not croniter.match(expr, local)
+    return not any(croniter.match(p, local, day_or=False) for p in _day_rule_patterns(expr))
 
 
 # --- all kinds -------------------------------------------------------------------------------------------
@@ -113,7 +160,10 @@ def is_dst_shifted(expr: str, timezone: str, nominal: datetime) -> bool:
 
 def _raw_next_after(schedule: Schedule, anchor: datetime, after: datetime) -> datetime | None:
     if isinstance(schedule, CronSchedule):
-        return cron_next_after(schedule.cron, schedule.timezone, after)
+        try:
+            return cron_next_after(schedule.cron, schedule.timezone, after)
+        except CroniterBadDateError:
+            return None  # no date matches any more (a stored `0 0 30 2 */7`, say): the schedule has ended
     if isinstance(schedule, RateSchedule):
         step = schedule.interval
         if after < anchor:

@@ -2,6 +2,9 @@
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
+from pydantic import ValidationError
+
 from duetime.claim_plan import initial_state
 from duetime.ids import jitter_offset_seconds, partition_of
 from duetime.models import Job, JobSpec
@@ -81,3 +84,17 @@ def test_partitions_are_stable_and_spread() -> None:
     for i in range(6400):
         counts[partition_of(f"job-{i}")] += 1
     assert min(counts) > 50 and max(counts) < 160
+
+
+def test_a_random_cron_field_is_refused() -> None:
+    # croniter reads "R" as a value drawn anew at every parse: the schedule would move at every read.
+    for cron in ("R 0 * * *", "0 r/6 * * *"):
+        with pytest.raises(ValidationError, match="random value"):
+            JobSpec.model_validate({"name": "j", "schedule": {"cron": cron}, "target": TARGET})
+
+
+def test_a_stored_cron_that_can_never_fire_ends_its_schedule() -> None:
+    # Valid when every Sunday of February counted; under Vixie cron's day rule it needs a 30 February.
+    spec = {"name": "j", "schedule": {"cron": "0 0 30 2 */7"}, "target": TARGET}
+    stored = JobSpec.model_validate(spec, context={"stored": True})
+    assert next_nominal_after(stored, T0, T0) is None
