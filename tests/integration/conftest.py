@@ -150,7 +150,9 @@ def stack() -> Iterator[Stack]:
     s = Stack(
         dynamodb, sqs, names, queue_url, store, clock, queue, SqsConsumer(sqs, queue_url), StoredAlerts(store)
     )
-    s.store.put_team(Team(team_id="team-a", max_concurrency=50, signing_secret="secret-a"))
+    s.store.put_team(
+        Team(team_id="team-a", max_concurrency=50, exact_quota=1_000_000, signing_secret="secret-a")
+    )
     yield s
     for table in (names.jobs, names.runs, names.control):
         dynamodb.delete_table(TableName=table)
