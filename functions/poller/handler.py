@@ -1,4 +1,7 @@
-"""Poller Lambda: EventBridge invokes it every minute per partition group; it ticks each second."""
+"""Poller Lambda: EventBridge invokes it every minute per partition group; it ticks each second.
+
+A tick that raises is logged, counted (``PollerErrors``) and the invocation goes on with the next tick. The
+invocation itself fails (Lambda's ``Errors``) only when not one of its sweeps succeeded."""
 
 import time
 
@@ -7,7 +10,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from duetime import wiring
 from duetime.lambda_events import PollerTick
-from duetime.observability import record_poll
+from duetime.observability import record_fire, record_poll, record_poller_error
 
 logger = Logger(service="duetime-poller")
 metrics = Metrics(namespace="duetime", service="poller")
@@ -22,11 +25,22 @@ def handler(event: dict, context: LambdaContext) -> dict:
     poller = wiring.poller()
     if tick.partitions is not None:
         poller = poller.for_partitions(tick.partitions)
+    errors: list[Exception] = []
+
+    def failed(error: Exception) -> None:
+        errors.append(error)
+        record_poller_error(metrics)
+
     started = time.monotonic()
     ticks = poller.run_until(
         stop=lambda: time.monotonic() - started >= tick.run_seconds,
         sleep=time.sleep,
         interval=wiring.settings().poll_interval_seconds,
         on_report=lambda claimed, recovered: record_poll(metrics, claimed, recovered),
+        on_fire=lambda fired: record_fire(metrics, fired),
+        on_error=failed,
     )
-    return {"ticks": ticks, "partitions": list(poller.config.partitions)}
+    if errors and not ticks:
+        message = f"every poller tick of the invocation failed ({len(errors)} errors)"
+        raise RuntimeError(message) from errors[-1]
+    return {"ticks": ticks, "errors": len(errors), "partitions": list(poller.config.partitions)}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from duetime.poller import ClaimReport, RecoveryReport
+from duetime.preload import FireReport
 from duetime.worker import WorkOutcome, WorkReport
 
 
@@ -13,6 +14,8 @@ class MetricsSink(Protocol):
 
 
 def record_poll(metrics: MetricsSink, claimed: ClaimReport, recovered: RecoveryReport | None) -> None:
+    """A sweep's claims (and its recovery); the preload's claims are ``record_fire``'s: each run claimed
+    is counted in ``RunsClaimed`` once, by whichever of the two claimed it."""
     metrics.add_metric("RunsClaimed", "Count", claimed.runs_created)
     metrics.add_metric("ClaimsLostToRace", "Count", claimed.lost_races)
     metrics.add_metric("MisfiredJobs", "Count", claimed.misfired_jobs)
@@ -21,6 +24,17 @@ def record_poll(metrics: MetricsSink, claimed: ClaimReport, recovered: RecoveryR
         metrics.add_metric("LeasesExpired", "Count", recovered.leases_expired)
         metrics.add_metric("RunsDead", "Count", recovered.dead)
         metrics.add_metric("MessagesRecovered", "Count", recovered.messages_resent)
+
+
+def record_fire(metrics: MetricsSink, fired: FireReport) -> None:
+    """The claims the minute preload made at their second."""
+    metrics.add_metric("RunsClaimed", "Count", fired.runs_created)
+    metrics.add_metric("ClaimsLostToRace", "Count", fired.lost_races)
+
+
+def record_poller_error(metrics: MetricsSink) -> None:
+    """A poller tick raised (the poller logged it and went on)."""
+    metrics.add_metric("PollerErrors", "Count", 1)
 
 
 _OUTCOME_METRIC = {

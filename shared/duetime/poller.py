@@ -18,7 +18,7 @@ from duetime.claim_plan import DEFAULT_MISFIRE_GRACE, DEFAULT_QUEUE_DEADLINE, ma
 from duetime.clock import Clock
 from duetime.models import Job, Run, RunResult, RunStatus
 from duetime.ports import Alert, AlertSink, JobStore, ReapCandidate, RunMessage, RunQueue, RunStore
-from duetime.preload import FireReport, MinutePreload
+from duetime.preload import FireFailed, FireReport, MinutePreload
 from duetime.timeutil import minute_bucket, parse_minute_bucket
 
 log = logging.getLogger(__name__)
@@ -48,6 +48,15 @@ class ClaimReport:
     dropped_runs: int = 0
     transactions: int = 0
     runs: list[Run] = field(default_factory=list)
+
+
+class SweepFailed(Exception):
+    """A sweep's claims committed but queueing their runs failed (the cause); ``report`` counts the runs,
+    which exist: their queue deadline brings them back."""
+
+    def __init__(self, report: ClaimReport) -> None:
+        super().__init__(f"queueing the {report.runs_created} runs a sweep claimed failed")
+        self.report = report
 
 
 @dataclass
@@ -121,7 +130,10 @@ def claim_due_jobs(
     report.runs_created = len(outcome.runs)
     if outcome.runs:
         # If we die between the commit and this send, the runs' queue deadline brings them back.
-        queue.send([RunMessage(run.run_id, run.attempt) for run in outcome.runs])
+        try:
+            queue.send([RunMessage(run.run_id, run.attempt) for run in outcome.runs])
+        except Exception as exc:
+            raise SweepFailed(report) from exc
     return report
 
 
@@ -223,7 +235,11 @@ class Poller:
             return None
         now = self.clock.now()
         loaded = self.preload.load_upcoming(now)
-        report = self.preload.fire(now)
+        try:
+            report = self.preload.fire(now)
+        except FireFailed as failed:
+            failed.report.loaded_rows = loaded
+            raise
         report.loaded_rows = loaded
         return report
 
@@ -235,22 +251,38 @@ class Poller:
         recover_every: int = 5,
         on_report: Callable[[ClaimReport, RecoveryReport | None], None] | None = None,
         on_fire: Callable[[FireReport], None] | None = None,
+        on_error: Callable[[Exception], None] | None = None,
+        max_backoff: float = 10.0,
     ) -> int:
         """Sweep every ``interval`` seconds (recovering every ``recover_every`` sweeps) and, in between,
-        wake at each preloaded fire time; until ``stop()`` says so after a sweep. Returns the sweeps."""
+        wake at each preloaded fire time; until ``stop()`` says so after a sweep. Returns the sweeps.
+
+        Every run claimed reaches ``on_report`` (claimed by a sweep) or ``on_fire`` (by the preload) once,
+        also when what follows the claim fails. A tick that raises (a throttle past the SDK's retries, a
+        reset connection) does not end the loop: it is logged with its traceback and given to
+        ``on_error``; then ``stop()`` is asked, and the loop goes on after a pause that doubles with each
+        failure in a row, from ``interval`` up to ``max_backoff`` seconds."""
         sweeps = 0
+        failures = 0
         next_sweep = self.clock.now()
         while True:
-            fired = self.fire_preloaded()
-            if fired is not None and on_fire and (fired.fired or fired.loaded_rows):
-                on_fire(fired)
-            if self.clock.now() >= next_sweep:
-                claimed = self.claim()
-                recovered = self.recover() if sweeps % recover_every == 0 else None
+            try:
+                swept = self._tick(next_sweep, sweeps % recover_every == 0, on_report, on_fire)
+            except Exception as exc:
+                failures += 1
+                pause = min(interval * 2 ** min(failures - 1, 30), max(interval, max_backoff))
+                log.exception("poller tick failed (%d in a row); going on in %.1f s", failures, pause)
+                if on_error:
+                    on_error(exc)
+                if stop():
+                    return sweeps
+                next_sweep = self.clock.now() + timedelta(seconds=pause)
+                sleep(pause)
+                continue
+            failures = 0
+            if swept:
                 sweeps += 1
                 next_sweep = self.clock.now() + timedelta(seconds=interval)
-                if on_report:
-                    on_report(claimed, recovered)
                 if stop():
                     return sweeps
             wake = next_sweep
@@ -258,6 +290,38 @@ class Poller:
             if upcoming is not None:
                 wake = min(wake, upcoming)
             sleep(max(0.0, min(interval, (wake - self.clock.now()).total_seconds())))
+
+    def _tick(
+        self,
+        next_sweep: datetime,
+        recover: bool,
+        on_report: Callable[[ClaimReport, RecoveryReport | None], None] | None,
+        on_fire: Callable[[FireReport], None] | None,
+    ) -> bool:
+        """Fire what the preload holds for now and, once ``next_sweep`` has come, sweep. True if it swept."""
+        try:
+            fired = self.fire_preloaded()
+        except FireFailed as failed:
+            if on_fire:
+                on_fire(failed.report)
+            raise
+        if fired is not None and on_fire and (fired.fired or fired.loaded_rows):
+            on_fire(fired)
+        if self.clock.now() < next_sweep:
+            return False
+        try:
+            claimed = self.claim()
+        except SweepFailed as failed:
+            if on_report:
+                on_report(failed.report, None)
+            raise
+        recovered = None
+        try:
+            recovered = self.recover() if recover else None
+        finally:
+            if on_report:
+                on_report(claimed, recovered)
+        return True
 
     def for_partitions(self, partitions: Sequence[int]) -> Poller:
         """The same poller, on another partition group (one EventBridge rule per group)."""

@@ -41,6 +41,15 @@ class FireReport:
     claim_seconds: float = 0.0  # time spent in the claim transactions themselves
 
 
+class FireFailed(Exception):
+    """Firing stopped on an error (its cause); ``report`` counts what was claimed before it (those runs
+    exist). The rows not claimed are left to the sweep."""
+
+    def __init__(self, report: FireReport) -> None:
+        super().__init__(f"firing preloaded rows failed after {report.runs_created} runs were claimed")
+        self.report = report
+
+
 class MinutePreload:
     def __init__(
         self,
@@ -89,8 +98,8 @@ class MinutePreload:
             bucket = minute_bucket(minute)
             if bucket in self._loaded:
                 continue
-            self._loaded.add(bucket)
             loaded += self._load(bucket, minute + MINUTE - timedelta(seconds=1))
+            self._loaded.add(bucket)  # not before: a load that failed half-way is done again
         if len(self._loaded) > 4:
             self._loaded = {b for b in self._loaded if b >= minute_bucket(now - MINUTE)}
         return loaded
@@ -102,7 +111,7 @@ class MinutePreload:
             while True:
                 rows = self.store.due_jobs(partition, bucket, until, self.page_size, after)
                 for job in rows:
-                    if job.state.next_fire_at is None or job.id in self._pending:
+                    if job.state.next_fire_at is None or job.id in self._pending or self.holds(job):
                         continue
                     heapq.heappush(self._heap, _Entry(job.state.next_fire_at, job.id, job))
                     self._pending[job.id] = job.state.version
@@ -134,11 +143,18 @@ class MinutePreload:
         # Claim in chunks and queue each chunk while the next is being claimed (a midnight second can
         # hold thousands of rows); the call returns once everything it claimed is on the queue.
         sends = []
+        error: Exception | None = None
         for start in range(0, len(due), self.chunk):
             chunk = due[start : start + self.chunk]
             claims = [make_claim(plan_claim(job, now, self.grace), now, self.queue_deadline) for job in chunk]
             started = time.perf_counter()
-            outcome = self.store.claim(claims, now)
+            try:
+                outcome = self.store.claim(claims, now)
+            except Exception as exc:
+                for job in due[start:]:  # the sweep claims these instead (re-checking each job's version)
+                    self._fired.pop(job.id, None)
+                error = exc
+                break
             report.claim_seconds += time.perf_counter() - started
             report.runs_created += len(outcome.runs)
             report.lost_races += outcome.lost_races
@@ -147,5 +163,10 @@ class MinutePreload:
                 messages = [RunMessage(run.run_id, run.attempt) for run in outcome.runs]
                 sends.append(self._sender.submit(self.queue.send, messages))
         for sent in sends:
-            sent.result()
+            try:
+                sent.result()
+            except Exception as exc:  # claimed but not queued: the runs' queue deadline brings them back
+                error = error or exc
+        if error is not None:
+            raise FireFailed(report) from error
         return report
