@@ -8,9 +8,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from duetime.adapters.aws_limits import SQS_MAX_BATCH_ENTRIES
 from duetime.ports import RunMessage
 
-SQS_BATCH = 10
+SQS_BATCH = SQS_MAX_BATCH_ENTRIES  # run messages are under 200 bytes: ten fit any batch
 
 
 def encode(message: RunMessage) -> str:
