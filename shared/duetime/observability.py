@@ -18,6 +18,7 @@ def record_poll(metrics: MetricsSink, claimed: ClaimReport, recovered: RecoveryR
     is counted in ``RunsClaimed`` once, by whichever of the two claimed it."""
     metrics.add_metric("RunsClaimed", "Count", claimed.runs_created)
     metrics.add_metric("ClaimsLostToRace", "Count", claimed.lost_races)
+    metrics.add_metric("RunRowsAlreadyThere", "Count", claimed.existing_runs)
     metrics.add_metric("MisfiredJobs", "Count", claimed.misfired_jobs)
     metrics.add_metric("DueIndexQueries", "Count", claimed.queries)
     if recovered is not None:
@@ -30,6 +31,7 @@ def record_fire(metrics: MetricsSink, fired: FireReport) -> None:
     """The claims the minute preload made at their second."""
     metrics.add_metric("RunsClaimed", "Count", fired.runs_created)
     metrics.add_metric("ClaimsLostToRace", "Count", fired.lost_races)
+    metrics.add_metric("RunRowsAlreadyThere", "Count", fired.existing_runs)
 
 
 def record_poller_error(metrics: MetricsSink) -> None:

@@ -47,6 +47,7 @@ class ClaimReport:
     misfired_jobs: int = 0
     dropped_runs: int = 0
     transactions: int = 0
+    existing_runs: int = 0  # run rows a claim found already there (left alone; the schedule moved on)
     runs: list[Run] = field(default_factory=list)
 
 
@@ -126,6 +127,7 @@ def claim_due_jobs(
     report.claimed_jobs = outcome.claimed_jobs
     report.lost_races = outcome.lost_races
     report.transactions = outcome.transactions
+    report.existing_runs = outcome.existing_runs
     report.runs = outcome.runs
     report.runs_created = len(outcome.runs)
     if outcome.runs:

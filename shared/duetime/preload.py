@@ -37,6 +37,7 @@ class FireReport:
     runs_created: int = 0
     lost_races: int = 0
     transactions: int = 0
+    existing_runs: int = 0  # run rows a claim found already there (left alone; the schedule moved on)
     max_lateness_seconds: float = 0.0  # claim time minus the earliest fire time fired
     claim_seconds: float = 0.0  # time spent in the claim transactions themselves
 
@@ -158,6 +159,7 @@ class MinutePreload:
             report.claim_seconds += time.perf_counter() - started
             report.runs_created += len(outcome.runs)
             report.lost_races += outcome.lost_races
+            report.existing_runs += outcome.existing_runs
             report.transactions += outcome.transactions
             if outcome.runs:
                 messages = [RunMessage(run.run_id, run.attempt) for run in outcome.runs]

@@ -93,11 +93,13 @@ def test_a_claim_that_finds_its_run_row_already_there_still_moves_the_schedule(
     already = new_run(job, PlannedRun(nominal, nominal), START, START + DEFAULT_QUEUE_DEADLINE)
     assert service.catalog.insert_run(already)
 
-    outcome = stack.store.claim([make_claim(plan_claim(job, nominal), nominal)], nominal)
-    assert (outcome.claimed_jobs, outcome.lost_races, outcome.existing_runs, outcome.runs) == (1, 0, 1, [])
+    config = PollerConfig(partitions=[partition_of(job.id)], preload_lead=None)
+    report = claim_due_jobs(stack.store, stack.queue, config, nominal)
+    assert (report.claimed_jobs, report.lost_races, report.existing_runs, report.runs) == (1, 0, 1, [])
     stored = stack.store.get_job(job.id)
     assert stored is not None and stored.state.next_nominal_at == nominal + MINUTE
     assert stack.store.get_run(already.run_id) == already  # left exactly as it was
+    assert stack.messages() == []  # nothing queued for it: its own queue deadline governs it
     assert claim_at(stack, job, nominal + MINUTE) == 1  # the next minute is claimed as usual
 
 

@@ -63,8 +63,10 @@ class Faults:
         return AWSResponse(request.url, 500, _headers(), _Body(body))
 
 
-class PollerCrash(RuntimeError):
-    """The poller process 'dies' right after a claim committed, before its messages were sent."""
+class PollerCrash(BaseException):
+    """The poller process 'dies' right after a claim committed, before its messages were sent. A
+    ``BaseException``, like ``SystemExit``: the poller loop survives errors (``except Exception``), but
+    not its own death, which is what this fault stands for."""
 
 
 class FaultyQueue:
