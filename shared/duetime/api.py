@@ -34,6 +34,7 @@ from duetime.errors import (
     ApiError,
     BadRequest,
     InvalidInput,
+    MethodNotAllowed,
     PayloadTooLarge,
     UnsupportedMediaType,
     field_path,
@@ -66,25 +67,42 @@ def service() -> JobService:
     return _service_factory()
 
 
-def _error(exc: ApiError) -> Response[Any]:
-    return Response(status_code=exc.status, content_type=JSON, body=json.dumps(exc.body()))
+def _error(exc: ApiError, headers: dict[str, str] | None = None) -> Response[Any]:
+    return Response(status_code=exc.status, content_type=JSON, body=json.dumps(exc.body()), headers=headers)
 
 
 def _responses(success: int, model: Any, *errors: int) -> dict[int, OpenAPIResponse]:
+    """An operation's answers: ``success`` with ``model``, the errors every operation may give, and
+    ``errors``."""
     described: dict[int, OpenAPIResponse] = {
         success: {"description": "OK" if success == 200 else "Created", "content": {JSON: {"model": model}}}
         if model is not None
         else {"description": "No content", "content": {}},
     }
-    for code in (400, 401, 413, 415, 422, *errors):
-        described[code] = {"description": _ERROR_TEXT[code], "content": {JSON: {"model": ErrorOut}}}
+    for code in (400, 401, 405, 413, 415, 422, *errors):
+        described[code] = _error_response(code)
     return described
+
+
+def _error_response(code: int) -> OpenAPIResponse:
+    described: OpenAPIResponse = {"description": _ERROR_TEXT[code], "content": {JSON: {"model": ErrorOut}}}
+    if code == 405:
+        described["headers"] = {
+            "Allow": {"description": "the methods this path answers", "schema": {"type": "string"}}
+        }
+    return described
+
+
+def _public_responses(described: dict[int, OpenAPIResponse]) -> dict[int, OpenAPIResponse]:
+    """A route without a token: its own answers and the errors any request may get before routing."""
+    return {**described, **{code: _error_response(code) for code in (405, 413, 415)}}
 
 
 _ERROR_TEXT = {
     400: "Malformed request",
     401: "Missing or unknown token",
     404: "No such job or run (in your team)",
+    405: "Method not allowed on this path (after authentication; `Allow` lists the methods it answers)",
     409: "Conflict",
     413: "Body too large",
     415: "The body is not JSON",
@@ -159,18 +177,35 @@ class _NoRoute(ApiError):
 
 @app.not_found
 def _no_route(exc: NotFoundError) -> Response[Any]:
+    """No route for this method and path: 405 with ``Allow`` when the path has routes for other methods
+    (RFC 9110), else 404. Behind ``handle``, so a token is checked first (except on the public paths)."""
+    event = app.current_event
+    allowed = allowed_methods(event.path)
+    if allowed:
+        listed = ", ".join(allowed)
+        refused = MethodNotAllowed(f"{event.http_method} is not allowed on {event.path}; it answers {listed}")
+        return _error(refused, {"Allow": listed})
     return _error(_NoRoute("no such route"))
+
+
+def allowed_methods(path: str) -> list[str]:
+    """The methods routed for ``path``, matched with the resolver's own route patterns."""
+    routes = app._static_routes + app._dynamic_routes  # powertools lists its routes only here
+    return sorted({route.method for route in routes if route.rule.match(path)})
 
 
 # --- routes ----------------------------------------------------------------------------------------------
 
 
-@app.get("/healthz", responses={200: {"description": "OK", "content": {JSON: {"model": Health}}}})
+@app.get(
+    "/healthz",
+    responses=_public_responses({200: {"description": "OK", "content": {JSON: {"model": Health}}}}),
+)
 def healthz() -> Health:
     return Health(status="ok", version=__version__)
 
 
-@app.get("/v1/openapi.json", responses={200: {"description": "This document"}})
+@app.get("/v1/openapi.json", responses=_public_responses({200: {"description": "This document"}}))
 def openapi() -> Response[Any]:
     return Response(status_code=200, content_type=JSON, body=openapi_document())
 
@@ -262,10 +297,19 @@ def retry_run(run_id: RunId) -> RunOut:
     return RunOut.of(service().retry_run(team(), run_id))
 
 
-@app.get("/v1/load", responses=_responses(200, LoadOut), security=SECURITY)
+@app.get(
+    "/v1/load",
+    responses=_responses(200, LoadOut),
+    security=SECURITY,
+    description="Due runs per minute (by fire time) over your active jobs in [from, to). `to` must be "
+    "after `from` and the window at most 24 hours; both need a UTC offset. A window breaking these rules "
+    "is refused with 422 naming `to` (or `from`).",
+)
 def load(
-    start: Annotated[datetime, Query(alias="from")],
-    end: Annotated[datetime, Query(alias="to")],
+    start: Annotated[datetime, Query(alias="from", description="window start, with a UTC offset")],
+    end: Annotated[
+        datetime, Query(alias="to", description="window end (exclusive): after `from`, at most 24 h later")
+    ],
 ) -> LoadOut:
     if start.tzinfo is None or end.tzinfo is None:
         raise InvalidInput("from and to need a UTC offset, e.g. 2026-12-01T00:00:00Z", "from")

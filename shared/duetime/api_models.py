@@ -6,19 +6,23 @@ from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import SkipJsonSchema
 
 from duetime.models import (
-    AtSchedule,
-    CronSchedule,
+    EndAt,
     HttpTarget,
+    JitterSeconds,
     Job,
+    JobName,
     JobSpec,
     MisfirePolicy,
-    RateSchedule,
     RetryPolicy,
     Run,
     RunResult,
     RunStatus,
+    Schedule,
+    StartAt,
+    TimeoutSeconds,
 )
 from duetime.service import UpcomingRun
 
@@ -37,22 +41,32 @@ class ErrorOut(Out):
     error: ErrorDetail
 
 
+def _no_defaults(schema: dict[str, Any]) -> None:
+    """A field left out of a PATCH is left alone: the document shows no default for it."""
+    properties = schema.get("properties")
+    if isinstance(properties, dict):
+        for field in properties.values():
+            if isinstance(field, dict):
+                field.pop("default", None)
+
+
 class JobPatch(BaseModel):
-    """Fields to change; nested objects (schedule, target, retry) are replaced whole."""
+    """Fields to change; nested objects (schedule, target, retry) are replaced whole. Only start_at and
+    end_at take null (no bound); the rest are left out to keep them."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_no_defaults)
 
-    name: str | None = Field(default=None, min_length=1, max_length=200)
-    schedule: CronSchedule | RateSchedule | AtSchedule | None = None
-    target: HttpTarget | None = None
-    jitter_seconds: int | None = Field(default=None, ge=0, le=3600)
-    exact: bool | None = None
-    misfire: MisfirePolicy | None = None
-    retry: RetryPolicy | None = None
-    timeout_seconds: int | None = Field(default=None, ge=1, le=600)
-    start_at: datetime | None = None
-    end_at: datetime | None = None
-    paused: bool | None = None
+    name: JobName | SkipJsonSchema[None] = None
+    schedule: Schedule | SkipJsonSchema[None] = None
+    target: HttpTarget | SkipJsonSchema[None] = None
+    jitter_seconds: JitterSeconds | SkipJsonSchema[None] = None
+    exact: bool | SkipJsonSchema[None] = None
+    misfire: MisfirePolicy | SkipJsonSchema[None] = None
+    retry: RetryPolicy | SkipJsonSchema[None] = None
+    timeout_seconds: TimeoutSeconds | SkipJsonSchema[None] = None
+    start_at: StartAt | None = None
+    end_at: EndAt | None = None
+    paused: bool | SkipJsonSchema[None] = None
 
 
 class JobOut(JobSpec):
@@ -67,7 +81,10 @@ class JobOut(JobSpec):
 
     @classmethod
     def of(cls, job: Job) -> JobOut:
-        spec = job.model_dump(include=set(JobSpec.model_fields))
+        """The job as answers show it; header values are write-only (``HttpTarget.redacted``)."""
+        spec = job.model_copy(update={"target": job.target.redacted()}).model_dump(
+            include=set(JobSpec.model_fields)
+        )
         scheduled = not job.paused  # a paused job keeps its place but has no next run
         return cls(
             **spec,

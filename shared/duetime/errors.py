@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from pydantic import ValidationError
 
 
@@ -33,6 +35,10 @@ class NotFound(ApiError):
     status, code = 404, "not_found"
 
 
+class MethodNotAllowed(ApiError):
+    status, code = 405, "method_not_allowed"
+
+
 class Conflict(ApiError):
     status, code = 409, "conflict"
 
@@ -53,10 +59,14 @@ class QuotaExceeded(ApiError):
     status, code = 429, "quota_exceeded"
 
 
+_UNION_MEMBER = re.compile(r"^[a-z-]+\[.*\]$")  # how pydantic names a union's member: tagged-union[A,B]
+
+
 def field_path(loc: tuple[int | str, ...]) -> str:
     """pydantic's error location as a dotted field name: ``schedule.cron``, ``retry.backoff_seconds.1``.
-    The schedule's union tag (``schedule.cron.timezone``) and the request part (``body``) are dropped."""
-    parts = [str(p) for p in loc]
+    The schedule's union tag (``schedule.cron.timezone``), union members' names and the request part
+    (``body``) are dropped."""
+    parts = [str(p) for p in loc if not _UNION_MEMBER.match(str(p))]
     if parts[:1] == ["body"]:
         parts = parts[1:]
     if len(parts) >= 3 and parts[0] == "schedule" and parts[1] in {"cron", "rate", "at"}:

@@ -10,7 +10,7 @@ from http.server import ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from duetime.demo_target import Answer, DemoTarget, JsonRequestHandler
+from duetime.demo_target import KNOWN_METHODS, Answer, DemoTarget, JsonRequestHandler
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +39,17 @@ def rest_event(
 class _GatewayHandler(JsonRequestHandler):
     server: LocalGateway
 
-    def answer(self, method: str, body: str) -> Answer:
+    def __getattr__(self, name: str) -> Any:
+        """API Gateway's ANY hands every method to the api handler, which answers one a path does not
+        route with 405 and ``Allow``. The base class refuses methods outside ``KNOWN_METHODS`` before it
+        asks ``answer``, so those are served under a known name; ``answer`` reads the request's own."""
+        method = name.removeprefix("do_")
+        if name != method and method not in KNOWN_METHODS and not self.path.startswith("/demo/"):
+            return lambda: self._serve("POST")
+        return super().__getattr__(name)
+
+    def answer(self, _: str, body: str) -> Answer:
+        method = self.command  # the request's own method, whatever name it was served under
         parts = urlsplit(self.path)
         headers = dict(self.headers.items())
         if parts.path.startswith("/demo/"):
@@ -51,11 +61,11 @@ class _GatewayHandler(JsonRequestHandler):
         except Exception:  # a bug: answer as API Gateway would for a failed Lambda, and say so in the log
             log.exception("the api handler failed")
             return 500, '{"error": {"code": "internal", "message": "internal error"}}', {}
-        extra = {
-            k: v
-            for k, v in (response.get("headers") or {}).items()
-            if k.lower() not in {"content-type", "content-length"}
+        answered = {  # API Gateway merges both
+            **(response.get("headers") or {}),
+            **{k: ", ".join(v) for k, v in (response.get("multiValueHeaders") or {}).items()},
         }
+        extra = {k: v for k, v in answered.items() if k.lower() not in {"content-type", "content-length"}}
         return int(response["statusCode"]), response.get("body") or "", extra
 
 

@@ -2,7 +2,13 @@
 
 User input is validated here, once: every model forbids unknown fields and every error names its field.
 Time-dependent checks (``at`` in the past) read ``now`` from the validation context, never from the
-machine: ``JobSpec.model_validate(data, context={"now": clock.now()})``.
+machine: ``JobSpec.model_validate(data, context={"now": clock.now()})``; what only a client may not send (the
+redaction marker as a header value) is refused under that context too, never in what duetime stored.
+
+The constraints OpenAPI can state (patterns, lengths, ranges) are declared on the fields, so the API's
+document and its validation come from the same place. Patterns keep to what JSON Schema (ECMA-262), pydantic
+(Rust regex) and Python read alike: explicit ASCII classes, no shorthand classes. Validators that run before
+a pattern give a plain message for the usual mistakes; the pattern still applies.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from pydantic import (
     ConfigDict,
     Discriminator,
     Field,
+    StringConstraints,
     Tag,
     ValidationInfo,
     field_validator,
@@ -45,7 +52,12 @@ CRON_ALIASES = {
     "@midnight": "0 0 * * *",
     "@hourly": "0 * * * *",
 }
-_CRON_FIELD = re.compile(r"^[0-9A-Za-z*/,\-]+$")
+_CRON_TOKEN = r"[0-9A-Za-z*/,-]+"
+_BLANK = r"[ \t]"
+_ALIAS = "@({})".format("|".join(name.removeprefix("@") for name in CRON_ALIASES))
+CRON_PATTERN = rf"^{_BLANK}*({_ALIAS}|{_CRON_TOKEN}({_BLANK}+{_CRON_TOKEN}){{4}}){_BLANK}*$"
+_CRON_FIELD = re.compile(_CRON_TOKEN)
+ZONE_PATTERN = r"^[A-Za-z0-9_+-]+(/[A-Za-z0-9_+-]+)*$"
 
 
 @functools.cache
@@ -60,31 +72,50 @@ def _utc_instant(value: datetime) -> datetime:
 class CronSchedule(Strict):
     """Standard 5-field cron (or an @alias), evaluated in an IANA time zone."""
 
-    cron: str = Field(description="5-field cron expression or @hourly/@daily/@weekly/@monthly/@yearly")
-    timezone: str = Field(default="UTC", description="IANA time zone name, e.g. Europe/Berlin")
+    cron: str = Field(
+        min_length=1,
+        pattern=CRON_PATTERN,
+        description="5-field cron expression (minute hour day month weekday, separated by spaces or tabs) "
+        "or @hourly/@daily/@weekly/@monthly/@yearly (also @annually, @midnight). A cron that never fires "
+        "(e.g. `0 0 30 2 *`) or that cron cannot read (a value out of its field's range, an unknown name, "
+        "a step of 0) is refused with 422.",
+    )
+    timezone: str = Field(
+        default="UTC",
+        max_length=64,
+        pattern=ZONE_PATTERN,
+        description="IANA time zone name, e.g. Europe/Berlin; names outside the IANA database are refused "
+        "with 422.",
+    )
 
-    @field_validator("cron")
+    @field_validator("cron", mode="before")
     @classmethod
-    def _standard_cron(cls, value: str, info: ValidationInfo) -> str:
+    def _standard_cron(cls, value: Any, info: ValidationInfo) -> Any:
         from duetime.schedule import cron_never_fires  # schedule math imports models; avoid the cycle
 
-        expr = " ".join(value.split())
-        expr = CRON_ALIASES.get(expr.lower(), expr)
-        fields = expr.split(" ")
+        if not isinstance(value, str):
+            return value  # the type check names it
+        expr = " ".join(re.split(_BLANK + "+", value.strip(" \t")))
+        if expr.startswith("@") and expr not in CRON_ALIASES:
+            raise ValueError(f"unknown cron alias {expr!r}: use one of {', '.join(CRON_ALIASES)}")
+        expr = CRON_ALIASES.get(expr, expr)
+        fields = expr.split(" ") if expr else []
         if len(fields) != 5:
             raise ValueError(
                 f"cron needs exactly 5 fields (minute hour day month weekday), got {len(fields)}"
             )
-        if not all(_CRON_FIELD.match(f) for f in fields):
+        if not all(_CRON_FIELD.fullmatch(f) for f in fields):
             raise ValueError("cron fields may contain only digits, names, '*', '/', ',' and '-'")
         reason = None if (info.context or {}).get("stored") else cron_never_fires(expr)
         if reason:
             raise ValueError(reason)
         return expr
 
-    @field_validator("timezone")
+    @field_validator("timezone", mode="before")
     @classmethod
-    def _iana_zone(cls, value: str) -> str:
+    def _iana_zone(cls, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
         if value not in _zone_names():
             raise ValueError(f"unknown time zone {value!r}: use an IANA name such as 'Europe/Berlin'")
         try:
@@ -94,7 +125,9 @@ class CronSchedule(Strict):
         return value
 
 
-_RATE = re.compile(r"^\s*(-?\d+)\s+(minute|minutes|hour|hours|day|days)\s*$")
+_RATE_UNITS = "(minute|minutes|hour|hours|day|days)"
+_RATE = re.compile(rf"{_BLANK}*(-?[0-9]+){_BLANK}+{_RATE_UNITS}{_BLANK}*")
+RATE_PATTERN = rf"^{_BLANK}*0*[1-9][0-9]*{_BLANK}+{_RATE_UNITS}{_BLANK}*$"
 _RATE_UNIT_SECONDS = {"minute": 60, "hour": 3600, "day": 86400}
 MAX_RATE_SECONDS = 366 * 86400
 
@@ -102,12 +135,17 @@ MAX_RATE_SECONDS = 366 * 86400
 class RateSchedule(Strict):
     """A fixed rate such as ``"5 minutes"``, anchored to the job's start."""
 
-    rate: str = Field(description='"<n> minute(s)|hour(s)|day(s)", n >= 1')
+    rate: str = Field(
+        pattern=RATE_PATTERN,
+        description='"<n> minute(s)|hour(s)|day(s)", n >= 1; at most 366 days (longer is refused with 422)',
+    )
 
-    @field_validator("rate")
+    @field_validator("rate", mode="before")
     @classmethod
-    def _positive_rate(cls, value: str) -> str:
-        match = _RATE.match(value)
+    def _positive_rate(cls, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        match = _RATE.fullmatch(value)
         if not match:
             raise ValueError('rate must look like "5 minutes", "1 hour" or "2 days"')
         seconds = int(match.group(1)) * _RATE_UNIT_SECONDS[match.group(2).rstrip("s")]
@@ -115,11 +153,11 @@ class RateSchedule(Strict):
             raise ValueError("rate must be greater than zero")
         if seconds > MAX_RATE_SECONDS:
             raise ValueError("rate must be at most 366 days")
-        return value.strip()
+        return value.strip(" \t")
 
     @property
     def interval(self) -> timedelta:
-        match = _RATE.match(self.rate)
+        match = _RATE.fullmatch(self.rate)
         assert match is not None  # validated above
         return timedelta(seconds=int(match.group(1)) * _RATE_UNIT_SECONDS[match.group(2).rstrip("s")])
 
@@ -127,7 +165,10 @@ class RateSchedule(Strict):
 class AtSchedule(Strict):
     """Run once, at an instant."""
 
-    at: AwareDatetime = Field(description="ISO-8601 instant with an offset, e.g. 2026-12-01T10:00:00Z")
+    at: AwareDatetime = Field(
+        description="ISO-8601 instant with an offset, e.g. 2026-12-01T10:00:00Z; it must be in the future "
+        "(a past instant is refused with 422)"
+    )
 
     @field_validator("at")
     @classmethod
@@ -164,35 +205,87 @@ Schedule = Annotated[
 
 # --- targets and policies --------------------------------------------------------------------------------
 
-_HEADER_NAME = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
+URL_PATTERN = r"^https?://[^/\x00-\x20]"  # an absolute http(s) URL with a host; the rest: target_guard
+HEADER_NAME_PATTERN = r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"  # an HTTP token (RFC 9110)
+HEADER_VALUE_PATTERN = r"^[^\r\n\x00]*$"
+_URL = re.compile(URL_PATTERN)
+_HEADER_NAME = re.compile(HEADER_NAME_PATTERN)
 RESERVED_HEADER_PREFIX = "x-duetime-"
+REDACTED = "***"  # what answers show for a header value; sent back in a PATCH, it keeps the stored value
+
+HeaderName = Annotated[str, StringConstraints(pattern=HEADER_NAME_PATTERN)]
+HeaderValue = Annotated[str, StringConstraints(pattern=HEADER_VALUE_PATTERN)]
 
 
 class HttpTarget(Strict):
     type: Literal["http"] = "http"
-    url: str = Field(max_length=2048)
+    url: str = Field(
+        max_length=2048,
+        pattern=URL_PATTERN,
+        description="absolute http:// or https:// URL. Loopback, private, link-local and other "
+        "non-public addresses (after DNS resolution) are refused with 422.",
+    )
     method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"] = "POST"
-    headers: dict[str, str] = Field(default_factory=dict, max_length=50)
+    headers: dict[HeaderName, HeaderValue] = Field(
+        default_factory=dict,
+        max_length=50,
+        description=f"Extra request headers. Values are write-only: answers list each name with the value "
+        f'"{REDACTED}". In a PATCH that sends `target`, a value of exactly "{REDACTED}" keeps the value '
+        f"stored under that name (names compare case-insensitively), so a client can GET, edit and PATCH; "
+        f'"{REDACTED}" for a name with no stored value, Idempotency-Key and X-Duetime-* names are refused '
+        f"with 422.",
+        json_schema_extra={"additionalProperties": False},
+    )
     body: str | None = Field(default=None, max_length=64 * 1024)
 
-    @field_validator("url")
+    @field_validator("url", mode="before")
     @classmethod
-    def _http_url(cls, value: str) -> str:
-        if not re.match(r"^https?://[^\s/]+", value):
+    def _http_url(cls, value: Any) -> Any:
+        if isinstance(value, str) and not _URL.match(value):
             raise ValueError("url must be an absolute http:// or https:// URL")
         return value
 
-    @field_validator("headers")
+    @field_validator("headers", mode="before")
     @classmethod
-    def _safe_headers(cls, value: dict[str, str]) -> dict[str, str]:
+    def _safe_headers(cls, value: Any, info: ValidationInfo) -> Any:
+        if not isinstance(value, dict):
+            return value
+        from_client = (info.context or {}).get("now") is not None
         for name, header_value in value.items():
-            if not _HEADER_NAME.match(name):
+            if not isinstance(name, str) or not isinstance(header_value, str):
+                continue  # the type check names it
+            if not _HEADER_NAME.fullmatch(name):
                 raise ValueError(f"header name {name!r} is not a valid HTTP token")
             if any(c in header_value for c in "\r\n\0"):
                 raise ValueError(f"header {name!r} must not contain CR, LF or NUL")
             if name.lower().startswith(RESERVED_HEADER_PREFIX) or name.lower() == "idempotency-key":
                 raise ValueError(f"header {name!r} is set by duetime and cannot be overridden")
+            if from_client and header_value == REDACTED:
+                raise ValueError(
+                    f"header {name!r}: {REDACTED!r} stands for a stored value and {name!r} has none; "
+                    "send the real value"
+                )
         return value
+
+    def redacted(self) -> HttpTarget:
+        """This target as answers show it: every header value replaced by ``REDACTED``."""
+        return self.model_copy(update={"headers": dict.fromkeys(self.headers, REDACTED)})
+
+    def restore_redacted(self, sent: Any) -> Any:
+        """``sent`` (a client's new target, unvalidated) with each ``REDACTED`` header value replaced by
+        the value this target stores under that name (compared case-insensitively). Names without a stored
+        value keep the marker, and validation refuses it."""
+        if not isinstance(sent, dict) or not isinstance(sent.get("headers"), dict):
+            return sent
+        stored = {name.lower(): value for name, value in self.headers.items()}
+        stored.update(self.headers)  # an exact spelling wins over another one
+        headers = {
+            name: stored.get(name, stored.get(name.lower(), value))
+            if value == REDACTED and isinstance(name, str)
+            else value
+            for name, value in sent["headers"].items()
+        }
+        return {**sent, "headers": headers}
 
 
 class MisfirePolicy(StrEnum):
@@ -217,19 +310,30 @@ class RetryPolicy(Strict):
 # --- jobs ------------------------------------------------------------------------------------------------
 
 
+# A job's fields with their constraints, shared by ``JobSpec`` and the API's ``JobPatch``.
+JobName = Annotated[str, Field(min_length=1, max_length=200)]
+JitterSeconds = Annotated[int, Field(ge=0, le=3600)]
+TimeoutSeconds = Annotated[int, Field(ge=1, le=600)]
+StartAt = Annotated[AwareDatetime, Field(description="nothing runs before this instant")]
+EndAt = Annotated[
+    AwareDatetime,
+    Field(description="nothing runs after this instant; it must be after start_at (else 422)"),
+]
+
+
 class JobSpec(Strict):
     """What a team asks for. Everything here is user input and validated."""
 
-    name: str = Field(min_length=1, max_length=200)
+    name: JobName
     schedule: Schedule
     target: HttpTarget
-    jitter_seconds: int = Field(default=300, ge=0, le=3600)
+    jitter_seconds: JitterSeconds = 300
     exact: bool = False
     misfire: MisfirePolicy = MisfirePolicy.RUN_ONCE
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
-    timeout_seconds: int = Field(default=30, ge=1, le=600)
-    start_at: AwareDatetime | None = None
-    end_at: AwareDatetime | None = None
+    timeout_seconds: TimeoutSeconds = 30
+    start_at: StartAt | None = None
+    end_at: EndAt | None = None
     paused: bool = False
 
     @field_validator("start_at", "end_at")

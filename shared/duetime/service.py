@@ -193,12 +193,18 @@ class JobService:
 
     def update_job(self, team: Team, job_id: str, changes: dict[str, Any]) -> Job:
         """Apply ``changes`` (top-level fields; nested objects are replaced whole). Anything that moves
-        the schedule reschedules from now; the run history is kept."""
+        the schedule reschedules from now; the run history is kept. Header values are write-only: in a
+        new ``target``, a value of ``REDACTED`` keeps the value stored under that name."""
         for _ in range(5):
             job = self.get_job(team, job_id)
             now = self.clock.now()
             current = job.model_dump(mode="json", include=set(JobSpec.model_fields))
-            spec = self._validate({**current, **changes}, now)
+            sent = (
+                {**changes, "target": job.target.restore_redacted(changes["target"])}
+                if "target" in changes
+                else changes
+            )
+            spec = self._validate({**current, **sent}, now)
             stamp = ceil_seconds(now)
             updated = Job(
                 **spec.model_dump(),

@@ -69,7 +69,11 @@ def make_call(token: str | None) -> Call:
         }
         response = HANDLER.handler(event, LambdaContext())
         text = response.get("body") or ""
-        return Answer(response["statusCode"], json.loads(text) if text else None, response.get("headers", {}))
+        headers = {
+            **(response.get("headers") or {}),  # both, as API Gateway merges them
+            **{k: ", ".join(v) for k, v in (response.get("multiValueHeaders") or {}).items()},
+        }
+        return Answer(response["statusCode"], json.loads(text) if text else None, headers)
 
     return call
 

@@ -214,3 +214,43 @@ def test_openapi_document_lists_every_operation(service: JobService) -> None:
 def test_unknown_routes_are_404_in_the_error_shape(alpha: Call) -> None:
     answer = alpha("GET", "/v1/nothing")
     assert answer.status == 404 and answer.body["error"]["code"] == "not_found"
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "allowed"),
+    [
+        ("PUT", "/v1/jobs", "GET, POST"),
+        ("DELETE", "/v1/jobs", "GET, POST"),
+        ("POST", "/v1/jobs/01JDZ3K6R2V9Q8T7S6P5N4M3K2", "DELETE, GET, PATCH"),
+        ("PUT", "/v1/jobs/01JDZ3K6R2V9Q8T7S6P5N4M3K2", "DELETE, GET, PATCH"),
+        ("GET", "/v1/jobs/01JDZ3K6R2V9Q8T7S6P5N4M3K2/trigger", "POST"),
+        ("HEAD", "/v1/runs/x@y", "GET"),
+        ("OPTIONS", "/v1/load", "GET"),
+        ("TRACE", "/healthz", "GET"),
+        ("POST", "/v1/openapi.json", "GET"),
+    ],
+)
+def test_an_undeclared_method_on_a_known_path_is_405_with_allow(
+    alpha: Call, method: str, path: str, allowed: str
+) -> None:
+    answer = alpha(method, path)
+    assert answer.status == 405, answer.body
+    assert answer.headers["Allow"] == allowed
+    assert answer.body["error"]["code"] == "method_not_allowed"
+
+
+def test_405_comes_after_authentication_except_on_public_paths(service: JobService) -> None:
+    assert make_call(None)("PUT", "/v1/jobs").status == 401
+    assert make_call(None)("DELETE", "/healthz").status == 405
+    assert make_call(None)("GET", "/v1/nothing").status == 401
+
+
+def test_a_patch_names_the_field_and_refuses_null_where_the_document_does(alpha: Call) -> None:
+    job = alpha("POST", "/v1/jobs", JOB).body
+    bad_cron = alpha("PATCH", f"/v1/jobs/{job['id']}", {"schedule": {"cron": "0 0 * *"}})
+    assert bad_cron.status == 422 and bad_cron.body["error"]["field"] == "schedule.cron", bad_cron.body
+    for field in ("name", "schedule", "target", "retry", "paused"):
+        answer = alpha("PATCH", f"/v1/jobs/{job['id']}", {field: None})
+        assert answer.status == 422 and answer.body["error"]["field"].startswith(field), answer.body
+    cleared = alpha("PATCH", f"/v1/jobs/{job['id']}", {"end_at": None, "start_at": None})
+    assert cleared.status == 200 and cleared.body["end_at"] is None

@@ -61,6 +61,9 @@ HOSTILE: list[tuple[str, dict[str, Any] | str, int, str | None]] = [
     ("float where an integer belongs", {**JOB, "jitter_seconds": 1.5}, 422, "jitter_seconds"),
     ("CRLF in a header value", target(JOB_URL, headers={"X-A": "a\r\nX-Injected: 1"}), 422, "target.headers"),
     ("LF in a header name", target(JOB_URL, headers={"X\nB": "1"}), 422, "target.headers"),
+    ("LF ending a header name", target(JOB_URL, headers={"X-B\n": "1"}), 422, "target.headers"),
+    ("the redaction marker as a value", target(JOB_URL, headers={"X-B": "***"}), 422, "target.headers"),
+    ("a cron alias not in the list", {**JOB, "schedule": {"cron": "@often"}}, 422, "schedule.cron"),
     (
         "overriding the idempotency key",
         target(JOB_URL, headers={"idempotency-key": "x"}),
