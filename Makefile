@@ -21,8 +21,10 @@ $(BIN)/.installed: pyproject.toml
 
 venv: $(BIN)/.installed
 
+# Extra arguments for duetime local, e.g. make run RUN_ARGS='--port 8081'.
+RUN_ARGS ?=
 run: venv
-	$(EMU) run $(BIN)/duetime local
+	$(EMU) run $(BIN)/duetime local $(RUN_ARGS)
 
 test: venv
 	$(EMU) run $(MAKE) --no-print-directory check

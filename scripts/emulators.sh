@@ -22,6 +22,10 @@ DDB_PORT="${DUETIME_DDB_PORT:-8000}"
 LS_PORT="${DUETIME_LOCALSTACK_PORT:-4566}"
 DDB_URL="http://127.0.0.1:$DDB_PORT"
 LS_URL="http://127.0.0.1:$LS_PORT"
+# Pid and log files in $RUN are named per port (the default ports keep the plain names), so emulators
+# started on other ports (a test's own `make run`) never overwrite the files of the ones on the defaults.
+DDB_NAME="dynamodb"; [ "$DDB_PORT" = 8000 ] || DDB_NAME="dynamodb-$DDB_PORT"
+LS_NAME="localstack"; [ "$LS_PORT" = 4566 ] || LS_NAME="localstack-$LS_PORT"
 
 STARTED=()  # what this invocation started (and `run` will stop)
 
@@ -66,11 +70,13 @@ start_dynamodb() {
   if answers "$DDB_URL"; then log "DynamoDB Local already answers on $DDB_URL (reused)"; return 0; fi
   fetch_dynamodb
   mkdir -p "$RUN"
-  (cd "$DDB_DIR" && exec java -Djava.library.path=./DynamoDBLocal_lib -jar DynamoDBLocal.jar \
-      -inMemory -port "$DDB_PORT" >"$RUN/dynamodb.log" 2>&1) &
-  echo $! >"$RUN/dynamodb.pid"
-  STARTED+=(dynamodb)
-  wait_for dynamodb "$DDB_URL" 60
+  # In a session of its own, like LocalStack: a Ctrl-C or hang-up meant for the command in the terminal's
+  # process group does not stop it under the command's feet; `run` stops it after the command.
+  (cd "$DDB_DIR" && exec setsid java -Djava.library.path=./DynamoDBLocal_lib -jar DynamoDBLocal.jar \
+      -inMemory -port "$DDB_PORT" >"$RUN/$DDB_NAME.log" 2>&1) &
+  echo $! >"$RUN/$DDB_NAME.pid"
+  STARTED+=("$DDB_NAME")
+  wait_for "$DDB_NAME" "$DDB_URL" 60
   log "DynamoDB Local started on $DDB_URL"
 }
 
@@ -80,10 +86,10 @@ start_localstack() {
   mkdir -p "$RUN" "$CACHE/localstack-volume"
   GATEWAY_LISTEN="127.0.0.1:$LS_PORT" LOCALSTACK_VOLUME_DIR="$CACHE/localstack-volume" \
     SERVICES=sqs,events,scheduler,sns,cloudwatch,logs,sts,iam SKIP_INFRA_DOWNLOADS=1 \
-    DISABLE_EVENTS=1 setsid "$LS_VENV/bin/python" -m localstack.runtime.main >"$RUN/localstack.log" 2>&1 &
-  echo $! >"$RUN/localstack.pid"
-  STARTED+=(localstack)
-  wait_for localstack "$LS_URL/_localstack/health" 120
+    DISABLE_EVENTS=1 setsid "$LS_VENV/bin/python" -m localstack.runtime.main >"$RUN/$LS_NAME.log" 2>&1 &
+  echo $! >"$RUN/$LS_NAME.pid"
+  STARTED+=("$LS_NAME")
+  wait_for "$LS_NAME" "$LS_URL/_localstack/health" 120
   log "LocalStack started on $LS_URL"
 }
 
@@ -92,29 +98,76 @@ stop_one() {
   [ -f "$pidfile" ] || return 0
   local pid; pid="$(cat "$pidfile")"
   if kill -0 "$pid" 2>/dev/null; then
+    # Each emulator leads a session (and process group) of its own: the whole group is signalled, so
+    # nothing it started outlives it (the plain kill is for one started by an older version of this script).
     kill -- "-$pid" 2>/dev/null || kill "$pid" 2>/dev/null || true
     for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
-    kill -9 "$pid" 2>/dev/null || true
+    kill -9 -- "-$pid" 2>/dev/null || kill -9 "$pid" 2>/dev/null || true
     log "stopped $1"
   fi
   rm -f "$pidfile"
 }
 
+stop_started() {  # what this invocation started, newest first
+  local i
+  for ((i = ${#STARTED[@]} - 1; i >= 0; i--)); do stop_one "${STARTED[i]}"; done
+  STARTED=()
+}
+
+CHILD=""  # the pid of run's command while it runs
+
+stop_child() {  # grace-seconds: let run's command stop by itself, then TERM it, then KILL it
+  [ -n "$CHILD" ] || return 0
+  local i
+  for ((i = 0; i < $1 * 5; i++)); do kill -0 "$CHILD" 2>/dev/null || break; sleep 0.2; done
+  kill -TERM "$CHILD" 2>/dev/null || true
+  for ((i = 0; i < 30 * 5; i++)); do kill -0 "$CHILD" 2>/dev/null || break; sleep 0.2; done
+  if kill -0 "$CHILD" 2>/dev/null; then log "the command ignored TERM for 30 s: killed"; kill -KILL "$CHILD"; fi
+  wait "$CHILD" 2>/dev/null || true
+  CHILD=""
+}
+
+on_signal() {  # name number grace: stop run's command, then the emulators; then die of the signal
+  trap '' INT TERM HUP  # one clean-up, however many signals follow
+  log "SIG$1: stopping the command, then the emulators this run started"
+  stop_child "$3"
+  stop_started
+  trap - "$1" EXIT
+  kill -s "$1" "$$"  # the caller sees death by the signal: status 128+number
+  exit $((128 + $2))
+}
+
 case "${1:-}" in
   fetch) fetch_dynamodb; fetch_localstack ;;
   start) start_dynamodb; start_localstack ;;
-  stop) stop_one localstack; stop_one dynamodb ;;
+  stop) stop_one "$LS_NAME"; stop_one "$DDB_NAME" ;;
   run)
     shift
     # Stop only what this invocation started: emulators that were already running are left running.
-    trap 'for name in "${STARTED[@]}"; do stop_one "$name"; done' EXIT
+    # That happens on exit and on INT, TERM and HUP, the command first: without these traps bash runs
+    # the EXIT trap on TERM and leaves the command running (`kill <make's pid>` left `duetime local`
+    # serving). GNU make passes TERM to this script alone, so TERM is forwarded at once; INT (Ctrl-C) and
+    # HUP (a closed terminal) reach the whole process group, so the command has them already and gets
+    # TERM only if it is still running 5 s later.
+    trap stop_started EXIT
+    trap 'on_signal INT 2 5' INT
+    trap 'on_signal TERM 15 0' TERM
+    trap 'on_signal HUP 1 5' HUP
     start_dynamodb
     start_localstack
     export AWS_ENDPOINT_URL_DYNAMODB="$DDB_URL" AWS_ENDPOINT_URL_SQS="$LS_URL" \
       AWS_ENDPOINT_URL_SNS="$LS_URL" AWS_ENDPOINT_URL_EVENTS="$LS_URL" \
       AWS_ACCESS_KEY_ID="${AWS_ACCESS_KEY_ID:-test}" AWS_SECRET_ACCESS_KEY="${AWS_SECRET_ACCESS_KEY:-test}" \
       AWS_DEFAULT_REGION="${AWS_DEFAULT_REGION:-us-east-1}"
-    "$@"
+    # In the background and waited for, because bash runs a trap only once a foreground command has
+    # finished, while a signal interrupts `wait` at once. A background command would ignore SIGINT;
+    # `trap - INT QUIT` gives it the defaults back, so Ctrl-C reaches it as if it ran in the foreground.
+    (trap - INT QUIT; exec "$@") &
+    CHILD=$!
+    status=0
+    wait "$CHILD" || status=$?
+    CHILD=""
+    exit "$status"
     ;;
   *) echo "usage: $0 fetch|start|stop|run CMD..." >&2; exit 2 ;;
 esac
