@@ -162,6 +162,11 @@ def test_api_has_the_team_authorizer_throttling_and_access_logs(template: Templa
     template.has_resource_properties(
         "AWS::ApiGateway::Method", {"AuthorizationType": "CUSTOM", "HttpMethod": "ANY"}
     )
+    methods = [m["Properties"] for m in resources(template, "AWS::ApiGateway::Method").values()]
+    # Every method is ANY, so a method the API does not serve reaches it and is answered 405 + Allow.
+    assert {m["HttpMethod"] for m in methods} == {"ANY"}
+    public = [m for m in methods if m.get("AuthorizationType", "NONE") == "NONE"]
+    assert len(public) == 2  # /healthz and /v1/openapi.json
 
 
 def test_alarms_cover_lateness_dead_runs_dlq_poller_errors_and_throttles(template: Template) -> None:
@@ -173,7 +178,7 @@ def test_alarms_cover_lateness_dead_runs_dlq_poller_errors_and_throttles(templat
         "start lateness p99 over 5 s",
         "runs went dead (out of attempts)",
         "run messages reached the dead-letter queue",
-        "a poller invocation failed",
+        "a poller invocation or tick failed",
         "Lambda throttled a duetime function",
         "DynamoDB throttled duetime's tables",
     }

@@ -239,9 +239,11 @@ class DuetimeStack(cdk.Stack):
         authorizer = apigateway.TokenAuthorizer(
             self, "TeamAuthorizer", handler=authorizer_fn, results_cache_ttl=cdk.Duration.minutes(5)
         )
-        api.root.add_resource("healthz").add_method("GET", integration, request_validator=validator)
+        # The two public paths take ANY method, like the proxy: the API function answers what it does not
+        # serve with 405 and an Allow header (API Gateway alone would answer 403 "Missing Authentication").
+        api.root.add_resource("healthz").add_method("ANY", integration, request_validator=validator)
         v1 = api.root.add_resource("v1")
-        v1.add_resource("openapi.json").add_method("GET", integration, request_validator=validator)
+        v1.add_resource("openapi.json").add_method("ANY", integration, request_validator=validator)
         v1.add_proxy(
             default_integration=integration,
             any_method=True,
@@ -318,8 +320,11 @@ class DuetimeStack(cdk.Stack):
             ),
             any_in(
                 "PollerErrors",
-                total("poller errors", [p.metric_errors() for p in self.pollers]),
-                "a poller invocation failed",
+                total(
+                    "poller errors",
+                    [*(p.metric_errors() for p in self.pollers), metric("PollerErrors", "poller")],
+                ),
+                "a poller invocation or tick failed",
                 periods=2,
             ),
             any_in(
@@ -437,8 +442,8 @@ class DuetimeStack(cdk.Stack):
             ],
         )
         public = [
-            f"/{self.stack_name}/Api/Default/healthz/GET/Resource",
-            f"/{self.stack_name}/Api/Default/v1/openapi.json/GET/Resource",
+            f"/{self.stack_name}/Api/Default/healthz/ANY/Resource",
+            f"/{self.stack_name}/Api/Default/v1/openapi.json/ANY/Resource",
         ]
         NagSuppressions.add_resource_suppressions_by_path(
             self,
