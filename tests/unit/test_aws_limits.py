@@ -89,3 +89,16 @@ def test_sqs_messages_batches_and_delays_are_held_to_awss_limits(sqs: tuple[Any,
         client.send_message_batch(QueueUrl=url, Entries=halves)
     client.send_message_batch(QueueUrl=url, Entries=entries[:10])  # within every limit: sent
     assert len(client.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]) >= 1
+
+
+def test_requests_within_the_limits_go_through_unchanged(dynamodb: Any) -> None:
+    writes = [{"PutRequest": {"Item": {"pk": {"S": f"k{i}"}, "v": {"S": "x" * 1000}}}} for i in range(25)]
+    assert not dynamodb.batch_write_item(RequestItems={"t": writes}).get("UnprocessedItems")
+    keys = [{"pk": {"S": f"k{i}"}} for i in range(25)]
+    assert len(dynamodb.batch_get_item(RequestItems={"t": {"Keys": keys}})["Responses"]["t"]) == 25
+    puts = [{"Put": {"TableName": "t", "Item": {"pk": {"S": f"n{i}"}}}} for i in range(100)]
+    dynamodb.transact_write_items(TransactItems=puts)
+    page = dynamodb.query(
+        TableName="t", KeyConditionExpression="pk = :k", ExpressionAttributeValues={":k": {"S": "k1"}}
+    )
+    assert page["Count"] == 1

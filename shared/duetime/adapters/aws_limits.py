@@ -166,6 +166,18 @@ def _check_batch_write(request: Mapping[str, Any]) -> None:
         raise _refuse(op, f"the batch's items add up to {total} bytes; AWS allows {BATCH_WRITE_MAX_BYTES}")
 
 
+def _entries(operation: str, request: Mapping[str, Any]) -> tuple[int, int]:
+    """(entries in the request, AWS's maximum) for the operations limited by a count alone."""
+    if operation == "BatchGetItem":
+        keys = sum(len(t.get("Keys", [])) for t in request.get("RequestItems", {}).values())
+        return keys, BATCH_GET_MAX_KEYS
+    if operation == "TransactGetItems":
+        return len(request.get("TransactItems", [])), TRANSACT_GET_MAX_ITEMS
+    if operation == "BatchExecuteStatement":
+        return len(request.get("Statements", [])), PARTIQL_BATCH_MAX_STATEMENTS
+    return 0, 0
+
+
 def _check_dynamodb(client: Any, operation: str, request: Mapping[str, Any]) -> None:
     if operation == "TransactWriteItems":
         _check_transact_write(client, request)
@@ -173,15 +185,7 @@ def _check_dynamodb(client: Any, operation: str, request: Mapping[str, Any]) -> 
         _check_batch_write(request)
     elif operation == "PutItem":
         _checked_item_size(operation, request["Item"])
-    counted = {
-        "BatchGetItem": (
-            sum(len(t.get("Keys", [])) for t in request.get("RequestItems", {}).values()),
-            BATCH_GET_MAX_KEYS,
-        ),
-        "TransactGetItems": (len(request.get("TransactItems", [])), TRANSACT_GET_MAX_ITEMS),
-        "BatchExecuteStatement": (len(request.get("Statements", [])), PARTIQL_BATCH_MAX_STATEMENTS),
-    }
-    entries, allowed = counted.get(operation, (0, 0))
+    entries, allowed = _entries(operation, request)
     if entries > allowed:
         raise _refuse(operation, f"{entries} entries; AWS allows at most {allowed}")
 
