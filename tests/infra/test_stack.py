@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "1")
 os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
@@ -26,9 +27,10 @@ from duetime_cdk.stack import DuetimeStack, check_with_cdk_nag  # noqa: E402
 
 def synth(**context: Any) -> tuple[DuetimeStack, Template]:
     app = cdk.App(context=context)
-    config = StackConfig.from_context(app.node)
-    if not (config.lambda_asset / ".built").exists():
-        pytest.fail("the Lambda asset is missing: `make test` builds it (make lambda-assets)", pytrace=False)
+    try:
+        config = StackConfig.from_context(app.node)  # refuses a lambda_asset that is not built
+    except ValidationError as exc:
+        pytest.fail(f"{exc}\n`make test` builds the Lambda asset (make lambda-assets)", pytrace=False)
     stack = DuetimeStack(app, "DuetimeTest", config=config)
     check_with_cdk_nag(app)
     app.synth()
@@ -211,9 +213,7 @@ def test_cdk_nag_aws_solutions_pass_or_each_suppression_names_its_reason(
     test_stack: tuple[DuetimeStack, Template],
 ) -> None:
     stack, template = test_stack
-    annotations = Annotations.from_stack(stack)
-    assert annotations.find_error("*", Match.string_like_regexp("AwsSolutions-.*")) == []
-    assert annotations.find_warning("*", Match.string_like_regexp("AwsSolutions-.*")) == []
+    assert nag_findings(stack) == []
     suppressions = [
         s
         for r in template.to_json()["Resources"].values()
@@ -223,6 +223,10 @@ def test_cdk_nag_aws_solutions_pass_or_each_suppression_names_its_reason(
 
 
 def test_cfn_lint_passes_on_the_template(template: Template, tmp_path: Path) -> None:
+    cfn_lint(template, tmp_path)
+
+
+def cfn_lint(template: Template, tmp_path: Path) -> None:
     path = tmp_path / "Duetime.template.json"
     path.write_text(json.dumps(template.to_json()))
     result = subprocess.run(
@@ -236,3 +240,102 @@ def test_cfn_lint_passes_on_the_template(template: Template, tmp_path: Path) -> 
         text=True,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def nag_findings(stack: DuetimeStack) -> list[Any]:
+    annotations = Annotations.from_stack(stack)
+    pattern = Match.string_like_regexp("AwsSolutions-.*")
+    return [*annotations.find_error("*", pattern), *annotations.find_warning("*", pattern)]
+
+
+# --- LocalStack deployments (-c localstack=true) ---------------------------------------------------------
+
+
+def x86_64_asset(directory: Path) -> Path:
+    """A finished asset as scripts/build_lambda.sh leaves it, with a binary wheel built for x86_64."""
+    wheel = directory / "pydantic_core-2.41.5.dist-info" / "WHEEL"
+    wheel.parent.mkdir(parents=True)
+    wheel.write_text("Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: cp313-cp313-manylinux_2_17_x86_64\n")
+    (directory / ".built").touch()
+    return directory
+
+
+# What LocalStack community cannot create or never runs, and what goes with it: the TeamAuthorizer and its
+# function (role, policy, log group, API Gateway's permission to invoke it), the dashboard, and the
+# worker's scheduled scaling.
+LEFT_OUT_ON_LOCALSTACK = {
+    "AWS::ApiGateway::Authorizer": 1,
+    "AWS::CloudWatch::Dashboard": 1,
+    "AWS::ApplicationAutoScaling::ScalableTarget": 1,
+    "AWS::Lambda::Function": 1,
+    "AWS::IAM::Role": 1,
+    "AWS::IAM::Policy": 1,
+    "AWS::Logs::LogGroup": 1,
+    "AWS::Lambda::Permission": 1,
+}
+
+
+def test_a_localstack_stack_leaves_out_only_what_localstack_cannot_create(
+    template: Template, tmp_path: Path
+) -> None:
+    asset = x86_64_asset(tmp_path / "lambda-local")
+    stack, local = synth(
+        deletion_protection="false",
+        localstack="true",
+        lambda_asset=str(asset),
+        lambda_architecture="x86_64",
+    )
+    for kind in (
+        "AWS::ApiGateway::Authorizer",
+        "AWS::CloudWatch::Dashboard",
+        "AWS::ApplicationAutoScaling::ScalableTarget",
+    ):
+        local.resource_count_is(kind, 0)
+
+    def counts(t: Template) -> dict[str, int]:
+        kinds = [r["Type"] for r in t.to_json()["Resources"].values()]
+        return {kind: kinds.count(kind) for kind in kinds}
+
+    expected = {k: n - LEFT_OUT_ON_LOCALSTACK.get(k, 0) for k, n in counts(template).items()}
+    assert counts(local) == {k: n for k, n in expected.items() if n}
+    # Everything else is there: tables, queues, pollers and their rules, the worker and its event source, the
+    # API with its three methods and stage, the alarms and the topic.
+    for kind, count in {
+        "AWS::DynamoDB::GlobalTable": 3,
+        "AWS::SQS::Queue": 2,
+        "AWS::Lambda::Function": 6,  # 4 pollers, worker, api
+        "AWS::Events::Rule": 4,
+        "AWS::Lambda::EventSourceMapping": 1,
+        "AWS::ApiGateway::RestApi": 1,
+        "AWS::ApiGateway::Method": 3,
+        "AWS::ApiGateway::Stage": 1,
+        "AWS::CloudWatch::Alarm": 6,
+        "AWS::SNS::Topic": 1,
+    }.items():
+        local.resource_count_is(kind, count)
+    methods = [m["Properties"] for m in resources(local, "AWS::ApiGateway::Method").values()]
+    assert {m.get("AuthorizationType", "NONE") for m in methods} == {"NONE"}  # the api function checks
+    for function in resources(local, "AWS::Lambda::Function").values():
+        assert function["Properties"]["Architectures"] == ["x86_64"]
+    assert nag_findings(stack) == []
+    cfn_lint(local, tmp_path)
+
+
+def test_localstack_settings_are_validated(tmp_path: Path) -> None:
+    local = StackConfig.model_validate({"localstack": "true"})
+    assert (local.team_authorizer, local.dashboard, local.scheduled_scaling) == (False, False, False)
+    default = StackConfig()
+    assert (default.team_authorizer, default.dashboard, default.scheduled_scaling) == (True, True, True)
+    with pytest.raises(ValidationError, match="LocalStack community"):
+        StackConfig.model_validate({"localstack": "true", "scheduled_scaling": "true"})
+    with pytest.raises(ValidationError, match="localstack"):
+        StackConfig.model_validate({"localstack": "ture"})
+    with pytest.raises(ValidationError, match=r"no finished Lambda build \(no \.built\)"):
+        StackConfig.model_validate({"lambda_asset": str(tmp_path / "lambda-local")})
+    assert StackConfig.model_validate({"lambda_asset": "build/lambda"}).lambda_asset == ROOT / "build/lambda"
+    asset = x86_64_asset(tmp_path / "lambda-local")
+    with pytest.raises(ValidationError, match="holds wheels for x86_64, but lambda_architecture is arm64"):
+        StackConfig.model_validate({"lambda_asset": str(asset)})
+    with pytest.raises(ValidationError, match="holds wheels for arm64, but lambda_architecture is x86_64"):
+        StackConfig.model_validate({"lambda_architecture": "x86_64"})  # build/lambda is arm64
+    assert StackConfig.model_validate({"lambda_asset": str(asset), "lambda_architecture": "x86_64"})

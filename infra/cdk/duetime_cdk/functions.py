@@ -2,16 +2,32 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
+from cdk_nag import NagSuppressions
 from constructs import Construct
 
 RUNTIME = lambda_.Runtime.PYTHON_3_13
-ARCHITECTURE = lambda_.Architecture.ARM_64  # the asset is built for manylinux2014_aarch64
+ARCHITECTURES = {"arm64": lambda_.Architecture.ARM_64, "x86_64": lambda_.Architecture.X86_64}
+
+
+def allow(actions: list[str], resources: list[str]) -> iam.PolicyStatement:
+    return iam.PolicyStatement(actions=actions, resources=resources)
+
+
+@dataclass(frozen=True)
+class LambdaCode:
+    """What every duetime function shares: the code asset, the architecture its wheels were built for
+    (``make lambda-assets`` builds arm64), and the environment naming the tables, queue and topic."""
+
+    asset: Path
+    architecture: str = "arm64"
+    environment: dict[str, str] = field(default_factory=dict)
 
 
 class DuetimeFunction(Construct):
@@ -23,13 +39,13 @@ class DuetimeFunction(Construct):
         scope: Construct,
         id: str,
         *,
-        asset: Path,
+        code: LambdaCode,
         handler: str,
         service: str,
-        environment: dict[str, str],
         statements: list[iam.PolicyStatement],
         timeout: cdk.Duration,
         memory_mb: int = 512,
+        environment: dict[str, str] | None = None,
     ) -> None:
         super().__init__(scope, id)
         self.log_group = logs.LogGroup(
@@ -58,8 +74,8 @@ class DuetimeFunction(Construct):
             self,
             "Function",
             runtime=RUNTIME,
-            architecture=ARCHITECTURE,
-            code=lambda_.Code.from_asset(str(asset)),
+            architecture=ARCHITECTURES[code.architecture],
+            code=lambda_.Code.from_asset(str(code.asset)),
             handler=handler,
             role=self.role,
             timeout=timeout,
@@ -70,6 +86,28 @@ class DuetimeFunction(Construct):
                 "POWERTOOLS_SERVICE_NAME": service,
                 "POWERTOOLS_METRICS_NAMESPACE": "duetime",
                 "POWERTOOLS_LOG_LEVEL": "INFO",
-                **environment,
+                **code.environment,
+                **(environment or {}),
             },
+        )
+        NagSuppressions.add_resource_suppressions(
+            self.role.node.find_child("DefaultPolicy"),
+            [
+                {
+                    "id": "AwsSolutions-IAM5",
+                    "applies_to": ["Resource::*"],
+                    "reason": "X-Ray PutTraceSegments/PutTelemetryRecords support no resource-level "
+                    "permissions; every other statement names its table, index, queue or topic.",
+                }
+            ],
+        )
+        NagSuppressions.add_resource_suppressions(
+            self.function,
+            [
+                {
+                    "id": "AwsSolutions-L1",
+                    "reason": "python3.13 is the runtime the code asset is built and tested for "
+                    "(scripts/build_lambda.sh); moving to a newer runtime is a deliberate, tested change.",
+                }
+            ],
         )

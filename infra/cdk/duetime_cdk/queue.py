@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import aws_cdk as cdk
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sqs as sqs
+from cdk_nag import NagSuppressions
 from constructs import Construct
 
 WORKER_TIMEOUT = cdk.Duration.minutes(15)
@@ -33,3 +35,17 @@ class RunQueue(Construct):
             encryption=sqs.QueueEncryption.SQS_MANAGED,
             dead_letter_queue=sqs.DeadLetterQueue(max_receive_count=10, queue=self.dead_letters),
         )
+        NagSuppressions.add_resource_suppressions(
+            self.dead_letters,
+            [
+                {
+                    "id": "AwsSolutions-SQS3",
+                    "reason": "This is the dead-letter queue: the end of the line. Any message "
+                    "in it raises the DeadLetterDepth alarm.",
+                }
+            ],
+        )
+
+    def allow_send(self) -> iam.PolicyStatement:
+        """Queue runs: the poller (claims, re-queues), the worker (retries) and the API (triggers)."""
+        return iam.PolicyStatement(actions=["sqs:SendMessage"], resources=[self.queue.queue_arn])

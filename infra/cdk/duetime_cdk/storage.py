@@ -31,6 +31,7 @@ class Storage(Construct):
     def __init__(self, scope: Construct, id: str, *, deletion_protection: bool) -> None:
         super().__init__(scope, id)
         self.tables: dict[str, dynamodb.TableV2] = {}
+        self._indexes: dict[str, set[str]] = {}
         logical = {"jobs": "Jobs", "runs": "Runs", "control": "Control"}
         for role, definition in zip(
             ("jobs", "runs", "control"), table_definitions(TableNames()), strict=True
@@ -44,6 +45,7 @@ class Storage(Construct):
                 )
                 for index in definition.get("GlobalSecondaryIndexes", [])
             ]
+            self._indexes[role] = {index.index_name for index in indexes}
             self.tables[role] = dynamodb.TableV2(
                 self,
                 logical[role],
@@ -58,11 +60,12 @@ class Storage(Construct):
                 removal_policy=cdk.RemovalPolicy.RETAIN if deletion_protection else cdk.RemovalPolicy.DESTROY,
             )
 
-    def index_arns(self, role: str) -> list[str]:
-        table = self.tables[role]
-        definition = dict(zip(("jobs", "runs", "control"), table_definitions(TableNames()), strict=True))[
-            role
-        ]
-        return [
-            f"{table.table_arn}/index/{i['IndexName']}" for i in definition.get("GlobalSecondaryIndexes", [])
-        ]
+    def table_arn(self, role: str) -> str:
+        return self.tables[role].table_arn
+
+    def index_arn(self, role: str, index: str) -> str:
+        """The ARN of ``role``'s index named ``index``; an index the table does not have is an error here,
+        not a statement that grants nothing."""
+        if index not in self._indexes[role]:
+            raise KeyError(f"the {role} table has no index {index!r} (it has {sorted(self._indexes[role])})")
+        return f"{self.table_arn(role)}/index/{index}"

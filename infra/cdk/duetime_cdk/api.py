@@ -1,0 +1,196 @@
+"""The REST API: API Gateway in front of the api function, teams authenticated by bearer token."""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+from aws_cdk import aws_apigateway as apigateway
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from cdk_nag import NagSuppressions
+from constructs import Construct
+
+from duetime.adapters.dynamodb.tables import TEAM_JOBS_INDEX
+from duetime_cdk.config import StackConfig
+from duetime_cdk.functions import DuetimeFunction, LambdaCode, allow
+from duetime_cdk.queue import RunQueue
+from duetime_cdk.storage import Storage
+
+
+class Api(Construct):
+    """API Gateway (REST) -> the api function. ``/v1/{proxy+}`` is behind the ``TeamAuthorizer`` (a TOKEN
+    authorizer, results cached 5 minutes) unless the config leaves it out (``localstack``); the api function
+    checks the token itself whenever no authorizer vouched for the team. ``/healthz`` and
+    ``/v1/openapi.json`` are public. Stage throttling, JSON access logs, X-Ray."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        code: LambdaCode,
+        storage: Storage,
+        queue: RunQueue,
+        config: StackConfig,
+    ) -> None:
+        super().__init__(scope, id)
+        jobs, runs, control = (storage.table_arn(t) for t in ("jobs", "runs", "control"))
+        handler = DuetimeFunction(
+            self,
+            "Handler",
+            code=code,
+            handler="functions/api/handler.handler",
+            service="api",
+            timeout=cdk.Duration.seconds(29),
+            statements=[
+                allow(
+                    ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:BatchGetItem"],
+                    [jobs],
+                ),
+                allow(["dynamodb:Query"], [storage.index_arn("jobs", TEAM_JOBS_INDEX)]),
+                allow(  # Query: a job's runs are one partition of the runs table
+                    ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"], [runs]
+                ),
+                allow(
+                    ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:BatchGetItem"],
+                    [control],
+                ),  # teams, token hashes, idempotency keys, marks
+                queue.allow_send(),
+            ],
+        ).function
+        self.functions: list[lambda_.Function] = [handler]
+        authorizer: apigateway.TokenAuthorizer | None = None
+        if config.team_authorizer:
+            authorizer_function = DuetimeFunction(
+                self,
+                "Authorizer",
+                code=code,
+                handler="functions/authorizer/handler.handler",
+                service="authorizer",
+                timeout=cdk.Duration.seconds(10),
+                statements=[allow(["dynamodb:GetItem", "dynamodb:BatchGetItem"], [control])],
+            ).function
+            authorizer = apigateway.TokenAuthorizer(
+                self, "TeamAuthorizer", handler=authorizer_function, results_cache_ttl=cdk.Duration.minutes(5)
+            )
+            self.functions.insert(0, authorizer_function)
+        self.rest_api = self._rest_api(handler, authorizer, config)
+
+    def _rest_api(
+        self, handler: lambda_.IFunction, authorizer: apigateway.IAuthorizer | None, config: StackConfig
+    ) -> apigateway.RestApi:
+        access_logs = logs.LogGroup(
+            self,
+            "AccessLogs",
+            retention=logs.RetentionDays.THREE_MONTHS,
+            removal_policy=cdk.RemovalPolicy.DESTROY,
+        )
+        api = apigateway.RestApi(
+            self,
+            "Default",  # the construct's default child: CDK leaves it out of logical ids (ApiUrl, stage)
+            rest_api_name="duetime",
+            cloud_watch_role=True,
+            cloud_watch_role_removal_policy=cdk.RemovalPolicy.DESTROY,
+            deploy_options=apigateway.StageOptions(
+                stage_name="v1-stage",
+                throttling_rate_limit=config.api_rate_limit,
+                throttling_burst_limit=config.api_burst_limit,
+                tracing_enabled=True,
+                logging_level=apigateway.MethodLoggingLevel.ERROR,
+                access_log_destination=apigateway.LogGroupLogDestination(access_logs),
+                access_log_format=apigateway.AccessLogFormat.json_with_standard_fields(
+                    caller=False,
+                    http_method=True,
+                    ip=True,
+                    protocol=True,
+                    request_time=True,
+                    resource_path=True,
+                    response_length=True,
+                    status=True,
+                    user=True,
+                ),
+            ),
+        )
+        integration = apigateway.LambdaIntegration(handler)
+        validator = api.add_request_validator(
+            "Validator", validate_request_parameters=True, validate_request_body=True
+        )
+        # The two public paths take ANY method, like the proxy: the API function answers what it does not
+        # serve with 405 and an Allow header (API Gateway alone would answer 403 "Missing Authentication").
+        v1 = api.root.add_resource("v1")
+        public = [
+            api.root.add_resource("healthz").add_method("ANY", integration, request_validator=validator),
+            v1.add_resource("openapi.json").add_method("ANY", integration, request_validator=validator),
+        ]
+        # No validator on the proxy: it declares no models or parameters, so one would check nothing (and
+        # CDK never applied the one given in its default method options).
+        private = v1.add_proxy(any_method=False).add_method(
+            "ANY",
+            integration,
+            authorizer=authorizer,
+            authorization_type=apigateway.AuthorizationType.CUSTOM if authorizer else None,
+        )
+        _suppress_with_reasons(api, public, private, team_authorizer=authorizer is not None)
+        return api
+
+
+def _suppress_with_reasons(
+    api: apigateway.RestApi,
+    public: list[apigateway.Method],
+    private: apigateway.Method,
+    *,
+    team_authorizer: bool,
+) -> None:
+    """Each suppression is as narrow as it can be and says why."""
+    NagSuppressions.add_resource_suppressions(
+        api.node.find_child("CloudWatchRole"),
+        [
+            {
+                "id": "AwsSolutions-IAM4",
+                "reason": "API Gateway's account-level logging role uses the AWS managed "
+                "AmazonAPIGatewayPushToCloudWatchLogs policy, which exists for exactly this.",
+            }
+        ],
+    )
+    guard = "the team authorizer" if team_authorizer else "the api function's token check"
+    NagSuppressions.add_resource_suppressions(
+        api.deployment_stage,
+        [
+            {
+                "id": "AwsSolutions-APIG3",
+                "reason": f"WAF is the operator's choice (cost, rule sets); throttling and {guard} are in "
+                "place. Attach a web ACL to the stage where policy requires one.",
+            }
+        ],
+    )
+    NagSuppressions.add_resource_suppressions(
+        public,
+        [
+            {
+                "id": "AwsSolutions-APIG4",
+                "reason": "The health check and the OpenAPI document are public by design.",
+            },
+            {"id": "AwsSolutions-COG4", "reason": "Public routes: no authorizer of any kind."},
+        ],
+    )
+    if team_authorizer:
+        checked = [
+            {
+                "id": "AwsSolutions-COG4",
+                "reason": "Teams authenticate with bearer tokens checked by the "
+                "TeamAuthorizer Lambda (a TOKEN authorizer), not Cognito.",
+            }
+        ]
+    else:
+        checked = [
+            {
+                "id": "AwsSolutions-APIG4",
+                "reason": "No Lambda authorizer (localstack=true: LocalStack community runs none); the api "
+                "function checks every bearer token against the team catalog and answers 401 without one.",
+            },
+            {
+                "id": "AwsSolutions-COG4",
+                "reason": "Teams authenticate with bearer tokens, checked by the api function itself here, "
+                "not Cognito.",
+            },
+        ]
+    NagSuppressions.add_resource_suppressions(private, checked)

@@ -1,0 +1,178 @@
+"""The alerts topic, and the alarms and dashboard that watch the other capabilities."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import aws_cdk as cdk
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
+from constructs import Construct
+
+from duetime_cdk.queue import RunQueue
+
+MINUTE = cdk.Duration.minutes(1)
+
+
+class Alerts(Construct):
+    """The SNS topic dead and failed runs (from the functions) and every alarm publish to: SSE with the
+    AWS managed key, TLS only, optionally an e-mail subscription."""
+
+    def __init__(self, scope: Construct, id: str, *, email: str | None) -> None:
+        super().__init__(scope, id)
+        self.topic = sns.Topic(
+            self,
+            "Topic",
+            display_name="duetime alerts",
+            enforce_ssl=True,
+            master_key=kms.Alias.from_alias_name(self, "SnsKey", "alias/aws/sns"),
+        )
+        if email:
+            self.topic.add_subscription(subscriptions.EmailSubscription(email))
+
+    def allow_publish(self) -> iam.PolicyStatement:
+        return iam.PolicyStatement(actions=["sns:Publish"], resources=[self.topic.topic_arn])
+
+
+def _metric(name: str, service: str, statistic: str = "Sum") -> cloudwatch.Metric:
+    """One of duetime's own metrics (powertools, namespace duetime), per minute."""
+    return cloudwatch.Metric(
+        namespace="duetime",
+        metric_name=name,
+        dimensions_map={"service": service},
+        statistic=statistic,
+        period=MINUTE,
+    )
+
+
+def _total(label: str, metrics: Sequence[cloudwatch.IMetric]) -> cloudwatch.MathExpression:
+    """The sum of ``metrics``, a missing datapoint counting as zero."""
+    using = {f"m{i}": m for i, m in enumerate(metrics)}
+    return cloudwatch.MathExpression(
+        expression=" + ".join(f"FILL({k}, 0)" for k in using), using_metrics=using, label=label, period=MINUTE
+    )
+
+
+class Observability(Construct):
+    """Alarms (to the alerts topic) on start lateness p99 > 5 s, dead runs, dead letters, poller errors and
+    Lambda and DynamoDB throttles; a dashboard of runs, lateness, failures and queues, unless left out."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        alerts: Alerts,
+        queue: RunQueue,
+        tables: list[dynamodb.TableV2],
+        pollers: list[lambda_.Function],
+        functions: list[lambda_.Function],
+        dashboard: bool = True,
+    ) -> None:
+        super().__init__(scope, id)
+        lateness_p99 = _metric("StartLateness", "worker", "p99")
+        dead = _total("dead runs", [_metric("RunsDead", "worker"), _metric("RunsDead", "poller")])
+        dynamodb_throttles = [
+            t.metric(name, statistic="Sum", period=MINUTE)
+            for t in tables
+            for name in ("ReadThrottleEvents", "WriteThrottleEvents")
+        ]
+        self.alarms = [
+            cloudwatch.Alarm(
+                self,
+                "StartLatenessP99",
+                metric=lateness_p99,
+                threshold=5,
+                evaluation_periods=3,
+                datapoints_to_alarm=2,
+                alarm_description="start lateness p99 over 5 s",
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            ),
+            self._any_in("DeadRuns", dead, "runs went dead (out of attempts)"),
+            self._any_in(
+                "DeadLetterDepth",
+                queue.dead_letters.metric_approximate_number_of_messages_visible(period=MINUTE),
+                "run messages reached the dead-letter queue",
+            ),
+            self._any_in(
+                "PollerErrors",
+                _total(
+                    "poller errors",
+                    [*(p.metric_errors() for p in pollers), _metric("PollerErrors", "poller")],
+                ),
+                "a poller invocation or tick failed",
+                periods=2,
+            ),
+            self._any_in(
+                "LambdaThrottles",
+                _total("Lambda throttles", [f.metric_throttles() for f in functions]),
+                "Lambda throttled a duetime function",
+                periods=2,
+            ),
+            self._any_in(
+                "DynamoDbThrottles",
+                _total("DynamoDB throttles", dynamodb_throttles),
+                "DynamoDB throttled duetime's tables",
+                periods=2,
+            ),
+        ]
+        action = cloudwatch_actions.SnsAction(alerts.topic)
+        for alarm in self.alarms:
+            alarm.add_alarm_action(action)
+        if dashboard:
+            self._dashboard(queue, lateness_p99, dead)
+
+    def _any_in(
+        self, id: str, value: cloudwatch.IMetric, description: str, periods: int = 1
+    ) -> cloudwatch.Alarm:
+        """Alarm when the metric is above zero in ``periods`` consecutive minutes."""
+        return cloudwatch.Alarm(
+            self,
+            id,
+            metric=value,
+            threshold=0,
+            evaluation_periods=periods,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            alarm_description=description,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+
+    def _dashboard(self, queue: RunQueue, lateness_p99: cloudwatch.IMetric, dead: cloudwatch.IMetric) -> None:
+        dashboard = cloudwatch.Dashboard(self, "Dashboard", dashboard_name=f"duetime-{cdk.Aws.STACK_NAME}")
+        dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="runs per minute",
+                left=[
+                    _metric("RunsClaimed", "poller"),
+                    _metric("RunsStarted", "worker"),
+                    _metric("RunsSucceeded", "worker"),
+                ],
+            ),
+            cloudwatch.GraphWidget(
+                title="start lateness (s)", left=[_metric("StartLateness", "worker", "p50"), lateness_p99]
+            ),
+            cloudwatch.GraphWidget(
+                title="failures",
+                left=[
+                    dead,
+                    _metric("RunsFailed", "worker"),
+                    _metric("StaleWritesRejected", "worker"),
+                    _metric("LeasesExpired", "poller"),
+                ],
+            ),
+            cloudwatch.GraphWidget(
+                title="queues",
+                left=[
+                    queue.queue.metric_approximate_number_of_messages_visible(),
+                    queue.queue.metric_approximate_age_of_oldest_message(),
+                    queue.dead_letters.metric_approximate_number_of_messages_visible(),
+                ],
+            ),
+        )
+        dashboard.add_widgets(cloudwatch.AlarmStatusWidget(title="alarms", alarms=self.alarms, width=24))

@@ -1,0 +1,74 @@
+"""The worker: an SQS event source on an alias whose provisioned concurrency follows the daily peak."""
+
+from __future__ import annotations
+
+from aws_cdk import aws_applicationautoscaling as appscaling
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_event_sources as sources
+from constructs import Construct
+
+from duetime_cdk.config import StackConfig
+from duetime_cdk.functions import DuetimeFunction, LambdaCode, allow
+from duetime_cdk.observability import Alerts
+from duetime_cdk.queue import WORKER_TIMEOUT, RunQueue
+from duetime_cdk.storage import Storage
+
+
+class Workers(Construct):
+    """The worker leases a run, takes a concurrency slot of its team, calls the target and records the
+    result; it re-queues retries and publishes failed and dead runs. SQS feeds the alias ``live`` (partial
+    batch failures, a concurrency cap); with ``scheduled_scaling`` its provisioned concurrency is raised to
+    ``peak_workers`` before the midnight peak and lowered after it."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        code: LambdaCode,
+        storage: Storage,
+        queue: RunQueue,
+        alerts: Alerts,
+        config: StackConfig,
+    ) -> None:
+        super().__init__(scope, id)
+        runs, control = storage.table_arn("runs"), storage.table_arn("control")
+        self.function = DuetimeFunction(
+            self,
+            "Worker",
+            code=code,
+            handler="functions/worker/handler.handler",
+            service="worker",
+            timeout=WORKER_TIMEOUT,
+            memory_mb=1024,
+            statements=[
+                allow(["dynamodb:GetItem", "dynamodb:UpdateItem"], [runs]),  # lease, result
+                allow(
+                    ["dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Query", "dynamodb:BatchGetItem"],
+                    [control],
+                ),  # team, slots, store clock
+                queue.allow_send(),
+                alerts.allow_publish(),
+            ],
+        ).function
+        self.alias = lambda_.Alias(self, "Live", alias_name="live", version=self.function.current_version)
+        self.alias.add_event_source(
+            sources.SqsEventSource(
+                queue.queue,
+                batch_size=config.worker_batch_size,
+                report_batch_item_failures=True,
+                max_concurrency=config.worker_max_concurrency,
+            )
+        )
+        if config.scheduled_scaling:
+            scaling = self.alias.add_auto_scaling(min_capacity=1, max_capacity=config.peak_workers)
+            scaling.scale_on_schedule(
+                "RaiseBeforePeak",
+                schedule=appscaling.Schedule.expression(config.peak_scale_up),
+                min_capacity=config.peak_workers,
+            )
+            scaling.scale_on_schedule(
+                "LowerAfterPeak",
+                schedule=appscaling.Schedule.expression(config.peak_scale_down),
+                min_capacity=1,
+            )
