@@ -30,6 +30,7 @@ from duetime.api_models import (
     RunList,
     RunOut,
 )
+from duetime.authorizer import request_team
 from duetime.errors import (
     ApiError,
     BadRequest,
@@ -126,13 +127,10 @@ def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
     elif body and content_type != JSON:
         error = UnsupportedMediaType("send the body as application/json", "Content-Type")
     elif event.get("path") not in PUBLIC_PATHS:
-        # Behind API Gateway the TeamAuthorizer has checked the token already and named the team; only
-        # API Gateway can set requestContext.authorizer. Elsewhere (duetime local) the token is checked here.
-        vouched = ((event.get("requestContext") or {}).get("authorizer") or {}).get("team_id")
+        # The team the TeamAuthorizer vouched for (API Gateway on AWS), else the token is checked here
+        # (LocalStack runs no authorizer, duetime local has none): without a valid token, 401.
         try:
-            app.context["team"] = (
-                service().team(vouched) if vouched else service().authenticate(headers.get("authorization"))
-            )
+            app.context["team"] = request_team(service(), event, headers.get("authorization"))
         except ApiError as exc:
             error = exc
     if error is not None:

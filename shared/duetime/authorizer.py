@@ -1,10 +1,18 @@
-"""The API Gateway team authorizer's logic: token -> team -> an IAM policy for the whole API."""
+"""Which team a request acts for. Behind API Gateway on AWS the ``TeamAuthorizer`` (a TOKEN authorizer)
+checks the bearer token and names the team; wherever it did not (LocalStack community never runs Lambda
+authorizers, ``duetime local`` has none) the api function checks the token itself, with the same lookup:
+the token's hash in the catalog."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from duetime.errors import Unauthorized
+
+if TYPE_CHECKING:
+    from duetime.models import Team
+    from duetime.service import JobService
 
 
 def api_wide_arn(method_arn: str) -> str:
@@ -33,3 +41,18 @@ def authorize(token: str | None, method_arn: str) -> dict[str, Any]:
         },
         "context": {"team_id": team.team_id},
     }
+
+
+def vouched_team_id(event: Mapping[str, Any]) -> str | None:
+    """The team the ``TeamAuthorizer`` named for this request (``authorize``'s context), if it ran. Only API
+    Gateway writes ``requestContext.authorizer``; a client cannot."""
+    context = (event.get("requestContext") or {}).get("authorizer")
+    team_id = context.get("team_id") if isinstance(context, Mapping) else None
+    return team_id if isinstance(team_id, str) and team_id else None
+
+
+def request_team(service: JobService, event: Mapping[str, Any], authorization: str | None) -> Team:
+    """The team an API request acts for: the one the authorizer vouched for, else the one whose bearer token
+    ``authorization`` carries. Raises ``Unauthorized`` (401) when neither names a team."""
+    vouched = vouched_team_id(event)
+    return service.team(vouched) if vouched else service.authenticate(authorization)

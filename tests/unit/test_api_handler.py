@@ -1,9 +1,16 @@
 import json
 import re
+from collections.abc import Iterator
 from typing import Any
 from zoneinfo import available_timezones
 
+import pytest
+
 from duetime import api
+from duetime.authorizer import request_team
+from duetime.errors import Unauthorized
+from duetime.models import Team
+from duetime.service import JobService, hash_token
 
 from ..lambda_support import LambdaContext, load_handler
 
@@ -30,6 +37,87 @@ def test_requests_without_a_token_are_401_in_the_error_shape() -> None:
     response = load_handler("api").handler(api_event("/v1/jobs"), LambdaContext())
     assert response["statusCode"] == 401
     assert json.loads(response["body"])["error"]["code"] == "unauthorized"
+
+
+# --- who the request acts for: the authorizer's team, else the token checked here --------------------------
+
+
+class Catalog:
+    """The two lookups authentication makes: a token's hash, a team."""
+
+    def __init__(self, teams: dict[str, str]) -> None:  # token -> team id
+        self.tokens = {hash_token(token): team for token, team in teams.items()}
+
+    def token_record(self, token_hash: str) -> tuple[str, str] | None:
+        return (token_hash, self.tokens[token_hash]) if token_hash in self.tokens else None
+
+    def get_team(self, team_id: str) -> Team | None:
+        return Team(team_id=team_id) if team_id in self.tokens.values() else None
+
+
+def team_service() -> JobService:
+    """A service whose catalog knows two teams' tokens; authentication uses nothing else."""
+    catalog: Any = Catalog({"dt_alpha": "alpha", "dt_beta": "beta"})
+    unused: Any = None
+    return JobService(catalog, unused, unused, unused)
+
+
+SERVICE = team_service()
+
+
+@pytest.fixture
+def served(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setattr(api, "_service_factory", lambda: SERVICE)
+    api.service.cache_clear()
+    yield
+    api.service.cache_clear()
+
+
+def gateway_event(authorizer: Any = None) -> dict[str, Any]:
+    """The request context API Gateway sends to /v1/{proxy+}: ``authorizer`` only when an authorizer ran."""
+    context: dict[str, Any] = {"requestId": "r", "stage": "v1-stage", "resourcePath": "/v1/{proxy+}"}
+    return {"requestContext": context if authorizer is None else {**context, "authorizer": authorizer}}
+
+
+NOT_A_VALID_TOKEN = [None, "", "Bearer", "Bearer  ", "Basic dt_alpha", "dt_alpha", "Bearer dt_al", "Bearer x"]
+NO_VOUCHED_TEAM = [None, {}, {"principalId": "alpha"}, {"team_id": ""}, {"team_id": 7}, "x"]
+
+
+@pytest.mark.parametrize("authorization", NOT_A_VALID_TOKEN)
+@pytest.mark.parametrize("authorizer", NO_VOUCHED_TEAM)
+def test_without_a_vouched_team_a_request_without_a_valid_token_is_unauthorized(
+    authorization: str | None, authorizer: Any
+) -> None:
+    with pytest.raises(Unauthorized):
+        request_team(SERVICE, gateway_event(authorizer), authorization)
+
+
+@pytest.mark.parametrize("authorizer", [None, {}, {"principalId": "x", "integrationLatency": 3}])
+def test_without_a_vouched_team_a_valid_token_names_its_team(authorizer: Any) -> None:
+    assert request_team(SERVICE, gateway_event(authorizer), "Bearer dt_alpha").team_id == "alpha"
+    assert request_team(SERVICE, gateway_event(authorizer), "bearer  dt_beta ").team_id == "beta"
+
+
+def test_the_team_the_authorizer_vouched_for_is_taken_as_before() -> None:
+    vouched = {"principalId": "beta", "team_id": "beta", "integrationLatency": 12}
+    assert request_team(SERVICE, gateway_event(vouched), None).team_id == "beta"
+    with pytest.raises(Unauthorized):  # a team that is gone since
+        request_team(SERVICE, gateway_event({"team_id": "gamma"}), "Bearer dt_alpha")
+
+
+@pytest.mark.usefixtures("served")
+def test_the_api_handler_answers_401_to_a_gateway_request_without_authorizer_or_valid_token() -> None:
+    for headers in ({}, {"Authorization": "Bearer dt_nope"}, {"Authorization": "Basic dt_alpha"}):
+        event = {
+            **api_event("/v1/jobs"),
+            **gateway_event(),
+            "resource": "/v1/{proxy+}",
+            "pathParameters": {"proxy": "jobs"},
+            "headers": headers,
+        }
+        response = load_handler("api").handler(event, LambdaContext())
+        assert response["statusCode"] == 401, (headers, response)
+        assert json.loads(response["body"])["error"]["code"] == "unauthorized"
 
 
 def test_an_undeclared_method_on_a_public_path_is_405_with_allow() -> None:
