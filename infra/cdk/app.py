@@ -10,7 +10,7 @@ Context (cdk.json or -c key=value):
   peak_scale_down       "cron(15 0 * * ? *)": when to lower it again
   alert_email           optional: subscribe this address to the alerts topic
   lambda_asset          build/lambda: the code asset (relative to the repository root); must be built (.built)
-  lambda_architecture   arm64 (default) | x86_64: what the asset's wheels are built for (checked)
+  lambda_architecture   arm64 | x86_64: by default what the asset's wheels are built for; if set, must match
   localstack            false (default) | true: leave out what LocalStack community cannot create or run
                         (the TeamAuthorizer, the dashboard, scheduled scaling); the api function checks tokens
   (and scheduled_scaling, allow_private_targets, worker_batch_size, api_rate_limit, api_burst_limit:

@@ -279,12 +279,7 @@ def test_a_localstack_stack_leaves_out_only_what_localstack_cannot_create(
     template: Template, tmp_path: Path
 ) -> None:
     asset = x86_64_asset(tmp_path / "lambda-local")
-    stack, local = synth(
-        deletion_protection="false",
-        localstack="true",
-        lambda_asset=str(asset),
-        lambda_architecture="x86_64",
-    )
+    stack, local = synth(deletion_protection="false", localstack="true", lambda_asset=str(asset))
     for kind in (
         "AWS::ApiGateway::Authorizer",
         "AWS::CloudWatch::Dashboard",
@@ -316,7 +311,7 @@ def test_a_localstack_stack_leaves_out_only_what_localstack_cannot_create(
     methods = [m["Properties"] for m in resources(local, "AWS::ApiGateway::Method").values()]
     assert {m.get("AuthorizationType", "NONE") for m in methods} == {"NONE"}  # the api function checks
     for function in resources(local, "AWS::Lambda::Function").values():
-        assert function["Properties"]["Architectures"] == ["x86_64"]
+        assert function["Properties"]["Architectures"] == ["x86_64"]  # what the asset is built for
     assert nag_findings(stack) == []
     cfn_lint(local, tmp_path)
 
@@ -333,9 +328,10 @@ def test_localstack_settings_are_validated(tmp_path: Path) -> None:
     with pytest.raises(ValidationError, match=r"no finished Lambda build \(no \.built\)"):
         StackConfig.model_validate({"lambda_asset": str(tmp_path / "lambda-local")})
     assert StackConfig.model_validate({"lambda_asset": "build/lambda"}).lambda_asset == ROOT / "build/lambda"
-    asset = x86_64_asset(tmp_path / "lambda-local")
+    assert StackConfig().lambda_architecture == "arm64"  # build/lambda's wheels
+    asset = str(x86_64_asset(tmp_path / "lambda-local"))
+    assert StackConfig.model_validate({"lambda_asset": asset}).lambda_architecture == "x86_64"
     with pytest.raises(ValidationError, match="holds wheels for x86_64, but lambda_architecture is arm64"):
-        StackConfig.model_validate({"lambda_asset": str(asset)})
+        StackConfig.model_validate({"lambda_asset": asset, "lambda_architecture": "arm64"})
     with pytest.raises(ValidationError, match="holds wheels for arm64, but lambda_architecture is x86_64"):
-        StackConfig.model_validate({"lambda_architecture": "x86_64"})  # build/lambda is arm64
-    assert StackConfig.model_validate({"lambda_asset": str(asset), "lambda_architecture": "x86_64"})
+        StackConfig.model_validate({"lambda_architecture": "x86_64"})

@@ -24,7 +24,8 @@ class StackConfig(BaseModel):
     peak_scale_up: str = "cron(55 23 * * ? *)"
     peak_scale_down: str = "cron(15 0 * * ? *)"
     alert_email: str | None = None
-    # The code asset (relative paths are from the repository root) and the architecture it was built for.
+    # The code asset (relative paths are from the repository root) and the architecture it was built for:
+    # unset, the one its binary wheels name; set, it must be that one.
     lambda_asset: Path = Field(default=ROOT / "build" / "lambda", validate_default=True)
     lambda_architecture: Literal["arm64", "x86_64"] = "arm64"
     # A LocalStack (community) deployment: leaves out what LocalStack cannot create or run: the API
@@ -64,6 +65,8 @@ class StackConfig(BaseModel):
     @model_validator(mode="after")
     def _consistent(self) -> StackConfig:
         built_for = asset_architectures(self.lambda_asset)
+        if "lambda_architecture" not in self.model_fields_set and len(built_for) == 1:
+            (self.lambda_architecture,) = built_for  # unset: what the asset is built for
         if built_for and built_for != {self.lambda_architecture}:
             raise ValueError(
                 f"lambda_asset {self.lambda_asset} holds wheels for {', '.join(sorted(built_for))}, "
