@@ -11,7 +11,7 @@ ASSET  := build/lambda
 JSII   := JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=1 JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION=1
 
 .PHONY: chaos run test check lint typecheck unit venv lambda-assets synth deploy emulators-fetch emulators-start \
-	emulators-stop clean
+	emulators-stop clean lambda-assets-local localstack-deployed-start localstack-deployed-stop
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -54,6 +54,22 @@ $(ASSET)/.built: pyproject.toml scripts/build_lambda.sh $(shell find shared/duet
 	scripts/build_lambda.sh $(ASSET)
 
 lambda-assets: $(ASSET)/.built
+
+# The same asset with wheels for this machine (build/lambda-local), for LocalStack's duetime-process executor,
+# which runs the functions as local processes on LocalStack's Python 3.13 (localstack/README.md).
+LOCAL_ASSET := build/lambda-local
+$(LOCAL_ASSET)/.built: pyproject.toml scripts/build_lambda.sh $(shell find shared/duetime functions -name '*.py') | venv
+	LAMBDA_ARCH=local scripts/build_lambda.sh $(LOCAL_ASSET)
+
+lambda-assets-local: $(LOCAL_ASSET)/.built
+
+# A second LocalStack to deploy the stack into (port DUETIME_DEPLOYED_PORT, default 4610): Lambda runs real
+# handlers without Docker, DynamoDB runs offline; see localstack/README.md.
+localstack-deployed-start:
+	$(EMU) start-deployed
+
+localstack-deployed-stop:
+	$(EMU) stop-deployed
 
 # The CloudFormation template (and cdk-nag's report) in cdk.out/, without the CDK CLI.
 synth: lambda-assets

@@ -2,12 +2,26 @@
 # Build the Lambda code asset without Docker: duetime's dependencies as manylinux wheels for the Lambda
 # runtime (python3.13, arm64), the duetime package, and the handlers, into one directory (default
 # build/lambda). boto3/botocore are left out: the Lambda runtime ships them.
+#
+# LAMBDA_ARCH=x86_64 (or =local, this machine's architecture) builds the wheels for another architecture,
+# by default into build/lambda-local: the asset for LocalStack's duetime-process executor, which runs the
+# functions on this machine's Python 3.13 whatever architecture they declare (localstack/README.md).
+# arm64 stays the default: it is what the stack deploys to AWS.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-OUT="${1:-$ROOT/build/lambda}"
+ARCH="${LAMBDA_ARCH:-arm64}"
+if [ "$ARCH" = local ]; then
+  case "$(uname -m)" in aarch64 | arm64) ARCH=arm64 ;; *) ARCH="$(uname -m)" ;; esac
+fi
+case "$ARCH" in
+  arm64) DEFAULT_PLATFORM=manylinux2014_aarch64 DEFAULT_OUT="$ROOT/build/lambda" ;;
+  x86_64) DEFAULT_PLATFORM=manylinux2014_x86_64 DEFAULT_OUT="$ROOT/build/lambda-local" ;;
+  *) echo "build_lambda: LAMBDA_ARCH must be arm64, x86_64 or local (got $ARCH)" >&2; exit 2 ;;
+esac
+OUT="${1:-$DEFAULT_OUT}"
 PY="${PYTHON:-$ROOT/.venv/bin/python}"
 PY_VERSION="${LAMBDA_PYTHON_VERSION:-3.13}"
-PLATFORM="${LAMBDA_PLATFORM:-manylinux2014_aarch64}"
+PLATFORM="${LAMBDA_PLATFORM:-$DEFAULT_PLATFORM}"
 
 deps="$("$PY" - "$ROOT/pyproject.toml" <<'PYEOF'
 import sys, tomllib, re

@@ -9,6 +9,10 @@
 #   scripts/emulators.sh stop             stop what an earlier `start` started (pid files in .cache/run)
 #   scripts/emulators.sh run CMD...       start what is not running, run CMD, then stop only what this
 #                                         invocation started (even when CMD fails)
+#   scripts/emulators.sh start-deployed   a second LocalStack, to deploy the stack into (port 4610): it runs
+#                                         Lambda functions as local processes (localstack/lambda_executor),
+#                                         DynamoDB offline, CloudFormation, API Gateway... (localstack/README.md)
+#   scripts/emulators.sh stop-deployed    stop what start-deployed started
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -26,6 +30,17 @@ LS_URL="http://127.0.0.1:$LS_PORT"
 # started on other ports (a test's own `make run`) never overwrite the files of the ones on the defaults.
 DDB_NAME="dynamodb"; [ "$DDB_PORT" = 8000 ] || DDB_NAME="dynamodb-$DDB_PORT"
 LS_NAME="localstack"; [ "$LS_PORT" = 4566 ] || LS_NAME="localstack-$LS_PORT"
+
+# The deployed-stack LocalStack: its own port, pid/log names and filesystem root (state, unzipped code, the
+# DynamoDB Local LocalStack runs), so it never shares anything with the one the tests use.
+DEP_PORT="${DUETIME_DEPLOYED_PORT:-4610}"
+DEP_URL="http://127.0.0.1:$DEP_PORT"
+DEP_NAME="localstack-deployed"; [ "$DEP_PORT" = 4610 ] || DEP_NAME="localstack-deployed-$DEP_PORT"
+DEP_ROOT="$CACHE/$DEP_NAME"
+DEP_SERVICES="lambda,cloudformation,apigateway,s3,dynamodb,sqs,sns,events,logs,iam,sts,ssm,cloudwatch"
+AWSLAMBDARIC_VERSION="4.2.2"               # AWS's Lambda runtime interface client, run by the executor
+EXECUTOR_SRC="$ROOT/localstack/lambda_executor"
+DDB_AGENT_DIR="$CACHE/ddb-local-loader"
 
 STARTED=()  # what this invocation started (and `run` will stop)
 
@@ -53,6 +68,67 @@ fetch_localstack() {
     "localstack-core[runtime]==$LS_VERSION" 'cbor2<5.8' 'cryptography<44' 'pyopenssl<24.3' \
     'service_identity<25' 'joserfc<1.1'
 }
+
+ls_pip() {  # pip in LocalStack's venv, without this machine's warnings about its missing local indexes
+  local out status=0
+  out="$("$LS_VENV/bin/pip" --quiet --disable-pip-version-check "$@" 2>&1)" || status=$?
+  printf '%s\n' "$out" | grep -v -e '^WARNING: Location' -e '^$' >&2 || true
+  return "$status"
+}
+
+# The Lambda executor (localstack/lambda_executor) and awslambdaric, in LocalStack's venv. Reinstalled when
+# the executor's sources change (a hash of them is kept in the venv).
+fetch_lambda_executor() {
+  local stamp="$LS_VENV/.duetime-lambda-executor" want
+  want="$(cd "$EXECUTOR_SRC" && { echo "awslambdaric==$AWSLAMBDARIC_VERSION"
+    find . -name '*.py' -o -name '*.toml' | grep -v -e '/build/' -e '\.egg-info/' | LC_ALL=C sort | xargs cat
+  } | sha256sum | cut -d' ' -f1)"
+  [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && return 0
+  log "installing awslambdaric $AWSLAMBDARIC_VERSION and the duetime-process Lambda executor into $LS_VENV"
+  local tmp; tmp="$(mktemp -d)"
+  # Built from a copy, so the build leaves nothing in the working tree.
+  cp -r "$EXECUTOR_SRC" "$tmp/src"
+  ls_pip install --force-reinstall --no-deps "$tmp/src"
+  ls_pip install "awslambdaric==$AWSLAMBDARIC_VERSION"
+  rm -rf "$tmp"
+  echo "$want" >"$stamp"
+}
+
+# LocalStack's DynamoDB runs DynamoDB Local from <FILESYSTEM_ROOT>/var/lib/localstack/lib/dynamodb-local/2/
+# (localstack/services/dynamodb/packages.py) and would download it, Java 21 and a java agent at first use.
+# It finds DynamoDBLocal.jar there and skips the download: the jar and its native libraries are linked from
+# the DynamoDB Local the tests use, and the agent it passes as -javaagent (ddb-local-loader-0.1.jar) is a
+# do-nothing one built here. LocalStack's real agent only lifts CreateTable's limit of 20 global secondary
+# indexes to 100; AWS's default quota is 20, so doing nothing is closer to AWS. Java 17 from PATH runs it.
+fetch_dynamodb_for_localstack() {
+  local lib="$DEP_ROOT/var/lib/localstack/lib/dynamodb-local/2" agent="$DDB_AGENT_DIR/ddb-local-loader-0.1.jar"
+  if [ ! -f "$agent" ]; then
+    log "building a do-nothing $agent (javac + jar)"
+    local tmp; tmp="$(mktemp -d)"
+    mkdir -p "$tmp/src/duetime" "$tmp/classes" "$DDB_AGENT_DIR"
+    cat >"$tmp/src/duetime/NoopAgent.java" <<'JAVA'
+package duetime;
+
+/** Stands in for LocalStack's ddb-local-loader agent, which DynamoDB Local is started with. */
+public final class NoopAgent {
+    private NoopAgent() {}
+
+    public static void premain(String args, java.lang.instrument.Instrumentation inst) {}
+}
+JAVA
+    printf 'Premain-Class: duetime.NoopAgent\n' >"$tmp/manifest.txt"
+    javac --release 11 -d "$tmp/classes" "$tmp/src/duetime/NoopAgent.java"
+    jar --create --file "$agent.tmp" --manifest "$tmp/manifest.txt" -C "$tmp/classes" .
+    mv "$agent.tmp" "$agent"
+    rm -rf "$tmp"
+  fi
+  mkdir -p "$lib"
+  ln -sfn "$DDB_DIR/DynamoDBLocal.jar" "$lib/DynamoDBLocal.jar"
+  ln -sfn "$DDB_DIR/DynamoDBLocal_lib" "$lib/DynamoDBLocal_lib"
+  ln -sfn "$agent" "$lib/ddb-local-loader-0.1.jar"
+}
+
+fetch_deployed() { fetch_dynamodb; fetch_localstack; fetch_lambda_executor; fetch_dynamodb_for_localstack; }
 
 answers() { curl -s -o /dev/null --max-time 2 "$1"; }
 
@@ -91,6 +167,26 @@ start_localstack() {
   STARTED+=("$LS_NAME")
   wait_for "$LS_NAME" "$LS_URL/_localstack/health" 120
   log "LocalStack started on $LS_URL"
+}
+
+start_deployed() {
+  if answers "$DEP_URL/_localstack/health"; then
+    log "LocalStack (deployed) already answers on $DEP_URL (reused; restart it to pick up executor changes)"
+    return 0
+  fi
+  fetch_deployed
+  rm -rf "$DEP_ROOT/tmp"  # unzipped code and runtime temp dirs of an earlier run
+  mkdir -p "$RUN" "$DEP_ROOT/tmp"
+  # OVERRIDE_IN_DOCKER=0: these machines have /.dockerenv, and LocalStack would ignore FILESYSTEM_ROOT.
+  # TMPDIR: LocalStack unzips function code under it. DNS_ADDRESS=0: no DNS server (none is needed).
+  OVERRIDE_IN_DOCKER=0 FILESYSTEM_ROOT="$DEP_ROOT" TMPDIR="$DEP_ROOT/tmp" GATEWAY_LISTEN="127.0.0.1:$DEP_PORT" \
+    SERVICES="$DEP_SERVICES" LAMBDA_RUNTIME_EXECUTOR=duetime-process SKIP_SSL_CERT_DOWNLOAD=1 \
+    DISABLE_EVENTS=1 DNS_ADDRESS=0 setsid "$LS_VENV/bin/python" -m localstack.runtime.main \
+    >"$RUN/$DEP_NAME.log" 2>&1 &
+  echo $! >"$RUN/$DEP_NAME.pid"
+  STARTED+=("$DEP_NAME")
+  wait_for "$DEP_NAME" "$DEP_URL/_localstack/health" 120
+  log "LocalStack (deployed) started on $DEP_URL"
 }
 
 stop_one() {
@@ -138,9 +234,11 @@ on_signal() {  # name number grace: stop run's command, then the emulators; then
 }
 
 case "${1:-}" in
-  fetch) fetch_dynamodb; fetch_localstack ;;
+  fetch) fetch_deployed ;;  # all: DynamoDB Local, LocalStack, and what start-deployed adds to them
   start) start_dynamodb; start_localstack ;;
   stop) stop_one "$LS_NAME"; stop_one "$DDB_NAME" ;;
+  start-deployed) start_deployed ;;
+  stop-deployed) stop_one "$DEP_NAME" ;;
   run)
     shift
     # Stop only what this invocation started: emulators that were already running are left running.
@@ -172,5 +270,5 @@ case "${1:-}" in
     CHILD=""
     exit "$status"
     ;;
-  *) echo "usage: $0 fetch|start|stop|run CMD..." >&2; exit 2 ;;
+  *) echo "usage: $0 fetch|start|stop|run CMD...|start-deployed|stop-deployed" >&2; exit 2 ;;
 esac

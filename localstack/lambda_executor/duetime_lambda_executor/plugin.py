@@ -1,0 +1,16 @@
+"""The plux entry point LocalStack looks up by ``LAMBDA_RUNTIME_EXECUTOR=duetime-process``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from localstack.services.lambda_.invocation.plugins import RuntimeExecutorPlugin
+
+
+class ProcessRuntimeExecutorPlugin(RuntimeExecutorPlugin):
+    name = "duetime-process"
+
+    def load(self, *args: Any, **kwargs: Any) -> type:
+        from .executor import ProcessRuntimeExecutor  # only imported when LocalStack chooses this executor
+
+        return ProcessRuntimeExecutor
