@@ -72,7 +72,7 @@ class Api(Construct):
             authorizer = apigateway.TokenAuthorizer(
                 self, "TeamAuthorizer", handler=authorizer_function, results_cache_ttl=cdk.Duration.minutes(5)
             )
-            self.functions.insert(0, authorizer_function)
+            self.functions.insert(0, authorizer_function)  # first, as ever: the throttles sum keeps its order
         self.rest_api = self._rest_api(handler, authorizer, config)
 
     def _rest_api(
