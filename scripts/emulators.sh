@@ -177,11 +177,14 @@ start_deployed() {
   fetch_deployed
   rm -rf "$DEP_ROOT/tmp"  # unzipped code and runtime temp dirs of an earlier run
   mkdir -p "$RUN" "$DEP_ROOT/tmp"
+  # Endpoints set for clients (`run` sets some) stay out of LocalStack's environment.
+  local unset=() v
+  for v in $(compgen -e | grep '^AWS_ENDPOINT_URL' || true); do unset+=(-u "$v"); done
   # OVERRIDE_IN_DOCKER=0: these machines have /.dockerenv, and LocalStack would ignore FILESYSTEM_ROOT.
   # TMPDIR: LocalStack unzips function code under it. DNS_ADDRESS=0: no DNS server (none is needed).
-  OVERRIDE_IN_DOCKER=0 FILESYSTEM_ROOT="$DEP_ROOT" TMPDIR="$DEP_ROOT/tmp" GATEWAY_LISTEN="127.0.0.1:$DEP_PORT" \
-    SERVICES="$DEP_SERVICES" LAMBDA_RUNTIME_EXECUTOR=duetime-process SKIP_SSL_CERT_DOWNLOAD=1 \
-    DISABLE_EVENTS=1 DNS_ADDRESS=0 setsid "$LS_VENV/bin/python" -m localstack.runtime.main \
+  env ${unset[@]+"${unset[@]}"} OVERRIDE_IN_DOCKER=0 FILESYSTEM_ROOT="$DEP_ROOT" TMPDIR="$DEP_ROOT/tmp" \
+    GATEWAY_LISTEN="127.0.0.1:$DEP_PORT" SERVICES="$DEP_SERVICES" LAMBDA_RUNTIME_EXECUTOR=duetime-process \
+    SKIP_SSL_CERT_DOWNLOAD=1 DISABLE_EVENTS=1 DNS_ADDRESS=0 setsid "$LS_VENV/bin/python" -m localstack.runtime.main \
     >"$RUN/$DEP_NAME.log" 2>&1 &
   echo $! >"$RUN/$DEP_NAME.pid"
   STARTED+=("$DEP_NAME")
