@@ -124,6 +124,67 @@ RUN_ENDED_UNSUCCESSFULLY = Condition(
     "Only a failed or dead run can be sent back to the queue by hand.",
 )
 
+# --- the poller lease: one item per partition group, ("poller#<group>", "lease") in the control table ---
+# Instants in these conditions are the store's clock, to the millisecond (``poller_lease`` explains the life).
+
+POLLER_LEASE_FREE = Condition(
+    "POLLER_LEASE_FREE",
+    "attribute_not_exists(holder) OR expires_at < :now",
+    "An invocation takes a partition group's lease only when nobody holds it or its holder stopped renewing "
+    "and it expired by the store's clock; that holder stopped claiming before its expiry, so the taker may "
+    "claim at once.",
+)
+
+POLLER_LEASE_HELD = Condition(
+    "POLLER_LEASE_HELD",
+    "holder = :me AND expires_at > :now",
+    "Only the holder renews the lease, and only before it expires: an expired lease may already be "
+    "another invocation's, and a holder that paused past its expiry cannot revive it.",
+)
+
+POLLER_LEASE_MINE = Condition(
+    "POLLER_LEASE_MINE",
+    "holder = :me",
+    "An invocation whose run ends without a successor gives the lease back only if it is still its own, "
+    "so the next invocation takes it at once instead of waiting for it to expire.",
+)
+
+POLLER_SUCCESSOR_VACANT = Condition(
+    "POLLER_SUCCESSOR_VACANT",
+    "attribute_exists(holder) AND holder <> :me AND (attribute_not_exists(successor) OR successor = :me)",
+    "A standby invocation registers as the holder's one successor only while nobody else is registered.",
+)
+
+POLLER_SUCCESSOR_IS_ME = Condition(
+    "POLLER_SUCCESSOR_IS_ME",
+    "successor = :me",
+    "A standby that will not be around to take over withdraws its own registration (and an offer made to "
+    "it), never another's.",
+)
+
+POLLER_HANDOVER_OFFERABLE = Condition(
+    "POLLER_HANDOVER_OFFERABLE",
+    "holder = :me AND expires_at > :now AND successor = :successor AND attribute_not_exists(handover_at)",
+    "The holder offers the group to the registered successor at one whole second ahead, one offer at a "
+    "time, and only while its own lease is valid; from then on it claims nothing at or after that second "
+    "until the offer is withdrawn.",
+)
+
+POLLER_HANDOVER_OFFERED = Condition(
+    "POLLER_HANDOVER_OFFERED",
+    "holder = :holder AND successor = :me AND handover_at = :at",
+    "The successor takes the lease from the offered second only while that very offer stands: not once the "
+    "holder withdrew it, and not once the lease changed hands some other way.",
+)
+
+POLLER_HANDOVER_UNANSWERED = Condition(
+    "POLLER_HANDOVER_UNANSWERED",
+    "holder = :me AND handover_at = :at",
+    "A holder whose offer was not accepted shortly before the second withdraws it and keeps the lease. "
+    "Acceptance and withdrawal exclude each other, so exactly one invocation claims after the second.",
+)
+
+
 ALL_CONDITIONS = (
     JOB_IS_NEW,
     RUN_IS_NEW,
@@ -141,4 +202,12 @@ ALL_CONDITIONS = (
     EXACT_QUOTA_LEFT,
     JOB_VERSION_IS,
     RUN_ENDED_UNSUCCESSFULLY,
+    POLLER_LEASE_FREE,
+    POLLER_LEASE_HELD,
+    POLLER_LEASE_MINE,
+    POLLER_SUCCESSOR_VACANT,
+    POLLER_SUCCESSOR_IS_ME,
+    POLLER_HANDOVER_OFFERABLE,
+    POLLER_HANDOVER_OFFERED,
+    POLLER_HANDOVER_UNANSWERED,
 )

@@ -17,7 +17,9 @@ runs     PK job_id, SK occurrence: a run is its job and its occurrence, which is
 control  PK pk, SK sk.         Teams ("team#<id>", "team") with their exact-job counter, concurrency slots
          in groups of 25 per key ("team#<id>#slots#<group>", "slot#NNNNN"), API token hashes
          ("token#<sha256>", "token"), create idempotency keys ("idem#<team>#<key>", "idem"), per-partition
-         low-water marks ("partition#NN", "watermark"), locally stored alerts.
+         low-water marks ("partition#NN", "watermark"), one poller lease per partition group
+         ("poller#<group>", "lease": holder, term, since, expires_at, successor, handover_at; instants to
+         the millisecond), locally stored alerts.
 """
 
 from __future__ import annotations
