@@ -1,7 +1,9 @@
-"""Poller Lambda: EventBridge invokes it every minute per partition group; it ticks each second.
+"""Poller Lambda: EventBridge invokes it every minute per partition group, and each invocation serves the
+group for ``run_seconds`` (more than a minute, so invocations overlap). Of the invocations alive, the one
+holding the group's lease claims; it hands the lease to the next at an agreed second (``poller_lease``).
 
-A tick that raises is logged, counted (``PollerErrors``) and the invocation goes on with the next tick. The
-invocation itself fails (Lambda's ``Errors``) only when not one of its sweeps succeeded."""
+A tick that raises is logged, counted (``PollerErrors``) and the invocation goes on. The invocation fails
+(Lambda's ``Errors``) only when not one of its ticks or lease calls succeeded."""
 
 import time
 
@@ -10,7 +12,8 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from duetime import wiring
 from duetime.lambda_events import PollerTick
-from duetime.observability import record_fire, record_poll, record_poller_error
+
+RETURN_MARGIN_SECONDS = 10  # the run ends this long before Lambda's timeout: give the lease up, return
 
 logger = Logger(service="duetime-poller")
 metrics = Metrics(namespace="duetime", service="poller")
@@ -22,25 +25,9 @@ tracer = Tracer(service="duetime-poller")
 @tracer.capture_lambda_handler
 def handler(event: dict, context: LambdaContext) -> dict:
     tick = PollerTick.model_validate(event.get("detail") or event)
-    poller = wiring.poller()
-    if tick.partitions is not None:
-        poller = poller.for_partitions(tick.partitions)
-    errors: list[Exception] = []
-
-    def failed(error: Exception) -> None:
-        errors.append(error)
-        record_poller_error(metrics)
-
-    started = time.monotonic()
-    ticks = poller.run_until(
-        stop=lambda: time.monotonic() - started >= tick.run_seconds,
-        sleep=time.sleep,
-        interval=wiring.settings().poll_interval_seconds,
-        on_report=lambda claimed, recovered: record_poll(metrics, claimed, recovered),
-        on_fire=lambda fired: record_fire(metrics, fired),
-        on_error=failed,
+    budget = context.get_remaining_time_in_millis() / 1000 - RETURN_MARGIN_SECONDS
+    shift = wiring.poller_shift()
+    report = shift.serve(
+        context.aws_request_id, tick.partitions, min(tick.run_seconds, budget), time.sleep, metrics=metrics
     )
-    if errors and not ticks:
-        message = f"every poller tick of the invocation failed ({len(errors)} errors)"
-        raise RuntimeError(message) from errors[-1]
-    return {"ticks": ticks, "errors": len(errors), "partitions": list(poller.config.partitions)}
+    return report.summary()

@@ -8,12 +8,14 @@ from duetime.settings import parse_partitions
 
 
 class PollerTick(BaseModel):
-    """EventBridge's scheduled event for one partition group; the rule's input sets ``partitions``."""
+    """EventBridge's scheduled event for one partition group; the rule's input sets ``partitions`` and how
+    long each invocation serves the group (more than the minute between invocations, so that they overlap:
+    ``duetime.poller_lease``)."""
 
     model_config = ConfigDict(extra="ignore")
 
     partitions: list[int] | None = Field(default=None, description='e.g. "0-15"; default: the settings')
-    run_seconds: float = Field(default=55, ge=0, le=840)
+    run_seconds: float = Field(default=135, ge=0, le=840)
 
     @field_validator("partitions", mode="before")
     @classmethod

@@ -17,7 +17,8 @@ from urllib.parse import urlsplit
 
 from duetime.adapters.dynamodb.tables import TableNames, create_tables
 from duetime.adapters.sqs import SqsConsumer, decode, ensure_queue
-from duetime.poller import ClaimReport, Poller, RecoveryReport
+from duetime.poller import Poller
+from duetime.poller_lease import PollerShift, invocation_id
 from duetime.settings import Settings
 from duetime.worker import Worker, WorkReport
 
@@ -71,17 +72,20 @@ class EventSourceMapping:
 
 
 def start_threads(
-    poller: Poller,
-    mappings: list[EventSourceMapping],
-    stop: threading.Event,
-    interval: float = 1.0,
-    on_poll: Callable[[ClaimReport, RecoveryReport | None], None] | None = None,
+    shift: PollerShift, mappings: list[EventSourceMapping], stop: threading.Event
 ) -> list[threading.Thread]:
-    """Start one poller loop and one thread per event source mapping; they end when ``stop`` is set."""
+    """Start the poller (one invocation that serves until ``stop``, holding the group's lease as a deployed
+    poller does) and one thread per event source mapping; they end when ``stop`` is set."""
     threads = [
         threading.Thread(
-            target=poller.run_until,
-            kwargs={"stop": stop.is_set, "sleep": stop.wait, "interval": interval, "on_report": on_poll},
+            target=shift.serve,
+            kwargs={
+                "invocation": invocation_id(),
+                "partitions": None,
+                "run_seconds": None,
+                "sleep": stop.wait,
+                "stop": stop.is_set,
+            },
             name="duetime-poller",
             daemon=True,
         )
@@ -146,7 +150,14 @@ def run_local(port: int, workers: int) -> int:
     from duetime.adapters.sqs import SqsRunQueue
     from duetime.errors import Conflict
     from duetime.local_gateway import LocalGateway
-    from duetime.wiring import make_job_service, make_store, make_store_clock, poller_config, worker_config
+    from duetime.wiring import (
+        lease_timings,
+        make_job_service,
+        make_store,
+        make_store_clock,
+        poller_config,
+        worker_config,
+    )
 
     local_environment()
     started = ensure_emulators()
@@ -170,6 +181,7 @@ def run_local(port: int, workers: int) -> int:
         api.use_service(lambda: service)
         gateway = LocalGateway(api.handle, port).start()
         poller = Poller(store, store, queue, alerts, clock, poller_config(settings))
+        shift = PollerShift(poller, store, lease_timings(settings), settings.poll_interval_seconds)
         mappings = [
             EventSourceMapping(
                 SqsConsumer(sqs, settings.run_queue_url),
@@ -186,7 +198,7 @@ def run_local(port: int, workers: int) -> int:
             )
             for _ in range(workers)
         ]
-        threads = start_threads(poller, mappings, stop, interval=settings.poll_interval_seconds)
+        threads = start_threads(shift, mappings, stop)
         print(f"dev team signing secret: {secret}", flush=True)
         print(f"demo target: {gateway.url}/demo/target (calls: {gateway.url}/demo/calls)", flush=True)
         print(f"duetime local ready: api={gateway.url} token={token}", flush=True)

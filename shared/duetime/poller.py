@@ -12,14 +12,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
+from typing import Protocol
 
 from duetime.claim_plan import DEFAULT_MISFIRE_GRACE, DEFAULT_QUEUE_DEADLINE, make_claim, plan_claim
 from duetime.clock import Clock
 from duetime.models import Job, Run, RunResult, RunStatus
 from duetime.ports import Alert, AlertSink, JobStore, ReapCandidate, RunMessage, RunQueue, RunStore
 from duetime.preload import FireFailed, FireReport, MinutePreload
-from duetime.timeutil import minute_bucket, parse_minute_bucket
+from duetime.timeutil import minute_bucket, parse_minute_bucket, whole_seconds
 
 log = logging.getLogger(__name__)
 MINUTE = timedelta(minutes=1)
@@ -192,6 +193,41 @@ def _recover_one(
     return None
 
 
+@dataclass(frozen=True)
+class ClaimWindow:
+    """When a poller may claim its partitions: sweeps and preloaded fires start at or after ``start`` and
+    before ``end``, and preloaded rows due at or after ``end`` are left to whoever claims after it."""
+
+    start: datetime
+    end: datetime
+
+
+ALWAYS = ClaimWindow(datetime.min.replace(tzinfo=UTC), datetime.max.replace(tzinfo=UTC))
+
+
+class ClaimGate(Protocol):
+    """Who claims when: ``duetime.poller_lease.GroupLease`` gives a poller the windows in which it holds
+    its partition group's lease. The loop calls ``step`` before every tick and claims only inside
+    ``window()``."""
+
+    @property
+    def done(self) -> bool:
+        """No window will open any more (handed over, or the run is over): the loop ends."""
+        ...
+
+    def step(self, now: datetime) -> None:
+        """Do the lease work due at ``now`` (renew, register, hand over, take over); may raise."""
+        ...
+
+    def window(self) -> ClaimWindow | None:
+        """The current or next window (its start may lie ahead); None while none is in sight."""
+        ...
+
+    def next_step_at(self) -> datetime | None:
+        """When ``step`` next has something to do."""
+        ...
+
+
 class Poller:
     """One poller process. Every second it sweeps its partitions (claim what is due, and every few sweeps
     recover runs nobody minds); with the minute preload on, it also fires preloaded rows at their second."""
@@ -231,14 +267,16 @@ class Poller:
     def recover(self) -> RecoveryReport:
         return recover_runs(self.runs, self.queue, self.alerts, self.config, self.clock.now())
 
-    def fire_preloaded(self) -> FireReport | None:
-        """Load the coming minute when it is near, and fire what is due now."""
+    def fire_preloaded(
+        self, before: datetime | None = None, keep_going: Callable[[], bool] | None = None
+    ) -> FireReport | None:
+        """Load the coming minute when it is near, and fire what is due now (and before ``before``)."""
         if self.preload is None:
             return None
         now = self.clock.now()
         loaded = self.preload.load_upcoming(now)
         try:
-            report = self.preload.fire(now)
+            report = self.preload.fire(now, before, keep_going)
         except FireFailed as failed:
             failed.report.loaded_rows = loaded
             raise
@@ -255,6 +293,7 @@ class Poller:
         on_fire: Callable[[FireReport], None] | None = None,
         on_error: Callable[[Exception], None] | None = None,
         max_backoff: float = 10.0,
+        gate: ClaimGate | None = None,
     ) -> int:
         """Sweep every ``interval`` seconds (recovering every ``recover_every`` sweeps) and, in between,
         wake at each preloaded fire time; until ``stop()`` says so after a sweep. Returns the sweeps.
@@ -263,20 +302,40 @@ class Poller:
         also when what follows the claim fails. A tick that raises (a throttle past the SDK's retries, a
         reset connection) does not end the loop: it is logged with its traceback and given to
         ``on_error``; then ``stop()`` is asked, and the loop goes on after a pause that doubles with each
-        failure in a row, from ``interval`` up to ``max_backoff`` seconds."""
+        failure in a row, from ``interval`` up to ``max_backoff`` seconds.
+
+        With a ``gate`` (a partition group's lease, ``duetime.poller_lease``) the loop does the gate's work
+        before each tick and claims only inside the window it gives: the first sweep at the window's start
+        (where the preload drops the rows due before it: they were someone else's), then sweeps on the
+        clock's whole seconds, and no preloaded row due at or after the window's end. While it waits for a
+        window it keeps the preload loaded. ``stop()`` is asked after every tick, pauses after a failure
+        stay under ``interval`` (the lease must be renewed), and the loop ends when the gate is done."""
         sweeps = 0
         failures = 0
         next_sweep = self.clock.now()
+        reign: datetime | None = None  # the start of the gate's window being served
+        window: ClaimWindow | None = ALWAYS
         while True:
             try:
-                swept = self._tick(next_sweep, sweeps % recover_every == 0, on_report, on_fire)
+                if gate is not None:
+                    gate.step(self.clock.now())
+                    window = gate.window()
+                    if window is not None and window.start != reign:
+                        next_sweep = window.start  # the first sweep right at the start
+                        if self.clock.now() >= window.start:
+                            reign = window.start
+                            if self.preload is not None:
+                                self.preload.forget_before(window.start)
+                swept = self._tick(next_sweep, sweeps % recover_every == 0, on_report, on_fire, window, gate)
             except Exception as exc:
                 failures += 1
                 pause = min(interval * 2 ** min(failures - 1, 30), max(interval, max_backoff))
+                if gate is not None:
+                    pause = min(pause, interval)
                 log.exception("poller tick failed (%d in a row); going on in %.1f s", failures, pause)
                 if on_error:
                     on_error(exc)
-                if stop():
+                if stop() or (gate is not None and gate.done):
                     return sweeps
                 next_sweep = self.clock.now() + timedelta(seconds=pause)
                 sleep(pause)
@@ -284,14 +343,36 @@ class Poller:
             failures = 0
             if swept:
                 sweeps += 1
-                next_sweep = self.clock.now() + timedelta(seconds=interval)
-                if stop():
-                    return sweeps
-            wake = next_sweep
-            upcoming = self.preload.next_fire_at() if self.preload else None
-            if upcoming is not None:
-                wake = min(wake, upcoming)
+                next_sweep = self._next_sweep(interval, aligned=gate is not None)
+            if (swept or gate is not None) and stop():
+                return sweeps
+            if gate is not None and gate.done:
+                return sweeps
+            wake = self._wake_at(next_sweep, window, gate)
             sleep(max(0.0, min(interval, (wake - self.clock.now()).total_seconds())))
+
+    def _next_sweep(self, interval: float, aligned: bool) -> datetime:
+        now = self.clock.now()
+        if not aligned:
+            return now + timedelta(seconds=interval)
+        at = whole_seconds(now) + timedelta(seconds=interval)  # on the clock's grid: holders meet without gap
+        while at <= now:
+            at += timedelta(seconds=interval)
+        return at
+
+    def _wake_at(self, next_sweep: datetime, window: ClaimWindow | None, gate: ClaimGate | None) -> datetime:
+        """The next instant the loop has something to do: a sweep or a preloaded fire time inside the window,
+        the window's start or end, or the gate's next step."""
+        now = self.clock.now()
+        upcoming = self.preload.next_fire_at() if self.preload else None
+        wakes = [] if gate is None else [at for at in (gate.next_step_at(),) if at is not None]
+        if window is not None and now < window.start:
+            wakes.append(window.start)
+        elif window is not None and now < window.end:
+            wakes += [at for at in (next_sweep, upcoming) if at is not None and at < window.end]
+            if gate is not None:
+                wakes.append(window.end)
+        return min(wakes, default=now + timedelta(days=1))
 
     def _tick(
         self,
@@ -299,17 +380,28 @@ class Poller:
         recover: bool,
         on_report: Callable[[ClaimReport, RecoveryReport | None], None] | None,
         on_fire: Callable[[FireReport], None] | None,
+        window: ClaimWindow | None = ALWAYS,
+        gate: ClaimGate | None = None,
     ) -> bool:
-        """Fire what the preload holds for now and, once ``next_sweep`` has come, sweep. True if it swept."""
+        """Fire what the preload holds for now and, once ``next_sweep`` has come, sweep; all only inside
+        ``window`` (outside it, keep the preload loaded). True if it swept."""
+        now = self.clock.now()
+        if window is None or now < window.start:
+            if self.preload is not None:
+                self.preload.load_upcoming(now)  # waiting to take over: have the minute ready by then
+            return False
+        if now >= window.end:
+            return False
         try:
-            fired = self.fire_preloaded()
+            fired = self.fire_preloaded(window.end, self._still_claiming(gate))
         except FireFailed as failed:
             if on_fire:
                 on_fire(failed.report)
             raise
         if fired is not None and on_fire and (fired.fired or fired.loaded_rows):
             on_fire(fired)
-        if self.clock.now() < next_sweep:
+        now = self.clock.now()
+        if now < next_sweep or now >= window.end:
             return False
         try:
             claimed = self.claim()
@@ -324,6 +416,23 @@ class Poller:
             if on_report:
                 on_report(claimed, recovered)
         return True
+
+    def _still_claiming(self, gate: ClaimGate | None) -> Callable[[], bool] | None:
+        """Asked between the chunks of a long preloaded fire (a midnight second): do the gate's work that
+        has come due (renew the lease) and say whether the window is still open."""
+        if gate is None:
+            return None
+
+        def still_claiming() -> bool:
+            now = self.clock.now()
+            try:
+                gate.step(now)
+            except Exception:
+                log.warning("poller lease step failed during a long fire", exc_info=True)
+            window = gate.window()
+            return window is not None and window.start <= self.clock.now() < window.end
+
+        return still_claiming
 
     def for_partitions(self, partitions: Sequence[int]) -> Poller:
         """The same poller, on another partition group (one EventBridge rule per group)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import heapq
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -123,11 +124,30 @@ class MinutePreload:
                 after = f"{iso_z(last.state.next_fire_at)}#{last.id}"  # type: ignore[arg-type]
         return count
 
-    def fire(self, now: datetime) -> FireReport:
-        """Claim and queue everything in the heap whose fire time has come."""
+    def forget_before(self, instant: datetime) -> int:
+        """Drop the rows due before ``instant`` (another poller fired them, or left them to the sweep, before
+        this one took the partitions over at ``instant``); the sweep claims whichever are still due. Returns
+        how many were dropped."""
+        kept = [entry for entry in self._heap if entry.fire_at >= instant]
+        dropped = len(self._heap) - len(kept)
+        for entry in self._heap:
+            if entry.fire_at < instant:
+                self._pending.pop(entry.job_id, None)
+        heapq.heapify(kept)
+        self._heap = kept
+        return dropped
+
+    def fire(
+        self, now: datetime, before: datetime | None = None, keep_going: Callable[[], bool] | None = None
+    ) -> FireReport:
+        """Claim and queue everything in the heap whose fire time has come (and is before ``before``, when
+        given: the end of this poller's claims). ``keep_going`` is asked before each further chunk; when it
+        says no, the rows not claimed yet are left to the sweep."""
         report = FireReport()
         due: list[Job] = []
-        while self._heap and self._heap[0].fire_at <= now:
+        while (
+            self._heap and self._heap[0].fire_at <= now and (before is None or self._heap[0].fire_at < before)
+        ):
             entry = heapq.heappop(self._heap)
             self._pending.pop(entry.job_id, None)
             self._fired[entry.job_id] = (entry.job.state.version, entry.fire_at)
@@ -146,6 +166,10 @@ class MinutePreload:
         sends = []
         error: Exception | None = None
         for start in range(0, len(due), self.chunk):
+            if start and keep_going is not None and not keep_going():
+                for job in due[start:]:  # no longer ours to claim: left to the sweep
+                    self._fired.pop(job.id, None)
+                break
             chunk = due[start : start + self.chunk]
             claims = [make_claim(plan_claim(job, now, self.grace), now, self.queue_deadline) for job in chunk]
             started = time.perf_counter()

@@ -33,6 +33,10 @@ class Settings(BaseModel):
     queue_deadline_seconds: int = Field(default=600, ge=1)
     misfire_grace_seconds: int = Field(default=60, ge=0)
     poll_interval_seconds: float = Field(default=1.0, gt=0)
+    # The poller lease (duetime.poller_lease): renewed every third of it; a dead holder is replaced about
+    # this long after its last renewal. The holder starts handing over this long before its run ends.
+    poller_lease_seconds: float = Field(default=6.0, ge=3.5)
+    poller_retire_before_seconds: float = Field(default=12.0, ge=4)
     allow_private_targets: bool = False  # SSRF guard: permit loopback/private targets (local use only)
     max_body_bytes: int = Field(default=64 * 1024, ge=1024)
 

@@ -16,6 +16,7 @@ from duetime.adapters.http_target import HttpTargetCaller
 from duetime.adapters.sqs import SqsRunQueue
 from duetime.adapters.store_clock import StoreClock
 from duetime.poller import Poller, PollerConfig
+from duetime.poller_lease import LeaseTimings, PollerShift
 from duetime.ports import AlertSink
 from duetime.service import JobService
 from duetime.settings import Settings
@@ -62,12 +63,22 @@ def worker_config(s: Settings) -> WorkerConfig:
     )
 
 
+def lease_timings(s: Settings) -> LeaseTimings:
+    return LeaseTimings(
+        lease_seconds=s.poller_lease_seconds,
+        renew_every=s.poller_lease_seconds / 3,
+        retire_before=s.poller_retire_before_seconds,
+    )
+
+
 @functools.cache
-def poller() -> Poller:
+def poller_shift() -> PollerShift:
+    """The poller and its group lease (each invocation serves one group: ``PollerShift.serve``)."""
     s = settings()
     store = make_store(s)
     queue = SqsRunQueue(client("sqs"), s.run_queue_url)
-    return Poller(store, store, queue, make_alerts(s, store), make_store_clock(store), poller_config(s))
+    poller = Poller(store, store, queue, make_alerts(s, store), make_store_clock(store), poller_config(s))
+    return PollerShift(poller, store, lease_timings(s), s.poll_interval_seconds)
 
 
 @functools.cache

@@ -25,10 +25,10 @@ def deployed(stack: Stack, monkeypatch: pytest.MonkeyPatch) -> Iterator[Stack]:
         "DUETIME_ALLOW_PRIVATE_TARGETS": "true",  # the test's target listens on 127.0.0.1
     }.items():
         monkeypatch.setenv(key, value)
-    for cached in (wiring.settings, wiring.poller, wiring.worker):
+    for cached in (wiring.settings, wiring.poller_shift, wiring.worker):
         cached.cache_clear()
     yield stack
-    for cached in (wiring.settings, wiring.poller, wiring.worker):
+    for cached in (wiring.settings, wiring.poller_shift, wiring.worker):
         cached.cache_clear()
 
 
@@ -54,10 +54,13 @@ def sqs_event(bodies: list[str]) -> dict[str, Any]:
 def test_poller_and_worker_handlers_run_a_job_end_to_end(deployed: Stack, target, capsys) -> None:
     job = deployed.job_due_now("team-a", target.url)
     result = load_handler("poller").handler(
-        {"detail-type": "Scheduled Event", "detail": {"partitions": "0-63", "run_seconds": 0}},
+        {"detail-type": "Scheduled Event", "detail": {"partitions": "0-63", "run_seconds": 3}},
         LambdaContext(),
     )
-    assert result == {"ticks": 1, "errors": 0, "partitions": list(range(64))}
+    # Alone, the invocation took the group's free lease, swept, and gave the lease back before its end.
+    assert result["ticks"] >= 1 and result["errors"] == 0 and result["partitions"] == list(range(64))
+    assert result["group"] == "0-63" and 0 < result["held_seconds"] <= 3
+    assert deployed.store.read_poller_lease("0-63").holder is None
     bodies = [json.dumps({"run_id": m.run_id, "attempt": m.attempt}) for m in deployed.messages()]
     assert len(bodies) == 1
 

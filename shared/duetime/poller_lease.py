@@ -1,0 +1,448 @@
+"""A partition group's poller life: invocations that overlap, and one lease that says which of them claims.
+
+EventBridge starts an invocation of a group's poller every minute, at whatever second it likes, and each
+runs ``run_seconds`` (more than a minute), so two or three are alive at once. They share one lease item in
+the control table (``("poller#<group>", "lease")``, ``duetime.ports.PollerLeaseStore``), and every instant
+they compare is the store's clock:
+
+* **holder**: claims (preloaded timers and sweeps) from the lease's ``since`` until the lease expires or it
+  hands over; renews the lease every ``renew_every`` s to ``lease_seconds`` ahead, and claims nothing in the
+  last ``expiry_guard`` s before the expiry it knows of.
+* **standby**: claims nothing, keeps the coming minute preloaded, reads the lease every ``standby_poll`` s,
+  registers as the one successor when there is none, and takes the lease when it is free or expired: a
+  holder that died (stopped renewing) is replaced within ``lease_seconds`` and a poll.
+* **handover**: ``retire_before`` s before its run ends, the holder offers the lease to the registered
+  successor from a whole second X at least ``handover_lead`` s ahead, and from then on claims nothing at
+  or after X - ``stop_guard``. The successor accepts with one conditional write that makes it the holder
+  from X, waits for X and starts there: it drops the preloaded rows due before X (the old holder's) and
+  fires and sweeps from X. At X - ``decide_before`` the old holder reads the lease. Accepted: it ends at X.
+  Not accepted (the successor died): it withdraws the offer, which a late acceptance can no longer beat,
+  keeps the lease and offers it again to the next standby that registers.
+* **end**: a holder with nobody to hand over to gives the lease back ``release_before`` s before its run
+  ends (the next invocation takes it at once); a standby whose run ends withdraws its registration.
+
+So at any instant at most one invocation claims a group, and the windows of consecutive holders meet at
+whole seconds. A holder that paused and wakes late claims nothing: its own view of its window has closed,
+and its next renewal fails. A claim already sent when it paused is still safe: it creates a run only if
+the run row is new (RUN_IS_NEW) and the job's version is the one it read (JOB_UNCHANGED_SINCE_READ), and
+whoever claims first moves that version, so a job is claimed once per due time whoever holds the lease.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any, ParamSpec, TypeVar
+
+from duetime.observability import MetricsSink, record_fire, record_poll, record_poller_error
+from duetime.poller import ClaimWindow, Poller
+from duetime.ports import PollerLease, PollerLeaseStore
+from duetime.timeutil import ceil_seconds
+
+log = logging.getLogger(__name__)
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def group_label(partitions: Sequence[int]) -> str:
+    """A partition group's name in its lease key: its ranges, e.g. ``"0-15"`` or ``"0-7,32-39"``."""
+    ranges: list[str] = []
+    ordered = sorted(set(partitions))
+    start = previous = ordered[0]
+    for partition in [*ordered[1:], None]:
+        if partition is not None and partition == previous + 1:
+            previous = partition
+            continue
+        ranges.append(f"{start}-{previous}" if previous != start else f"{start}")
+        if partition is not None:
+            start = previous = partition
+    return ",".join(ranges)
+
+
+def invocation_id(prefix: str = "local") -> str:
+    """A name no other invocation has (Lambda's request id serves on AWS)."""
+    return f"{prefix}-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+
+
+@dataclass(frozen=True)
+class LeaseTimings:
+    """The lease's timing, in seconds (see the module's docstring for what each one does)."""
+
+    lease_seconds: float = 6.0
+    renew_every: float = 2.0
+    standby_poll: float = 0.5
+    handover_lead: float = 2.0
+    decide_before: float = 0.5
+    stop_guard: float = 0.2
+    expiry_guard: float = 1.0
+    retire_before: float = 12.0
+    release_before: float = 2.0
+
+    def __post_init__(self) -> None:
+        if self.lease_seconds <= self.handover_lead + 1 or self.lease_seconds <= self.renew_every:
+            raise ValueError("a lease must outlast a renewal interval and a handover's lead")
+        if not self.stop_guard < self.decide_before < self.handover_lead:
+            raise ValueError("the holder decides after it stopped offering and before the handover")
+
+    def __call__(self, name: str) -> timedelta:
+        value: float = getattr(self, name)
+        return timedelta(seconds=value)
+
+
+class Role(StrEnum):
+    STANDBY = "standby"
+    HOLDER = "holder"
+    DONE = "done"
+
+
+class GroupLease:
+    """One invocation's side of its partition group's lease: the ``ClaimGate`` its poller loop asks.
+
+    ``step(now)`` makes the lease writes that have come due; ``window()`` is what the invocation may claim.
+    ``ends_at`` is when the invocation's run ends (None: never, as in ``duetime local``)."""
+
+    def __init__(
+        self,
+        store: PollerLeaseStore,
+        group: str,
+        me: str,
+        ends_at: datetime | None,
+        timings: LeaseTimings | None = None,
+    ) -> None:
+        self.store = store
+        self.group = group
+        self.me = me
+        self.ends_at = ends_at
+        self.t = timings or LeaseTimings()
+        self.role = Role.STANDBY
+        self.term = 0
+        self.reigns: list[ClaimWindow] = []  # the windows this invocation held, once they ended
+        self.handovers = 0  # times it handed the lease to a successor
+        self.takeovers = 0  # times it took over a lease whose holder had stopped renewing
+        self.store_calls = 0  # lease reads and writes that answered
+        self._since: datetime | None = None
+        self._expires: datetime | None = None
+        self._offer: datetime | None = None  # the second the lease is offered at, while the offer may stand
+        self._until: datetime | None = None  # the reign's end once the handover was accepted
+        self._registered = False
+        self._next: datetime | None = None  # the next step (None: at once)
+        self._next_renew: datetime | None = None
+
+    # --- what the poller loop asks ------------------------------------------------------------------------
+
+    @property
+    def done(self) -> bool:
+        return self.role is Role.DONE
+
+    def window(self) -> ClaimWindow | None:
+        if self.role is not Role.HOLDER or self._since is None or self._expires is None:
+            return None
+        ends = [self._expires - self.t("expiry_guard")]
+        ends += [at for at in (self._offer, self._until) if at is not None]
+        if self.ends_at is not None:
+            ends.append(self.ends_at - self.t("release_before"))
+        return ClaimWindow(self._since, min(ends) - self.t("stop_guard"))
+
+    def next_step_at(self) -> datetime | None:
+        return None if self.role is Role.DONE else self._next
+
+    def step(self, now: datetime) -> None:
+        if self.role is Role.DONE or (self._next is not None and now < self._next):
+            return
+        if self.role is Role.HOLDER:
+            self._hold(now)
+        else:
+            self._wait(now)
+
+    def close(self, now: datetime) -> None:
+        """The run is over (or stopped): claim nothing more, give the lease back if it is still this
+        invocation's (and not handed over), or withdraw a registration as successor. A write that fails here
+        is only logged: the lease then expires, and a registration is withdrawn by the holder's next offer."""
+        try:
+            if self.role is Role.HOLDER:
+                handed_over = self._until is not None
+                self._end_reign(now, Role.DONE)
+                if not handed_over:
+                    self._call(self.store.release_poller_lease, self.group, self.me)
+                    log.info("poller lease released", extra=self._extra())
+            elif self._registered:
+                self._registered = False
+                self._call(self.store.withdraw_poller_successor, self.group, self.me)
+        except Exception:
+            log.warning("giving the poller lease up failed; it expires by itself", exc_info=True)
+        self.role = Role.DONE
+
+    # --- standby ------------------------------------------------------------------------------------------
+
+    def _wait(self, now: datetime) -> None:
+        t = self.t
+        if self.ends_at is not None and now >= self.ends_at - t("release_before"):
+            self.close(now)
+            return
+        self._next = now + t("standby_poll")  # also when a call below raises: try again after a poll
+        lease = self._call(self.store.read_poller_lease, self.group)
+        if lease.holder == self.me and not lease.free_at(now):
+            self._hold_from(lease, now)  # a write of ours whose answer was lost made us the holder
+            return
+        fit = self.ends_at is None or self.ends_at - now > t("retire_before") + 2 * t("handover_lead")
+        if lease.free_at(now):
+            taken = self._call(
+                self.store.acquire_poller_lease, self.group, self.me, now, now + t("lease_seconds")
+            )
+            if taken is not None:
+                if lease.holder not in (None, self.me):
+                    self.takeovers += 1
+                    log.warning(
+                        "poller lease taken over from a holder that stopped renewing", extra=self._extra()
+                    )
+                self._hold_from(taken, now)
+        elif lease.successor == self.me and lease.handover_at is not None and lease.holder is not None:
+            if not fit:
+                self._withdraw_registration()
+                return
+            at = lease.handover_at
+            until = at + t("lease_seconds")
+            taken = self._call(self.store.accept_poller_lease, self.group, self.me, lease.holder, at, until)
+            if taken is not None:
+                self._hold_from(taken, now)
+                log.info("poller lease accepted", extra=self._extra())
+        elif lease.successor is None and fit:
+            self._registered = (
+                self._call(self.store.register_poller_successor, self.group, self.me) is not None
+            )
+        elif lease.successor == self.me and not fit:
+            self._withdraw_registration()
+        else:
+            self._registered = lease.successor == self.me
+
+    def _withdraw_registration(self) -> None:
+        self._call(self.store.withdraw_poller_successor, self.group, self.me)
+        self._registered = False
+
+    def _hold_from(self, lease: PollerLease, now: datetime) -> None:
+        self.role = Role.HOLDER
+        self.term = lease.term
+        self._since = lease.since or now
+        self._expires = lease.expires_at
+        self._offer = self._until = None
+        self._registered = False
+        self._next_renew = max(now, self._since) + self.t("renew_every")
+        self._next = self._holder_next(now)
+        log.info("poller lease held", extra=self._extra())
+
+    # --- holder -------------------------------------------------------------------------------------------
+
+    def _hold(self, now: datetime) -> None:
+        t = self.t
+        if self._until is not None:  # handed over: claim up to the agreed second, then end
+            window = self.window()
+            if window is None or now >= window.end:
+                self._end_reign(now, Role.DONE)
+            else:
+                self._next = window.end
+            return
+        if self._offer is not None:
+            if now >= self._offer - t("decide_before"):
+                self._decide(now)
+        elif self.ends_at is not None and now >= self.ends_at - t("release_before"):
+            self.close(now)
+            return
+        elif self.ends_at is not None and now >= self.ends_at - t("retire_before"):
+            self._retire(now)
+        elif self._next_renew is None or now >= self._next_renew:
+            self._renew(now)
+        if self.role is Role.HOLDER:
+            self._next = self._holder_next(now)
+
+    def _holder_next(self, now: datetime) -> datetime:
+        t = self.t
+        if self._until is not None:
+            window = self.window()
+            return window.end if window is not None else now
+        if self._offer is not None:
+            return self._offer - t("decide_before")
+        candidates = [self._next_renew or now]
+        if self.ends_at is not None:
+            retire = self.ends_at - t("retire_before")
+            candidates += [
+                retire if now < retire else now + t("standby_poll"),
+                self.ends_at - t("release_before"),
+            ]
+        return min(candidates)
+
+    def _renew(self, now: datetime) -> None:
+        self._next_renew = now + self.t("standby_poll")  # if the write raises: try again soon
+        until = now + self.t("lease_seconds")
+        renewed = self._call(self.store.renew_poller_lease, self.group, self.me, now, until)
+        if renewed is None:
+            self._lost(now)
+            return
+        self._expires = renewed.expires_at
+        self._next_renew = now + self.t("renew_every")
+
+    def _retire(self, now: datetime) -> None:
+        """Look for the registered successor and offer it the lease; until one registers, keep renewing."""
+        lease = self._call(self.store.read_poller_lease, self.group)
+        if lease.holder != self.me or lease.free_at(now):
+            self._lost(now)
+            return
+        if lease.successor is None:
+            if self._next_renew is None or now >= self._next_renew:
+                self._renew(now)
+            return
+        at = ceil_seconds(now + self.t("handover_lead"))
+        self._offer = at  # before the write: if its answer is lost, the holder still stops before ``at``
+        until = now + self.t("lease_seconds")
+        offered = self._call(
+            self.store.offer_poller_lease, self.group, self.me, lease.successor, at, now, until
+        )
+        if offered is None:
+            self._offer = None  # the successor or the lease changed meanwhile: look again next step
+            return
+        self._expires = offered.expires_at
+        self._next_renew = now + self.t("renew_every")
+        log.info("poller lease offered", extra={**self._extra(), "successor": lease.successor, "at": str(at)})
+
+    def _decide(self, now: datetime) -> None:
+        """Shortly before the offered second: end there if the successor accepted, else withdraw."""
+        assert self._offer is not None
+        lease = self._call(self.store.read_poller_lease, self.group)
+        if lease.holder != self.me:
+            self._until = self._offer  # accepted (or, had our lease expired, lost): no claim from here on
+            if lease.since == self._offer and lease.holder is not None:
+                self.handovers += 1
+                log.info("poller lease handed over", extra={**self._extra(), "successor": lease.holder})
+            return
+        if lease.handover_at != self._offer:  # the offer never landed, or the successor withdrew
+            self._offer = None
+            return
+        withdrawn = self._call(self.store.withdraw_poller_offer, self.group, self.me, self._offer)
+        if withdrawn is None:
+            self._next = now  # accepted just now: read again at once
+            return
+        log.warning("poller lease offer not accepted in time; kept", extra=self._extra())
+        self._offer = None
+        self._expires = withdrawn.expires_at
+
+    def _lost(self, now: datetime) -> None:
+        """The lease is not ours any more (it expired, say while we were paused): claim nothing more, and
+        wait as a standby (which takes it again if nobody else did)."""
+        log.warning("poller lease lost", extra=self._extra())
+        self._end_reign(now, Role.STANDBY)
+        self._next = None
+
+    def _end_reign(self, now: datetime, role: Role) -> None:
+        window = self.window()
+        if window is not None:
+            self.reigns.append(ClaimWindow(window.start, max(window.start, min(window.end, now))))
+        self.role = role
+        self._since = self._expires = self._offer = self._until = None
+
+    # --- helpers ------------------------------------------------------------------------------------------
+
+    def _call(self, method: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+        """A lease read or write, counted once it answered."""
+        result = method(*args, **kwargs)
+        self.store_calls += 1
+        return result
+
+    def _extra(self) -> dict[str, Any]:
+        return {"group": self.group, "invocation": self.me, "term": self.term, "role": self.role.value}
+
+
+@dataclass
+class ShiftReport:
+    """What one invocation did: its sweeps and errors, and the windows in which it held the group."""
+
+    group: str
+    invocation: str
+    partitions: list[int]
+    sweeps: int = 0
+    errors: int = 0
+    reigns: list[ClaimWindow] = field(default_factory=list)
+    handovers: int = 0
+    takeovers: int = 0
+
+    def held_seconds(self) -> float:
+        return sum((r.end - r.start).total_seconds() for r in self.reigns)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "ticks": self.sweeps,
+            "errors": self.errors,
+            "partitions": self.partitions,
+            "group": self.group,
+            "held_seconds": round(self.held_seconds(), 3),
+            "handovers": self.handovers,
+            "takeovers": self.takeovers,
+        }
+
+
+class ShiftFailed(RuntimeError):
+    """The invocation got nothing done: it held the group and every sweep failed, or no lease call
+    succeeded."""
+
+
+@dataclass
+class PollerShift:
+    """The poller and its group lease, as one invocation (or ``duetime local``'s poller thread) serves."""
+
+    poller: Poller
+    leases: PollerLeaseStore
+    timings: LeaseTimings = field(default_factory=LeaseTimings)
+    interval: float = 1.0
+
+    def serve(
+        self,
+        invocation: str,
+        partitions: Sequence[int] | None,
+        run_seconds: float | None,
+        sleep: Callable[[float], object],
+        stop: Callable[[], bool] = lambda: False,
+        metrics: MetricsSink | None = None,
+    ) -> ShiftReport:
+        """Serve ``partitions`` (default: the poller's) for ``run_seconds`` (None: until ``stop()``): wait as
+        a standby, hold the group's lease when it comes, hand it over at the end. Raises ``ShiftFailed``
+        when nothing got done: it held the group and not one sweep succeeded, or not one lease call did."""
+        poller = self.poller.for_partitions(partitions) if partitions else self.poller
+        group = group_label(poller.config.partitions)
+        now = poller.clock.now()
+        ends_at = None if run_seconds is None else now + timedelta(seconds=max(0.0, run_seconds))
+        gate = GroupLease(self.leases, group, invocation, ends_at, self.timings)
+        report = ShiftReport(group, invocation, list(poller.config.partitions))
+        errors: list[Exception] = []
+
+        def failed(error: Exception) -> None:
+            errors.append(error)
+            if metrics is not None:
+                record_poller_error(metrics)
+
+        try:
+            report.sweeps = poller.run_until(
+                stop=stop,
+                sleep=sleep,
+                interval=self.interval,
+                on_report=(lambda c, r: record_poll(metrics, c, r)) if metrics is not None else None,
+                on_fire=(lambda fired: record_fire(metrics, fired)) if metrics is not None else None,
+                on_error=failed,
+                gate=gate,
+            )
+        finally:
+            gate.close(poller.clock.now())
+        report.errors = len(errors)
+        report.reigns, report.handovers, report.takeovers = gate.reigns, gate.handovers, gate.takeovers
+        if metrics is not None:
+            metrics.add_metric("PollerHandovers", "Count", report.handovers)
+            metrics.add_metric("PollerTakeovers", "Count", report.takeovers)
+            metrics.add_metric("PollerHeldSeconds", "Seconds", report.held_seconds())
+        if errors and not report.sweeps and (report.reigns or not gate.store_calls):
+            raise ShiftFailed(
+                f"every poller tick of the invocation failed ({len(errors)} errors)"
+            ) from errors[-1]
+        return report
