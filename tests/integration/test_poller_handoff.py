@@ -57,6 +57,10 @@ class Recorder:
     def __getattr__(self, attribute: str) -> Any:
         return getattr(self.store, attribute)
 
+    def store_now(self) -> datetime:
+        assert self.clock is not None
+        return self.clock.now()
+
     def low_water_marks(self, partitions: Sequence[int]) -> dict[int, str]:  # a sweep starts with it
         assert self.clock is not None
         self.sweeps.append(self.clock.now())
@@ -112,25 +116,30 @@ class Invocation:
         return {instant.replace(microsecond=0) for instant in instants}
 
 
-def invocations(stack: Stack, partitions: list[int], skews: dict[str, float]) -> list[Invocation]:
-    """One invocation per name, each with its own client and a refined store clock over a machine clock
-    ``skew`` seconds off (the probes run side by side)."""
-    made: list[Invocation] = []
+def refined_stores(stack: Stack, skews: dict[str, float]) -> dict[str, Recorder]:
+    """Per name, a store on its own client with a refined store clock over a machine clock ``skew`` seconds
+    off (the probes run side by side)."""
+    made: dict[str, Recorder] = {}
     for name, skew in skews.items():
         dynamodb, _ = new_clients()
         store = DynamoStore(dynamodb, stack.names)
-        recorder = Recorder(store, name)
+        made[name] = recorder = Recorder(store, name)
         recorder.clock = StoreClock(
             dynamodb,
             local_time=lambda skew=skew: time.time() + skew,  # type: ignore[misc]
             sync=lambda store=store: store.low_water_marks([0]),  # type: ignore[misc]
         )
-        config = PollerConfig(partitions=partitions, preload_lead=timedelta(seconds=10))
-        poller = Poller(recorder, store, stack.queue, stack.alerts, recorder.clock, config)  # type: ignore[arg-type]
-        made.append(Invocation(name, recorder, PollerShift(poller, store, TIMINGS)))
     with ThreadPoolExecutor(len(made)) as probes:
-        assert all(probes.map(lambda inv: inv.clock.refine(), made))
+        assert all(probes.map(lambda r: r.clock.refine(), made.values()))
     return made
+
+
+def invocation(stack: Stack, recorder: Recorder, partitions: list[int]) -> Invocation:
+    """An invocation serving ``partitions``, as a Lambda invocation would."""
+    assert recorder.clock is not None
+    config = PollerConfig(partitions=partitions, preload_lead=timedelta(seconds=10))
+    poller = Poller(recorder, recorder.store, stack.queue, stack.alerts, recorder.clock, config)  # type: ignore[arg-type]
+    return Invocation(recorder.name, recorder, PollerShift(poller, recorder.store, TIMINGS))
 
 
 def exact_jobs(stack: Stack, due: list[datetime]) -> dict[datetime, Job]:
@@ -157,11 +166,15 @@ class Scene:
 
 
 def scene(stack: Stack, lead: int, count: int, skews: dict[str, float]) -> Scene:
-    base = ceil_seconds(stack.clock.now()) + timedelta(seconds=lead)
+    """The stores and clocks first (refining the clocks takes a few seconds), then the jobs, due from
+    ``lead`` seconds on, then the invocations on the jobs' partitions."""
+    stores = refined_stores(stack, skews)
+    base = ceil_seconds(next(iter(stores.values())).store_now()) + timedelta(seconds=lead)
     due = [base + timedelta(seconds=i) for i in range(count)]
     jobs = exact_jobs(stack, due)
     partitions = sorted({partition_of(job.id) for job in jobs.values()})
-    return Scene(base, due, jobs, group_label(partitions), invocations(stack, partitions, skews))
+    made = [invocation(stack, recorder, partitions) for recorder in stores.values()]
+    return Scene(base, due, jobs, group_label(partitions), made)
 
 
 def claimers(invs: list[Invocation]) -> dict[datetime, set[str]]:
