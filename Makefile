@@ -11,7 +11,7 @@ ASSET  := build/lambda
 JSII   := JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=1 JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION=1
 
 .PHONY: chaos run test check lint typecheck unit venv lambda-assets synth deploy emulators-fetch emulators-start \
-	emulators-stop clean lambda-assets-local localstack-deployed-start localstack-deployed-stop
+	emulators-stop clean lambda-assets-local localstack-deployed-start localstack-deployed-stop deploy-local
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,7 +36,7 @@ chaos: venv
 	$(EMU) run $(BIN)/duetime chaos --seed $(SEED) --minutes $(MINUTES)
 
 # What `make test` runs once the emulators answer (useful with `make emulators-start`).
-check: lint typecheck lambda-assets
+check: lint typecheck lambda-assets lambda-assets-local
 	$(JSII) $(BIN)/pytest
 
 lint: venv
@@ -70,6 +70,11 @@ localstack-deployed-start:
 
 localstack-deployed-stop:
 	$(EMU) stop-deployed
+
+# The CDK stack deployed into that LocalStack (cdklocal, no Docker), a team, and one line:
+# "duetime deployed on LocalStack: api=... token=..."; Ctrl-C/TERM stops what it started.
+deploy-local: lambda-assets-local
+	scripts/deploy_local.sh
 
 # The CloudFormation template (and cdk-nag's report) in cdk.out/, without the CDK CLI.
 synth: lambda-assets

@@ -196,6 +196,20 @@ def run_preview(args: argparse.Namespace) -> None:
         print("\n".join(times))
 
 
+def run_deployed_local(args: argparse.Namespace) -> None:
+    from pathlib import Path
+
+    from duetime.deployed_local import DeployedStack, team_token, wait_until_jobs_can_be_created
+
+    stack = DeployedStack.from_outputs(Path(args.outputs), args.endpoint)
+    token, secret = team_token(stack, args.team)
+    wait_until_jobs_can_be_created(stack.api_url, token)
+    if args.json:
+        print(json.dumps({"api": stack.api_url, "token": token, "signing_secret": secret, "team": args.team}))
+    else:
+        print(f"duetime deployed on LocalStack: api={stack.api_url} token={token}", flush=True)
+
+
 def run_teams(args: argparse.Namespace) -> None:
     from duetime import wiring
     from duetime.local import local_environment
@@ -367,6 +381,17 @@ def parser() -> argparse.ArgumentParser:
     team.add_argument("--local", action="store_true", help="the team store of `duetime local`")
     team.add_argument("--json", action="store_true")
 
+    deployed = commands.add_parser(
+        "deployed-local", help="the stack deployed into LocalStack (make deploy-local)"
+    ).add_subparsers(dest="action", required=True)
+    ready = deployed.add_parser(
+        "ready", help="create the first team, wait until a job can be created, print the ready line"
+    )
+    ready.add_argument("--outputs", required=True, help="the outputs file cdklocal deploy wrote")
+    ready.add_argument("--endpoint", required=True, help="LocalStack's URL, e.g. http://127.0.0.1:4610")
+    ready.add_argument("--team", default="local")
+    ready.add_argument("--json", action="store_true")
+
     bench = commands.add_parser("bench", help="benchmarks on the local stack (figures, not tests)")
     benches = bench.add_subparsers(dest="action", required=True)
     spike = benches.add_parser("spike", help="N jobs due in the same minute")
@@ -429,6 +454,7 @@ def main(argv: list[str] | None = None) -> int:
             "runs": run_runs,
             "preview": run_preview,
             "teams": run_teams,
+            "deployed-local": run_deployed_local,
             "bench": run_bench,
             "plan": run_plan,
         }[args.command](args)

@@ -14,17 +14,16 @@ import contextlib
 import os
 import re
 import signal
-import socket
 import subprocess
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from .local_system import free_port
+from .processes import command_line, describe, distinct_free_ports, listening, marked, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -34,58 +33,6 @@ MARKER = "DUETIME_MAKE_RUN_SIGNAL_TEST"
 READY = re.compile(r"^duetime local ready: api=(\S+) token=\S+$")
 STARTUP_SECONDS = 300  # LocalStack takes ~20 s on an idle machine; the suite is not idle
 STOP_SECONDS = 120
-
-
-def marked(value: str) -> list[int]:
-    """Live processes whose environment carries MARKER=value."""
-    needle = f"{MARKER}={value}".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if needle in (entry / "environ").read_bytes().split(b"\0"):
-                found.append(int(entry.name))
-        except OSError:  # gone, a zombie, or not ours
-            continue
-    return found
-
-
-def command_line(pid: int) -> str:
-    try:
-        return (Path("/proc") / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
-    except OSError:
-        return "(gone)"
-
-
-def describe(pids: list[int]) -> str:
-    return "\n".join(f"{pid} {command_line(pid)}" for pid in pids)
-
-
-def listening(port: int) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=1).close()
-        return True
-    except OSError:
-        return False
-
-
-def wait_until(predicate: Callable[[], bool], seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.5)
-    return bool(predicate())
-
-
-def distinct_free_ports(count: int) -> list[int]:
-    ports: set[int] = set()
-    while len(ports) < count:
-        port = free_port()
-        if port not in (8000, 4566, 8080):
-            ports.add(port)
-    return sorted(ports)
 
 
 def child_environment(marker: str, ddb_port: int, localstack_port: int) -> dict[str, str]:
@@ -111,7 +58,7 @@ def child_environment(marker: str, ddb_port: int, localstack_port: int) -> dict[
 def marker() -> Iterator[str]:
     value = uuid.uuid4().hex
     yield value
-    for pid in marked(value):  # whatever happened, leave nothing of ours running
+    for pid in marked(MARKER, value):  # whatever happened, leave nothing of ours running
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
 
@@ -160,7 +107,7 @@ def test_make_run_stops_duetime_and_its_emulators_on_a_signal(sig: signal.Signal
         assert time.monotonic() < deadline, f"make run was not ready in {STARTUP_SECONDS} s:\n{said()}"
     ports = {"DynamoDB Local": ddb_port, "LocalStack": localstack_port, "the API": api_port}
     assert all(listening(port) for port in ports.values()), said()
-    started = marked(marker)
+    started = marked(MARKER, marker)
     commands = " | ".join(command_line(pid) for pid in started)
     for program in ("make", "emulators.sh", "DynamoDBLocal.jar", "localstack.runtime.main", "duetime local"):
         assert program in commands, f"{program} not found among the processes make run started: {commands}"
@@ -179,8 +126,8 @@ def test_make_run_stops_duetime_and_its_emulators_on_a_signal(sig: signal.Signal
         return [f"{name} on {port}" for name, port in ports.items() if listening(port)]
 
     assert wait_until(lambda: not busy(), STOP_SECONDS), f"after {sig.name}: {busy()} still up\n{said()}"
-    assert wait_until(lambda: not marked(marker), STOP_SECONDS), (
-        f"left running after {sig.name}:\n{describe(marked(marker))}\n"
+    assert wait_until(lambda: not marked(MARKER, marker), STOP_SECONDS), (
+        f"left running after {sig.name}:\n{describe(marked(MARKER, marker))}\n"
         f"(all it started:\n{describe(started)})\n{said()}"
     )
     for name, port in (("dynamodb", ddb_port), ("localstack", localstack_port)):

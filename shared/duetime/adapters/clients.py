@@ -28,7 +28,10 @@ def client(service: str) -> Any:
     return new_client(service)
 
 
-def new_client(service: str) -> Any:
-    """A client of its own (not shared), e.g. one whose requests a benchmark counts through event hooks."""
-    made = boto3.session.Session().client(service, config=_CONFIG)  # type: ignore[call-overload]
+def new_client(service: str, endpoint_url: str | None = None) -> Any:
+    """A client of its own (not shared), e.g. one whose requests a benchmark counts through event hooks, or
+    one for another endpoint than the environment names (the stack deployed into LocalStack)."""
+    made = boto3.session.Session().client(  # type: ignore[call-overload]
+        service, config=_CONFIG, endpoint_url=endpoint_url
+    )
     return enforce_aws_limits(made) if strict_limits_wanted() else made

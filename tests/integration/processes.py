@@ -1,0 +1,62 @@
+"""Processes a test starts and must find again: by a marker in their environment, by the port they hold."""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from .local_system import free_port
+
+
+def marked(marker: str, value: str) -> list[int]:
+    """Live processes whose environment carries ``marker=value``."""
+    needle = f"{marker}={value}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if needle in (entry / "environ").read_bytes().split(b"\0"):
+                found.append(int(entry.name))
+        except OSError:  # gone, a zombie, or not ours
+            continue
+    return found
+
+
+def command_line(pid: int) -> str:
+    try:
+        return (Path("/proc") / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+    except OSError:
+        return "(gone)"
+
+
+def describe(pids: list[int]) -> str:
+    return "\n".join(f"{pid} {command_line(pid)}" for pid in pids)
+
+
+def listening(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return True
+    except OSError:
+        return False
+
+
+def wait_until(predicate: Callable[[], bool], seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.5)
+    return bool(predicate())
+
+
+def distinct_free_ports(count: int) -> list[int]:
+    ports: set[int] = set()
+    while len(ports) < count:
+        port = free_port()
+        if port not in (8000, 4566, 8080):
+            ports.add(port)
+    return sorted(ports)

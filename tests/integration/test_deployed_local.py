@@ -1,0 +1,211 @@
+"""The deployed stack, end to end: ``make deploy-local``'s script deploys the CDK template into a LocalStack
+of its own (real Lambda processes, no Docker), and one job goes the whole way a job goes on AWS:
+
+API Gateway -> api Lambda -> DynamoDB -> EventBridge-invoked poller Lambda -> SQS -> worker Lambda -> an HTTP
+target on 127.0.0.1, with the idempotency and signature headers; a run that fails on its last attempt
+goes dead and its alert reaches the SNS topic. TERM then stops everything the script started.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import signal
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+
+from duetime.adapters.dynamodb.catalog import DynamoCatalog
+from duetime.adapters.dynamodb.tables import TableNames
+from duetime.client import DuetimeClient
+from duetime.demo_target import DemoTargetServer
+from duetime.deployed_local import DeployedStack
+from duetime.signing import verify_signature
+
+from .processes import describe, distinct_free_ports, listening, marked, wait_until
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+MARKER = "DUETIME_DEPLOY_LOCAL_TEST"
+READY = re.compile(r"^duetime deployed on LocalStack: api=(\S+) token=(\S+)$")
+DEPLOY_SECONDS = 600  # LocalStack, synth, bootstrap, deploy: about a minute on an idle machine
+RUN_SECONDS = 240  # EventBridge invokes the pollers once a minute
+STOP_SECONDS = 120
+
+
+@dataclass
+class Deployed:
+    process: subprocess.Popen[str]
+    output: list[str]
+    stack: DeployedStack
+    client: DuetimeClient
+    port: int
+    root: Path
+
+    def aws(self, service: str) -> Any:
+        return boto3.session.Session().client(service, endpoint_url=self.stack.endpoint)  # type: ignore[call-overload]
+
+
+def runtimes_under(root: Path) -> list[int]:
+    """Processes whose working directory lies under the deployed LocalStack's root: its Lambda runtimes."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if str(root) in os.readlink(entry / "cwd"):
+                    found.append(int(entry.name))
+    return found
+
+
+@pytest.fixture(scope="module")
+def deployed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployed]:
+    (port,) = distinct_free_ports(1)
+    out = tmp_path_factory.mktemp("cdk-out-local")
+    marker = uuid.uuid4().hex
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_ENDPOINT_URL")}
+    env.update({"DUETIME_DEPLOYED_PORT": str(port), "DUETIME_DEPLOYED_OUT": str(out), MARKER: marker})
+    process = subprocess.Popen(
+        [str(ROOT / "scripts" / "deploy_local.sh")],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
+    output: list[str] = []
+    ready = threading.Event()
+    found: dict[str, str] = {}
+
+    def read() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            output.append(line.rstrip("\n"))
+            match = READY.match(output[-1])
+            if match:
+                found.update(api=match[1], token=match[2])
+                ready.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    root = ROOT / ".cache" / f"localstack-deployed-{port}"
+    try:
+        deadline = time.monotonic() + DEPLOY_SECONDS
+        while not ready.wait(0.5):
+            tail = "\n".join(output[-40:])
+            assert process.poll() is None, f"deploy-local exited with {process.returncode}:\n{tail}"
+            assert time.monotonic() < deadline, f"deploy-local not ready in {DEPLOY_SECONDS} s:\n{tail}"
+        stack = DeployedStack.from_outputs(out / "outputs.json", f"http://127.0.0.1:{port}")
+        assert found["api"] == stack.api_url
+        yield Deployed(process, output, stack, DuetimeClient(stack.api_url, found["token"]), port, root)
+    finally:
+        if process.poll() is None:
+            os.kill(process.pid, signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=STOP_SECONDS)
+        for pid in marked(MARKER, marker) + runtimes_under(root):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture(scope="module")
+def target() -> Iterator[DemoTargetServer]:
+    server = DemoTargetServer().start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def test_the_deployed_api_refuses_a_request_without_a_valid_token(deployed: Deployed) -> None:
+    anonymous = DuetimeClient(deployed.stack.api_url, "dt_not-a-token")
+    with pytest.raises(Exception, match="HTTP 401"):
+        anonymous.request("GET", "/v1/jobs")
+    assert deployed.client.request("GET", "/healthz")["status"] == "ok"
+
+
+@pytest.mark.timeout(DEPLOY_SECONDS + 2 * RUN_SECONDS)
+def test_a_job_runs_end_to_end_and_a_dead_run_alerts_on_sns(
+    deployed: Deployed, target: DemoTargetServer
+) -> None:
+    sns, sqs = deployed.aws("sns"), deployed.aws("sqs")
+    inbox = sqs.create_queue(QueueName=f"alerts-{uuid.uuid4().hex[:8]}")["QueueUrl"]
+    inbox_arn = sqs.get_queue_attributes(QueueUrl=inbox, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    sns.subscribe(TopicArn=deployed.stack.alerts_topic, Protocol="sqs", Endpoint=inbox_arn)
+
+    at = (datetime.now(UTC) + timedelta(seconds=20)).replace(microsecond=0).isoformat()
+    ok = deployed.client.request(
+        "POST",
+        "/v1/jobs",
+        {
+            "name": "e2e",
+            "schedule": {"at": at},
+            "target": {"url": target.url},
+            "exact": True,
+        },
+    )
+    failing = deployed.client.request(
+        "POST",
+        "/v1/jobs",
+        {
+            "name": "e2e dead",
+            "schedule": {"at": at},
+            "target": {"url": f"{target.url}?status=500"},
+            "exact": True,
+            "retry": {"max_attempts": 1},
+        },
+    )
+    run_id = f"{ok['id']}@{at.replace('+00:00', 'Z')}"
+    assert wait_until(lambda: bool(target.recorder.keyed(run_id)), RUN_SECONDS), (
+        f"the target was not called for {run_id}; deploy-local said:\n" + "\n".join(deployed.output[-20:])
+    )
+    call = target.recorder.keyed(run_id)[0]
+    assert call.headers["x-duetime-run-id"] == run_id
+    assert call.headers["x-duetime-scheduled-at"] == at.replace("+00:00", "Z")
+    names = TableNames(deployed.stack.jobs_table, deployed.stack.runs_table, deployed.stack.control_table)
+    team = DynamoCatalog(deployed.aws("dynamodb"), names).get_team("local")
+    assert team is not None and team.signing_secret is not None
+    signature = call.headers["x-duetime-signature"]
+    assert verify_signature(team.signing_secret, signature, call.body.encode(), int(time.time()))
+
+    def succeeded() -> bool:
+        runs = deployed.client.request("GET", f"/v1/jobs/{ok['id']}/runs")["runs"]
+        return bool(runs) and runs[0]["status"] == "succeeded"
+
+    assert wait_until(succeeded, 60)
+
+    dead_run = f"{failing['id']}@{at.replace('+00:00', 'Z')}"
+    alerts: list[dict[str, Any]] = []
+
+    def alerted() -> bool:
+        for message in sqs.receive_message(QueueUrl=inbox, WaitTimeSeconds=1).get("Messages", []):
+            body = json.loads(message["Body"])
+            alerts.append(json.loads(body["Message"]) if "Message" in body else body)
+        return any(a.get("run_id") == dead_run for a in alerts)
+
+    assert wait_until(alerted, RUN_SECONDS), f"no alert for {dead_run}: {alerts}"
+    alert = next(a for a in alerts if a.get("run_id") == dead_run)
+    assert alert["kind"] == "run_dead" and alert["team"] == "local"
+
+
+@pytest.mark.timeout(STOP_SECONDS * 2 + 60)
+def test_term_stops_the_localstack_and_every_function_it_started(deployed: Deployed) -> None:
+    assert listening(deployed.port)
+    assert runtimes_under(deployed.root), "no Lambda runtime process found under the deployed LocalStack"
+    os.kill(deployed.process.pid, signal.SIGTERM)
+    deployed.process.wait(timeout=STOP_SECONDS)
+    assert wait_until(lambda: not listening(deployed.port), STOP_SECONDS)
+    left = runtimes_under(deployed.root)
+    assert wait_until(lambda: not runtimes_under(deployed.root), STOP_SECONDS), describe(left)
