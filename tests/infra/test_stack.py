@@ -105,8 +105,26 @@ def test_one_eventbridge_rule_per_partition_group_ticks_its_poller_every_minute(
     inputs = sorted(json.loads(r["Properties"]["Targets"][0]["Input"])["partitions"] for r in rules.values())
     assert inputs == ["0-15", "16-31", "32-47", "48-63"]
     assert {r["Properties"]["ScheduleExpression"] for r in rules.values()} == {"rate(1 minute)"}
-    _, custom = synth(deletion_protection="false", partition_groups="0-31,32-63")
-    assert len(custom.find_resources("AWS::Events::Rule")) == 2
+    split = [[*range(0, 8), *range(32, 40)], [*range(8, 32), *range(40, 64)]]
+    _, custom = synth(deletion_protection="false", partition_groups=split)
+    custom_rules = custom.find_resources("AWS::Events::Rule").values()
+    # A group of two ranges keeps both in its label (it used to become "0-39": partitions it does not own).
+    labels = sorted(json.loads(r["Properties"]["Targets"][0]["Input"])["partitions"] for r in custom_rules)
+    assert labels == ["0-7,32-39", "8-31,40-63"]
+
+
+def test_poller_invocations_overlap_so_a_standby_can_take_the_lease_over(template: Template) -> None:
+    pollers = [
+        f["Properties"]
+        for f in resources(template, "AWS::Lambda::Function").values()
+        if f["Properties"]["Handler"] == "functions/poller/handler.handler"
+    ]
+    rules = resources(template, "AWS::Events::Rule").values()
+    run_seconds = {json.loads(r["Properties"]["Targets"][0]["Input"])["run_seconds"] for r in rules}
+    assert len(pollers) == 4 and run_seconds == {135}
+    assert all(p["Timeout"] >= 135 + 10 for p in pollers)  # the handler stops 10 s before the timeout
+    configs = [c["Properties"] for c in resources(template, "AWS::Lambda::EventInvokeConfig").values()]
+    assert [(c["MaximumEventAgeInSeconds"], c["MaximumRetryAttempts"]) for c in configs] == [(60, 0)] * 4
 
 
 def test_workers_take_sqs_batches_with_partial_failures_and_a_concurrency_cap(template: Template) -> None:
@@ -181,6 +199,7 @@ def test_alarms_cover_lateness_dead_runs_dlq_poller_errors_and_throttles(templat
         "runs went dead (out of attempts)",
         "run messages reached the dead-letter queue",
         "a poller invocation or tick failed",
+        "a poller died and a standby took its partitions over",
         "Lambda throttled a duetime function",
         "DynamoDB throttled duetime's tables",
     }
@@ -304,7 +323,7 @@ def test_a_localstack_stack_leaves_out_only_what_localstack_cannot_create(
         "AWS::ApiGateway::RestApi": 1,
         "AWS::ApiGateway::Method": 3,
         "AWS::ApiGateway::Stage": 1,
-        "AWS::CloudWatch::Alarm": 6,
+        "AWS::CloudWatch::Alarm": 7,
         "AWS::SNS::Topic": 1,
     }.items():
         local.resource_count_is(kind, count)

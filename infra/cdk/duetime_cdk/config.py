@@ -108,7 +108,3 @@ def asset_architectures(asset: Path) -> set[str]:
                 platform = line.split("-")[-1].strip()
                 found |= {name for tag, name in WHEEL_ARCHITECTURES.items() if platform.endswith(f"_{tag}")}
     return found
-
-
-def group_label(partitions: list[int]) -> str:
-    return f"{partitions[0]}-{partitions[-1]}"

@@ -60,8 +60,9 @@ def _total(label: str, metrics: Sequence[cloudwatch.IMetric]) -> cloudwatch.Math
 
 
 class Observability(Construct):
-    """Alarms (to the alerts topic) on start lateness p99 > 5 s, dead runs, dead letters, poller errors and
-    Lambda and DynamoDB throttles; a dashboard of runs, lateness, failures and queues, unless left out."""
+    """Alarms (to the alerts topic) on start lateness p99 > 5 s, dead runs, dead letters, poller errors,
+    poller takeovers (a holder died) and Lambda and DynamoDB throttles; a dashboard of runs, lateness,
+    failures and queues, unless left out."""
 
     def __init__(
         self,
@@ -108,6 +109,11 @@ class Observability(Construct):
                 ),
                 "a poller invocation or tick failed",
                 periods=2,
+            ),
+            self._any_in(
+                "PollerTakeovers",
+                _metric("PollerTakeovers", "poller"),
+                "a poller died and a standby took its partitions over",
             ),
             self._any_in(
                 "LambdaThrottles",

@@ -9,19 +9,25 @@ from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from duetime.adapters.dynamodb.tables import DUE_INDEX, REAP_INDEX
-from duetime_cdk.config import group_label
+from duetime.poller_lease import group_label
 from duetime_cdk.functions import DuetimeFunction, LambdaCode, allow
 from duetime_cdk.observability import Alerts
 from duetime_cdk.queue import RunQueue
 from duetime_cdk.storage import Storage
 
-POLLER_RUN_SECONDS = 55  # each EventBridge invocation ticks every second for the rest of its minute
+# Each invocation runs 135 s though its rule fires every 60 s, so two overlap at any moment: one holds the
+# group's lease and claims, the other stands by with the next minute preloaded and takes over at an agreed
+# whole second (or within ~6.5 s of a holder's death). The handler stops 10 s before the timeout at the
+# latest. See duetime.poller_lease and the README's "How it works".
+POLLER_RUN_SECONDS = 135
+POLLER_TIMEOUT_SECONDS = 150
 
 
 class Pollers(Construct):
     """Each group's poller claims the due jobs of its partitions (the ``due`` index), writes and queues
     their runs, reaps runs nobody finished (the ``reap`` index) and keeps its partitions' low-water marks.
-    Its rule invokes it every minute; the invocation ticks every second for 55 s."""
+    Its rule invokes it every minute; each invocation runs 135 s, so a standby is always there to take the
+    group's lease over (``duetime.poller_lease``)."""
 
     def __init__(
         self,
@@ -51,17 +57,17 @@ class Pollers(Construct):
             label = group_label(partitions)
             poller = DuetimeFunction(
                 self,
-                f"Poller{label.replace('-', 'to')}",
+                f"Poller{construct_name(label)}",
                 code=code,
                 handler="functions/poller/handler.handler",
                 service="poller",
                 environment={"DUETIME_PARTITIONS": label},
-                timeout=cdk.Duration.seconds(POLLER_RUN_SECONDS + 15),
+                timeout=cdk.Duration.seconds(POLLER_TIMEOUT_SECONDS),
                 statements=statements,
             ).function
             rule = events.Rule(
                 self,
-                f"Tick{label.replace('-', 'to')}",
+                f"Tick{construct_name(label)}",
                 schedule=events.Schedule.rate(cdk.Duration.minutes(1)),
                 description=f"duetime poller tick, partitions {label}",
             )
@@ -74,4 +80,12 @@ class Pollers(Construct):
                     ),
                 )
             )
+            # A tick that waited in Lambda's async queue for a minute is dropped, not run late (the next
+            # one is already there); none is retried (one that failed was a whole invocation's worth).
+            poller.configure_async_invoke(max_event_age=cdk.Duration.seconds(60), retry_attempts=0)
             self.functions.append(poller)
+
+
+def construct_name(label: str) -> str:
+    """``"0-15"`` -> ``"0to15"``, ``"0-7,32-39"`` -> ``"0to7and32to39"``."""
+    return label.replace("-", "to").replace(",", "and")
