@@ -1,5 +1,6 @@
-"""Running duetime on one machine against DynamoDB Local and LocalStack: what Lambda, EventBridge and the
-SQS event source mapping do on AWS, done by threads (the same poller and worker code)."""
+"""Running duetime on one machine against DynamoDB Local and LocalStack: the handlers in ``functions/``,
+invoked as API Gateway, EventBridge and the SQS event source mapping invoke them on AWS (``local_lambda``),
+by threads of this process."""
 
 from __future__ import annotations
 
@@ -17,8 +18,7 @@ from urllib.parse import urlsplit
 
 from duetime.adapters.dynamodb.tables import TableNames, create_tables
 from duetime.adapters.sqs import SqsConsumer, decode, ensure_queue
-from duetime.poller import Poller
-from duetime.poller_lease import PollerShift, invocation_id
+from duetime.local_lambda import LocalFunction, LocalScheduleRule, LocalSqsEventSource
 from duetime.settings import Settings
 from duetime.worker import Worker, WorkReport
 
@@ -37,8 +37,10 @@ def ensure_resources(
 
 @dataclass
 class EventSourceMapping:
-    """SQS -> worker as Lambda's event source mapping does it: batches of up to 10, each record processed,
-    successes deleted, failures left to reappear after the visibility timeout."""
+    """SQS -> a ``Worker`` object, batch by batch as Lambda's event source mapping feeds the worker function:
+    successes deleted, failures left to reappear after the visibility timeout. Tests and benchmarks use it to
+    drive a worker they built (their clock, config, owner); ``duetime local`` goes through the worker
+    function itself (``local_lambda.LocalSqsEventSource``)."""
 
     consumer: SqsConsumer
     worker: Worker
@@ -71,34 +73,6 @@ class EventSourceMapping:
                 stop.wait(1)
 
 
-def start_threads(
-    shift: PollerShift, mappings: list[EventSourceMapping], stop: threading.Event
-) -> list[threading.Thread]:
-    """Start the poller (one invocation that serves until ``stop``, holding the group's lease as a deployed
-    poller does) and one thread per event source mapping; they end when ``stop`` is set."""
-    threads = [
-        threading.Thread(
-            target=shift.serve,
-            kwargs={
-                "invocation": invocation_id(),
-                "partitions": None,
-                "run_seconds": None,
-                "sleep": stop.wait,
-                "stop": stop.is_set,
-            },
-            name="duetime-poller",
-            daemon=True,
-        )
-    ]
-    threads += [
-        threading.Thread(target=m.run, args=(stop,), name=f"duetime-worker-{i}", daemon=True)
-        for i, m in enumerate(mappings)
-    ]
-    for thread in threads:
-        thread.start()
-    return threads
-
-
 LOCAL_ENDPOINTS = {
     "AWS_ENDPOINT_URL_DYNAMODB": "http://127.0.0.1:8000",
     "AWS_ENDPOINT_URL_SQS": "http://127.0.0.1:4566",
@@ -116,6 +90,10 @@ def local_environment() -> None:
         "AWS_SECRET_ACCESS_KEY": "test",
         "AWS_DEFAULT_REGION": "us-east-1",
         "DUETIME_ALLOW_PRIVATE_TARGETS": "true",
+        # The handlers run as on Lambda, minus what needs AWS: no X-Ray daemon here, and metrics (EMF
+        # lines on stdout, which CloudWatch reads on AWS) would drown the console.
+        "POWERTOOLS_TRACE_DISABLED": "true",
+        "POWERTOOLS_METRICS_DISABLED": "true",
     }.items():
         os.environ.setdefault(name, value)
 
@@ -141,23 +119,23 @@ def ensure_emulators() -> bool:
     return True
 
 
+# The stack's defaults (infra/cdk): four partition groups, one poller rule each, invocations of 135 s under
+# a 150 s timeout; the worker's timeout is 15 minutes.
+LOCAL_PARTITION_GROUPS = ("0-15", "16-31", "32-47", "48-63")
+POLLER_RUN_SECONDS = 135
+POLLER_TIMEOUT_SECONDS = 150
+WORKER_TIMEOUT_SECONDS = 900
+
+
 def run_local(port: int, workers: int) -> int:
-    """``duetime local``: emulators, tables and queue, the API on ``port``, a poller and worker loops."""
-    from duetime import api
-    from duetime.adapters.alerts import StoredAlerts
+    """``duetime local``: emulators, tables and queue, and the three handlers run as AWS runs them: the api
+    function behind a local gateway; a ``rate(1 minute)`` rule per partition group invoking the poller
+    function (135 s invocations that overlap and hand the group's lease over); ``workers`` SQS event source
+    pollers invoking the worker function with batches of ten (``duetime.local_lambda``)."""
     from duetime.adapters.clients import client
-    from duetime.adapters.http_target import HttpTargetCaller
-    from duetime.adapters.sqs import SqsRunQueue
     from duetime.errors import Conflict
     from duetime.local_gateway import LocalGateway
-    from duetime.wiring import (
-        lease_timings,
-        make_job_service,
-        make_store,
-        make_store_clock,
-        poller_config,
-        worker_config,
-    )
+    from duetime.wiring import make_job_service, make_store
 
     local_environment()
     started = ensure_emulators()
@@ -166,11 +144,8 @@ def run_local(port: int, workers: int) -> int:
     try:
         dynamodb, sqs = client("dynamodb"), client("sqs")  # after local_environment(): the emulators
         settings = ensure_resources(Settings.from_env(dict(os.environ)), dynamodb, sqs)
-        store = make_store(settings, dynamodb)
-        clock = make_store_clock(store)
-        queue = SqsRunQueue(sqs, settings.run_queue_url)
-        alerts = StoredAlerts(store)
-        service = make_job_service(settings, store, sqs)
+        os.environ["DUETIME_RUN_QUEUE_URL"] = settings.run_queue_url  # the handlers' settings, as on AWS
+        service = make_job_service(settings, make_store(settings, dynamodb), sqs)
         try:
             team, token = service.create_team("dev", max_concurrency=50, exact_quota=1000)
             secret = team.signing_secret
@@ -178,27 +153,28 @@ def run_local(port: int, workers: int) -> int:
             token = service.issue_token("dev")
             existing = service.catalog.get_team("dev")
             secret = existing.signing_secret if existing else None
-        api.use_service(lambda: service)
-        gateway = LocalGateway(api.handle, port).start()
-        poller = Poller(store, store, queue, alerts, clock, poller_config(settings))
-        shift = PollerShift(poller, store, lease_timings(settings), settings.poll_interval_seconds)
-        mappings = [
-            EventSourceMapping(
-                SqsConsumer(sqs, settings.run_queue_url),
-                Worker(
-                    store,
-                    store,
-                    queue,
-                    alerts,
-                    HttpTargetCaller(allow_private=True),
-                    clock,
-                    worker_config(settings),
-                ),
-                on_report=_print_run,
-            )
+        api_function = LocalFunction("api", timeout_seconds=29)
+        gateway = LocalGateway(api_function.as_api_handler, port).start()
+        poller = LocalFunction("poller", timeout_seconds=POLLER_TIMEOUT_SECONDS)
+        rules = [
+            LocalScheduleRule(poller, {"partitions": group, "run_seconds": POLLER_RUN_SECONDS})
+            for group in LOCAL_PARTITION_GROUPS
+        ]
+        worker = LocalFunction("worker", timeout_seconds=WORKER_TIMEOUT_SECONDS)
+        sources = [
+            LocalSqsEventSource(SqsConsumer(sqs, settings.run_queue_url), worker, on_batch=_print_batch)
             for _ in range(workers)
         ]
-        threads = start_threads(shift, mappings, stop)
+        threads = [
+            *(threading.Thread(target=r.run, args=(stop,), name="eventbridge", daemon=True) for r in rules),
+            *(threading.Thread(target=s.run, args=(stop,), name="sqs-esm", daemon=True) for s in sources),
+        ]
+        for thread in threads:
+            thread.start()
+        seconds = ", ".join(
+            f"{g} at :{r.second_of_minute:04.1f}" for g, r in zip(LOCAL_PARTITION_GROUPS, rules, strict=True)
+        )
+        print(f"poller rules (rate 1 minute, {POLLER_RUN_SECONDS} s invocations): {seconds}", flush=True)
         print(f"dev team signing secret: {secret}", flush=True)
         print(f"demo target: {gateway.url}/demo/target (calls: {gateway.url}/demo/calls)", flush=True)
         print(f"duetime local ready: api={gateway.url} token={token}", flush=True)
@@ -217,7 +193,6 @@ def run_local(port: int, workers: int) -> int:
             subprocess.run([str(EMULATORS_SCRIPT), "stop"], check=False)
 
 
-def _print_run(report: WorkReport) -> None:
-    late = f", {report.start_lateness_seconds:.1f}s late" if report.start_lateness_seconds is not None else ""
-    code = f" HTTP {report.status_code}" if report.status_code is not None else ""
-    print(f"run {report.run_id} attempt {report.attempt}: {report.outcome.value}{code}{late}", flush=True)
+def _print_batch(messages: int, failures: int) -> None:
+    failed = f", {failures} back to the queue" if failures else ""
+    print(f"worker: a batch of {messages} run message(s){failed}", flush=True)
