@@ -245,6 +245,10 @@ def run_bench(args: argparse.Namespace) -> None:
             chart=args.chart,
             own_cores=not args.shared_cores,
         )
+    elif args.deployed_local:
+        from duetime.bench.deployed import run_deployed_precision
+
+        result = run_deployed_precision(args.jobs, args.minutes, args.port, args.redeploy)
     else:
         from duetime.bench.precision import run_precision
 
@@ -411,6 +415,16 @@ def parser() -> argparse.ArgumentParser:
     precision.add_argument("--jobs", type=int, required=True)
     precision.add_argument("--minutes", type=int, default=2)
     precision.add_argument("--workers", type=int, default=8)
+    precision.add_argument(
+        "--deployed-local",
+        action="store_true",
+        help="on the stack make deploy-local deploys, pollers invoked by its EventBridge rules (deployed "
+        "with scripts/deploy_local.sh --detach, and stopped afterwards, if no LocalStack answers on --port)",
+    )
+    precision.add_argument("--port", type=int, help="with --deployed-local: DUETIME_DEPLOYED_PORT or 4610")
+    precision.add_argument(
+        "--redeploy", action="store_true", help="with --deployed-local: replace a stack found on --port"
+    )
     precision.add_argument("--json", action="store_true")
 
     chaos = commands.add_parser("chaos", help="run jobs under injected faults and check every promise")
