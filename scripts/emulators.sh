@@ -182,9 +182,11 @@ start_deployed() {
   for v in $(compgen -e | grep '^AWS_ENDPOINT_URL' || true); do unset+=(-u "$v"); done
   # OVERRIDE_IN_DOCKER=0: these machines have /.dockerenv, and LocalStack would ignore FILESYSTEM_ROOT.
   # TMPDIR: LocalStack unzips function code under it. DNS_ADDRESS=0: no DNS server (none is needed).
+  # DISABLE_BOTO_RETRIES=1: LocalStack's internal client waits 60 s for an async invocation and retries it
+  # (same request id) while the first still runs: a 135 s poller invocation ran up to nine times at once.
   env ${unset[@]+"${unset[@]}"} OVERRIDE_IN_DOCKER=0 FILESYSTEM_ROOT="$DEP_ROOT" TMPDIR="$DEP_ROOT/tmp" \
     GATEWAY_LISTEN="127.0.0.1:$DEP_PORT" SERVICES="$DEP_SERVICES" LAMBDA_RUNTIME_EXECUTOR=duetime-process \
-    SKIP_SSL_CERT_DOWNLOAD=1 DISABLE_EVENTS=1 DNS_ADDRESS=0 setsid "$LS_VENV/bin/python" -m localstack.runtime.main \
+    SKIP_SSL_CERT_DOWNLOAD=1 DISABLE_EVENTS=1 DNS_ADDRESS=0 DISABLE_BOTO_RETRIES=1 setsid "$LS_VENV/bin/python" -m localstack.runtime.main \
     >"$RUN/$DEP_NAME.log" 2>&1 &
   echo $! >"$RUN/$DEP_NAME.pid"
   STARTED+=("$DEP_NAME")

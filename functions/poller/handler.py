@@ -12,6 +12,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from duetime import wiring
 from duetime.lambda_events import PollerTick
+from duetime.poller_lease import invocation_id
 
 RETURN_MARGIN_SECONDS = 10  # the run ends this long before Lambda's timeout: give the lease up, return
 
@@ -27,7 +28,7 @@ def handler(event: dict, context: LambdaContext) -> dict:
     tick = PollerTick.model_validate(event.get("detail") or event)
     budget = context.get_remaining_time_in_millis() / 1000 - RETURN_MARGIN_SECONDS
     shift = wiring.poller_shift()
-    report = shift.serve(
-        context.aws_request_id, tick.partitions, min(tick.run_seconds, budget), time.sleep, metrics=metrics
-    )
+    invocation = invocation_id(context.aws_request_id)  # unique even when an event is delivered twice
+    run_seconds = min(tick.run_seconds, budget)
+    report = shift.serve(invocation, tick.partitions, run_seconds, time.sleep, metrics=metrics)
     return report.summary()

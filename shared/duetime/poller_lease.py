@@ -66,7 +66,9 @@ def group_label(partitions: Sequence[int]) -> str:
 
 
 def invocation_id(prefix: str = "local") -> str:
-    """A name no other invocation has (Lambda's request id serves on AWS)."""
+    """A name no other invocation has. On Lambda the prefix is the request id, but the request id alone is
+    not enough: an asynchronous event may be delivered more than once (LocalStack's own client retries a
+    long invocation with the same id), and two invocations under one name would both hold the lease."""
     return f"{prefix}-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
 
 

@@ -415,3 +415,21 @@ def test_an_invocation_whose_every_tick_fails_fails(store: DynamoStore, poller_h
     with pytest.raises(RuntimeError, match="every poller tick of the invocation failed") as failed:
         poller_handler(poller, clock, 5)
     assert isinstance(failed.value.__cause__, ClientError)
+
+
+def test_an_event_delivered_twice_is_two_invocations_under_two_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Async events can arrive more than once with one request id (on AWS; LocalStack's retried client did
+    it nine times): each delivery must serve under a name of its own, or both would hold the lease."""
+    names: list[str] = []
+
+    class Shift:
+        def serve(self, invocation: str, *args: Any, **kwargs: Any) -> Any:
+            names.append(invocation)
+            return SimpleNamespace(summary=lambda: {})
+
+    module = load_handler("poller")
+    monkeypatch.setattr(wiring, "poller_shift", lambda: Shift())
+    event = {"detail": {"run_seconds": 1}}
+    module.handler(event, LambdaContext())
+    module.handler(event, LambdaContext())  # the same aws_request_id
+    assert len(set(names)) == 2 and all(name.startswith(LambdaContext().aws_request_id) for name in names)
