@@ -97,4 +97,5 @@ emulators-stop:
 
 clean:
 	$(EMU) stop
-	rm -rf $(VENV) .cache .mypy_cache .ruff_cache .pytest_cache build cdk.out infra/cdk/node_modules
+	$(EMU) stop-deployed
+	rm -rf $(VENV) .cache .mypy_cache .ruff_cache .pytest_cache build cdk.out cdk.out-local infra/cdk/node_modules
