@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 from duetime.adapters.dynamodb.tables import TableNames, create_tables
 from duetime.adapters.sqs import SqsConsumer, decode, ensure_queue
-from duetime.local_lambda import LocalFunction, LocalScheduleRule, LocalSqsEventSource
+from duetime.local_lambda import LocalFunction, LocalScheduleRule, LocalSqsEventSource, poll_until
 from duetime.settings import Settings
 from duetime.worker import Worker, WorkReport
 
@@ -65,12 +65,7 @@ class EventSourceMapping:
         return len(messages)
 
     def run(self, stop: threading.Event) -> None:
-        while not stop.is_set():
-            try:
-                self.poll_once()
-            except Exception:  # the queue endpoint went away (e.g. shutting down): pause and retry
-                log.exception("receiving run messages failed")
-                stop.wait(1)
+        poll_until(self.poll_once, stop)
 
 
 LOCAL_ENDPOINTS = {

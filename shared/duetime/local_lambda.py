@@ -171,9 +171,15 @@ class LocalSqsEventSource:
         return len(messages)
 
     def run(self, stop: threading.Event) -> None:
-        while not stop.is_set():
-            try:
-                self.poll_once()
-            except Exception:  # the queue endpoint went away (e.g. shutting down): pause and retry
-                log.exception("receiving run messages failed")
-                stop.wait(1)
+        poll_until(self.poll_once, stop)
+
+
+def poll_until(poll_once: Callable[[], object], stop: threading.Event) -> None:
+    """Receive and hand on batches until ``stop``; an error receiving (the queue endpoint went away, e.g.
+    while shutting down) pauses a second, as the event source mapping backs off, and polling goes on."""
+    while not stop.is_set():
+        try:
+            poll_once()
+        except Exception:
+            log.exception("receiving run messages failed")
+            stop.wait(1)
