@@ -65,8 +65,10 @@ def test_every_operation_survives_schemathesis_without_5xx_and_conforms_to_its_s
                 "examples,coverage,fuzzing,stateful",
                 "--seed",
                 "20261129",
+                # One worker: with two, hypothesis' ast.parse failed on CPython 3.11.7 in a fresh clone
+                # ("AST constructor recursion depth mismatch"), a crash of the tool, not of the API.
                 "--workers",
-                "2",
+                "1",
             ],
             capture_output=True,
             text=True,
