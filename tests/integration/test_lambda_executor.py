@@ -93,22 +93,28 @@ def _script(command: str, port: int) -> None:
 
 
 def _runtime_pids(port: int, function: str | None = None) -> set[int]:
-    """Live ``python -m awslambdaric`` processes serving the LocalStack on ``port`` (ps, then their env)."""
-    listing = subprocess.run(["ps", "-eo", "pid=,stat=,args="], capture_output=True, text=True).stdout
+    """Live ``python -m awslambdaric`` processes serving the LocalStack on ``port``, read from /proc.
+
+    Not from ``ps``: with ``COLUMNS`` set (CI sets 80) it cuts command lines short, and a longer checkout
+    path pushed ``awslambdaric`` past the cut.
+    """
     wanted = [f"AWS_ENDPOINT_URL=http://127.0.0.1:{port}".encode()]
     if function:
         wanted.append(f"AWS_LAMBDA_FUNCTION_NAME={function}".encode())
     pids = set()
-    for line in listing.splitlines():
-        pid, stat, args = line.split(None, 2)
-        if "awslambdaric" not in args or stat.startswith("Z"):
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
             continue
         try:
-            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-        except OSError:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            environ = (proc / "environ").read_bytes().split(b"\0")
+        except OSError:  # gone meanwhile, or not ours
+            continue
+        if b"awslambdaric" not in argv or state == "Z":
             continue
         if all(w in environ for w in wanted):
-            pids.add(int(pid))
+            pids.add(int(proc.name))
     return pids
 
 
