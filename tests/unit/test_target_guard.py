@@ -1,8 +1,9 @@
-"""The SSRF guard refuses non-public targets in every spelling, and names that resolve to them."""
+"""The SSRF guard refuses non-public targets in every spelling, and names that resolve to them; the addresses
+it checked are the ones a call may connect to."""
 
 import pytest
 
-from duetime.target_guard import TargetRefused, check_target_url
+from duetime.target_guard import HostDoesNotResolve, TargetRefused, check_target_url, checked_addresses
 
 
 @pytest.mark.parametrize(
@@ -55,3 +56,25 @@ def test_local_mode_allows_loopback_and_private_but_never_metadata() -> None:
     check_target_url("http://10.1.2.3/x", allow_private=True)
     with pytest.raises(TargetRefused):
         check_target_url("http://169.254.169.254/latest/meta-data/", allow_private=True)
+
+
+def test_a_url_is_read_as_urllib3_reads_it_so_the_checked_host_is_the_connected_one() -> None:
+    # urlsplit reads this host as the public 93.184.216.34; urllib3 would connect to 127.0.0.1
+    with pytest.raises(TargetRefused, match=r"target host 127\.0\.0\.1 refused"):
+        check_target_url("http://127.0.0.1:8080\\@93.184.216.34/x")
+    with pytest.raises(TargetRefused, match="cannot be parsed"):
+        check_target_url("http://hooks.example.com:99999/x", resolve=lambda host: ["93.184.216.34"])
+
+
+def test_the_checked_addresses_are_the_resolvers_in_its_order_each_as_it_was_checked() -> None:
+    answers = ["2606:2800:220:1:248:1893:25c8:1946", "93.184.216.34", "::ffff:93.184.216.35"]
+    assert checked_addresses("hooks.example.com", resolve=lambda host: answers) == [
+        "2606:2800:220:1:248:1893:25c8:1946",
+        "93.184.216.34",
+        "93.184.216.35",
+    ]
+
+
+def test_a_name_resolving_to_nothing_does_not_resolve() -> None:
+    with pytest.raises(HostDoesNotResolve, match=r"empty\.example\.com does not resolve"):
+        checked_addresses("empty.example.com", resolve=lambda host: [])
