@@ -1,42 +1,90 @@
-"""Calling HTTP targets with urllib3 (already a dependency of botocore)."""
+"""Calling HTTP targets with urllib3 (already a dependency of botocore).
+
+Each call resolves the target's name once, checks every address with the SSRF guard and connects only
+to those addresses, in order, the next one only when a connection could not be made (nothing was sent).
+The request still names the original host: the ``Host`` header (unless the job sets its own) and, for
+https, the TLS server name (SNI) and the name the certificate must be valid for. A second lookup by
+urllib3, which a hostile name with a zero TTL could answer with ``127.0.0.1`` (DNS rebinding), never
+happens: urllib3 is only ever given an IP address.
+"""
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
+from typing import Any
 
 import urllib3
+from urllib3.connectionpool import HTTPConnectionPool
+from urllib3.util import Url
 
 from duetime.ports import TargetRequest, TargetResponse
-from duetime.target_guard import TargetRefused, check_target_url
+from duetime.target_guard import (
+    Resolver,
+    TargetRefused,
+    bare_host,
+    checked_addresses,
+    parse_target_url,
+    resolve_host,
+)
 
 BODY_KEPT = 1024
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+@dataclass(frozen=True)
+class _Target:
+    """Where a call goes, read once from its URL."""
+
+    scheme: str
+    host: str  # lowercased, IDNA-encoded, an IPv6 literal without brackets
+    port: int
+    path: str  # path and query, as sent in the request line
+
+    @classmethod
+    def of(cls, url: Url) -> _Target:
+        scheme = url.scheme or "http"
+        return cls(scheme, bare_host(url), url.port or DEFAULT_PORTS.get(scheme, 80), url.request_uri)
+
+    @property
+    def name(self) -> str:
+        """The name the server is asked for: what TLS sends as SNI and checks the certificate against."""
+        return self.host.rstrip(".")
+
+    @property
+    def host_header(self) -> str:
+        """``Host`` as ``http.client`` writes it: IPv6 in brackets, the port only when not the default."""
+        shown = f"[{self.name}]" if ":" in self.name else self.name
+        return shown if self.port == DEFAULT_PORTS.get(self.scheme) else f"{shown}:{self.port}"
 
 
 class HttpTargetCaller:
     """Implements ``duetime.ports.TargetCaller``. No redirects are followed, no retries inside a call.
-    The target's host is checked against the SSRF guard right before each call."""
 
-    def __init__(self, pool: urllib3.PoolManager | None = None, allow_private: bool = False) -> None:
+    Each call resolves the target's host once with ``resolve`` (the system resolver unless given), checks
+    every address against the SSRF guard and connects only to a checked address. Connections are pooled
+    in ``pool`` by address and port, and for https also by name.
+    """
+
+    def __init__(
+        self,
+        pool: urllib3.PoolManager | None = None,
+        allow_private: bool = False,
+        resolve: Resolver = resolve_host,
+    ) -> None:
         self.pool = pool or urllib3.PoolManager(num_pools=32, maxsize=16)
         self.allow_private = allow_private
+        self.resolve = resolve
 
     def call(self, request: TargetRequest) -> TargetResponse:
         started = time.monotonic()
         try:
-            check_target_url(request.url, self.allow_private, require_resolution=True)
+            target = _Target.of(parse_target_url(request.url))
+            addresses = checked_addresses(target.host, self.allow_private, self.resolve)
         except TargetRefused as exc:
             return TargetResponse(None, "", str(exc), _ms_since(started), permanent=True)
         try:
-            response = self.pool.request(
-                request.method,
-                request.url,
-                body=request.body,
-                headers=request.headers,
-                timeout=urllib3.Timeout(total=request.timeout_seconds),
-                retries=False,
-                redirect=False,
-                preload_content=False,
-            )
+            response = self._send(target, addresses, request)
             try:
                 body = response.read(BODY_KEPT, decode_content=True)
             finally:
@@ -51,6 +99,49 @@ class HttpTargetCaller:
             return TargetResponse(None, "", f"timeout after {request.timeout_seconds:g}s", _ms_since(started))
         except urllib3.exceptions.HTTPError as exc:
             return TargetResponse(None, "", f"connection error: {type(exc).__name__}", _ms_since(started))
+
+    def _send(
+        self, target: _Target, addresses: list[str], request: TargetRequest
+    ) -> urllib3.BaseHTTPResponse:
+        """Send ``request`` to the first of ``addresses`` that takes a connection; all within its timeout."""
+        deadline = time.monotonic() + request.timeout_seconds
+        for address in addresses[:-1]:
+            try:
+                return self._send_to(target, address, request, deadline)
+            except urllib3.exceptions.ConnectTimeoutError:  # also NewConnectionError: nothing was sent
+                continue
+        return self._send_to(target, addresses[-1], request, deadline)
+
+    def _send_to(
+        self, target: _Target, address: str, request: TargetRequest, deadline: float
+    ) -> urllib3.BaseHTTPResponse:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise urllib3.exceptions.ConnectTimeoutError(f"no time left to connect to {address}")
+        return self._pool_for(target, address).urlopen(
+            request.method,
+            target.path,
+            body=request.body,
+            headers=_with_host(request.headers, target.host_header),
+            timeout=urllib3.Timeout(total=left),
+            retries=False,
+            redirect=False,
+            preload_content=False,
+        )
+
+    def _pool_for(self, target: _Target, address: str) -> HTTPConnectionPool:
+        """The pool of connections to ``address`` (a checked IP), for https verified for the target's name."""
+        tls: dict[str, Any] = {}
+        if target.scheme == "https":
+            tls = {"server_hostname": target.name, "assert_hostname": target.name}
+        return self.pool.connection_from_host(address, target.port, target.scheme, pool_kwargs=tls)
+
+
+def _with_host(headers: dict[str, str], host_header: str) -> dict[str, str]:
+    """``headers`` with ``Host`` added, unless the job sets one itself (as urllib3 always allowed)."""
+    if any(name.lower() == "host" for name in headers):
+        return headers
+    return {**headers, "Host": host_header}
 
 
 def _ms_since(started: float) -> int:
