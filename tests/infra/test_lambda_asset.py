@@ -1,0 +1,109 @@
+"""The Lambda code asset (scripts/build_lambda.sh; `make check` builds both before the tests) carries no AWS
+SDK of its own: the python3.13 runtime ships it, and a copy in the asset would shadow the runtime's. It does
+carry urllib3, which duetime calls untrusted targets with: one with the decompression-bomb fixes."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+ASSETS = {"deployed (arm64)": ROOT / "build" / "lambda", "local": ROOT / "build" / "lambda-local"}
+# What Lambda's Python runtimes ship, the SDK for Python and its dependencies, as modules; and those the
+# asset leaves to the runtime (distribution names and modules): all but urllib3.
+RUNTIME_MODULES = ("boto3", "botocore", "s3transfer", "jmespath", "urllib3", "dateutil", "six")
+LEFT_TO_RUNTIME = {"boto3", "botocore", "s3transfer", "jmespath", "python-dateutil", "six"}
+LEFT_TO_RUNTIME_MODULES = [module for module in RUNTIME_MODULES if module != "urllib3"]
+HANDLERS = ("api", "authorizer", "poller", "worker")
+
+
+def built(asset: Path) -> Path:
+    if not (asset / ".built").is_file():
+        pytest.fail(f"{asset} is not built: `make check` builds it (make lambda-assets lambda-assets-local)")
+    return asset
+
+
+def distributions_in(asset: Path) -> dict[str, tuple[int, ...]]:
+    """The distributions installed in the asset, by normalized name, with their release numbers."""
+    found = {}
+    for dist_info in asset.glob("*.dist-info"):
+        name, version = dist_info.name.removesuffix(".dist-info").rsplit("-", 1)
+        release = tuple(int(part) for part in re.findall(r"\d+", version.split("+")[0])[:3])
+        found[re.sub(r"[-_.]+", "-", name).lower()] = release
+    return found
+
+
+@pytest.mark.parametrize("asset", ASSETS.values(), ids=ASSETS.keys())
+def test_the_lambda_asset_carries_no_aws_sdk_of_its_own(asset: Path) -> None:
+    installed = distributions_in(built(asset))
+    assert not set(installed) & LEFT_TO_RUNTIME
+    shadowing = [m for m in LEFT_TO_RUNTIME_MODULES if (asset / m).exists() or (asset / f"{m}.py").exists()]
+    assert shadowing == []
+    assert {"pydantic", "aws-lambda-powertools", "aws-xray-sdk", "croniter"} <= set(installed)
+    assert not (asset / "bin").exists()  # console scripts that would point at the build machine's Python
+
+
+@pytest.mark.parametrize("asset", ASSETS.values(), ids=ASSETS.keys())
+def test_the_lambda_asset_carries_a_urllib3_with_the_decompression_bomb_fixes(asset: Path) -> None:
+    assert distributions_in(built(asset))["urllib3"] >= (2, 6, 3)
+
+
+def python_313() -> str:
+    """A Python 3.13 (the Lambda runtime's version) for this machine, as scripts/emulators.sh finds one."""
+    candidates = [shutil.which("python3.13")]
+    pyenv = shutil.which("pyenv")
+    if pyenv:
+        env = {**os.environ, "PYENV_VERSION": "3.13.0"}
+        which = subprocess.run([pyenv, "which", "python3.13"], capture_output=True, text=True, env=env)
+        candidates.append(which.stdout.strip() if which.returncode == 0 else None)
+    for candidate in filter(None, candidates):
+        version = subprocess.run(
+            [candidate, "-c", "import sys; print(sys.version_info[:2])"], capture_output=True, text=True
+        )
+        if version.returncode == 0 and version.stdout.strip() == "(3, 13)":
+            return candidate
+    pytest.skip("no Python 3.13 on this machine")
+
+
+def runtime_sdk(directory: Path) -> Path:
+    """A directory holding only the SDK and its dependencies, as the runtime ships them (pure Python: this
+    process's copies serve any 3.x)."""
+    directory.mkdir()
+    for module in RUNTIME_MODULES:
+        spec = importlib.util.find_spec(module)
+        assert spec is not None and spec.origin is not None, module
+        origin = Path(spec.origin)
+        source = origin.parent if origin.name == "__init__.py" else origin
+        (directory / source.name).symlink_to(source)
+    return directory
+
+
+def test_the_handlers_import_from_the_asset_with_the_runtimes_sdk(tmp_path: Path) -> None:
+    # The asset built for this machine, on a Python 3.13 without site-packages: first the asset (as Lambda
+    # puts /var/task first), then the runtime's SDK. Every handler imports, the SDK is the runtime's, and the
+    # runtime's botocore makes its clients with the asset's urllib3.
+    asset = built(ASSETS["local"])
+    sdk = runtime_sdk(tmp_path / "runtime")
+    script = "\n".join(
+        [
+            "import importlib, sys",
+            f"sys.path[:0] = [{str(asset)!r}, {str(sdk)!r}]",
+            *(f"importlib.import_module('functions.{name}.handler')" for name in HANDLERS),
+            "import boto3, botocore, dateutil, urllib3",
+            "boto3.client('sqs', region_name='us-east-1', aws_access_key_id='a', aws_secret_access_key='b')",
+            "print('\\n'.join(m.__file__ for m in (boto3, botocore, dateutil, urllib3)))",
+        ]
+    )
+    result = subprocess.run(
+        [python_313(), "-I", "-S", "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    *sdk_modules, urllib3 = result.stdout.split()
+    assert all(path.startswith(str(sdk)) for path in sdk_modules)
+    assert urllib3.startswith(str(asset))
