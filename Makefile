@@ -10,8 +10,9 @@ EMU    := ./scripts/emulators.sh
 ASSET  := build/lambda
 JSII   := JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=1 JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION=1
 
-.PHONY: chaos run test check lint typecheck unit venv lambda-assets synth deploy emulators-fetch emulators-start \
-	emulators-stop clean lambda-assets-local localstack-deployed-start localstack-deployed-stop deploy-local
+.PHONY: chaos run test check lint typecheck unit venv lambda-assets synth diff deploy emulators-fetch \
+	emulators-start emulators-stop clean lambda-assets-local localstack-deployed-start localstack-deployed-stop \
+	deploy-local
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -76,15 +77,28 @@ localstack-deployed-stop:
 deploy-local: lambda-assets-local
 	scripts/deploy_local.sh
 
-# The CloudFormation template (and cdk-nag's report) in cdk.out/, without the CDK CLI.
-synth: lambda-assets
-	cd infra/cdk && $(JSII) CDK_OUTDIR=$(CURDIR)/cdk.out $(CURDIR)/$(BIN)/python app.py
-	$(BIN)/cfn-lint --config-file infra/cdk/.cfnlintrc.yaml cdk.out/*.template.json
+# The stack's settings (infra/cdk/README.md) as -c key=value pairs; they reach the synthesis, e.g.
+# make deploy CDK_ARGS="-c alert_email=oncall@example.com". diff and deploy take exactly the assembly synth
+# wrote: flags of their own go in DIFF_ARGS and DEPLOY_ARGS, where -c is refused (it would change nothing).
+CDK_ARGS    ?=
+DIFF_ARGS   ?=
+DEPLOY_ARGS ?=
+CDK_OUT     ?= cdk.out
+CDK         := $(JSII) infra/cdk/cdk.sh
 
-# Deploy to the AWS account of the current credentials (see infra/cdk/README.md). Extra CDK flags: CDK_ARGS.
+# The cloud assembly in $(CDK_OUT)/ (template, staged asset, cdk-nag's report), synthesized by the CDK CLI with
+# cdk.json's context, CDK_ARGS and the account and region of the current credentials (if any); cfn-lint.
+synth: lambda-assets
+	$(CDK) synth $(CDK_OUT) $(CDK_ARGS)
+	$(BIN)/cfn-lint --config-file infra/cdk/.cfnlintrc.yaml $(CDK_OUT)/*.template.json
+
+# What deploying would change in the account of the current credentials (cdk diff against the deployed stack).
+diff: synth
+	$(CDK) diff $(CDK_OUT) $(DIFF_ARGS)
+
+# Deploy to the account of the current credentials (infra/cdk/README.md).
 deploy: synth
-	cd infra/cdk && npm install --no-save --no-audit --no-fund --silent
-	cd infra/cdk && $(JSII) npx cdk deploy --app $(CURDIR)/cdk.out $(CDK_ARGS)
+	$(CDK) deploy $(CDK_OUT) $(DEPLOY_ARGS)
 
 emulators-fetch:
 	$(EMU) fetch

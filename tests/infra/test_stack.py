@@ -21,7 +21,7 @@ from aws_cdk.assertions import Annotations, Match, Template
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "infra" / "cdk"))
 
-from duetime_cdk.config import StackConfig  # noqa: E402
+from duetime_cdk.config import ContextError, StackConfig  # noqa: E402
 from duetime_cdk.stack import DuetimeStack, check_with_cdk_nag  # noqa: E402
 
 
@@ -29,7 +29,7 @@ def synth(**context: Any) -> tuple[DuetimeStack, Template]:
     app = cdk.App(context=context)
     try:
         config = StackConfig.from_context(app.node)  # refuses a lambda_asset that is not built
-    except ValidationError as exc:
+    except ContextError as exc:
         pytest.fail(f"{exc}\n`make test` builds the Lambda asset (make lambda-assets)", pytrace=False)
     stack = DuetimeStack(app, "DuetimeTest", config=config)
     check_with_cdk_nag(app)

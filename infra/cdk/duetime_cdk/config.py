@@ -2,18 +2,37 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from duetime.settings import parse_partitions
 
 ROOT = Path(__file__).resolve().parents[3]
 WHEEL_ARCHITECTURES = {"aarch64": "arm64", "x86_64": "x86_64"}  # a wheel's platform tag -> Lambda's name
 
+# Context keys of the CDK's own (feature flags, what the CLI passes or stores in cdk.json: aws:cdk:..., the
+# acknowledged notices, the telemetry switch): not ours to validate. Every other key must be a setting.
+CDK_CONTEXT_PREFIXES = ("@aws-cdk/", "@aws-cdk-containers/", "aws:cdk:", "aws-cdk:", "cdk-")
+CDK_CONTEXT_KEYS = frozenset({"acknowledged-issue-numbers", "cli-telemetry"})
+
+STACK_NAME = re.compile(r"[A-Za-z][A-Za-z0-9-]{0,127}")  # CloudFormation's rule for stack names
+SCHEDULE = re.compile(r"(at|rate|cron)\(.+\)")  # Application Auto Scaling's schedule expressions (UTC)
+EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
+
+
+class ContextError(ValueError):
+    """The CDK context holds a key that is no setting, or a setting whose value is refused. The message
+    names each such key."""
+
 
 class StackConfig(BaseModel):
+    """The stack's settings, one per CDK context key (infra/cdk/README.md lists them)."""
+
+    stack_name: str = "Duetime"
     deletion_protection: bool = True
     partition_groups: list[list[int]] = Field(
         default_factory=lambda: [list(range(i, i + 16)) for i in range(0, 64, 16)]
@@ -35,6 +54,30 @@ class StackConfig(BaseModel):
     allow_private_targets: bool = False  # SSRF guard; only for LocalStack smoke tests
     api_rate_limit: int = Field(default=100, ge=1)
     api_burst_limit: int = Field(default=200, ge=1)
+
+    @field_validator("stack_name")
+    @classmethod
+    def _stack_name(cls, name: str) -> str:
+        if not STACK_NAME.fullmatch(name):
+            raise ValueError(
+                "a CloudFormation stack name has letters, digits and hyphens only, starts with a letter and "
+                "is at most 128 characters long"
+            )
+        return name
+
+    @field_validator("peak_scale_up", "peak_scale_down")
+    @classmethod
+    def _schedule(cls, expression: str) -> str:
+        if not SCHEDULE.fullmatch(expression):
+            raise ValueError("must be a schedule expression: cron(...), rate(...) or at(...), in UTC")
+        return expression
+
+    @field_validator("alert_email")
+    @classmethod
+    def _email(cls, address: str | None) -> str | None:
+        if address is not None and not EMAIL.fullmatch(address):
+            raise ValueError("must be an e-mail address")
+        return address
 
     @field_validator("partition_groups", mode="before")
     @classmethod
@@ -93,10 +136,42 @@ class StackConfig(BaseModel):
 
     @classmethod
     def from_context(cls, node: Any) -> StackConfig:
-        """``-c key=value`` gives strings: pydantic parses them ("true"/"false" for flags, numbers), and
-        refuses what does not parse."""
-        values = {name: node.try_get_context(name) for name in cls.model_fields}
-        return cls.model_validate({k: v for k, v in values.items() if v is not None})
+        """The settings in a construct node's context (``cdk.json`` and ``-c key=value``, as the CDK CLI
+        merges them, or ``CDK_CONTEXT_JSON``): see ``from_mapping``."""
+        return cls.from_mapping(node.get_all_context())
+
+    @classmethod
+    def from_mapping(cls, context: Mapping[str, Any]) -> StackConfig:
+        """Every key that is not the CDK's own must be a setting, and every setting's value must be valid;
+        otherwise ContextError, naming each offending key. ``-c key=value`` gives strings: pydantic parses
+        them ("true"/"false" for flags, numbers). A null value leaves the setting at its default."""
+        settings = {key: value for key, value in context.items() if not is_cdk_context_key(key)}
+        unknown = sorted(set(settings) - set(cls.model_fields))
+        if unknown:
+            raise ContextError(
+                f"unknown CDK context key{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
+                f"the settings are: {', '.join(cls.model_fields)} (infra/cdk/README.md)"
+            )
+        try:
+            return cls.model_validate({key: value for key, value in settings.items() if value is not None})
+        except ValidationError as exc:
+            raise ContextError(describe(exc)) from exc
+
+
+def is_cdk_context_key(key: str) -> bool:
+    """Whether a context key belongs to the CDK itself (a feature flag, a CLI setting), not to duetime."""
+    return key in CDK_CONTEXT_KEYS or key.startswith(CDK_CONTEXT_PREFIXES)
+
+
+def describe(error: ValidationError) -> str:
+    """One line per refused setting: its name, why, and the value given (a check across settings has no
+    single name; its message names the settings it concerns)."""
+    lines = []
+    for problem in error.errors():
+        name = ".".join(str(part) for part in problem["loc"])
+        message = problem["msg"].removeprefix("Value error, ")
+        lines.append(f"{name}: {message} (given: {problem['input']!r})" if name else message)
+    return "bad CDK context:\n  " + "\n  ".join(lines)
 
 
 def asset_architectures(asset: Path) -> set[str]:

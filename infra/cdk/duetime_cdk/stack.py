@@ -3,6 +3,7 @@ roles and IAM statements (storage, queue, alerts, pollers, workers, API, observa
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import aws_cdk as cdk
@@ -78,3 +79,23 @@ class DuetimeStack(cdk.Stack):
 
 def check_with_cdk_nag(app: cdk.App) -> None:
     cdk.Aspects.of(app).add(AwsSolutionsChecks(verbose=True))
+
+
+def duetime_app(app: cdk.App, environ: Mapping[str, str]) -> DuetimeStack:
+    """The app's one stack, as the app's context configures it (``StackConfig.from_context``: raises
+    ContextError naming a bad or unknown key), in the environment of the caller's credentials when there
+    is one, checked with cdk-nag."""
+    config = StackConfig.from_context(app.node)
+    stack = DuetimeStack(app, config.stack_name, config=config, env=deployment_environment(environ))
+    check_with_cdk_nag(app)
+    return stack
+
+
+def deployment_environment(environ: Mapping[str, str]) -> cdk.Environment | None:
+    """The account and region of the caller's credentials, which the CDK CLI resolves and passes to the app
+    as CDK_DEFAULT_ACCOUNT and CDK_DEFAULT_REGION: the stack is then bound to them. Without an account (no
+    credentials, as in CI; the CLI names a region regardless), None: an environment-agnostic stack."""
+    account = environ.get("CDK_DEFAULT_ACCOUNT")
+    if not account:
+        return None
+    return cdk.Environment(account=account, region=environ.get("CDK_DEFAULT_REGION"))
