@@ -184,9 +184,14 @@ start_deployed() {
   # TMPDIR: LocalStack unzips function code under it. DNS_ADDRESS=0: no DNS server (none is needed).
   # DISABLE_BOTO_RETRIES=1: LocalStack's internal client waits 60 s for an async invocation and retries it
   # (same request id) while the first still runs: a 135 s poller invocation ran up to nine times at once.
+  # DUETIME_SQS_LONG_POLLING=1 and a 0 s poll interval: the SQS event source mapping long-polls with five
+  # concurrent batches, as AWS's does, instead of LocalStack's short polls with backoff, one batch at a time
+  # (localstack/lambda_executor/duetime_lambda_executor/sqs_event_source.py).
   env ${unset[@]+"${unset[@]}"} OVERRIDE_IN_DOCKER=0 FILESYSTEM_ROOT="$DEP_ROOT" TMPDIR="$DEP_ROOT/tmp" \
     GATEWAY_LISTEN="127.0.0.1:$DEP_PORT" SERVICES="$DEP_SERVICES" LAMBDA_RUNTIME_EXECUTOR=duetime-process \
-    SKIP_SSL_CERT_DOWNLOAD=1 DISABLE_EVENTS=1 DNS_ADDRESS=0 DISABLE_BOTO_RETRIES=1 setsid "$LS_VENV/bin/python" -m localstack.runtime.main \
+    SKIP_SSL_CERT_DOWNLOAD=1 DISABLE_EVENTS=1 DNS_ADDRESS=0 DISABLE_BOTO_RETRIES=1 \
+    DUETIME_SQS_LONG_POLLING=1 LAMBDA_EVENT_SOURCE_MAPPING_POLL_INTERVAL_SEC=0 \
+    setsid "$LS_VENV/bin/python" -m localstack.runtime.main \
     >"$RUN/$DEP_NAME.log" 2>&1 &
   echo $! >"$RUN/$DEP_NAME.pid"
   STARTED+=("$DEP_NAME")

@@ -54,6 +54,11 @@ HANDLER = textwrap.dedent(
     def handler(event, context):
         if "Records" in event:  # SQS: bodies starting with "fail" are reported as failures
             print("BATCH " + json.dumps([r["body"] for r in event["Records"]]))
+            for r in event["Records"]:
+                if r["body"].startswith("hold"):  # a batch that takes a while: when it ran, in host time
+                    began = time.time()
+                    time.sleep(1.5)
+                    print("SPAN " + json.dumps([began, time.time()]))
             failed = [r["messageId"] for r in event["Records"] if r["body"].startswith("fail")]
             return {"batchItemFailures": [{"itemIdentifier": i} for i in failed]}
         if "httpMethod" in event:  # API Gateway proxy integration
@@ -357,6 +362,47 @@ def test_sqs_event_source_mapping_redelivers_only_the_reported_failures(
         lam.delete_event_source_mapping(UUID=mapping)
         sqs.delete_queue(QueueUrl=queue)
         sqs.delete_queue(QueueUrl=dlq)
+
+
+def test_sqs_event_source_mapping_runs_up_to_five_batches_at_once_as_aws_starts(
+    deployed: DeployedLocalStack, function: Callable[..., str]
+) -> None:
+    """AWS starts a mapping at five concurrent batches; stock LocalStack runs one at a time.
+
+    The deployed LocalStack long-polls with five (``sqs_event_source.py``): eight one-message batches that
+    each take 1.5 s overlap, but never more than five at once.
+    """
+    name = function(timeout=30)
+    sqs, lam = deployed.client("sqs"), deployed.client("lambda")
+    queue = sqs.create_queue(QueueName=f"{name}-queue", Attributes={"VisibilityTimeout": "60"})["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    sqs.send_message_batch(
+        QueueUrl=queue, Entries=[{"Id": str(i), "MessageBody": f"hold-{i}"} for i in range(8)]
+    )
+    mapping = lam.create_event_source_mapping(EventSourceArn=queue_arn, FunctionName=name, BatchSize=1)[
+        "UUID"
+    ]
+    try:
+
+        def spans() -> list[tuple[float, float]]:
+            found = [
+                json.loads(m[len("SPAN ") :]) for m in _log_messages(deployed, name) if m.startswith("SPAN ")
+            ]
+            return [(b, e) for b, e in found] if len(found) >= 8 else []
+
+        ran = _wait_for(spans, 90, "eight batches run by the event source mapping")
+        assert len(ran) == 8, ran  # one call per message: none ran twice
+        edges = sorted([(b, 1) for b, _ in ran] + [(e, -1) for _, e in ran], key=lambda x: (x[0], x[1]))
+        at_once = most = 0
+        for _, step in edges:
+            at_once += step
+            most = max(most, at_once)
+        assert 2 <= most <= 5, f"{most} batches at once: {sorted(ran)}"
+    finally:
+        lam.delete_event_source_mapping(UUID=mapping)
+        sqs.delete_queue(QueueUrl=queue)
 
 
 def test_api_gateway_proxy_integration_runs_the_handler(

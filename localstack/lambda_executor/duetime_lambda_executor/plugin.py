@@ -12,5 +12,7 @@ class ProcessRuntimeExecutorPlugin(RuntimeExecutorPlugin):
 
     def load(self, *args: Any, **kwargs: Any) -> type:
         from .executor import ProcessRuntimeExecutor  # only imported when LocalStack chooses this executor
+        from .sqs_event_source import install
 
+        install()  # AWS's SQS polling for the event source mappings, when DUETIME_SQS_LONG_POLLING is set
         return ProcessRuntimeExecutor
