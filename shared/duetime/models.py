@@ -439,4 +439,13 @@ class Team(BaseModel):
     name: str = ""
     max_concurrency: int = Field(default=50, ge=1, le=10_000)
     exact_quota: int = Field(default=100, ge=0, le=1_000_000)  # exact-time jobs the team may have
+    max_jobs: int = Field(default=10_000, ge=0, le=1_000_000)  # jobs of any kind the team may have
+    api_rate_per_second: float = Field(default=20.0, gt=0, le=10_000)  # the team's API requests, sustained
+    api_burst: int = Field(default=40, ge=1, le=100_000)  # ... and at once
+    disabled: bool = False  # an operator stopped the team: no claims of its jobs, no API access
+    token_generation: int = Field(default=0, ge=0)  # tokens of older generations no longer authenticate
     signing_secret: str | None = None
+    signing_secret_id: str = "s1"  # named in every signature it makes (``key=``)
+    previous_signing_secret: str | None = None  # still signs too, until ``previous_signing_secret_until``
+    previous_signing_secret_id: str | None = None
+    previous_signing_secret_until: datetime | None = None
