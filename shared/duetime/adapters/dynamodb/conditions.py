@@ -184,6 +184,29 @@ POLLER_HANDOVER_UNANSWERED = Condition(
     "Acceptance and withdrawal exclude each other, so exactly one invocation claims after the second.",
 )
 
+# --- each team's API rate: one item per team, ("ratelimit#<team>", "ratelimit") in the control table -----
+# ``tat`` is the team's theoretical arrival time in microseconds since the epoch (``duetime.rate_limit``
+# explains the rule); ``:now`` is the store's clock. Each request makes the write for the state it expects the
+# bucket in; a failed condition hands back the item, which says the state it is really in (TAT only moves
+# forward, so a request's writes are at most two and the second one is the last).
+
+API_RATE_IDLE = Condition(
+    "API_RATE_IDLE",
+    "attribute_not_exists(tat) OR tat <= :now",
+    "A request finding its team's bucket idle (no TAT, or a TAT not after now: a whole burst is free) is "
+    "allowed and sets TAT to now plus one interval, an absolute value: only while the bucket is still idle, "
+    "or two API Lambdas that both saw it idle would both start it from now and one burst would count twice.",
+)
+
+API_RATE_WITHIN_BURST = Condition(
+    "API_RATE_WITHIN_BURST",
+    "tat > :now AND tat <= :last_allowed",
+    "A request finding its team's bucket started but not full (TAT after now, at most burst - 1 intervals "
+    "ahead) is allowed and adds one interval to TAT in place, so any number of concurrent requests each add "
+    "their own interval and none is lost; the request that would take TAT past the burst fails here and is "
+    "refused (429) without writing anything.",
+)
+
 
 ALL_CONDITIONS = (
     JOB_IS_NEW,
@@ -210,4 +233,6 @@ ALL_CONDITIONS = (
     POLLER_HANDOVER_OFFERABLE,
     POLLER_HANDOVER_OFFERED,
     POLLER_HANDOVER_UNANSWERED,
+    API_RATE_IDLE,
+    API_RATE_WITHIN_BURST,
 )
