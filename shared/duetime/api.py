@@ -37,10 +37,12 @@ from duetime.errors import (
     InvalidInput,
     MethodNotAllowed,
     PayloadTooLarge,
+    RateLimited,
     UnsupportedMediaType,
     field_path,
 )
 from duetime.models import JobSpec, Team
+from duetime.rate_limit import ApiRateLimiter
 from duetime.service import JobService
 
 JSON = "application/json"
@@ -50,6 +52,7 @@ JobId = Annotated[str, Path(min_length=1, max_length=64)]
 RunId = Annotated[str, Path(min_length=1, max_length=128)]
 
 _service_factory: Callable[[], JobService] | None = None
+_rate_limiter_factory: Callable[[], ApiRateLimiter] | None = None
 
 
 def use_service(factory: Callable[[], JobService]) -> None:
@@ -68,8 +71,40 @@ def service() -> JobService:
     return _service_factory()
 
 
+def use_rate_limiter(factory: Callable[[], ApiRateLimiter] | None) -> None:
+    """Tell the app how to build the per-team rate limiter (tests); without one it is ``wiring``'s."""
+    global _rate_limiter_factory
+    _rate_limiter_factory = factory
+    rate_limiter.cache_clear()
+
+
+@functools.cache
+def rate_limiter() -> ApiRateLimiter:
+    if _rate_limiter_factory is None:
+        from duetime import wiring
+
+        return wiring.api_rate_limiter()
+    return _rate_limiter_factory()
+
+
+def check_rate(team: Team) -> None:
+    """Count this request against its team's API rate (on the store's clock); over it, ``RateLimited``."""
+    decision = rate_limiter().take(team, service().clock.now())
+    if not decision.allowed:
+        raise RateLimited(
+            f"too many requests: team {team.team_id} may make {team.api_rate_per_second:g} requests a "
+            f"second ({team.api_burst} at once); try again in {decision.retry_after_seconds} s",
+            decision.retry_after_seconds,
+        )
+
+
 def _error(exc: ApiError, headers: dict[str, str] | None = None) -> Response[Any]:
-    return Response(status_code=exc.status, content_type=JSON, body=json.dumps(exc.body()), headers=headers)
+    return Response(
+        status_code=exc.status,
+        content_type=JSON,
+        body=json.dumps(exc.body()),
+        headers={**exc.headers(), **(headers or {})},
+    )
 
 
 def _responses(success: int, model: Any, *errors: int) -> dict[int, OpenAPIResponse]:
@@ -80,7 +115,7 @@ def _responses(success: int, model: Any, *errors: int) -> dict[int, OpenAPIRespo
         if model is not None
         else {"description": "No content", "content": {}},
     }
-    for code in (400, 401, 405, 413, 415, 422, *errors):
+    for code in (400, 401, 405, 413, 415, 422, 429, *errors):
         described[code] = _error_response(code)
     return described
 
@@ -90,6 +125,13 @@ def _error_response(code: int) -> OpenAPIResponse:
     if code == 405:
         described["headers"] = {
             "Allow": {"description": "the methods this path answers", "schema": {"type": "string"}}
+        }
+    if code == 429:
+        described["headers"] = {
+            "Retry-After": {
+                "description": "over the team's API rate: whole seconds until a request would be allowed",
+                "schema": {"type": "integer", "minimum": 1},
+            }
         }
     return described
 
@@ -108,7 +150,7 @@ _ERROR_TEXT = {
     413: "Body too large",
     415: "The body is not JSON",
     422: "Invalid input (the field is named)",
-    429: "Quota exceeded",
+    429: "Over the team's API rate (`rate_limited`, with `Retry-After`), or a quota used up",
 }
 SECURITY: list[dict[str, list[str]]] = [{"bearerAuth": []}]
 
@@ -128,15 +170,18 @@ def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
         error = UnsupportedMediaType("send the body as application/json", "Content-Type")
     elif event.get("path") not in PUBLIC_PATHS:
         # The team the TeamAuthorizer vouched for (API Gateway on AWS), else the token is checked here
-        # (LocalStack runs no authorizer, duetime local has none): without a valid token, 401.
+        # (LocalStack runs no authorizer, duetime local has none): without a valid token, 401. Then the
+        # team's API rate: over it, 429 before routing, so a refused request changes nothing.
         try:
-            app.context["team"] = request_team(service(), event, headers.get("authorization"))
+            team = request_team(service(), event, headers.get("authorization"))
+            check_rate(team)
+            app.context["team"] = team
         except ApiError as exc:
             error = exc
     if error is not None:
         return {
             "statusCode": error.status,
-            "headers": {"Content-Type": JSON},
+            "headers": {"Content-Type": JSON, **error.headers()},
             "body": json.dumps(error.body()),
             "isBase64Encoded": False,
         }

@@ -22,6 +22,10 @@ class ApiError(Exception):
             error["field"] = self.field
         return {"error": error}
 
+    def headers(self) -> dict[str, str]:
+        """Headers the answer carries besides Content-Type."""
+        return {}
+
 
 class BadRequest(ApiError):
     status, code = 400, "bad_request"
@@ -57,6 +61,19 @@ class InvalidInput(ApiError):
 
 class QuotaExceeded(ApiError):
     status, code = 429, "quota_exceeded"
+
+
+class RateLimited(ApiError):
+    """The team is over its API rate (``duetime.rate_limit``): 429, ``Retry-After`` in whole seconds."""
+
+    status, code = 429, "rate_limited"
+
+    def __init__(self, message: str, retry_after_seconds: int) -> None:
+        super().__init__(message)
+        self.retry_after_seconds = max(1, retry_after_seconds)
+
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": str(self.retry_after_seconds)}
 
 
 _UNION_MEMBER = re.compile(r"^[a-z-]+\[.*\]$")  # how pydantic names a union's member: tagged-union[A,B]

@@ -10,6 +10,7 @@ from typing import Any
 from duetime.adapters.alerts import SnsAlerts, StoredAlerts
 from duetime.adapters.clients import client
 from duetime.adapters.dynamodb.catalog import DynamoCatalog
+from duetime.adapters.dynamodb.rate_limits import DynamoRateLimiter
 from duetime.adapters.dynamodb.store import DynamoStore
 from duetime.adapters.dynamodb.tables import TableNames
 from duetime.adapters.http_target import HttpTargetCaller
@@ -112,3 +113,10 @@ def make_job_service(s: Settings, store: DynamoStore, sqs: Any | None = None) ->
 def job_service() -> JobService:
     s = settings()
     return make_job_service(s, make_store(s))
+
+
+@functools.cache
+def api_rate_limiter() -> DynamoRateLimiter:
+    """Each team's API rate (``duetime.rate_limit``): a bucket per team in the control table, decided by
+    conditional writes on the same DynamoDB client as the job service (whose store clock dates them)."""
+    return DynamoRateLimiter(client("dynamodb"), settings().control_table)

@@ -228,6 +228,33 @@ def test_no_iam_policy_grants_a_wildcard_action(template: Template) -> None:
     assert wildcard_resources <= {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
 
 
+def test_the_api_function_may_update_the_control_table_where_each_teams_api_rate_is_counted(
+    template: Template,
+) -> None:
+    """``DynamoRateLimiter`` decides each request with conditional UpdateItems on the control table (one,
+    two when it guessed the bucket's state wrong); what it reads comes back on failed conditions."""
+    [api_role] = [
+        f["Properties"]["Role"]["Fn::GetAtt"][0]
+        for f in resources(template, "AWS::Lambda::Function").values()
+        if f["Properties"]["Handler"] == "functions/api/handler.handler"
+    ]
+    [control] = [name for name in resources(template, "AWS::DynamoDB::GlobalTable") if "Control" in name]
+    granted = [
+        statement
+        for policy in resources(template, "AWS::IAM::Policy").values()
+        if {"Ref": api_role} in policy["Properties"]["Roles"]
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+        if "dynamodb:UpdateItem" in statement["Action"]
+    ]
+    assert {"Fn::GetAtt": [control, "Arn"]} in [
+        resource
+        for statement in granted
+        for resource in (
+            statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+        )
+    ]
+
+
 def test_cdk_nag_aws_solutions_pass_or_each_suppression_names_its_reason(
     test_stack: tuple[DuetimeStack, Template],
 ) -> None:

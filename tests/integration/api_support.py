@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 
 from duetime import api
 from duetime.adapters.dynamodb.catalog import DynamoCatalog
+from duetime.adapters.dynamodb.rate_limits import DynamoRateLimiter
 from duetime.service import JobService
 
 from ..lambda_support import LambdaContext, load_handler
@@ -34,12 +36,23 @@ class Answer:
 Call = Callable[..., Answer]
 
 
+@contextmanager
+def serving(stack: Stack, svc: JobService) -> Iterator[JobService]:
+    """The api handler on ``svc``, each team's API rate counted in the stack's control table."""
+    api.use_service(lambda: svc)
+    api.use_rate_limiter(lambda: DynamoRateLimiter(stack.dynamodb, stack.names.control))
+    try:
+        yield svc
+    finally:
+        api.use_service(None)  # type: ignore[arg-type]
+        api.use_rate_limiter(None)
+
+
 @pytest.fixture
 def service(stack: Stack) -> Iterator[JobService]:
     svc = JobService(DynamoCatalog(stack.dynamodb, stack.names), stack.store, stack.queue, stack.clock)
-    api.use_service(lambda: svc)
-    yield svc
-    api.use_service(None)  # type: ignore[arg-type]
+    with serving(stack, svc):
+        yield svc
 
 
 def make_call(token: str | None) -> Call:

@@ -16,7 +16,7 @@ from duetime.demo_target import DemoTargetServer
 from duetime.local_gateway import LocalGateway
 from duetime.service import JobService
 
-from .api_support import JOB, Call, make_call
+from .api_support import JOB, Call, make_call, serving
 from .conftest import Stack
 
 REDACTED = "***"  # the documented marker
@@ -44,9 +44,8 @@ def private_ok(stack: Stack) -> Iterator[tuple[Call, JobService]]:
         stack.clock,
         allow_private_targets=True,
     )
-    api.use_service(lambda: svc)
-    yield make_call(svc.create_team("gamma")[1]), svc
-    api.use_service(None)  # type: ignore[arg-type]
+    with serving(stack, svc):
+        yield make_call(svc.create_team("gamma")[1]), svc
 
 
 def test_header_values_never_come_back_from_create_get_list_or_patch(alpha: Call) -> None:

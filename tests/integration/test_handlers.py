@@ -25,10 +25,10 @@ def deployed(stack: Stack, monkeypatch: pytest.MonkeyPatch) -> Iterator[Stack]:
         "DUETIME_ALLOW_PRIVATE_TARGETS": "true",  # the test's target listens on 127.0.0.1
     }.items():
         monkeypatch.setenv(key, value)
-    for cached in (wiring.settings, wiring.poller_shift, wiring.worker):
+    for cached in (wiring.settings, wiring.poller_shift, wiring.worker, wiring.api_rate_limiter):
         cached.cache_clear()
     yield stack
-    for cached in (wiring.settings, wiring.poller_shift, wiring.worker):
+    for cached in (wiring.settings, wiring.poller_shift, wiring.worker, wiring.api_rate_limiter):
         cached.cache_clear()
 
 

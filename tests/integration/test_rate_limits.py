@@ -1,0 +1,207 @@
+"""Each team's API rate on DynamoDB Local: many API Lambdas at once never let a team past ``burst + rate *
+elapsed``, other teams are unaffected, and over the rate the API answers 429 with ``Retry-After`` and
+writes nothing."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from duetime.adapters.dynamodb import conditions
+from duetime.adapters.dynamodb.rate_limits import DynamoRateLimiter, rate_limit_key
+from duetime.models import Team
+from duetime.rate_limit import Decision, micros
+from duetime.service import JobService
+
+from .api_support import JOB, make_call
+from .conftest import Stack, new_clients
+
+HAMMER_SECONDS = 2.5
+THREADS = 16
+
+
+@dataclass
+class Tally:
+    allowed: int = 0
+    refused: int = 0
+    retry_afters: set[int] = field(default_factory=set)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def count(self, decision: Decision) -> None:
+        with self.lock:
+            if decision.allowed:
+                self.allowed += 1
+            else:
+                self.refused += 1
+                self.retry_afters.add(decision.retry_after_seconds)
+
+
+def hammer(
+    stack: Stack, who: Team, threads: int, seconds: float, also: Any = None, cold: bool = False
+) -> tuple[Tally, float]:
+    """``threads`` API Lambdas (a limiter and a DynamoDB client each) taking requests of ``who`` as fast as
+    they can for ``seconds``, all on the store's clock; ``also`` runs beside them. ``cold``: every request
+    in a limiter of its own, as if each came to a new Lambda environment (no guess from the last one).
+    Returns the tally and the elapsed store time from before the first request to after the last."""
+    tally = Tally()
+    limiters = [DynamoRateLimiter(new_clients()[0], stack.names.control) for _ in range(threads)]
+    for number, limiter in enumerate(limiters):  # a client's first request loads the service model: not now
+        limiter.take(Team(team_id=f"warm-up-{number}"), stack.clock.now())
+    start = threading.Barrier(threads + 1 + (also is not None))
+    began = stack.clock.now()
+
+    def lambda_environment(limiter: DynamoRateLimiter) -> None:
+        start.wait()
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            taker = DynamoRateLimiter(limiter.client, limiter.table) if cold else limiter
+            tally.count(taker.take(who, stack.clock.now()))
+
+    workers = [threading.Thread(target=lambda_environment, args=(limiter,)) for limiter in limiters]
+    if also is not None:
+        workers.append(threading.Thread(target=lambda: (start.wait(), also())))
+    for worker in workers:
+        worker.start()
+    start.wait()
+    for worker in workers:
+        worker.join()
+    return tally, (stack.clock.now() - began).total_seconds()
+
+
+@pytest.mark.parametrize("cold", [False, True], ids=["warm", "cold"])
+def test_many_api_lambdas_at_once_never_let_a_team_past_its_burst_plus_its_rate(
+    stack: Stack, cold: bool
+) -> None:
+    busy = Team(team_id="busy")  # the defaults: 20 a second, 40 at once
+    quiet = Team(team_id="quiet", api_rate_per_second=1, api_burst=5)
+    quiet_decisions: list[Decision] = []
+
+    def quiet_team() -> None:  # another team, a few requests while "busy" is hammered
+        limiter = DynamoRateLimiter(new_clients()[0], stack.names.control)
+        time.sleep(0.5)
+        quiet_decisions.extend(limiter.take(quiet, stack.clock.now()) for _ in range(6))
+
+    tally, elapsed = hammer(stack, busy, THREADS, HAMMER_SECONDS, also=quiet_team, cold=cold)
+
+    most = busy.api_burst + busy.api_rate_per_second * elapsed
+    assert tally.allowed <= most, (tally, elapsed)
+    # ...and not much fewer: a lost race never refuses a request the bucket had room for (a request whose
+    # ``now`` is old by the time DynamoDB sees it finds less room: on a busy machine, a few).
+    assert tally.allowed >= most - busy.api_rate_per_second * 1.0, (tally, elapsed)
+    assert tally.refused > 2 * tally.allowed  # it was hammered indeed
+    assert 1 in tally.retry_afters and min(tally.retry_afters) >= 1  # 50 ms to wait is one whole second
+    assert [d.allowed for d in quiet_decisions] == [True] * 5 + [False]  # its own burst, unaffected
+
+
+def test_a_refused_request_writes_nothing_and_waiting_its_retry_after_is_enough(stack: Stack) -> None:
+    slow = Team(team_id="slow", api_rate_per_second=0.5, api_burst=2)
+    limiter = DynamoRateLimiter(stack.dynamodb, stack.names.control)
+    now = stack.clock.now()
+    assert [limiter.take(slow, now).allowed for _ in range(2)] == [True, True]
+    stored = bucket(stack, "slow")
+    assert stored["tat"] == micros(now) + 2 * 2_000_000  # two requests, two seconds apart
+
+    assert limiter.take(slow, now) == Decision(False, 2)
+    assert DynamoRateLimiter(stack.dynamodb, stack.names.control).take(slow, now) == Decision(False, 2)
+    assert bucket(stack, "slow") == stored
+
+    later = stack.clock.now()
+    wait = (stored["tat"] - micros(later) - 2_000_000) / 1e6  # the exact wait, under Retry-After's 2 s
+    assert limiter.take(slow, later).allowed is False
+    time.sleep(max(0.0, wait) + 0.05)
+    assert limiter.take(slow, stack.clock.now()).allowed
+
+
+def bucket(stack: Stack, team_id: str) -> dict[str, int]:
+    item = stack.dynamodb.get_item(
+        TableName=stack.names.control, Key=rate_limit_key(team_id), ConsistentRead=True
+    )["Item"]
+    return {name: int(value["N"]) for name, value in item.items() if "N" in value}
+
+
+@contextmanager
+def counted_writes(client: Any) -> Iterator[list[str]]:
+    """The UpdateItem requests ``client`` sends, by the condition each carries."""
+    sent: list[str] = []
+    by_expression = {c.expression: c.name for c in conditions.ALL_CONDITIONS}
+
+    def record(params: dict[str, Any], **_: Any) -> None:
+        sent.append(by_expression[params["ConditionExpression"]])
+
+    client.meta.events.register("provide-client-params.dynamodb.UpdateItem", record)
+    try:
+        yield sent
+    finally:
+        client.meta.events.unregister("provide-client-params.dynamodb.UpdateItem", record)
+
+
+def test_a_request_costs_one_conditional_write_and_never_more_than_two(stack: Stack) -> None:
+    alpha = Team(team_id="alpha", api_rate_per_second=20, api_burst=3)
+    first, second = (DynamoRateLimiter(new_clients()[0], stack.names.control) for _ in range(2))
+    now = stack.clock.now()
+    with counted_writes(first.client) as by_first, counted_writes(second.client) as by_second:
+        assert first.take(alpha, now).allowed  # an idle bucket: one write
+        assert by_first == ["API_RATE_IDLE"]
+        assert first.take(alpha, now).allowed  # this process knows the burst is under way: one write
+        assert by_first[1:] == ["API_RATE_WITHIN_BURST"]
+        assert second.take(alpha, now).allowed  # another process guesses idle, is shown the TAT: two
+        assert by_second == ["API_RATE_IDLE", "API_RATE_WITHIN_BURST"]
+        assert not second.take(alpha, now).allowed  # full: one write (failed), nothing written
+        assert not first.take(alpha, now).allowed
+        assert by_first[2:] == ["API_RATE_WITHIN_BURST"] and by_second[2:] == ["API_RATE_WITHIN_BURST"]
+
+
+# --- through the API --------------------------------------------------------------------------------------
+
+
+def test_over_its_rate_the_api_answers_429_with_retry_after_and_a_refused_create_creates_no_job(
+    stack: Stack, service: JobService
+) -> None:
+    team, token = service.create_team("slow")
+    stack.store.put_team(team.model_copy(update={"api_rate_per_second": 0.2, "api_burst": 2}))
+    slow = make_call(token)
+    assert slow("GET", "/v1/jobs").status == 200
+    assert slow("GET", "/v1/jobs").status == 200
+    refused = slow("POST", "/v1/jobs", JOB, headers={"Idempotency-Key": "k1"})
+    assert refused.status == 429, refused.body
+    assert refused.headers["Retry-After"] in {"4", "5"}  # one request every 5 s, the last a moment ago
+    assert refused.body["error"]["code"] == "rate_limited"
+    assert "0.2 requests a second (2 at once)" in refused.body["error"]["message"]
+
+    jobs = stack.dynamodb.scan(TableName=stack.names.jobs, ConsistentRead=True)["Items"]
+    assert jobs == []  # the refused create wrote no job...
+    control = stack.dynamodb.scan(TableName=stack.names.control, ConsistentRead=True)["Items"]
+    assert not [item for item in control if item["pk"]["S"].startswith("idem#")]  # ...nor its key
+
+    other = make_call(service.create_team("other")[1])  # another team is not slowed
+    assert [other("GET", "/v1/jobs").status for _ in range(5)] == [200] * 5
+    assert make_call(token)("GET", "/healthz").status == 200  # public paths are not counted
+
+
+@pytest.mark.parametrize(
+    ("removed", "cold"),
+    [
+        ("API_RATE_IDLE", True),  # every request restarts the bucket from its own now
+        ("API_RATE_WITHIN_BURST", False),  # a Lambda that saw the burst under way adds to a full bucket
+    ],
+)
+def test_without_its_conditions_the_bucket_would_let_a_hammered_team_through(
+    stack: Stack, monkeypatch: pytest.MonkeyPatch, removed: str, cold: bool
+) -> None:
+    """The conditions are what holds the limit: either made always true, the same hammering gets far more
+    than ``burst + rate * elapsed``."""
+    always = {
+        "API_RATE_IDLE": "attribute_not_exists(tat) OR tat <= :now OR tat > :now",
+        "API_RATE_WITHIN_BURST": "tat > :now OR tat <= :last_allowed OR attribute_not_exists(tat)",
+    }
+    original = getattr(conditions, removed)
+    monkeypatch.setattr(conditions, removed, conditions.Condition(removed, always[removed], original.why))
+    busy = Team(team_id="busy")
+    tally, elapsed = hammer(stack, busy, 8, 1.0, cold=cold)
+    assert tally.allowed > 2 * (busy.api_burst + busy.api_rate_per_second * elapsed), (tally, elapsed)
