@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from duetime.errors import Unauthorized
+from duetime.errors import Forbidden, Unauthorized
 
 if TYPE_CHECKING:
     from duetime.models import Team
@@ -31,15 +31,21 @@ def authorize(token: str | None, method_arn: str) -> dict[str, Any]:
         team = job_service().authenticate(token)
     except Unauthorized as exc:
         raise Exception("Unauthorized") from exc  # the exact message API Gateway turns into a 401
+    except Forbidden:  # a disabled team: API Gateway answers 403 (and caches the Deny like an Allow)
+        return _policy("disabled-team", "Deny", method_arn, {})
+    return _policy(team.team_id, "Allow", method_arn, {"team_id": team.team_id})
+
+
+def _policy(principal: str, effect: str, method_arn: str, context: dict[str, str]) -> dict[str, Any]:
     return {
-        "principalId": team.team_id,
+        "principalId": principal,
         "policyDocument": {
             "Version": "2012-10-17",
             "Statement": [
-                {"Action": "execute-api:Invoke", "Effect": "Allow", "Resource": api_wide_arn(method_arn)}
+                {"Action": "execute-api:Invoke", "Effect": effect, "Resource": api_wide_arn(method_arn)}
             ],
         },
-        "context": {"team_id": team.team_id},
+        "context": context,
     }
 
 

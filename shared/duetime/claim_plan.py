@@ -76,8 +76,11 @@ def make_claim(plan: ClaimPlan, now: datetime, queue_deadline: timedelta = DEFAU
     return Claim(plan, runs)
 
 
-def plan_claim(job: Job, now: datetime, grace: timedelta = DEFAULT_MISFIRE_GRACE) -> ClaimPlan:
-    """What claiming ``job`` at ``now`` creates. The job must be due (its fire time <= now)."""
+def plan_claim(
+    job: Job, now: datetime, grace: timedelta = DEFAULT_MISFIRE_GRACE, team_active: bool = True
+) -> ClaimPlan:
+    """What claiming ``job`` at ``now`` creates. The job must be due (its fire time <= now). A job of a
+    disabled team (``team_active`` False) gets no runs: its due times pass, and the schedule moves on."""
     state = job.state
     assert state.next_nominal_at is not None and state.next_fire_at is not None, "job is not scheduled"
     anchor = rate_anchor(job, job.created_at)
@@ -109,6 +112,8 @@ def plan_claim(job: Job, now: datetime, grace: timedelta = DEFAULT_MISFIRE_GRACE
         runs = [due[-1]]
     else:
         runs = on_time
+    if not team_active:
+        runs = []
 
     next_state = JobState(
         next_nominal_at=nominal,

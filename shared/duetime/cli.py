@@ -16,6 +16,7 @@ from zoneinfo import ZoneInfo
 
 from pydantic import ValidationError
 
+from duetime.cli_teams import add_team_commands, run_teams
 from duetime.client import ApiFailure, DuetimeClient
 from duetime.errors import from_validation_error
 from duetime.models import JobSpec
@@ -210,29 +211,6 @@ def run_deployed_local(args: argparse.Namespace) -> None:
         print(f"duetime deployed on LocalStack: api={stack.api_url} token={token}", flush=True)
 
 
-def run_teams(args: argparse.Namespace) -> None:
-    from duetime import wiring
-    from duetime.local import local_environment
-
-    if args.local:
-        local_environment()
-    settings = wiring.settings()
-    service = wiring.make_job_service(settings, wiring.make_store(settings))
-    team, token = service.create_team(args.name, args.max_concurrency, args.exact_quota)
-    data = {
-        "team": team.team_id,
-        "token": token,
-        "signing_secret": team.signing_secret,
-        "max_concurrency": team.max_concurrency,
-        "exact_quota": team.exact_quota,
-    }
-    if args.json:
-        print(json.dumps(data))
-    else:
-        show(data, False)
-        print("Keep the token and the signing secret now: duetime stores only the token's hash.")
-
-
 def run_bench(args: argparse.Namespace) -> None:
     if args.action == "spike":
         from duetime.bench.spike import run_spike
@@ -377,13 +355,7 @@ def parser() -> argparse.ArgumentParser:
     api_flags(runs.add_parser("get", help="one run")).add_argument("id", help="run id")
     api_flags(runs.add_parser("retry", help="send a failed or dead run back to the queue")).add_argument("id")
 
-    teams = commands.add_parser("teams", help="teams (admin)").add_subparsers(dest="action", required=True)
-    team = teams.add_parser("create", help="create a team; prints its token and signing secret once")
-    team.add_argument("name")
-    team.add_argument("--max-concurrency", type=int, default=50)
-    team.add_argument("--exact-quota", type=int, default=100)
-    team.add_argument("--local", action="store_true", help="the team store of `duetime local`")
-    team.add_argument("--json", action="store_true")
+    add_team_commands(commands)
 
     deployed = commands.add_parser(
         "deployed-local", help="the stack deployed into LocalStack (make deploy-local)"

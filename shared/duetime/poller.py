@@ -18,8 +18,9 @@ from typing import Protocol
 from duetime.claim_plan import DEFAULT_MISFIRE_GRACE, DEFAULT_QUEUE_DEADLINE, make_claim, plan_claim
 from duetime.clock import Clock
 from duetime.models import Job, Run, RunResult, RunStatus
-from duetime.ports import Alert, AlertSink, JobStore, ReapCandidate, RunMessage, RunQueue, RunStore
+from duetime.ports import Alert, AlertSink, JobStore, ReapCandidate, RunMessage, RunQueue, RunStore, TeamStore
 from duetime.preload import FireFailed, FireReport, MinutePreload
+from duetime.team_cache import TeamCache
 from duetime.timeutil import minute_bucket, parse_minute_bucket, whole_seconds
 
 log = logging.getLogger(__name__)
@@ -49,6 +50,7 @@ class ClaimReport:
     dropped_runs: int = 0
     transactions: int = 0
     existing_runs: int = 0  # run rows a claim found already there (left alone; the schedule moved on)
+    disabled_team_jobs: int = 0  # due jobs of disabled teams: claimed without runs
     runs: list[Run] = field(default_factory=list)
 
 
@@ -111,15 +113,19 @@ def claim_due_jobs(
     config: PollerConfig,
     now: datetime,
     skip: Callable[[Job], bool] | None = None,
+    team_active: Callable[[str], bool] | None = None,
 ) -> ClaimReport:
-    """Claim every due job in the configured partitions and queue the runs the claims created."""
+    """Claim every due job in the configured partitions and queue the runs the claims created. Jobs of
+    teams ``team_active`` says are disabled are claimed without runs."""
     report = ClaimReport()
     jobs = find_due_jobs(store, config, now, report, skip)
     if not jobs:
         return report
     claims = []
     for job in jobs:
-        plan = plan_claim(job, now, config.misfire_grace)
+        active = team_active(job.team) if team_active else True
+        report.disabled_team_jobs += not active
+        plan = plan_claim(job, now, config.misfire_grace, active)
         if plan.missed:
             report.misfired_jobs += 1
         report.dropped_runs += plan.dropped
@@ -240,13 +246,16 @@ class Poller:
         alerts: AlertSink,
         clock: Clock,
         config: PollerConfig,
+        teams: TeamStore | None = None,
     ) -> None:
+        """``teams``: where to look up whether a job's team is disabled (none: every team is active)."""
         self.jobs = jobs
         self.runs = runs
         self.queue = queue
         self.alerts = alerts
         self.clock = clock
         self.config = config
+        self.team_active = TeamCache(teams, clock).active if teams is not None else None
         self.preload = (
             MinutePreload(
                 jobs,
@@ -255,6 +264,7 @@ class Poller:
                 config.preload_lead,
                 grace=config.misfire_grace,
                 queue_deadline=config.queue_deadline,
+                team_active=self.team_active,
             )
             if config.preload_lead is not None
             else None
@@ -262,7 +272,7 @@ class Poller:
 
     def claim(self) -> ClaimReport:
         skip = self.preload.holds if self.preload else None
-        return claim_due_jobs(self.jobs, self.queue, self.config, self.clock.now(), skip)
+        return claim_due_jobs(self.jobs, self.queue, self.config, self.clock.now(), skip, self.team_active)
 
     def recover(self) -> RecoveryReport:
         return recover_runs(self.runs, self.queue, self.alerts, self.config, self.clock.now())
@@ -437,4 +447,8 @@ class Poller:
     def for_partitions(self, partitions: Sequence[int]) -> Poller:
         """The same poller, on another partition group (one EventBridge rule per group)."""
         config = replace(self.config, partitions=list(partitions))
-        return Poller(self.jobs, self.runs, self.queue, self.alerts, self.clock, config)
+        poller = Poller(self.jobs, self.runs, self.queue, self.alerts, self.clock, config)
+        poller.team_active = self.team_active
+        if poller.preload is not None:
+            poller.preload.team_active = self.team_active
+        return poller

@@ -63,8 +63,11 @@ class MinutePreload:
         grace: timedelta = timedelta(seconds=60),
         queue_deadline: timedelta = timedelta(minutes=10),
         chunk: int = 500,
+        team_active: Callable[[str], bool] | None = None,
     ) -> None:
+        """``team_active``: whether a job's team may have runs (a disabled team's jobs get none)."""
         self.store = store
+        self.team_active = team_active
         self.queue = queue
         self.partitions = partitions
         self.lead = lead
@@ -88,6 +91,9 @@ class MinutePreload:
 
     def next_fire_at(self) -> datetime | None:
         return self._heap[0].fire_at if self._heap else None
+
+    def _active(self, job: Job) -> bool:
+        return self.team_active(job.team) if self.team_active is not None else True
 
     def load_upcoming(self, now: datetime) -> int:
         """Load the next minute once ``now`` is within ``lead`` of it (and the current one, when a poller
@@ -171,7 +177,10 @@ class MinutePreload:
                     self._fired.pop(job.id, None)
                 break
             chunk = due[start : start + self.chunk]
-            claims = [make_claim(plan_claim(job, now, self.grace), now, self.queue_deadline) for job in chunk]
+            claims = [
+                make_claim(plan_claim(job, now, self.grace, self._active(job)), now, self.queue_deadline)
+                for job in chunk
+            ]
             started = time.perf_counter()
             try:
                 outcome = self.store.claim(claims, now)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import secrets
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -23,6 +22,7 @@ from duetime.clock import Clock
 from duetime.errors import (
     BadRequest,
     Conflict,
+    Forbidden,
     InvalidInput,
     NotFound,
     QuotaExceeded,
@@ -34,20 +34,12 @@ from duetime.models import CronSchedule, Job, JobSpec, Run, Team
 from duetime.ports import JobStore, RunMessage, RunQueue
 from duetime.schedule import fire_time, is_dst_shifted, next_nominal_after, rate_anchor
 from duetime.target_guard import TargetRefused, check_target_url
+from duetime.team_admin import TeamAdmin, hash_token
 from duetime.timeutil import ceil_seconds, minute_bucket, whole_seconds
 
-TOKEN_PREFIX = "dt_"
 RESCHEDULE_FIELDS = {"schedule", "start_at", "end_at", "jitter_seconds", "exact", "paused"}
 MAX_LOAD_WINDOW = timedelta(hours=24)
 MAX_PREVIEW = 100
-
-
-def hash_token(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
-
-
-def new_token() -> str:
-    return TOKEN_PREFIX + secrets.token_urlsafe(32)
 
 
 @dataclass(frozen=True)
@@ -91,6 +83,7 @@ class JobService:
         self.clock = clock
         self.allow_private_targets = allow_private_targets
         self.queue_deadline = queue_deadline
+        self.teams = TeamAdmin(catalog, clock, actor="api")
 
     # --- teams ------------------------------------------------------------------------------------------
 
@@ -98,48 +91,32 @@ class JobService:
         self, team_id: str, max_concurrency: int = 50, exact_quota: int = 100, token: str | None = None
     ) -> tuple[Team, str]:
         """A new team, its API token (returned once, stored only as a hash) and its signing secret."""
-        try:
-            team = Team(
-                team_id=team_id,
-                name=team_id,
-                max_concurrency=max_concurrency,
-                exact_quota=exact_quota,
-                signing_secret=secrets.token_hex(32),
-            )
-        except ValidationError as exc:
-            raise from_validation_error(exc) from exc
-        token = token or new_token()
-        if not self.catalog.create_team(team, hash_token(token)):
-            raise Conflict(f"team {team_id!r} exists", "name")
-        return team, token
+        return self.teams.create_team(
+            team_id, token, max_concurrency=max_concurrency, exact_quota=exact_quota
+        )
 
     def issue_token(self, team_id: str) -> str:
         """A new token for an existing team (returned once)."""
-        if self.catalog.get_team(team_id) is None:
-            raise NotFound(f"no team {team_id}")
-        token = new_token()
-        self.catalog.add_token(team_id, hash_token(token))
-        return token
+        return self.teams.issue_token(team_id)
 
     def team(self, team_id: str) -> Team:
-        """The team an authorizer vouched for."""
-        team = self.catalog.get_team(team_id)
-        if team is None:
-            raise Unauthorized("unknown team")
-        return team
+        """The team an authorizer vouched for; refused if it was disabled since (the authorizer's cache)."""
+        return _usable(self.catalog.get_team(team_id), "unknown team")
 
     def authenticate(self, authorization: str | None) -> Team:
+        """The team whose bearer token ``authorization`` carries: a token of the team's current generation,
+        of a team that is not disabled."""
         scheme, _, token = (authorization or "").partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             raise Unauthorized("send Authorization: Bearer <token>")
         computed = hash_token(token.strip())
         record = self.catalog.token_record(computed)
-        if record is None or not hmac.compare_digest(record[0], computed):
+        if record is None or not hmac.compare_digest(record.token_hash, computed):
             raise Unauthorized("unknown token")
-        team = self.catalog.get_team(record[1])
-        if team is None:
-            raise Unauthorized("unknown token")
-        return team
+        team = self.catalog.get_team(record.team_id)
+        if team is not None and record.generation != team.token_generation:
+            raise Unauthorized("this token was rotated out")
+        return _usable(team, "unknown token")
 
     # --- jobs -------------------------------------------------------------------------------------------
 
@@ -172,9 +149,7 @@ class JobService:
         try:
             job_id = self.catalog.insert_job(job, team, now, record)
         except StoreQuotaExceeded as exc:
-            raise QuotaExceeded(
-                f"the team's exact-time quota ({team.exact_quota}) is used up", "exact"
-            ) from exc
+            raise _quota_error(team, exc) from exc
         except IdempotencyMismatch as exc:
             raise Conflict("Idempotency-Key was used with a different request", "Idempotency-Key") from exc
         return job if job_id == job.id else self.get_job(team, job_id)
@@ -224,9 +199,7 @@ class JobService:
                 if self.catalog.replace_job(job, updated, team, now):
                     return updated
             except StoreQuotaExceeded as exc:
-                raise QuotaExceeded(
-                    f"the team's exact-time quota ({team.exact_quota}) is used up", "exact"
-                ) from exc
+                raise _quota_error(team, exc) from exc
         raise Conflict("the job kept changing while being updated; try again")
 
     def delete_job(self, team: Team, job_id: str) -> None:
@@ -306,3 +279,18 @@ class JobService:
             cursor = page.cursor
             if not cursor:
                 return dict(sorted(counts.items()))
+
+
+def _quota_error(team: Team, exc: StoreQuotaExceeded) -> QuotaExceeded:
+    """The API's answer to a write the team's quota refused, naming the quota (and the field it is about)."""
+    if exc.which == "jobs":
+        return QuotaExceeded(f"the team's job quota ({team.max_jobs} jobs) is used up", "max_jobs")
+    return QuotaExceeded(f"the team's exact-time quota ({team.exact_quota}) is used up", "exact")
+
+
+def _usable(team: Team | None, missing: str) -> Team:
+    if team is None:
+        raise Unauthorized(missing)
+    if team.disabled:
+        raise Forbidden(f"team {team.team_id} is disabled")
+    return team

@@ -21,6 +21,7 @@ from duetime.poller_lease import LeaseTimings, PollerShift
 from duetime.ports import AlertSink
 from duetime.service import JobService
 from duetime.settings import Settings
+from duetime.team_admin import TeamAdmin
 from duetime.worker import Worker, WorkerConfig
 
 
@@ -78,7 +79,8 @@ def poller_shift() -> PollerShift:
     s = settings()
     store = make_store(s)
     queue = SqsRunQueue(client("sqs"), s.run_queue_url)
-    poller = Poller(store, store, queue, make_alerts(s, store), make_store_clock(store), poller_config(s))
+    clock = make_store_clock(store)
+    poller = Poller(store, store, queue, make_alerts(s, store), clock, poller_config(s), teams=store)
     return PollerShift(poller, store, lease_timings(s), s.poll_interval_seconds)
 
 
@@ -107,6 +109,13 @@ def make_job_service(s: Settings, store: DynamoStore, sqs: Any | None = None) ->
         allow_private_targets=s.allow_private_targets,
         queue_deadline=timedelta(seconds=s.queue_deadline_seconds),
     )
+
+
+def make_team_admin(s: Settings, actor: str) -> TeamAdmin:
+    """The operator's team commands against the tables of ``s`` (audit events name ``actor``)."""
+    store = make_store(s)
+    clock = StoreClock(store.client, sync=lambda: store.low_water_marks([0]))  # one sync, no refining thread
+    return TeamAdmin(DynamoCatalog(store.client, store.names), clock, actor)
 
 
 @functools.cache

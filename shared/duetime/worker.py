@@ -19,7 +19,7 @@ import random
 import threading
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
@@ -37,7 +37,8 @@ from duetime.ports import (
     TargetResponse,
     TeamStore,
 )
-from duetime.signing import signature_header
+from duetime.signing import signature_header, signing_keys
+from duetime.team_cache import TeamCache
 from duetime.timeutil import iso_z
 
 log = logging.getLogger(__name__)
@@ -82,25 +83,6 @@ class _Beats:
 
     done: int = 0
     errors: int = 0
-
-
-@dataclass
-class TeamCache:
-    """Teams change rarely; a worker re-reads one at most once a minute."""
-
-    store: TeamStore
-    clock: Clock
-    ttl: timedelta = timedelta(seconds=60)
-    _entries: dict[str, tuple[datetime, Team]] = field(default_factory=dict)
-
-    def get(self, team_id: str) -> Team:
-        now = self.clock.now()
-        cached = self._entries.get(team_id)
-        if cached and now - cached[0] < self.ttl:
-            return cached[1]
-        team = self.store.get_team(team_id) or Team(team_id=team_id)
-        self._entries[team_id] = (now, team)
-        return team
 
 
 class Worker:
@@ -180,9 +162,9 @@ class Worker:
         }
         if target.body is not None and not any(k.lower() == "content-type" for k in headers):
             headers["Content-Type"] = "application/json"
-        if team.signing_secret:
-            stamp = int(self.clock.now().timestamp())
-            headers["X-Duetime-Signature"] = signature_header(team.signing_secret, stamp, body)
+        now = self.clock.now()
+        if keys := signing_keys(team, now):
+            headers["X-Duetime-Signature"] = signature_header(keys, int(now.timestamp()), body)
         return TargetRequest(
             url=target.url,
             method=target.method,

@@ -189,6 +189,17 @@ def test_api_has_the_team_authorizer_throttling_and_access_logs(template: Templa
     assert len(public) == 2  # /healthz and /v1/openapi.json
 
 
+def test_the_authorizer_cache_keeps_a_decision_authorizer_cache_seconds(template: Template) -> None:
+    """How long a rotated-out token (or a disabled team's cached Allow) lasts behind API Gateway."""
+    template.has_resource_properties("AWS::ApiGateway::Authorizer", {"AuthorizerResultTtlInSeconds": 300})
+    _, shortened = synth(authorizer_cache_seconds=0)
+    shortened.has_resource_properties("AWS::ApiGateway::Authorizer", {"AuthorizerResultTtlInSeconds": 0})
+    with pytest.raises(
+        ContextError, match="authorizer_cache_seconds: Input should be less than or equal to 3600"
+    ):
+        StackConfig.from_context(cdk.App(context={"authorizer_cache_seconds": 7200}).node)
+
+
 def test_alarms_cover_lateness_dead_runs_dlq_poller_errors_and_throttles(template: Template) -> None:
     alarms = {
         a["Properties"]["AlarmDescription"]: a["Properties"]

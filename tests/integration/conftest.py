@@ -30,6 +30,7 @@ from duetime.ids import PARTITIONS
 from duetime.local import EventSourceMapping
 from duetime.models import Job, Team
 from duetime.poller import Poller, PollerConfig
+from duetime.ports import TeamStore
 from duetime.worker import Worker, WorkerConfig, WorkReport
 
 from ..job_support import create_job
@@ -88,10 +89,17 @@ class Stack:
             owner=owner,
         )
 
-    def poller(self, clock: Clock | None = None, **config: Any) -> Poller:
+    def poller(self, clock: Clock | None = None, teams: TeamStore | None = None, **config: Any) -> Poller:
+        """A poller on every partition; with ``teams``, jobs of disabled teams get no runs."""
         config.setdefault("partitions", list(range(PARTITIONS)))
         return Poller(
-            self.store, self.store, self.queue, self.alerts, clock or self.clock, PollerConfig(**config)
+            self.store,
+            self.store,
+            self.queue,
+            self.alerts,
+            clock or self.clock,
+            PollerConfig(**config),
+            teams,
         )
 
     def job_due_now(self, team: str, target_url: str, **spec: Any) -> Job:

@@ -7,6 +7,7 @@ from zoneinfo import available_timezones
 import pytest
 
 from duetime import api
+from duetime.adapters.dynamodb.team_records import TokenRecord
 from duetime.authorizer import request_team
 from duetime.errors import Unauthorized
 from duetime.models import Team
@@ -48,8 +49,8 @@ class Catalog:
     def __init__(self, teams: dict[str, str]) -> None:  # token -> team id
         self.tokens = {hash_token(token): team for token, team in teams.items()}
 
-    def token_record(self, token_hash: str) -> tuple[str, str] | None:
-        return (token_hash, self.tokens[token_hash]) if token_hash in self.tokens else None
+    def token_record(self, token_hash: str) -> TokenRecord | None:
+        return TokenRecord(token_hash, self.tokens[token_hash], 0) if token_hash in self.tokens else None
 
     def get_team(self, team_id: str) -> Team | None:
         return Team(team_id=team_id) if team_id in self.tokens.values() else None

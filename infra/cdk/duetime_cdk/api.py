@@ -18,9 +18,9 @@ from duetime_cdk.storage import Storage
 
 class Api(Construct):
     """API Gateway (REST) -> the api function. ``/v1/{proxy+}`` is behind the ``TeamAuthorizer`` (a TOKEN
-    authorizer, results cached 5 minutes) unless the config leaves it out (``localstack``); the api function
-    checks the token itself whenever no authorizer vouched for the team. ``/healthz`` and
-    ``/v1/openapi.json`` are public. Stage throttling, JSON access logs, X-Ray."""
+    authorizer, results cached ``authorizer_cache_seconds``, 5 minutes by default) unless the config leaves
+    it out (``localstack``); the api function checks the token itself whenever no authorizer vouched for the
+    team. ``/healthz`` and ``/v1/openapi.json`` are public. Stage throttling, JSON access logs, X-Ray."""
 
     def __init__(
         self,
@@ -70,7 +70,10 @@ class Api(Construct):
                 statements=[allow(["dynamodb:GetItem", "dynamodb:BatchGetItem"], [control])],
             ).function
             authorizer = apigateway.TokenAuthorizer(
-                self, "TeamAuthorizer", handler=authorizer_function, results_cache_ttl=cdk.Duration.minutes(5)
+                self,
+                "TeamAuthorizer",
+                handler=authorizer_function,
+                results_cache_ttl=cdk.Duration.seconds(config.authorizer_cache_seconds),
             )
             self.functions.insert(0, authorizer_function)  # first, as ever: the throttles sum keeps its order
         self.rest_api = self._rest_api(handler, authorizer, config)

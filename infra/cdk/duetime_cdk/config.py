@@ -54,6 +54,10 @@ class StackConfig(BaseModel):
     allow_private_targets: bool = False  # SSRF guard; only for LocalStack smoke tests
     api_rate_limit: int = Field(default=100, ge=1)
     api_burst_limit: int = Field(default=200, ge=1)
+    # How long API Gateway keeps a TeamAuthorizer decision for a token: a rotated-out token keeps working,
+    # and a disabled team's requests reach the api function (which refuses them), for at most this long.
+    # 0 turns the cache off (one authorizer invocation per request); API Gateway allows up to 3600.
+    authorizer_cache_seconds: int = Field(default=300, ge=0, le=3600)
 
     @field_validator("stack_name")
     @classmethod

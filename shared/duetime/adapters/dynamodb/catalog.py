@@ -1,4 +1,4 @@
-"""What the API reads and writes: teams and their tokens, a team's jobs and runs.
+"""What the API reads and writes: teams and their tokens (``team_records.py``), a team's jobs and runs.
 
 Kept apart from ``store.py`` (the scheduling hot path). Same tables, same named conditions.
 """
@@ -28,9 +28,10 @@ from duetime.adapters.dynamodb.codec import (
     s,
     t,
 )
-from duetime.adapters.dynamodb.reads import batch_get, read_job, read_run, read_team, team_key
+from duetime.adapters.dynamodb.reads import batch_get, read_job, read_run, team_key
 from duetime.adapters.dynamodb.store import conditional_write
 from duetime.adapters.dynamodb.tables import TEAM_JOBS_INDEX, TableNames
+from duetime.adapters.dynamodb.team_records import TeamRecords
 from duetime.models import Job, Run, RunStatus, Team
 
 
@@ -39,7 +40,13 @@ class InvalidCursor(ValueError):
 
 
 class QuotaExceeded(Exception):
-    pass
+    """A write would take the team past a quota: ``which`` is ``"jobs"`` (``max_jobs``) or ``"exact"``
+    (``exact_quota``)."""
+
+    def __init__(self, team_id: str, which: str) -> None:
+        super().__init__(f"team {team_id}: {which} quota used up")
+        self.team_id = team_id
+        self.which = which
 
 
 @dataclass(frozen=True)
@@ -84,89 +91,62 @@ def _reasons(exc: ClientError) -> list[str]:
     return [r.get("Code", "None") for r in exc.response.get("CancellationReasons") or []]
 
 
-class DynamoCatalog:
+class DynamoCatalog(TeamRecords):
     def __init__(self, client: Any, names: TableNames | None = None) -> None:
         self.client = client
         self.names = names or TableNames()
 
-    # --- teams and tokens -------------------------------------------------------------------------------
-
-    def create_team(self, team: Team, token_hash: str) -> bool:
-        """Write a new team and its token hash together; False when the team id is taken."""
-        try:
-            self.client.transact_write_items(
-                TransactItems=[
-                    {
-                        "Put": {
-                            "TableName": self.names.control,
-                            "Item": {
-                                **team_key(team.team_id),
-                                "team": s(team.model_dump_json()),
-                                "exact_jobs": n(0),
-                            },
-                            "ConditionExpression": c.TEAM_IS_NEW.expression,
-                        }
-                    },
-                    {
-                        "Put": {
-                            "TableName": self.names.control,
-                            "Item": {
-                                "pk": s(f"token#{token_hash}"),
-                                "sk": s("token"),
-                                "team_id": s(team.team_id),
-                                "token_hash": s(token_hash),
-                            },
-                            "ConditionExpression": c.TEAM_IS_NEW.expression,
-                        }
-                    },
-                ]
-            )
-            return True
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == "TransactionCanceledException":
-                return False
-            raise
-
-    def add_token(self, team_id: str, token_hash: str) -> None:
-        """Another token for an existing team (a team may hold several, e.g. while rotating)."""
-        self.client.put_item(
-            TableName=self.names.control,
-            Item={
-                "pk": s(f"token#{token_hash}"),
-                "sk": s("token"),
-                "team_id": s(team_id),
-                "token_hash": s(token_hash),
-            },
-            ConditionExpression=c.TEAM_IS_NEW.expression,
-        )
-
-    def token_record(self, token_hash: str) -> tuple[str, str] | None:
-        """(stored hash, team id) for a token hash, or None."""
-        item = self.client.get_item(
-            TableName=self.names.control, Key={"pk": s(f"token#{token_hash}"), "sk": s("token")}
-        ).get("Item")
-        return (item["token_hash"]["S"], item["team_id"]["S"]) if item else None
-
-    def get_team(self, team_id: str) -> Team | None:
-        return read_team(self.client, self.names, team_id)
+    # --- teams and tokens: team_records.TeamRecords ------------------------------------------------------
 
     def exact_jobs(self, team_id: str) -> int:
-        item = self.client.get_item(
-            TableName=self.names.control, Key=team_key(team_id), ConsistentRead=True
-        ).get("Item")
-        return int(item["exact_jobs"]["N"]) if item and "exact_jobs" in item else 0
+        return self.job_counts(team_id)[1]
 
-    def _exact_count(self, team: Team, delta: int) -> dict[str, Any]:
-        update: dict[str, Any] = {
-            "TableName": self.names.control,
-            "Key": team_key(team.team_id),
-            "UpdateExpression": "ADD exact_jobs :delta",
-            "ExpressionAttributeValues": {":delta": n(delta)},
+    def job_counts(self, team_id: str) -> tuple[int, int]:
+        """(jobs, exact-time jobs) the team holds, as counted in the transactions that wrote them."""
+        item = (
+            self.client.get_item(
+                TableName=self.names.control, Key=team_key(team_id), ConsistentRead=True
+            ).get("Item")
+            or {}
+        )
+        return (
+            int(item["job_count"]["N"]) if "job_count" in item else 0,
+            int(item["exact_jobs"]["N"]) if "exact_jobs" in item else 0,
+        )
+
+    def _team_counts(self, team: Team, jobs: int, exact: int) -> dict[str, Any]:
+        """The one update of the team row a job write carries (DynamoDB allows one action per item in a
+        transaction): its job count and exact-job count move by ``jobs`` and ``exact``, and a count that
+        grows must stay within its quota (JOB_QUOTA_LEFT, EXACT_QUOTA_LEFT)."""
+        moves = [f"{name} :{name}" for name, delta in (("job_count", jobs), ("exact_jobs", exact)) if delta]
+        values: dict[str, Any] = {
+            f":{name}": n(delta) for name, delta in (("job_count", jobs), ("exact_jobs", exact)) if delta
         }
-        if delta > 0:
-            update["ConditionExpression"] = c.EXACT_QUOTA_LEFT.expression
-            update["ExpressionAttributeValues"][":quota"] = n(team.exact_quota)
-        return {"Update": update}
+        conditions = ["attribute_exists(pk)"]
+        if jobs > 0:
+            conditions.append(f"({c.JOB_QUOTA_LEFT.expression})")
+            values[":max_jobs"] = n(team.max_jobs)
+        if exact > 0:
+            conditions.append(f"({c.EXACT_QUOTA_LEFT.expression})")
+            values[":quota"] = n(team.exact_quota)
+        return {
+            "Update": {
+                "TableName": self.names.control,
+                "Key": team_key(team.team_id),
+                "UpdateExpression": "ADD " + ", ".join(moves),
+                "ExpressionAttributeValues": values,
+                "ConditionExpression": " AND ".join(conditions),
+            }
+        }
+
+    def _quota_used_up(self, team: Team, jobs: int, exact: int) -> QuotaExceeded:
+        """Which quota a cancelled team-count update ran into, read back from the counts."""
+        held_jobs, held_exact = self.job_counts(team.team_id)
+        if jobs > 0 and held_jobs + jobs > team.max_jobs:
+            return QuotaExceeded(team.team_id, "jobs")
+        if exact > 0 and held_exact + exact > team.exact_quota:
+            return QuotaExceeded(team.team_id, "exact")
+        return QuotaExceeded(team.team_id, "jobs" if jobs > 0 else "exact")  # the count moved meanwhile
 
     # --- jobs -------------------------------------------------------------------------------------------
 
@@ -185,8 +165,7 @@ class DynamoCatalog:
                 }
             }
         ]
-        if job.exact:
-            items.append(self._exact_count(team, +1))
+        items.append(self._team_counts(team, jobs=+1, exact=+1 if job.exact else 0))
         if idempotency is not None:
             items.append(
                 {
@@ -211,8 +190,8 @@ class DynamoCatalog:
             if earlier.request_hash != idempotency.request_hash:
                 raise IdempotencyMismatch(idempotency.key)
             return earlier.job_id
-        if job.exact and reasons[1] == "ConditionalCheckFailed":
-            raise QuotaExceeded(team.team_id)
+        if reasons[1] == "ConditionalCheckFailed":
+            raise self._quota_used_up(team, +1, +1 if job.exact else 0)
         raise RuntimeError(f"job insert cancelled: {reasons}")
 
     def _idem_key(self, record: IdempotencyRecord) -> Item:
@@ -255,8 +234,8 @@ class DynamoCatalog:
             }
         ]
         if after.exact != before.exact:
-            items.append(self._exact_count(team, +1 if after.exact else -1))
-        return self._transact_job(items, after.exact and not before.exact, team)
+            items.append(self._team_counts(team, jobs=0, exact=+1 if after.exact else -1))
+        return self._transact_job(items, 0, +1 if after.exact and not before.exact else 0, team)
 
     def remove_job(self, job: Job, team: Team) -> bool:
         items: list[dict[str, Any]] = [
@@ -272,11 +251,14 @@ class DynamoCatalog:
                 }
             }
         ]
-        if job.exact:
-            items.append(self._exact_count(team, -1))
-        return self._transact_job(items, False, team)
+        items.append(self._team_counts(team, jobs=-1, exact=-1 if job.exact else 0))
+        return self._transact_job(items, 0, 0, team)
 
-    def _transact_job(self, items: list[dict[str, Any]], gains_exact: bool, team: Team) -> bool:
+    def _transact_job(
+        self, items: list[dict[str, Any]], gains_jobs: int, gains_exact: int, team: Team
+    ) -> bool:
+        """Run a job write with its team-count update; False on a lost race (the job changed), raises
+        ``QuotaExceeded`` when a count that grows hit its quota."""
         try:
             self.client.transact_write_items(TransactItems=items)
             return True
@@ -284,8 +266,12 @@ class DynamoCatalog:
             if exc.response.get("Error", {}).get("Code") != "TransactionCanceledException":
                 raise
             reasons = _reasons(exc)
-        if gains_exact and len(reasons) > 1 and reasons[1] == "ConditionalCheckFailed":
-            raise QuotaExceeded(team.team_id)
+        if (
+            (gains_jobs > 0 or gains_exact > 0)
+            and len(reasons) > 1
+            and reasons[1] == "ConditionalCheckFailed"
+        ):
+            raise self._quota_used_up(team, gains_jobs, gains_exact)
         return False
 
     def team_jobs(self, team_id: str, limit: int, cursor: str | None) -> Page:

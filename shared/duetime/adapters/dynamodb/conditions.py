@@ -111,6 +111,20 @@ EXACT_QUOTA_LEFT = Condition(
     "transaction as the job, so it cannot drift.",
 )
 
+TEAM_UNCHANGED_SINCE_READ = Condition(
+    "TEAM_UNCHANGED_SINCE_READ",
+    "team = :before",
+    "An operator's change to a team (limits, token rotation, signing-secret rotation, disabling) is written "
+    "only over the settings it was computed from, so two changes at once cannot undo each other.",
+)
+
+JOB_QUOTA_LEFT = Condition(
+    "JOB_QUOTA_LEFT",
+    "attribute_not_exists(job_count) OR job_count < :max_jobs",
+    "A team gains a job only while its job count is under its max_jobs; the count moves in the same "
+    "transaction as the job (one update of the team row with the exact-job count), so it cannot drift.",
+)
+
 JOB_VERSION_IS = Condition(
     "JOB_VERSION_IS",
     "version = :expected_version AND team = :team",
@@ -223,6 +237,8 @@ ALL_CONDITIONS = (
     WATERMARK_MISSING,
     TEAM_IS_NEW,
     EXACT_QUOTA_LEFT,
+    JOB_QUOTA_LEFT,
+    TEAM_UNCHANGED_SINCE_READ,
     JOB_VERSION_IS,
     RUN_ENDED_UNSUCCESSFULLY,
     POLLER_LEASE_FREE,

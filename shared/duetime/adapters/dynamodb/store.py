@@ -490,12 +490,12 @@ class DynamoStore:
         return read_team(self.client, self.names, team_id)
 
     def put_team(self, team: Team) -> None:
-        """Create or update a team's settings (its exact-job counter is left alone)."""
+        """Create or update a team's settings (its job counts are left alone; its revision goes up)."""
         self.client.update_item(
             TableName=self.names.control,
             Key=team_key(team.team_id),
-            UpdateExpression="SET team = :team",
-            ExpressionAttributeValues={":team": s(team.model_dump_json())},
+            UpdateExpression="SET team = :team ADD revision :one",
+            ExpressionAttributeValues={":team": s(team.model_dump_json()), ":one": n(1)},
         )
 
     def acquire_slot(self, team: Team, run_id: str, now: datetime, lease_until: datetime) -> int | None:

@@ -1,0 +1,218 @@
+"""Teams, their tokens and the operator's audit trail, in the control table.
+
+Rows (``pk`` / ``sk``):
+
+- ``team#<id>`` / ``team``: the team's settings (``team``, the JSON of ``duetime.models.Team``), its
+  ``revision`` (one up with every administrative change) and the counts its job writes keep (``job_count``,
+  ``exact_jobs``; see ``catalog.py``);
+- ``token#<sha256 of the token>`` / ``token``: which team a token authenticates and its ``generation``: a
+  token authenticates only while its generation is the team's ``token_generation``, so rotating a token is
+  one transaction (the team's generation goes up, the new token's row is written) and every older token
+  stops working with it;
+- ``teams`` / ``<id>``: the directory ``duetime teams list`` reads with one Query (never a Scan);
+- ``audit#<id>`` / ``<revision, 12 digits>``: one row per administrative change, the revision it made, written
+  in the same transaction as the change, kept 90 days (TTL ``ttl``). No secret or token is ever written there.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from duetime.adapters.dynamodb import conditions as c
+from duetime.adapters.dynamodb.codec import Item, n, s
+from duetime.adapters.dynamodb.reads import batch_get, read_team, team_key
+from duetime.adapters.dynamodb.tables import TableNames
+from duetime.models import Team
+from duetime.timeutil import iso_z
+
+AUDIT_KEPT = timedelta(days=90)
+DIRECTORY = "teams"
+
+
+@dataclass(frozen=True)
+class AuditEvent:
+    """One administrative change: what was done to which team, when, by whom, what changed (no secrets)."""
+
+    team_id: str
+    action: str  # "create" | "update" | "rotate-token" | "rotate-signing-secret" | "disable" | "enable"
+    at: datetime
+    actor: str
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TokenRecord:
+    token_hash: str
+    team_id: str
+    generation: int
+
+
+class TeamRecords:
+    """The team rows of the control table. ``DynamoCatalog`` is one (it adds jobs and runs)."""
+
+    client: Any
+    names: TableNames
+
+    def create_team(self, team: Team, token_hash: str, audit: AuditEvent | None = None) -> bool:
+        """Write a new team, its first token, its directory row (and the audit event) together; False when the
+        team id is taken (TEAM_IS_NEW)."""
+        items: list[dict[str, Any]] = [
+            self._put_new(
+                {
+                    **team_key(team.team_id),
+                    "team": s(team.model_dump_json()),
+                    "revision": n(1),
+                    "exact_jobs": n(0),
+                    "job_count": n(0),
+                }
+            ),
+            self._put_new(self._token_item(token_hash, team.team_id, team.token_generation)),
+            self._put_new({"pk": s(DIRECTORY), "sk": s(team.team_id)}),
+        ]
+        if audit is not None:
+            items.append(self._audit_put(audit, 1))
+        return self._transact(items)
+
+    def add_token(self, team_id: str, token_hash: str, generation: int = 0) -> None:
+        """Another token of ``generation`` for an existing team (it works while that is the team's)."""
+        self.client.put_item(
+            TableName=self.names.control,
+            Item=self._token_item(token_hash, team_id, generation),
+            ConditionExpression=c.TEAM_IS_NEW.expression,
+        )
+
+    def token_record(self, token_hash: str) -> TokenRecord | None:
+        item = self.client.get_item(
+            TableName=self.names.control, Key={"pk": s(f"token#{token_hash}"), "sk": s("token")}
+        ).get("Item")
+        if not item:
+            return None
+        generation = int(item["generation"]["N"]) if "generation" in item else 0
+        return TokenRecord(item["token_hash"]["S"], item["team_id"]["S"], generation)
+
+    def get_team(self, team_id: str) -> Team | None:
+        return read_team(self.client, self.names, team_id)
+
+    def team_revision(self, team_id: str) -> tuple[Team, int] | None:
+        """The team and its revision, read consistently: what an administrative change starts from."""
+        item = self.client.get_item(
+            TableName=self.names.control, Key=team_key(team_id), ConsistentRead=True
+        ).get("Item")
+        if not item:
+            return None
+        revision = int(item["revision"]["N"]) if "revision" in item else 0
+        return Team.model_validate_json(item["team"]["S"]), revision
+
+    def list_teams(self) -> list[Team]:
+        """Every team in the directory, by id: one Query for the ids, BatchGetItem for the teams."""
+        ids: list[str] = []
+        request: dict[str, Any] = {
+            "TableName": self.names.control,
+            "KeyConditionExpression": "pk = :pk",
+            "ExpressionAttributeValues": {":pk": s(DIRECTORY)},
+        }
+        while True:
+            page = self.client.query(**request)
+            ids.extend(item["sk"]["S"] for item in page.get("Items", []))
+            if "LastEvaluatedKey" not in page:
+                break
+            request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        items = batch_get(self.client, self.names.control, [team_key(i) for i in ids])
+        teams = [Team.model_validate_json(item["team"]["S"]) for item in items]
+        return sorted(teams, key=lambda team: team.team_id)
+
+    def replace_team(
+        self, before: Team, revision: int, after: Team, audit: AuditEvent, token_hash: str | None = None
+    ) -> bool:
+        """Write ``after`` over ``before`` if the stored team is still ``before`` (TEAM_UNCHANGED_SINCE_READ),
+        as revision ``revision + 1``, with its audit row (which must be new: a change that raced another one
+        back to the same settings is caught there) and, when rotating, the new token's row. False on a lost
+        race."""
+        items: list[dict[str, Any]] = [
+            {
+                "Update": {
+                    "TableName": self.names.control,
+                    "Key": team_key(before.team_id),
+                    "UpdateExpression": "SET team = :after, revision = :revision",
+                    "ConditionExpression": c.TEAM_UNCHANGED_SINCE_READ.expression,
+                    "ExpressionAttributeValues": {
+                        ":after": s(after.model_dump_json()),
+                        ":before": s(before.model_dump_json()),
+                        ":revision": n(revision + 1),
+                    },
+                }
+            },
+            self._audit_put(audit, revision + 1),
+        ]
+        if token_hash is not None:
+            items.append(self._put_new(self._token_item(token_hash, after.team_id, after.token_generation)))
+        return self._transact(items)
+
+    def audit_events(self, team_id: str, limit: int = 100) -> list[AuditEvent]:
+        """The team's administrative changes of the last 90 days, newest first."""
+        page = self.client.query(
+            TableName=self.names.control,
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues={":pk": s(f"audit#{team_id}")},
+            ScanIndexForward=False,
+            Limit=limit,
+        )
+        return [
+            AuditEvent(
+                team_id=team_id,
+                action=item["action"]["S"],
+                at=datetime.fromisoformat(item["at"]["S"]),
+                actor=item["actor"]["S"],
+                detail=json.loads(item["detail"]["S"]),
+            )
+            for item in page.get("Items", [])
+        ]
+
+    # --- items ------------------------------------------------------------------------------------------
+
+    def _token_item(self, token_hash: str, team_id: str, generation: int) -> Item:
+        return {
+            "pk": s(f"token#{token_hash}"),
+            "sk": s("token"),
+            "team_id": s(team_id),
+            "token_hash": s(token_hash),
+            "generation": n(generation),
+        }
+
+    def _put_new(self, item: Item) -> dict[str, Any]:
+        return {
+            "Put": {
+                "TableName": self.names.control,
+                "Item": item,
+                "ConditionExpression": c.TEAM_IS_NEW.expression,
+            }
+        }
+
+    def _audit_put(self, event: AuditEvent, revision: int) -> dict[str, Any]:
+        return self._put_new(
+            {
+                "pk": s(f"audit#{event.team_id}"),
+                "sk": s(f"{revision:012d}"),
+                "action": s(event.action),
+                "at": s(iso_z(event.at)),
+                "actor": s(event.actor),
+                "detail": s(json.dumps(event.detail, sort_keys=True, default=str)),
+                "ttl": n(int((event.at + AUDIT_KEPT).timestamp())),
+            }
+        )
+
+    def _transact(self, items: list[dict[str, Any]]) -> bool:
+        """True when the transaction committed; False when a condition cancelled it (a lost race or a taken
+        id: normal outcomes)."""
+        try:
+            self.client.transact_write_items(TransactItems=items)
+            return True
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "TransactionCanceledException":
+                return False
+            raise

@@ -1,0 +1,129 @@
+"""``duetime teams ...``: the operator's commands, run against the tables directly (the deployed ones named by
+``DUETIME_*_TABLE`` and the credentials in the environment, or ``duetime local``'s with ``--local``).
+
+Each change is written with an audit event naming who made it (``cli:<user>@<host>``); tokens and secrets
+are printed once, when they are made, and never stored or logged in the clear.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import socket
+import sys
+from datetime import timedelta
+from typing import Any
+
+from duetime.errors import ApiError
+from duetime.models import Team
+
+LIMIT_FLAGS = {  # flag -> Team field
+    "max_concurrency": "max_concurrency",
+    "exact_quota": "exact_quota",
+    "max_jobs": "max_jobs",
+    "api_rate": "api_rate_per_second",
+    "api_burst": "api_burst",
+}
+
+
+def add_team_commands(commands: Any) -> None:
+    teams = commands.add_parser("teams", help="teams (admin)").add_subparsers(dest="action", required=True)
+
+    def command(name: str, help: str, named: bool = True) -> argparse.ArgumentParser:
+        sub: argparse.ArgumentParser = teams.add_parser(name, help=help)
+        if named:
+            sub.add_argument("name")
+        sub.add_argument("--local", action="store_true", help="the team store of `duetime local`")
+        sub.add_argument("--json", action="store_true")
+        return sub
+
+    create = command("create", "create a team; prints its token and signing secret once")
+    limit_flags(create, defaults=True)
+    command("list", "every team and its limits", named=False)
+    command("show", "one team's limits and state (no secrets)")
+    limit_flags(command("update", "change a team's caps and quotas"), defaults=False)
+    command("rotate-token", "a new API token; the team's older tokens stop working")
+    rotate = command("rotate-signing-secret", "a new signing secret; calls are signed with both for a while")
+    rotate.add_argument("--overlap-hours", type=float, default=24.0, help="how long the old one still signs")
+    command("disable", "stop the team: its jobs are not claimed, its tokens refused; nothing is deleted")
+    command("enable", "undo disable")
+    audit = command("audit", "the team's administrative changes of the last 90 days, newest first")
+    audit.add_argument("--limit", type=int, default=50)
+
+
+def limit_flags(sub: argparse.ArgumentParser, defaults: bool) -> None:
+    fields = Team.model_fields
+    for flag, name in LIMIT_FLAGS.items():
+        kind = float if name == "api_rate_per_second" else int
+        default = fields[name].default if defaults else None
+        sub.add_argument(f"--{flag.replace('_', '-')}", dest=flag, type=kind, default=default)
+
+
+def team_view(team: Team) -> dict[str, Any]:
+    """What an operator may see of a team: its limits and state, secret ids but never secrets."""
+    return {
+        "team": team.team_id,
+        "disabled": team.disabled,
+        **{name: getattr(team, name) for name in LIMIT_FLAGS.values()},
+        "token_generation": team.token_generation,
+        "signing_secret_id": team.signing_secret_id,
+        "previous_signing_secret_id": team.previous_signing_secret_id,
+        "previous_signing_secret_until": team.previous_signing_secret_until.isoformat()
+        if team.previous_signing_secret_until
+        else None,
+    }
+
+
+def run_teams(args: argparse.Namespace) -> None:
+    from duetime import wiring
+    from duetime.local import local_environment
+
+    if args.local:
+        local_environment()
+    admin = wiring.make_team_admin(wiring.settings(), actor=f"cli:{getpass.getuser()}@{socket.gethostname()}")
+    try:
+        data, note = _act(admin, args)
+    except ApiError as exc:
+        where = f" ({exc.field})" if exc.field else ""
+        raise SystemExit(f"duetime teams {args.action}: {exc.message}{where}") from exc
+    if args.json:
+        print(json.dumps(data))
+        return
+    rows = data if isinstance(data, list) else [data]
+    for row in rows:
+        width = max(len(k) for k in row)
+        for key, value in row.items():
+            print(f"{key.ljust(width)}  {json.dumps(value) if isinstance(value, dict | list) else value}")
+        if len(rows) > 1:
+            print()
+    if note:
+        print(note, file=sys.stderr)
+
+
+def _act(admin: Any, args: argparse.Namespace) -> tuple[Any, str | None]:
+    """(what to print, a note for people) for one ``teams`` command."""
+    limits = {LIMIT_FLAGS[f]: getattr(args, f) for f in LIMIT_FLAGS if getattr(args, f, None) is not None}
+    if args.action == "create":
+        team, token = admin.create_team(args.name, **limits)
+        data = {**team_view(team), "token": token, "signing_secret": team.signing_secret}
+        return data, "Keep the token and the signing secret now: duetime stores only the token's hash."
+    if args.action == "list":
+        return [team_view(team) for team in admin.list_teams()], None
+    if args.action == "show":
+        return team_view(admin.get(args.name)), None
+    if args.action == "update":
+        return team_view(admin.update_limits(args.name, **limits)), None
+    if args.action == "rotate-token":
+        team, token = admin.rotate_token(args.name)
+        note = "The older tokens stop working now (behind API Gateway: once its authorizer cache expires)."
+        return {"team": team.team_id, "token": token, "token_generation": team.token_generation}, note
+    if args.action == "rotate-signing-secret":
+        team = admin.rotate_signing_secret(args.name, timedelta(hours=args.overlap_hours))
+        return {**team_view(team), "signing_secret": team.signing_secret}, "Give targets the new secret now."
+    if args.action in {"disable", "enable"}:
+        return team_view(admin.set_disabled(args.name, args.action == "disable")), None
+    events = admin.audit(args.name, args.limit)
+    return [
+        {"at": e.at.isoformat(), "action": e.action, "actor": e.actor, "detail": e.detail} for e in events
+    ], None
