@@ -43,7 +43,9 @@ from typing import Any, ParamSpec, TypeVar
 from duetime.observability import MetricsSink, record_fire, record_poll, record_poller_error
 from duetime.poller import ClaimWindow, Poller
 from duetime.ports import PollerLease, PollerLeaseStore
+from duetime.preload import FireReport
 from duetime.timeutil import ceil_seconds
+from duetime.warmup import WorkerWarmer, warm_before_loaded_minutes
 
 log = logging.getLogger(__name__)
 P = ParamSpec("P")
@@ -399,6 +401,7 @@ class PollerShift:
     leases: PollerLeaseStore
     timings: LeaseTimings = field(default_factory=LeaseTimings)
     interval: float = 1.0
+    warmer: WorkerWarmer | None = None  # warms a worker before each loaded minute (``duetime.warmup``)
 
     def serve(
         self,
@@ -425,13 +428,23 @@ class PollerShift:
             if metrics is not None:
                 record_poller_error(metrics)
 
+        observers: list[Callable[[FireReport], None]] = []
+        if metrics is not None:
+            observers.append(lambda fired: record_fire(metrics, fired))
+        if self.warmer is not None:
+            observers.append(warm_before_loaded_minutes(self.warmer, _warmup_failed))
+
+        def on_fire(fired: FireReport) -> None:
+            for observe in observers:
+                observe(fired)
+
         try:
             report.sweeps = poller.run_until(
                 stop=stop,
                 sleep=sleep,
                 interval=self.interval,
                 on_report=(lambda c, r: record_poll(metrics, c, r)) if metrics is not None else None,
-                on_fire=(lambda fired: record_fire(metrics, fired)) if metrics is not None else None,
+                on_fire=on_fire if observers else None,
                 on_error=failed,
                 gate=gate,
             )
@@ -448,3 +461,7 @@ class PollerShift:
                 f"every poller tick of the invocation failed ({len(errors)} errors)"
             ) from errors[-1]
         return report
+
+
+def _warmup_failed(error: Exception) -> None:
+    log.warning("warming a worker failed: %s", error)

@@ -25,6 +25,7 @@ class Settings(BaseModel):
     runs_table: str = "duetime-runs"
     control_table: str = "duetime-control"
     run_queue_url: str = ""
+    worker_function_arn: str = ""  # the worker alias pollers warm before loaded minutes; empty: no warm-up
     run_queue_name: str = "duetime-runs"  # local mode creates the queue by this name when no URL is set
     alerts_topic_arn: str = ""  # empty: alerts are logged and kept in the control table
     partitions: list[int] = Field(default_factory=lambda: list(range(PARTITIONS)))

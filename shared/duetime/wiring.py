@@ -14,6 +14,7 @@ from duetime.adapters.dynamodb.rate_limits import DynamoRateLimiter
 from duetime.adapters.dynamodb.store import DynamoStore
 from duetime.adapters.dynamodb.tables import TableNames
 from duetime.adapters.http_target import HttpTargetCaller
+from duetime.adapters.lambda_warmer import LambdaWorkerWarmer
 from duetime.adapters.sqs import SqsRunQueue
 from duetime.adapters.store_clock import StoreClock
 from duetime.poller import Poller, PollerConfig
@@ -81,7 +82,8 @@ def poller_shift() -> PollerShift:
     queue = SqsRunQueue(client("sqs"), s.run_queue_url)
     clock = make_store_clock(store)
     poller = Poller(store, store, queue, make_alerts(s, store), clock, poller_config(s), teams=store)
-    return PollerShift(poller, store, lease_timings(s), s.poll_interval_seconds)
+    warmer = LambdaWorkerWarmer(client("lambda"), s.worker_function_arn) if s.worker_function_arn else None
+    return PollerShift(poller, store, lease_timings(s), s.poll_interval_seconds, warmer)
 
 
 @functools.cache

@@ -127,6 +127,26 @@ def test_poller_invocations_overlap_so_a_standby_can_take_the_lease_over(templat
     assert [(c["MaximumEventAgeInSeconds"], c["MaximumRetryAttempts"]) for c in configs] == [(60, 0)] * 4
 
 
+def test_pollers_may_warm_the_worker_alias_the_queue_feeds_and_nothing_else(template: Template) -> None:
+    aliases = resources(template, "AWS::Lambda::Alias")
+    (alias_id,) = [k for k, a in aliases.items() if a["Properties"]["Name"] == "live"]
+    pollers = [
+        f["Properties"]
+        for f in resources(template, "AWS::Lambda::Function").values()
+        if f["Properties"]["Handler"] == "functions/poller/handler.handler"
+    ]
+    assert len(pollers) == 4
+    for poller in pollers:
+        assert poller["Environment"]["Variables"]["DUETIME_WORKER_FUNCTION_ARN"] == {"Ref": alias_id}
+    invokes = [
+        statement
+        for policy in resources(template, "AWS::IAM::Policy").values()
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+        if statement["Action"] == "lambda:InvokeFunction" and statement.get("Resource") == {"Ref": alias_id}
+    ]
+    assert len(invokes) == 4  # one per poller role, on the alias only
+
+
 def test_workers_take_sqs_batches_with_partial_failures_and_a_concurrency_cap(template: Template) -> None:
     template.has_resource_properties(
         "AWS::Lambda::EventSourceMapping",

@@ -39,7 +39,10 @@ class Pollers(Construct):
         storage: Storage,
         queue: RunQueue,
         alerts: Alerts,
+        worker: lambda_.IFunction,
     ) -> None:
+        """``worker``: the worker alias the SQS event source invokes; pollers warm it before each minute
+        that holds runs (``duetime.warmup``)."""
         super().__init__(scope, id)
         jobs, runs, control = (storage.table_arn(t) for t in ("jobs", "runs", "control"))
         statements = [
@@ -51,6 +54,7 @@ class Pollers(Construct):
             allow(["dynamodb:BatchGetItem", "dynamodb:GetItem"], [control]),  # read the marks
             queue.allow_send(),
             alerts.allow_publish(),
+            allow(["lambda:InvokeFunction"], [worker.function_arn]),  # warm-ups (asynchronous)
         ]
         self.functions: list[lambda_.Function] = []
         for partitions in partition_groups:
@@ -61,7 +65,7 @@ class Pollers(Construct):
                 code=code,
                 handler="functions/poller/handler.handler",
                 service="poller",
-                environment={"DUETIME_PARTITIONS": label},
+                environment={"DUETIME_PARTITIONS": label, "DUETIME_WORKER_FUNCTION_ARN": worker.function_arn},
                 timeout=cdk.Duration.seconds(POLLER_TIMEOUT_SECONDS),
                 statements=statements,
             ).function

@@ -39,6 +39,9 @@ class DuetimeStack(cdk.Stack):
                 "DUETIME_ALLOW_PRIVATE_TARGETS": "true" if config.allow_private_targets else "false",
             },
         )
+        self.workers = Workers(
+            self, "Workers", code=code, storage=storage, queue=queue, alerts=alerts, config=config
+        )
         self.pollers = Pollers(
             self,
             "Pollers",
@@ -47,9 +50,7 @@ class DuetimeStack(cdk.Stack):
             storage=storage,
             queue=queue,
             alerts=alerts,
-        )
-        self.workers = Workers(
-            self, "Workers", code=code, storage=storage, queue=queue, alerts=alerts, config=config
+            worker=self.workers.alias,
         )
         self.api = Api(self, "Api", code=code, storage=storage, queue=queue, config=config)
         self.observability = Observability(
