@@ -4,26 +4,22 @@ never for an empty one, a failed warm-up costs the tick nothing, and the worker 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
-import boto3
 import pytest
-from moto import mock_aws
 
 from duetime.adapters.dynamodb.store import DynamoStore
-from duetime.adapters.dynamodb.tables import TableNames, create_tables
 from duetime.adapters.lambda_warmer import LambdaWorkerWarmer
 from duetime.clock import ManualClock
 from duetime.ids import make_run_id
-from duetime.models import Team
 from duetime.poller_lease import LeaseTimings, PollerShift
 from duetime.preload import FireReport
 from duetime.warmup import WARMUP_EVENT, is_warmup, warm_before_loaded_minutes
 
 from ..lambda_support import LambdaContext, load_handler
 from .test_poller_lease_loop import NOW, Queue, exact_job_due, make_poller
+from .test_poller_lease_loop import store as store  # the moto store fixture those tests use
 
 
 class Warmer:
@@ -35,16 +31,6 @@ class Warmer:
         self.warmed += 1
         if self.fails:
             raise ConnectionError("lambda endpoint down")
-
-
-@pytest.fixture
-def store() -> Iterator[DynamoStore]:
-    with mock_aws():
-        client = boto3.client("dynamodb", region_name="us-east-1")
-        create_tables(client, TableNames())
-        store = DynamoStore(client)
-        store.put_team(Team(team_id="team-a", max_concurrency=5))
-        yield store
 
 
 def test_a_worker_is_warmed_only_when_a_coming_minute_with_due_rows_was_loaded() -> None:
