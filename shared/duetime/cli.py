@@ -266,8 +266,14 @@ def run_chaos(args: argparse.Namespace) -> int:
 
 
 def run_plan(args: argparse.Namespace) -> None:
+    from duetime.bench.fixed_cost import StackDefaults
     from duetime.bench.plan import PlanInputs, capacity_plan, minutes_needing_prescale, parse_count
 
+    stack = StackDefaults(
+        poller_groups=args.poller_groups,
+        poller_memory_mb=args.poller_memory_mb,
+        peak_workers=args.peak_workers,
+    )
     inputs = PlanInputs(
         jobs=parse_count(args.jobs),
         runs_per_day=parse_count(args.runs_per_day),
@@ -276,7 +282,7 @@ def run_plan(args: argparse.Namespace) -> None:
         partitions=args.partitions,
         worker_rate=args.worker_rate,
     )
-    plan = capacity_plan(inputs)
+    plan = capacity_plan(inputs, stack)
     if args.url:
         start = datetime.now(UTC).replace(second=0, microsecond=0)
         load = client_from(args).request(
@@ -295,7 +301,17 @@ def run_plan(args: argparse.Namespace) -> None:
         print(json.dumps(plan))
         return
     for key, value in plan.items():
-        if key in ("inputs", "warnings", "minutes_needing_prescale"):
+        if key in ("inputs", "warnings", "minutes_needing_prescale", "fixed_cost_quantities"):
+            continue
+        if key == "fixed_cost_levers":
+            print("levers on the fixed cost (estimated; each after the ones above it):")
+            for lever in value:
+                name = lever["lever"].replace("_", " ")
+                print(f"  lever: {name:32} saves {lever['saves_usd']:>7} -> {lever['leaves_usd']}")
+            continue
+        if key == "monthly_fixed_parts":
+            for part, usd in value.items():
+                print(f"  {part.replace('_', ' '):38} {usd}")
             continue
         print(f"{key.replace('_', ' '):40} {value}")
     for minute in plan.get("minutes_needing_prescale", []):
@@ -413,6 +429,13 @@ def parser() -> argparse.ArgumentParser:
     plan.add_argument("--worker-rate", type=float, default=100.0, help="runs one worker starts per second")
     plan.add_argument(
         "--baseline-workers", type=int, default=10, help="with --url: workers without pre-scaling"
+    )
+    plan.add_argument(
+        "--poller-groups", type=int, default=4, help="the stack's poller groups (partition_groups)"
+    )
+    plan.add_argument("--poller-memory-mb", type=int, default=512, help="each poller function's memory")
+    plan.add_argument(
+        "--peak-workers", type=int, default=90, help="the stack's provisioned workers before midnight"
     )
     plan.add_argument("--url", help="read the real due histogram of a running duetime (/v1/load)")
     plan.add_argument("--token")

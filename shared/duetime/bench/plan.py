@@ -7,6 +7,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from duetime.bench.fixed_cost import StackDefaults, fixed_monthly_cost, lever_savings
 from duetime.bench.prices import PRICES_AS_OF, PRICES_USD
 
 PARTITION_WRITE_LIMIT = 1000  # DynamoDB: write units per second per partition (key)
@@ -44,7 +45,12 @@ class PlanInputs:
     retention_days: int = 30
 
 
-def capacity_plan(p: PlanInputs) -> dict[str, Any]:
+def capacity_plan(p: PlanInputs, stack: StackDefaults | None = None) -> dict[str, Any]:
+    """The workload's rates, per-partition load, workers, storage and monthly cost: per run
+    (``monthly_usd``: requests and storage) and fixed (``monthly_fixed_usd``: what the stack costs with no
+    runs, ``duetime.bench.fixed_cost``), and their sum."""
+    stack = stack or StackDefaults()
+    fixed = fixed_monthly_cost(p.partitions, stack)
     average = p.runs_per_day / 86_400
     peak = p.spike_jobs / p.spike_window_s
     per_partition = peak / p.partitions
@@ -80,9 +86,14 @@ def capacity_plan(p: PlanInputs) -> dict[str, Any]:
         "workers_with_headroom": math.ceil(peak / p.worker_rate * p.headroom),
         "job_table_gb": round(job_table_gb, 2),
         "run_history_gb": round(run_history_gb, 1),
-        "monthly_usd_requests": round(request_cost, 0),
-        "monthly_usd_storage": round(storage_cost, 0),
-        "monthly_usd": round(request_cost + storage_cost, 0),
+        "monthly_usd_requests": round(request_cost, 2),
+        "monthly_usd_storage": round(storage_cost, 2),
+        "monthly_usd": round(request_cost + storage_cost, 2),
+        "monthly_fixed_usd": fixed["monthly_fixed_usd"],
+        "monthly_fixed_parts": fixed["monthly_fixed_parts"],
+        "monthly_total_usd": round(request_cost + storage_cost + fixed["monthly_fixed_usd"], 2),
+        "fixed_cost_quantities": fixed["fixed_cost_quantities"],
+        "fixed_cost_levers": lever_savings(p.partitions, stack),
         "prices_as_of": PRICES_AS_OF,
         "warnings": warnings,
     }

@@ -1,0 +1,328 @@
+"""The fixed cost of an installation: what the default stack costs a month with no runs at all.
+
+Pure arithmetic over the stack's settings (``StackDefaults``, which tests/infra/test_fixed_cost_defaults.py
+checks against the synthesized template), the poller's own timings (``LeaseTimings``, ``PollerConfig``)
+and the prices in ``prices.py``. ``duetime bench idle`` measures the same idle installation on DynamoDB
+Local (requests and units per second, invocation lengths) to check the model.
+
+Parts, a month of 30 days:
+
+* **pollers' Lambda**: every group's rule starts an invocation a minute; each serves ``run_seconds`` but
+  hands its group's lease over at a whole second at least ``handover_lead`` after it began to retire
+  (``retire_before`` before its end), and returns then; every second of it is billed at its memory size.
+* **sweeps' DynamoDB**: the holder of each group sweeps every second (one BatchGetItem of its partitions'
+  low-water marks, one Query per partition of the current minute's bucket, two in the 30 s the last
+  bucket takes to settle), reads the reap index every 5th sweep, moves each mark once a minute and renews
+  the lease every ``renew_every``; every live invocation loads each coming minute's bucket (and the
+  current one when it starts); standbys read the lease every ``standby_poll``; each handover is three
+  lease writes and one read. Empty Queries and small items, by DynamoDB's rules: 0.5 read unit an
+  eventually consistent read (an index Query, the marks), 1 a consistent one (the lease), 1 write unit a
+  write of an item under 1 KB with no index.
+* **provisioned concurrency**: ``peak_workers`` for the pre-scaling window a day, and the scalable
+  target's minimum (``baseline_provisioned_workers``) for the rest of the day.
+* **CloudWatch**: the dashboard, every alarm metric, the custom metrics the pollers publish every sweep
+  and invocation (idle or not), and an X-Ray trace per poller invocation.
+* **SQS**: the worker's event source mapping long-polls the empty queue. Assumption: 5 concurrent long
+  polls of 20 s (AWS: "when traffic is low, Lambda scales back the processing to five concurrent batches
+  and can optimize to as few as 2", an optimization not available with maximum concurrency set, as the
+  stack sets it), i.e. 5 ReceiveMessage requests every 20 s.
+
+Left out: CloudWatch Logs ingestion and storage (a few hundred bytes a poller invocation: START/REPORT
+lines and the EMF metric blob), DynamoDB storage and backups of an empty installation, Lambda INIT
+billing of the pollers' cold starts, the free tiers.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from duetime.bench.prices import PRICES_USD
+from duetime.poller import PollerConfig
+from duetime.poller_lease import LeaseTimings
+
+SECONDS_PER_DAY = 86_400
+DAYS_PER_MONTH = 30
+SECONDS_PER_MONTH = SECONDS_PER_DAY * DAYS_PER_MONTH
+MINUTES_PER_DAY = 1_440
+
+# DynamoDB's billing rules for the items an idle poller touches (all well under 1 KB / 4 KB).
+EVENTUALLY_CONSISTENT_READ_UNITS = 0.5  # an item of a BatchGetItem, or a Query's (empty) page
+CONSISTENT_READ_UNITS = 1.0  # the lease's GetItem (ConsistentRead)
+SMALL_WRITE_UNITS = 1.0  # a mark or the lease: an item under 1 KB in the control table, no index
+BATCH_GET_KEYS = 100  # keys per BatchGetItem
+HANDOVER_WRITES = 3  # register as successor, offer, accept
+HANDOVER_READS = 1  # the old holder reads the lease before its handover second
+RECOVER_EVERY_SWEEPS = 5  # Poller.run_until: the reap index every 5th sweep
+
+
+@dataclass(frozen=True)
+class StackDefaults:
+    """What the default stack keeps running, whatever the load (infra/cdk/duetime_cdk)."""
+
+    poller_groups: int = 4  # StackConfig.partition_groups: 4 groups of 16 partitions
+    poller_memory_mb: int = 512  # DuetimeFunction's default memory_mb
+    poller_run_seconds: float = 135.0  # pollers.POLLER_RUN_SECONDS
+    poller_ticks_per_minute: float = 1.0  # each group's rule: rate(1 minute)
+    sweep_interval_s: float = 1.0  # Settings.poll_interval_seconds
+    peak_workers: int = 90  # StackConfig.peak_workers: provisioned before the midnight peak
+    worker_memory_mb: int = 1024  # Workers: memory_mb=1024
+    prescale_minutes_per_day: float = 20.0  # peak_scale_up cron(55 23) to peak_scale_down cron(15 0)
+    baseline_provisioned_workers: int = 1  # the scalable target's min_capacity, the rest of the day
+    dashboards: int = 1
+    # Observability's alarms, each metric a metric-math alarm reads counted: latency p99 (1), dead runs
+    # (2), dead letters (1), poller takeovers (1), DynamoDB throttles (2 tables x 2), poller errors (the
+    # pollers' Errors + 1), Lambda throttles (the pollers + worker + api + authorizer).
+    alarm_metrics_besides_pollers: int = 13
+    alarm_metrics_per_poller_group: int = 2
+    # Custom metrics (namespace duetime, dimension service=poller) an idle poller publishes: record_poll's
+    # five claim figures and three recovery figures, and PollerShift's handovers, takeovers, held seconds.
+    poller_custom_metrics: int = 11
+    event_source_long_polls: int = 5
+    long_poll_seconds: float = 20.0
+
+    @property
+    def alarm_metrics(self) -> int:
+        return self.alarm_metrics_besides_pollers + self.alarm_metrics_per_poller_group * self.poller_groups
+
+
+def poller_invocation_seconds(stack: StackDefaults, timings: LeaseTimings) -> float:
+    """Seconds one poller invocation runs in steady state: it starts retiring ``retire_before`` before its
+    run ends, hands over at the next whole second at least ``handover_lead`` later (on average half a
+    second past it) and returns then; never longer than its run."""
+    handover = stack.poller_run_seconds - timings.retire_before + timings.handover_lead + 0.5
+    return min(stack.poller_run_seconds, handover)
+
+
+def invocations_alive(stack: StackDefaults, timings: LeaseTimings) -> float:
+    """Poller invocations of one group alive at an average instant (one holds the lease, the rest stand
+    by)."""
+    return poller_invocation_seconds(stack, timings) * stack.poller_ticks_per_minute / 60
+
+
+def poller_lambda_month(stack: StackDefaults, timings: LeaseTimings) -> dict[str, float]:
+    """Invocations, GB-seconds and their dollars a month for every group's poller."""
+    invocations = stack.poller_groups * stack.poller_ticks_per_minute * MINUTES_PER_DAY * DAYS_PER_MONTH
+    gb_seconds = invocations * poller_invocation_seconds(stack, timings) * stack.poller_memory_mb / 1024
+    return {
+        "invocations": invocations,
+        "gb_seconds": gb_seconds,
+        "usd_duration": gb_seconds * PRICES_USD["lambda_gb_second_arm64"],
+        "usd_requests": invocations * PRICES_USD["lambda_request"],
+    }
+
+
+def idle_dynamodb_per_second(
+    partitions: int, stack: StackDefaults, timings: LeaseTimings, settle_s: float
+) -> dict[str, dict[str, float]]:
+    """Requests, read units and write units a second an idle installation spends, by what spends them
+    (see the module's docstring). ``settle_s``: how long a past minute's bucket is still read."""
+    sweeps = 1 / stack.sweep_interval_s
+    groups = stack.poller_groups
+    alive = invocations_alive(stack, timings)
+    ticks = stack.poller_ticks_per_minute / 60  # handovers (and invocation starts) a second, per group
+    per_group = math.ceil(partitions / groups)
+    due_queries = partitions * (1 + settle_s / 60) * sweeps
+    reap_queries = partitions * sweeps / RECOVER_EVERY_SWEEPS
+    preload_queries = (
+        partitions * (alive * stack.poller_ticks_per_minute + stack.poller_ticks_per_minute) / 60
+    )
+    lease_reads = groups * ((alive - 1) / timings.standby_poll + HANDOVER_READS * ticks)
+    lease_writes = groups * (1 / timings.renew_every + HANDOVER_WRITES * ticks)
+    eventual, consistent, write = EVENTUALLY_CONSISTENT_READ_UNITS, CONSISTENT_READ_UNITS, SMALL_WRITE_UNITS
+    return {
+        "marks_read": {
+            "requests": groups * math.ceil(per_group / BATCH_GET_KEYS) * sweeps,
+            "read_units": partitions * eventual * sweeps,
+            "write_units": 0.0,
+        },
+        "due_index_queries": {
+            "requests": due_queries,
+            "read_units": due_queries * eventual,
+            "write_units": 0.0,
+        },
+        "reap_index_queries": {
+            "requests": reap_queries,
+            "read_units": reap_queries * eventual,
+            "write_units": 0.0,
+        },
+        "preload_queries": {
+            "requests": preload_queries,
+            "read_units": preload_queries * eventual,
+            "write_units": 0.0,
+        },
+        "lease_reads": {"requests": lease_reads, "read_units": lease_reads * consistent, "write_units": 0.0},
+        "lease_writes": {"requests": lease_writes, "read_units": 0.0, "write_units": lease_writes * write},
+        "mark_writes": {
+            "requests": partitions / 60,
+            "read_units": 0.0,
+            "write_units": partitions / 60 * write,
+        },
+    }
+
+
+def totals(parts: dict[str, dict[str, float]]) -> dict[str, float]:
+    """The parts of ``idle_dynamodb_per_second`` added up."""
+    return {
+        key: sum(part[key] for part in parts.values()) for key in ("requests", "read_units", "write_units")
+    }
+
+
+def provisioned_concurrency_month(stack: StackDefaults, peak_minutes_per_day: float) -> dict[str, float]:
+    """Dollars a month of the worker's provisioned concurrency: ``peak_workers`` for ``peak_minutes_per_day``
+    and the baseline for the rest of each day."""
+    gb = stack.worker_memory_mb / 1024
+    price = PRICES_USD["lambda_provisioned_concurrency_gb_second_arm64"]
+    peak_s = peak_minutes_per_day * 60 * DAYS_PER_MONTH
+    rest_s = (MINUTES_PER_DAY - peak_minutes_per_day) * 60 * DAYS_PER_MONTH
+    return {
+        "usd_peak": stack.peak_workers * gb * peak_s * price,
+        "usd_baseline": stack.baseline_provisioned_workers * gb * rest_s * price,
+    }
+
+
+def fixed_monthly_cost(
+    partitions: int, stack: StackDefaults | None = None, without: frozenset[str] = frozenset()
+) -> dict[str, Any]:
+    """``monthly_fixed_usd`` (dollars a month of an installation with no runs), ``monthly_fixed_parts``
+    (the dollars of each part; they add up to the total) and ``fixed_cost_quantities`` (what each part
+    counts: GB-seconds, units a second, invocations, ...). ``without``: parts of the idle DynamoDB traffic
+    (``idle_dynamodb_per_second``'s names) left out, to price a design that no longer makes them."""
+    stack = stack or StackDefaults()
+    timings = LeaseTimings()
+    settle_s = PollerConfig(partitions=[]).bucket_settle.total_seconds()
+    pollers = poller_lambda_month(stack, timings)
+    dynamodb = {
+        name: part
+        for name, part in idle_dynamodb_per_second(partitions, stack, timings, settle_s).items()
+        if name not in without
+    }
+    idle = totals(dynamodb)
+    provisioned = provisioned_concurrency_month(stack, stack.prescale_minutes_per_day)
+    receives_per_month = stack.event_source_long_polls * SECONDS_PER_MONTH / stack.long_poll_seconds
+    parts = {
+        "pollers_lambda_duration": pollers["usd_duration"],
+        "pollers_lambda_requests": pollers["usd_requests"],
+        "sweeps_dynamodb_reads": idle["read_units"]
+        * SECONDS_PER_MONTH
+        * PRICES_USD["dynamodb_read_request_unit"],
+        "sweeps_dynamodb_writes": idle["write_units"]
+        * SECONDS_PER_MONTH
+        * PRICES_USD["dynamodb_write_request_unit"],
+        "provisioned_concurrency_peak": provisioned["usd_peak"],
+        "provisioned_concurrency_baseline": provisioned["usd_baseline"],
+        "dashboard": stack.dashboards * PRICES_USD["cloudwatch_dashboard_month"],
+        "alarms": stack.alarm_metrics * PRICES_USD["cloudwatch_alarm_metric_month"],
+        "poller_custom_metrics": stack.poller_custom_metrics * PRICES_USD["cloudwatch_custom_metric_month"],
+        "poller_xray_traces": pollers["invocations"] * PRICES_USD["xray_trace_recorded"],
+        "sqs_idle_receives": receives_per_month * PRICES_USD["sqs_request"],
+    }
+    return {
+        "monthly_fixed_usd": round(sum(parts.values()), 2),
+        "monthly_fixed_parts": {name: round(usd, 2) for name, usd in parts.items()},
+        "fixed_cost_quantities": {
+            "stack": asdict(stack),
+            "poller_invocation_seconds": poller_invocation_seconds(stack, timings),
+            "poller_invocations_alive_per_group": round(invocations_alive(stack, timings), 3),
+            "poller_invocations_per_month": pollers["invocations"],
+            "poller_gb_seconds_per_month": round(pollers["gb_seconds"]),
+            "idle_dynamodb_per_second": {
+                name: {key: round(value, 3) for key, value in part.items()} for name, part in dynamodb.items()
+            },
+            "idle_read_units_per_second": round(idle["read_units"], 2),
+            "idle_write_units_per_second": round(idle["write_units"], 2),
+            "idle_dynamodb_requests_per_second": round(idle["requests"], 2),
+            "provisioned_gb_seconds_per_month": round(
+                (
+                    stack.peak_workers * stack.prescale_minutes_per_day
+                    + stack.baseline_provisioned_workers * (MINUTES_PER_DAY - stack.prescale_minutes_per_day)
+                )
+                * 60
+                * DAYS_PER_MONTH
+                * stack.worker_memory_mb
+                / 1024
+            ),
+            "alarm_metrics": stack.alarm_metrics,
+            "sqs_idle_receives_per_month": receives_per_month,
+        },
+    }
+
+
+@dataclass(frozen=True)
+class Lever:
+    """A change to the installation that would cut its fixed cost: the stack it leaves (``stack``) and the
+    idle DynamoDB traffic it removes (``drops``, names of ``idle_dynamodb_per_second``'s parts)."""
+
+    name: str
+    what: str
+    stack: dict[str, Any]
+    drops: frozenset[str] = frozenset()
+
+
+LEVERS = (
+    Lever(
+        "one_poller_group_at_low_load",
+        "one poller group for all 64 partitions while the /v1/load forecast shows no spike (4 at the peak)",
+        {"poller_groups": 1},
+    ),
+    Lever(
+        "pollers_of_128_mb_at_low_load",
+        "128 MB pollers while no spike is forecast (512 MB for the peak's claims)",
+        {"poller_memory_mb": 128},
+    ),
+    Lever(
+        "marks_kept_in_memory",
+        "the lease holder keeps its partitions' low-water marks in memory (it is their only writer): "
+        "no BatchGetItem of the marks every sweep",
+        {},
+        frozenset({"marks_read"}),
+    ),
+    Lever(
+        "sweeps_skip_empty_partitions",
+        "sweeps skip partitions whose minute preload came back empty and whose mark is at the current minute "
+        "(a writer filing a row for the current minute flags its partition)",
+        {},
+        frozenset({"due_index_queries"}),
+    ),
+    Lever(
+        "reap_only_partitions_with_runs",
+        "the reap index is read only for partitions with runs in flight",
+        {},
+        frozenset({"reap_index_queries"}),
+    ),
+    Lever(
+        "prescale_from_the_forecast",
+        "provisioned workers only for minutes the /v1/load forecast shows over the baseline, and no "
+        "provisioned baseline (none on a day without a spike)",
+        {"peak_workers": 0, "baseline_provisioned_workers": 0},
+    ),
+    Lever(
+        "quiet_observability",
+        "publish poller metrics only when non-zero, the dashboard optional",
+        {"poller_custom_metrics": 0, "dashboards": 0},
+    ),
+)
+
+
+def lever_savings(partitions: int, stack: StackDefaults | None = None) -> list[dict[str, Any]]:
+    """Each lever's estimated saving a month, applied one after the other in ``LEVERS``' order (each saving
+    is counted after the levers before it, so they add up), with the fixed cost left after each."""
+    stack = stack or StackDefaults()
+    dropped: frozenset[str] = frozenset()
+    before = fixed_monthly_cost(partitions, stack)["monthly_fixed_usd"]
+    savings = []
+    for lever in LEVERS:
+        stack = replace(stack, **lever.stack)
+        dropped |= lever.drops
+        after = fixed_monthly_cost(partitions, stack, dropped)["monthly_fixed_usd"]
+        savings.append(
+            {
+                "lever": lever.name,
+                "what": lever.what,
+                "saves_usd": round(before - after, 2),
+                "leaves_usd": after,
+            }
+        )
+        before = after
+    return savings

@@ -1,0 +1,91 @@
+"""`duetime plan`'s fixed cost counts what the default stack really keeps running: its StackDefaults are
+checked here against the synthesized template (pollers, memory, run length, provisioned concurrency, the
+dashboard, every alarm metric, the event source's maximum concurrency)."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "1")
+os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
+
+import aws_cdk as cdk
+from aws_cdk.assertions import Template
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "infra" / "cdk"))
+
+from duetime_cdk.config import ContextError, StackConfig  # noqa: E402
+from duetime_cdk.stack import DuetimeStack  # noqa: E402
+
+from duetime.bench.fixed_cost import StackDefaults  # noqa: E402
+
+DEFAULTS = StackDefaults()
+
+
+@pytest.fixture(scope="module")
+def template() -> Template:
+    app = cdk.App(context={"deletion_protection": "false"})
+    try:
+        config = StackConfig.from_context(app.node)
+    except ContextError as exc:
+        pytest.fail(f"{exc}\n`make lambda-assets` builds the Lambda asset", pytrace=False)
+    return Template.from_stack(DuetimeStack(app, "DuetimeFixedCost", config=config))
+
+
+def functions(template: Template, handler: str) -> list[dict[str, Any]]:
+    found = template.find_resources("AWS::Lambda::Function", {"Properties": {"Handler": handler}})
+    return [resource["Properties"] for resource in found.values()]
+
+
+def cron_minute_of_day(expression: str) -> int:
+    minute, hour = re.fullmatch(r"cron\((\d+) (\d+) .*\)", expression).groups()  # type: ignore[union-attr]
+    return int(hour) * 60 + int(minute)
+
+
+def test_the_pollers_are_the_groups_memory_and_run_length_the_fixed_cost_counts(template: Template) -> None:
+    pollers = functions(template, "functions/poller/handler.handler")
+    assert len(pollers) == DEFAULTS.poller_groups
+    assert {p.get("MemorySize", 128) for p in pollers} == {DEFAULTS.poller_memory_mb}
+    rules = template.find_resources("AWS::Events::Rule").values()
+    assert len(rules) == DEFAULTS.poller_groups
+    assert {r["Properties"]["ScheduleExpression"] for r in rules} == {"rate(1 minute)"}
+    inputs = [r["Properties"]["Targets"][0]["Input"] for r in rules]
+    assert all(f'"run_seconds":{DEFAULTS.poller_run_seconds:g}' in i.replace(" ", "") for i in inputs)
+
+
+def test_provisioned_concurrency_is_the_peak_window_and_the_baseline(template: Template) -> None:
+    (worker,) = functions(template, "functions/worker/handler.handler")
+    assert worker["MemorySize"] == DEFAULTS.worker_memory_mb
+    (target,) = template.find_resources("AWS::ApplicationAutoScaling::ScalableTarget").values()
+    up, down = sorted(
+        target["Properties"]["ScheduledActions"],
+        key=lambda a: a["ScalableTargetAction"]["MinCapacity"],
+        reverse=True,
+    )
+    assert up["ScalableTargetAction"]["MinCapacity"] == DEFAULTS.peak_workers
+    assert down["ScalableTargetAction"]["MinCapacity"] == DEFAULTS.baseline_provisioned_workers
+    window = (cron_minute_of_day(down["Schedule"]) - cron_minute_of_day(up["Schedule"])) % 1440
+    assert window == DEFAULTS.prescale_minutes_per_day
+
+
+def test_the_dashboard_and_every_alarm_metric(template: Template) -> None:
+    assert len(template.find_resources("AWS::CloudWatch::Dashboard")) == DEFAULTS.dashboards
+    metrics = 0
+    for alarm in template.find_resources("AWS::CloudWatch::Alarm").values():
+        queries = alarm["Properties"].get("Metrics")
+        metrics += sum("MetricStat" in q for q in queries) if queries else 1
+    assert metrics == DEFAULTS.alarm_metrics
+
+
+def test_the_event_source_sets_a_maximum_concurrency(template: Template) -> None:
+    # With a maximum concurrency, Lambda keeps 5 long polls on an idle queue, not 2: the SQS part's assumption
+    (mapping,) = template.find_resources("AWS::Lambda::EventSourceMapping").values()
+    assert mapping["Properties"]["ScalingConfig"]["MaximumConcurrency"] > 0
+    assert DEFAULTS.event_source_long_polls == 5

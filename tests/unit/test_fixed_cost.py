@@ -1,0 +1,136 @@
+"""`duetime plan`'s fixed cost: what an installation costs a month with no runs, part by part."""
+
+from dataclasses import dataclass, field, replace
+
+import pytest
+
+from duetime.adapters.dynamodb.store import DynamoStore
+from duetime.bench.fixed_cost import (
+    LEVERS,
+    StackDefaults,
+    fixed_monthly_cost,
+    idle_dynamodb_per_second,
+    invocations_alive,
+    lever_savings,
+    poller_invocation_seconds,
+    totals,
+)
+from duetime.bench.plan import PlanInputs, capacity_plan
+from duetime.bench.prices import PRICES_USD
+from duetime.clock import ManualClock
+from duetime.poller import Poller, PollerConfig
+from duetime.poller_lease import LeaseTimings, PollerShift
+
+from .test_poller_lease_loop import NOW, NoAlerts, Queue
+from .test_poller_lease_loop import store as store  # the moto store fixture of the poller loop tests
+
+DEFAULTS = StackDefaults()
+
+
+def test_the_parts_add_up_to_the_fixed_cost_and_the_plan_prints_both_costs() -> None:
+    fixed = fixed_monthly_cost(64)
+    parts = fixed["monthly_fixed_parts"]
+    assert fixed["monthly_fixed_usd"] == pytest.approx(sum(parts.values()), abs=0.01 * len(parts))
+    assert all(usd >= 0 for usd in parts.values())
+    plan = capacity_plan(PlanInputs(jobs=1000, runs_per_day=1000, spike_jobs=0))
+    assert plan["monthly_fixed_usd"] == fixed["monthly_fixed_usd"] > 0
+    assert plan["monthly_fixed_parts"] == parts
+    assert plan["monthly_total_usd"] == pytest.approx(
+        plan["monthly_usd"] + plan["monthly_fixed_usd"], abs=0.01
+    )
+
+
+def test_a_poller_invocation_lasts_until_its_handover_second() -> None:
+    # 135 s runs, retiring 12 s before the end, handing over at a whole second >= 2 s later: 125.5 s
+    assert poller_invocation_seconds(DEFAULTS, LeaseTimings()) == pytest.approx(125.5)
+    assert invocations_alive(DEFAULTS, LeaseTimings()) == pytest.approx(125.5 / 60)
+    no_handover = LeaseTimings(retire_before=2.0, handover_lead=2.0, decide_before=0.5)
+    assert poller_invocation_seconds(DEFAULTS, no_handover) == 135.0  # never longer than its run
+
+
+def test_the_pollers_cost_follows_groups_memory_and_run_length() -> None:
+    base = fixed_monthly_cost(64)["monthly_fixed_parts"]["pollers_lambda_duration"]
+    # 4 groups x 43,200 invocations x 125.5 s x 0.5 GB at the Arm price
+    assert base == pytest.approx(4 * 43_200 * 125.5 * 0.5 * PRICES_USD["lambda_gb_second_arm64"], abs=0.01)
+    one_group = fixed_monthly_cost(64, replace(DEFAULTS, poller_groups=1))["monthly_fixed_parts"]
+    assert one_group["pollers_lambda_duration"] == pytest.approx(base / 4, abs=0.01)
+    small = fixed_monthly_cost(64, replace(DEFAULTS, poller_memory_mb=128))["monthly_fixed_parts"]
+    assert small["pollers_lambda_duration"] == pytest.approx(base / 4, abs=0.01)
+    shorter = fixed_monthly_cost(64, replace(DEFAULTS, poller_run_seconds=75.0))["monthly_fixed_parts"]
+    assert shorter["pollers_lambda_duration"] == pytest.approx(base * 65.5 / 125.5, abs=0.01)
+
+
+def test_idle_reads_follow_the_partitions_and_the_sweep_interval() -> None:
+    timings = LeaseTimings()
+    parts = idle_dynamodb_per_second(64, DEFAULTS, timings, settle_s=30)
+    assert parts["marks_read"]["requests"] == 4  # one BatchGetItem a group a second
+    assert parts["marks_read"]["read_units"] == 32  # 64 marks, eventually consistent
+    assert parts["due_index_queries"]["requests"] == 96  # 64 buckets, 2 in the first 30 s of a minute
+    assert parts["reap_index_queries"]["requests"] == pytest.approx(64 / 5)
+    assert parts["lease_writes"]["write_units"] == pytest.approx(4 * (1 / 2 + 3 / 60))
+    half = totals(idle_dynamodb_per_second(32, DEFAULTS, timings, settle_s=30))
+    full = totals(parts)
+    assert half["read_units"] < full["read_units"]
+    slower = totals(idle_dynamodb_per_second(64, replace(DEFAULTS, sweep_interval_s=2.0), timings, 30))
+    assert slower["read_units"] < full["read_units"]
+    cost = fixed_monthly_cost(64)["monthly_fixed_parts"]["sweeps_dynamodb_reads"]
+    assert cost == pytest.approx(
+        full["read_units"] * 30 * 86_400 * PRICES_USD["dynamodb_read_request_unit"], abs=0.01
+    )
+
+
+def test_provisioned_concurrency_is_the_peak_window_and_the_baseline() -> None:
+    parts = fixed_monthly_cost(64)["monthly_fixed_parts"]
+    price = PRICES_USD["lambda_provisioned_concurrency_gb_second_arm64"]
+    assert parts["provisioned_concurrency_peak"] == pytest.approx(90 * 1.0 * 20 * 60 * 30 * price, abs=0.01)
+    assert parts["provisioned_concurrency_baseline"] == pytest.approx(
+        1 * 1.0 * 1420 * 60 * 30 * price, abs=0.01
+    )
+    fewer = fixed_monthly_cost(64, replace(DEFAULTS, peak_workers=45))["monthly_fixed_parts"]
+    assert fewer["provisioned_concurrency_peak"] == pytest.approx(
+        parts["provisioned_concurrency_peak"] / 2, abs=0.01
+    )
+    none = fixed_monthly_cost(64, replace(DEFAULTS, baseline_provisioned_workers=0))["monthly_fixed_parts"]
+    assert none["provisioned_concurrency_baseline"] == 0
+
+
+def test_cloudwatch_and_sqs_parts() -> None:
+    parts = fixed_monthly_cost(64)["monthly_fixed_parts"]
+    assert DEFAULTS.alarm_metrics == 21
+    assert parts["alarms"] == pytest.approx(21 * 0.10)
+    assert parts["dashboard"] == 3.0
+    assert parts["poller_custom_metrics"] == pytest.approx(11 * 0.30)
+    assert parts["sqs_idle_receives"] == pytest.approx(5 * 30 * 86_400 / 20 * 0.40 / 1e6, abs=0.01)
+    no_dashboard = fixed_monthly_cost(64, replace(DEFAULTS, dashboards=0))
+    assert no_dashboard["monthly_fixed_usd"] == pytest.approx(
+        fixed_monthly_cost(64)["monthly_fixed_usd"] - 3.0
+    )
+
+
+@dataclass
+class MetricNames:
+    names: set[str] = field(default_factory=set)
+
+    def add_metric(self, name: str, unit: str, value: float) -> None:
+        self.names.add(name)
+
+
+def test_an_idle_poller_publishes_the_custom_metrics_the_fixed_cost_counts(store: DynamoStore) -> None:
+    clock = ManualClock(NOW)
+    poller = Poller(store, store, Queue(), NoAlerts(), clock, PollerConfig(partitions=list(range(16))))
+    metrics = MetricNames()
+    PollerShift(poller, store, LeaseTimings()).serve("idle", None, 20, clock.advance, metrics=metrics)
+    assert len(metrics.names) == DEFAULTS.poller_custom_metrics, sorted(metrics.names)
+
+
+def test_the_levers_savings_add_up_to_the_cost_left_with_all_of_them() -> None:
+    savings = lever_savings(64)
+    assert [s["lever"] for s in savings] == [lever.name for lever in LEVERS]
+    assert all(s["saves_usd"] > 0 for s in savings)
+    stack, dropped = DEFAULTS, frozenset[str]()
+    for lever in LEVERS:
+        stack, dropped = replace(stack, **lever.stack), dropped | lever.drops
+    left = fixed_monthly_cost(64, stack, dropped)["monthly_fixed_usd"]
+    assert savings[-1]["leaves_usd"] == left
+    total = fixed_monthly_cost(64)["monthly_fixed_usd"]
+    assert sum(s["saves_usd"] for s in savings) == pytest.approx(total - left, abs=0.01)
