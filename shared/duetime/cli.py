@@ -212,6 +212,15 @@ def run_deployed_local(args: argparse.Namespace) -> None:
 
 
 def run_bench(args: argparse.Namespace) -> None:
+    if args.action == "versus":
+        run_versus_bench(args)
+        return
+    if args.action == "idle":
+        from duetime.bench.idle import run_idle
+
+        idle = run_idle(args.minutes, args.groups, args.run_seconds)
+        print(json.dumps(idle) if args.json else "\n".join(f"{k:36} {v}" for k, v in idle.items()))
+        return
     if args.action == "spike":
         from duetime.bench.spike import run_spike
 
@@ -235,6 +244,18 @@ def run_bench(args: argparse.Namespace) -> None:
         print(json.dumps(result))
     else:
         show(result, False)
+
+
+def run_versus_bench(args: argparse.Namespace) -> None:
+    """duetime's spike, then the APScheduler 4 + PostgreSQL peer's: both figures and their ratio (a peer that
+    cannot run raises PeerUnavailable: one line on stderr, exit 1, no figure compared)."""
+    from pathlib import Path
+
+    from duetime.bench.versus import describe, run_versus
+
+    peer_dir = Path(args.peer_dir) if args.peer_dir else None
+    result = run_versus(args.jobs, args.processes, args.workers, peer_dir)
+    print(json.dumps(result) if args.json else describe(result))
 
 
 def run_chaos(args: argparse.Namespace) -> int:
@@ -399,6 +420,27 @@ def parser() -> argparse.ArgumentParser:
         "(by default it gets cores of its own, as DynamoDB does on AWS)",
     )
     spike.add_argument("--json", action="store_true")
+    versus = benches.add_parser(
+        "versus",
+        help="duetime's spike, then APScheduler 4 + PostgreSQL's (../shared/peers), same N, and the ratio",
+    )
+    versus.add_argument("--jobs", type=int, required=True)
+    versus.add_argument(
+        "--processes",
+        type=int,
+        default=2,
+        help="the peer's scheduler processes and duetime's worker processes",
+    )
+    versus.add_argument("--workers", type=int, default=16, help="duetime's worker loops, over all processes")
+    versus.add_argument("--peer-dir", help="the peers' directory (default: <repo>/../shared/peers)")
+    versus.add_argument("--json", action="store_true")
+    idle = benches.add_parser(
+        "idle", help="what an installation with nothing due spends: pollers' requests, units, invocations"
+    )
+    idle.add_argument("--minutes", type=float, default=5.0, help="minutes measured, after a warm-up")
+    idle.add_argument("--groups", type=int, default=4, help="poller groups over the 64 partitions")
+    idle.add_argument("--run-seconds", type=float, default=135.0, help="each poller invocation's run")
+    idle.add_argument("--json", action="store_true")
     precision = benches.add_parser("precision", help="exact jobs spread over ordinary minutes")
     precision.add_argument("--jobs", type=int, required=True)
     precision.add_argument("--minutes", type=int, default=2)
