@@ -262,16 +262,6 @@ class Lever:
 
 LEVERS = (
     Lever(
-        "one_poller_group_at_low_load",
-        "one poller group for all 64 partitions while the /v1/load forecast shows no spike (4 at the peak)",
-        {"poller_groups": 1},
-    ),
-    Lever(
-        "pollers_of_128_mb_at_low_load",
-        "128 MB pollers while no spike is forecast (512 MB for the peak's claims)",
-        {"poller_memory_mb": 128},
-    ),
-    Lever(
         "marks_kept_in_memory",
         "the lease holder keeps its partitions' low-water marks in memory (it is their only writer): "
         "no BatchGetItem of the marks every sweep",
@@ -290,6 +280,17 @@ LEVERS = (
         "the reap index is read only for partitions with runs in flight",
         {},
         frozenset({"reap_index_queries"}),
+    ),
+    Lever(
+        "one_poller_group_at_low_load",
+        "one poller group for all 64 partitions while the /v1/load forecast shows no spike (4 at the peak)",
+        {"poller_groups": 1},
+    ),
+    Lever(
+        "pollers_of_128_mb_at_low_load",
+        "128 MB pollers while no spike is forecast (512 MB for the peak's claims), once the sweep levers "
+        "above have made an idle sweep cheap in CPU too (`duetime bench idle` measures its CPU)",
+        {"poller_memory_mb": 128},
     ),
     Lever(
         "prescale_from_the_forecast",
