@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -26,8 +27,8 @@ def t(value: datetime) -> dict[str, str]:
     return {"S": iso_z(value)}
 
 
-def _opt_time(item: Item, name: str) -> datetime | None:
-    return parse_iso_z(item[name]["S"]) if name in item else None
+def _opt_time(item: Item, name: str, parse: Callable[[str], datetime] = parse_iso_z) -> datetime | None:
+    return parse(item[name]["S"]) if name in item else None
 
 
 def due_bucket(job_id: str, fire_at: datetime, written_at: datetime) -> str:
@@ -72,19 +73,20 @@ def job_to_item(job: Job, now: datetime) -> Item:
     return item
 
 
-def item_to_job(item: Item) -> Job:
+def item_to_job(item: Item, parse_time: Callable[[str], datetime] = parse_iso_z) -> Job:
+    """The job an item holds; its times read with ``parse_time`` (a faster reader of the same format)."""
     spec = json.loads(item["spec"]["S"])
     return Job.model_validate(
         {
             **spec,
             "id": item["job_id"]["S"],
             "team": item["team"]["S"],
-            "created_at": parse_iso_z(item["created_at"]["S"]),
-            "updated_at": parse_iso_z(item["updated_at"]["S"]),
+            "created_at": parse_time(item["created_at"]["S"]),
+            "updated_at": parse_time(item["updated_at"]["S"]),
             "state": JobState(
-                next_nominal_at=_opt_time(item, "next_nominal_at"),
-                next_fire_at=_opt_time(item, "next_fire_at"),
-                last_scheduled_at=_opt_time(item, "last_scheduled_at"),
+                next_nominal_at=_opt_time(item, "next_nominal_at", parse_time),
+                next_fire_at=_opt_time(item, "next_fire_at", parse_time),
+                last_scheduled_at=_opt_time(item, "last_scheduled_at", parse_time),
                 version=int(item["version"]["N"]),
             ),
         },
