@@ -1,10 +1,15 @@
 """Precision on demand: a minute's due rows, loaded just before the minute starts, fired at their second.
 
-Shortly before minute M (``lead``), the poller reads M's bucket of each of its partitions into a min-heap
-ordered by fire time. It then sleeps until the heap's next fire time, claims everything due at that second
-in one batch and queues it. Nothing is claimed by loading, so a restarted poller simply loads the minute
-again; and at midnight the heap spares the store a burst of index reads. Rows written after the load (a job
-created in the last seconds before M) are still found by the regular per-second sweep.
+Shortly before minute M (``lead``), the poller reads M's bucket of each of its partitions, grouping the rows
+by fire second (a min-heap of the seconds). It then sleeps until the next fire second, claims everything due
+at that second in chunks and queues it. Nothing is claimed by loading, so a restarted poller simply loads
+the minute again; and at midnight the preload spares the store a burst of index reads. Rows written after
+the load (a job created in the last seconds before M) are still found by the regular per-second sweep.
+
+What is held is what firing needs: per row a compact ``DueRow`` from the store (fire time, job id, version,
+and the rest of the job packed in a few hundred bytes). The ``Job`` model is built only when its row is
+fired, a chunk at a time, so a poller holding the midnight minute holds rows, not models (``duetime bench
+preload`` measures the bytes per row).
 """
 
 from __future__ import annotations
@@ -13,22 +18,21 @@ import heapq
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from operator import attrgetter
 
 from duetime.claim_plan import make_claim, plan_claim
 from duetime.models import Job
-from duetime.ports import JobStore, RunMessage, RunQueue
+from duetime.ports import DueRow, JobStore, RunMessage, RunQueue
 from duetime.timeutil import iso_z, minute_bucket
 
 MINUTE = timedelta(minutes=1)
+_BY_JOB_ID = attrgetter("job_id")
 
 
-@dataclass(order=True)
-class _Entry:
-    fire_at: datetime
-    job_id: str
-    job: Job = field(compare=False)
+def _instant(epoch_seconds: int) -> datetime:
+    return datetime.fromtimestamp(epoch_seconds, UTC)
 
 
 @dataclass
@@ -76,21 +80,24 @@ class MinutePreload:
         self.queue_deadline = queue_deadline
         self.chunk = chunk
         self._sender = ThreadPoolExecutor(max_workers=1, thread_name_prefix="preload-send")
-        self._heap: list[_Entry] = []
+        # Rows waiting to be fired, by fire second (epoch seconds); ``_seconds`` is a min-heap of the keys.
+        self._due: dict[int, list[DueRow]] = {}
+        self._seconds: list[int] = []
         self._loaded: set[str] = set()
-        self._pending: dict[str, int] = {}  # job id -> version held in the heap
-        self._fired: dict[str, tuple[int, datetime]] = {}  # job id -> (version, fire time), last minute
+        self._pending: dict[str, DueRow] = {}  # job id -> its row waiting in ``_due``
+        self._fired: dict[str, DueRow] = {}  # job id -> its row fired within the last minute
 
     def holds(self, job: Job) -> bool:
-        """True when the heap fires (or just fired) this very version of the job: the sweep leaves it
-        alone, also while the due index still shows a row the heap has already claimed."""
+        """True when the preload fires (or just fired) this very version of the job: the sweep leaves it
+        alone, also while the due index still shows a row the preload has already claimed."""
+        pending = self._pending.get(job.id)
         fired = self._fired.get(job.id)
-        return self._pending.get(job.id) == job.state.version or (
-            fired is not None and fired[0] == job.state.version
+        return (pending is not None and pending.version == job.state.version) or (
+            fired is not None and fired.version == job.state.version
         )
 
     def next_fire_at(self) -> datetime | None:
-        return self._heap[0].fire_at if self._heap else None
+        return _instant(self._seconds[0]) if self._seconds else None
 
     def _active(self, job: Job) -> bool:
         return self.team_active(job.team) if self.team_active is not None else True
@@ -117,76 +124,87 @@ class MinutePreload:
         for partition in self.partitions:
             after: str | None = None
             while True:
-                rows = self.store.due_jobs(partition, bucket, until, self.page_size, after)
-                for job in rows:
-                    if job.state.next_fire_at is None or job.id in self._pending or self.holds(job):
+                rows = self.store.due_rows(partition, bucket, until, self.page_size, after)
+                for row in rows:
+                    fired = self._fired.get(row.job_id)
+                    if row.job_id in self._pending or (fired is not None and fired.version == row.version):
                         continue
-                    heapq.heappush(self._heap, _Entry(job.state.next_fire_at, job.id, job))
-                    self._pending[job.id] = job.state.version
+                    self._add(row)
                     count += 1
                 if len(rows) < self.page_size:
                     break
                 last = rows[-1]
-                after = f"{iso_z(last.state.next_fire_at)}#{last.id}"  # type: ignore[arg-type]
+                after = f"{iso_z(_instant(last.fire_at))}#{last.job_id}"
         return count
+
+    def _add(self, row: DueRow) -> None:
+        second = self._due.get(row.fire_at)
+        if second is None:
+            self._due[row.fire_at] = second = []
+            heapq.heappush(self._seconds, row.fire_at)
+        second.append(row)
+        self._pending[row.job_id] = row
+
+    def _take_second(self) -> list[DueRow]:
+        """The rows of the earliest second held, no longer held."""
+        rows = self._due.pop(heapq.heappop(self._seconds))
+        for row in rows:
+            self._pending.pop(row.job_id, None)
+        return rows
 
     def forget_before(self, instant: datetime) -> int:
         """Drop the rows due before ``instant`` (another poller fired them, or left them to the sweep, before
         this one took the partitions over at ``instant``); the sweep claims whichever are still due. Returns
         how many were dropped."""
-        kept = [entry for entry in self._heap if entry.fire_at >= instant]
-        dropped = len(self._heap) - len(kept)
-        for entry in self._heap:
-            if entry.fire_at < instant:
-                self._pending.pop(entry.job_id, None)
-        heapq.heapify(kept)
-        self._heap = kept
+        dropped = 0
+        while self._seconds and _instant(self._seconds[0]) < instant:
+            dropped += len(self._take_second())
         return dropped
 
     def fire(
         self, now: datetime, before: datetime | None = None, keep_going: Callable[[], bool] | None = None
     ) -> FireReport:
-        """Claim and queue everything in the heap whose fire time has come (and is before ``before``, when
-        given: the end of this poller's claims). ``keep_going`` is asked before each further chunk; when it
+        """Claim and queue every row held whose fire time has come (and is before ``before``, when given:
+        the end of this poller's claims), in fire-time then job-id order. Each chunk's jobs are built from
+        their rows just before it is claimed. ``keep_going`` is asked before each further chunk; when it
         says no, the rows not claimed yet are left to the sweep."""
         report = FireReport()
-        due: list[Job] = []
+        due: list[DueRow] = []
         while (
-            self._heap and self._heap[0].fire_at <= now and (before is None or self._heap[0].fire_at < before)
+            self._seconds
+            and (second := _instant(self._seconds[0])) <= now
+            and (before is None or second < before)
         ):
-            entry = heapq.heappop(self._heap)
-            self._pending.pop(entry.job_id, None)
-            self._fired[entry.job_id] = (entry.job.state.version, entry.fire_at)
-            due.append(entry.job)
+            rows = self._take_second()
+            rows.sort(key=_BY_JOB_ID)
+            for row in rows:
+                self._fired[row.job_id] = row
+            due.extend(rows)
         if len(self._fired) > 2 * len(due) + 10_000:
-            self._fired = {k: v for k, v in self._fired.items() if v[1] > now - MINUTE}
+            recent = (now - MINUTE).timestamp()
+            self._fired = {k: v for k, v in self._fired.items() if v.fire_at > recent}
         if not due:
             return report
         report.fired = len(due)
-        report.max_lateness_seconds = max(
-            (now - job.state.next_fire_at).total_seconds()  # type: ignore[operator]
-            for job in due
-        )
+        report.max_lateness_seconds = (now - _instant(due[0].fire_at)).total_seconds()
         # Claim in chunks and queue each chunk while the next is being claimed (a midnight second can
         # hold thousands of rows); the call returns once everything it claimed is on the queue.
         sends = []
         error: Exception | None = None
         for start in range(0, len(due), self.chunk):
             if start and keep_going is not None and not keep_going():
-                for job in due[start:]:  # no longer ours to claim: left to the sweep
-                    self._fired.pop(job.id, None)
+                self._unfire(due[start:])  # no longer ours to claim: left to the sweep
                 break
-            chunk = due[start : start + self.chunk]
-            claims = [
-                make_claim(plan_claim(job, now, self.grace, self._active(job)), now, self.queue_deadline)
-                for job in chunk
-            ]
-            started = time.perf_counter()
             try:
+                jobs = [row.job() for row in due[start : start + self.chunk]]
+                claims = [
+                    make_claim(plan_claim(job, now, self.grace, self._active(job)), now, self.queue_deadline)
+                    for job in jobs
+                ]
+                started = time.perf_counter()
                 outcome = self.store.claim(claims, now)
             except Exception as exc:
-                for job in due[start:]:  # the sweep claims these instead (re-checking each job's version)
-                    self._fired.pop(job.id, None)
+                self._unfire(due[start:])  # the sweep claims these instead (re-checking each job's version)
                 error = exc
                 break
             report.claim_seconds += time.perf_counter() - started
@@ -205,3 +223,7 @@ class MinutePreload:
         if error is not None:
             raise FireFailed(report) from error
         return report
+
+    def _unfire(self, rows: list[DueRow]) -> None:
+        for row in rows:
+            self._fired.pop(row.job_id, None)

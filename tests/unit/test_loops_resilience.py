@@ -30,7 +30,7 @@ from duetime.models import Job, RunStatus, Team
 from duetime.observability import record_fire, record_poll, record_work
 from duetime.poller import Poller, PollerConfig, recover_runs
 from duetime.poller_lease import PollerShift
-from duetime.ports import Alert, ClaimOutcome, RunMessage, TargetRequest, TargetResponse
+from duetime.ports import Alert, ClaimOutcome, DueRow, RunMessage, TargetRequest, TargetResponse
 from duetime.preload import FireFailed
 from duetime.worker import Worker, WorkerConfig, WorkOutcome, WorkReport
 
@@ -50,8 +50,8 @@ def throttled(operation: str) -> ClientError:
 
 class FlakyStore:
     """The store, except that the next ``extend_failures`` lease extensions, ``due_failures`` due-index
-    reads and ``claim_failures`` claims raise instead of reaching it. Records the ``now`` of every lease
-    extension tried."""
+    reads (the sweep's and the preload's) and ``claim_failures`` claims raise instead of reaching it.
+    Records the ``now`` of every lease extension tried."""
 
     def __init__(
         self, store: DynamoStore, extend_failures: int = 0, due_failures: int = 0, claim_failures: int = 0
@@ -80,6 +80,12 @@ class FlakyStore:
             self.due_failures -= 1
             raise throttled("Query")
         return self.store.due_jobs(*args, **kwargs)
+
+    def due_rows(self, *args: Any, **kwargs: Any) -> list[DueRow]:  # the minute preload's reads
+        if self.due_failures:
+            self.due_failures -= 1
+            raise throttled("Query")
+        return list(self.store.due_rows(*args, **kwargs))
 
     def claim(self, claims: Sequence[Claim], now: datetime) -> ClaimOutcome:
         if self.claim_failures:

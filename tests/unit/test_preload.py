@@ -1,9 +1,16 @@
-"""The store's due rows for the minute preload: a few hundred bytes a job, the job's model built only when
-asked for, and equal to the model the store's ``due_jobs`` reads."""
+"""The minute preload holds compact rows, not models: a few hundred bytes a job, the model built only when its
+row is fired. What it does with them is what it always did: fire each row at its second, in fire-time then
+job-id order, and only before the end of the poller's window; tell the sweep which versions it holds or
+has just fired; drop what is due before a takeover; claim a disabled team's jobs without runs; count lost
+races; leave to the sweep whatever it did not claim.
+
+Rows come from the store (``DynamoStore.due_rows``, on moto), except where a test says otherwise."""
 
 from __future__ import annotations
 
 import gc
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -11,15 +18,20 @@ import pytest
 
 from duetime.adapters.dynamodb.codec import item_to_job, job_to_item
 from duetime.adapters.dynamodb.store import CompactDueRow, DynamoStore
-from duetime.claim_plan import initial_state
-from duetime.ids import new_job_id, partition_of
+from duetime.claim_plan import Claim, initial_state, make_claim, plan_claim
+from duetime.ids import make_run_id, new_job_id, partition_of
 from duetime.models import Job, JobSpec
+from duetime.ports import ClaimOutcome, DueRow
+from duetime.preload import FireFailed, MinutePreload
 from duetime.timeutil import minute_bucket
 
 from ..job_support import create_job
+from .test_poller_lease_loop import Queue
 from .test_poller_lease_loop import store as store  # the moto store fixture those tests use
 
 MINUTE = datetime(2026, 12, 1, 10, 1, tzinfo=UTC)  # the minute the jobs are due in
+LOAD_AT = MINUTE - timedelta(seconds=5)
+LEAD = timedelta(seconds=10)
 
 
 # --- the compact row -------------------------------------------------------------------------------------
@@ -105,7 +117,53 @@ def test_rows_due_in_the_same_second_share_their_fire_time() -> None:
     assert first.fire_at is second.fire_at
 
 
-# --- read from the store ---------------------------------------------------------------------------------
+# --- the preload -----------------------------------------------------------------------------------------
+
+
+class Recording:
+    """The store, keeping every claim it is asked to make and counting its due-row reads; ``broken`` job ids'
+    rows come back as rows whose job cannot be built; ``failing_reads`` reads fail."""
+
+    def __init__(self, store: DynamoStore) -> None:
+        self.store = store
+        self.claims: list[Claim] = []
+        self.reads = 0
+        self.failing_reads: set[int] = set()
+        self.broken: set[str] = set()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    def due_rows(self, *args: Any, **kwargs: Any) -> list[DueRow]:
+        self.reads += 1
+        if self.reads in self.failing_reads:
+            raise ConnectionResetError("connection reset by peer")
+        rows = self.store.due_rows(*args, **kwargs)
+        return [Unbuildable(row) if row.job_id in self.broken else row for row in rows]
+
+    def claim(self, claims: Sequence[Claim], now: datetime) -> ClaimOutcome:
+        self.claims.extend(claims)
+        return self.store.claim(claims, now)
+
+
+@dataclass
+class Unbuildable:
+    row: DueRow
+
+    @property
+    def fire_at(self) -> int:
+        return self.row.fire_at
+
+    @property
+    def job_id(self) -> str:
+        return self.row.job_id
+
+    @property
+    def version(self) -> int:
+        return self.row.version
+
+    def job(self) -> Job:
+        raise ValueError("a row whose item no longer reads")
 
 
 def due_at(store: DynamoStore, *seconds: int) -> list[Job]:
@@ -126,6 +184,11 @@ def due_at(store: DynamoStore, *seconds: int) -> list[Job]:
     ]
 
 
+def preload_of(store: Any, jobs: Sequence[Job], queue: Queue | None = None, **options: Any) -> MinutePreload:
+    partitions = sorted({partition_of(job.id) for job in jobs})
+    return MinutePreload(store, queue or Queue(), partitions, LEAD, **options)
+
+
 def at(second: float) -> datetime:
     return MINUTE + timedelta(seconds=second)
 
@@ -133,6 +196,129 @@ def at(second: float) -> datetime:
 def fire_time(job: Job) -> datetime:
     assert job.state.next_fire_at is not None
     return job.state.next_fire_at
+
+
+def test_the_minute_is_loaded_as_compact_rows_and_fired_as_the_jobs_the_store_holds(
+    store: DynamoStore,
+) -> None:
+    jobs = due_at(store, 0, 0, 0, 3, 3, 7)
+    recording, queue = Recording(store), Queue()
+    preload = preload_of(recording, jobs, queue, page_size=1)  # each read goes on after the last row
+    assert preload.load_upcoming(LOAD_AT) == 6 and preload.load_upcoming(LOAD_AT) == 0  # loaded once
+    assert preload.next_fire_at() == at(0)
+
+    report = preload.fire(at(3.4))
+    due = sorted(jobs[:5], key=lambda job: (job.state.next_fire_at, job.id))
+    assert [claim.plan.job for claim in recording.claims] == due  # the stored models, by time then id
+    assert (report.fired, report.runs_created, report.lost_races) == (5, 5, 0)
+    assert report.max_lateness_seconds == pytest.approx(3.4)  # since the earliest fire time fired
+    assert report.transactions >= 1
+    assert [m.run_id for m in queue.sent] == [make_run_id(job.id, fire_time(job)) for job in due]
+    assert preload.next_fire_at() == at(7)
+
+
+def test_the_sweep_is_told_which_versions_the_preload_fires_or_has_just_fired(store: DynamoStore) -> None:
+    early, late = due_at(store, 0, 30)
+    preload = preload_of(store, [early, late])
+    preload.load_upcoming(LOAD_AT)
+    moved = late.model_copy(
+        update={"state": late.state.model_copy(update={"version": late.state.version + 1})}
+    )
+    assert preload.holds(early) and preload.holds(late) and not preload.holds(moved)
+
+    preload.fire(at(0))
+    assert preload.holds(early)  # fired: the due index may still show its row for a moment
+    claimed = store.get_job(early.id)
+    assert claimed is not None and not preload.holds(claimed)  # its next version is anyone's
+    assert preload.holds(late)
+
+
+def test_nothing_at_or_after_the_end_of_the_window_is_fired(store: DynamoStore) -> None:
+    jobs = due_at(store, 1, 2, 3)
+    preload = preload_of(store, jobs)
+    preload.load_upcoming(LOAD_AT)
+    assert preload.fire(at(0.9)).fired == 0  # not due yet
+    assert preload.fire(at(10), before=at(2)).fired == 1  # :01 only; :02 is the next holder's
+    assert preload.next_fire_at() == at(2)
+
+
+def test_rows_due_before_a_takeover_are_dropped_and_left_to_the_sweep(store: DynamoStore) -> None:
+    jobs = due_at(store, 0, 1, 1, 2)
+    preload = preload_of(store, jobs)
+    preload.load_upcoming(LOAD_AT)
+    assert preload.forget_before(at(2)) == 3
+    assert [preload.holds(job) for job in jobs] == [False, False, False, True]
+    assert preload.next_fire_at() == at(2)
+    assert preload.fire(at(5)).fired == 1
+
+
+def test_a_disabled_teams_jobs_are_claimed_without_runs(store: DynamoStore) -> None:
+    jobs = due_at(store, 0, 0)
+    asked: list[str] = []
+
+    def disabled(team: str) -> bool:
+        asked.append(team)
+        return False
+
+    preload = preload_of(store, jobs, team_active=disabled)
+    preload.load_upcoming(LOAD_AT)
+    report = preload.fire(at(0))
+    assert (report.fired, report.runs_created, report.lost_races) == (2, 0, 0) and asked == ["team-a"] * 2
+    for job in jobs:
+        moved = store.get_job(job.id)
+        assert moved is not None and moved.state.version == job.state.version + 1  # its time passed
+
+
+def test_a_row_whose_job_moved_after_the_load_is_a_lost_race(store: DynamoStore) -> None:
+    mine, theirs = due_at(store, 0, 0)
+    preload = preload_of(store, [mine, theirs])
+    preload.load_upcoming(LOAD_AT)
+    assert store.claim([make_claim(plan_claim(theirs, at(0)), at(0))], at(0)).claimed_jobs == 1  # a sweep
+    report = preload.fire(at(0.5))
+    assert (report.fired, report.runs_created, report.lost_races) == (2, 1, 1)
+
+
+def test_a_chunk_not_ours_to_claim_any_more_is_left_to_the_sweep(store: DynamoStore) -> None:
+    jobs = due_at(store, 0, 0, 0)
+    preload = preload_of(store, jobs, chunk=1)
+    preload.load_upcoming(LOAD_AT)
+    answers = iter([True, False])
+    report = preload.fire(at(0), keep_going=lambda: next(answers))
+    assert (report.fired, report.runs_created) == (3, 2)
+    claimed = [job for job in jobs if store.get_job(job.id) != job]
+    left = [job for job in jobs if store.get_job(job.id) == job]
+    assert len(claimed) == 2 and len(left) == 1
+    assert not preload.holds(left[0])  # the sweep claims it
+    assert all(preload.holds(job) for job in claimed)
+
+
+def test_a_row_whose_job_cannot_be_built_leaves_its_chunk_and_the_rest_to_the_sweep(
+    store: DynamoStore,
+) -> None:
+    jobs = sorted(due_at(store, 0, 0, 0), key=lambda job: job.id)
+    recording = Recording(store)
+    recording.broken = {jobs[1].id}
+    preload = preload_of(recording, jobs, chunk=1)
+    preload.load_upcoming(LOAD_AT)
+    with pytest.raises(FireFailed) as failed:
+        preload.fire(at(0))
+    assert isinstance(failed.value.__cause__, ValueError)
+    assert failed.value.report.runs_created == 1  # the first chunk, claimed before
+    assert [preload.holds(job) for job in jobs] == [True, False, False]
+    assert preload.next_fire_at() is None  # nothing is fired twice by the preload
+
+
+def test_a_load_that_failed_half_way_is_done_again_without_holding_a_row_twice(store: DynamoStore) -> None:
+    jobs = due_at(store, 0, 1, 2, 3, 4, 5)
+    recording = Recording(store)
+    preload = preload_of(recording, jobs, page_size=1)
+    partitions = len(preload.partitions)
+    recording.failing_reads = {partitions + 3}  # a read of the due minute's pages, after some rows
+    with pytest.raises(ConnectionResetError):
+        preload.load_upcoming(LOAD_AT)
+    assert 0 < preload.load_upcoming(LOAD_AT) < 6
+    assert preload.fire(at(59)).fired == 6
+    assert sorted(claim.plan.job.id for claim in recording.claims) == sorted(job.id for job in jobs)
 
 
 def test_due_rows_are_the_rows_due_jobs_reads_in_the_same_order(store: DynamoStore) -> None:
