@@ -232,6 +232,10 @@ def run_bench(args: argparse.Namespace) -> None:
             chart=args.chart,
             own_cores=not args.shared_cores,
         )
+    elif args.action == "preload":
+        from duetime.bench.preload import run_preload
+
+        result = run_preload(args.jobs)
     elif args.deployed_local:
         from duetime.bench.deployed import run_deployed_precision
 
@@ -456,6 +460,12 @@ def parser() -> argparse.ArgumentParser:
         "--redeploy", action="store_true", help="with --deployed-local: replace a stack found on --port"
     )
     precision.add_argument("--json", action="store_true")
+
+    preload = benches.add_parser(
+        "preload", help="memory and load time of the minute preload for N rows due in one minute"
+    )
+    preload.add_argument("--jobs", type=int, required=True)
+    preload.add_argument("--json", action="store_true")
 
     chaos = commands.add_parser("chaos", help="run jobs under injected faults and check every promise")
     chaos.add_argument("--seed", type=int, default=1)

@@ -85,3 +85,16 @@ def test_bench_precision_starts_every_exact_job() -> None:
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
     assert result["runs_started"] == 10 and result["lost"] == 0 and result["lateness_p99_s"] is not None
+
+
+def test_bench_preload_loads_every_row_and_prints_its_memory_per_job() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "duetime.cli", "bench", "preload", "--jobs", "300", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert set(result) >= {"rows", "load_seconds", "bytes_per_job", "peak_rss_mb"}
+    assert result["rows"] == 300 and result["bytes_per_job"] > 0  # the figure itself: BENCHMARKS.md
