@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "infra" / "cdk"))
 
 from duetime_cdk.config import ContextError, StackConfig  # noqa: E402
+from duetime_cdk.pollers import poller_memory_mb  # noqa: E402
 from duetime_cdk.stack import DuetimeStack, check_with_cdk_nag  # noqa: E402
 
 
@@ -125,6 +126,21 @@ def test_poller_invocations_overlap_so_a_standby_can_take_the_lease_over(templat
     assert all(p["Timeout"] >= 135 + 10 for p in pollers)  # the handler stops 10 s before the timeout
     configs = [c["Properties"] for c in resources(template, "AWS::Lambda::EventInvokeConfig").values()]
     assert [(c["MaximumEventAgeInSeconds"], c["MaximumRetryAttempts"]) for c in configs] == [(60, 0)] * 4
+
+
+def test_each_poller_has_the_memory_its_share_of_the_midnight_minute_needs(template: Template) -> None:
+    """Sized from the bytes a preloaded job holds (`duetime bench preload`): a group's share of 500,000 jobs
+    due in one minute, twice over, on top of the process; never below 512 MB, for the CPU that comes with
+    it."""
+    pollers = [
+        f["Properties"]
+        for f in resources(template, "AWS::Lambda::Function").values()
+        if f["Properties"]["Handler"] == "functions/poller/handler.handler"
+    ]
+    assert [p["MemorySize"] for p in pollers] == [poller_memory_mb(16)] * 4 == [512] * 4
+    assert poller_memory_mb(16, bytes_per_job=5003) == 1280  # had it held whole models
+    assert poller_memory_mb(32, bytes_per_job=1000) == 576  # bigger jobs, fewer groups: more memory
+    assert poller_memory_mb(64, bytes_per_job=1000) == 1088
 
 
 def test_pollers_may_warm_the_worker_alias_the_queue_feeds_and_nothing_else(template: Template) -> None:

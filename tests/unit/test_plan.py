@@ -2,7 +2,13 @@
 
 import pytest
 
-from duetime.bench.plan import PlanInputs, capacity_plan, minutes_needing_prescale, parse_count
+from duetime.bench.plan import (
+    MEASURED_PRELOAD_BYTES_PER_JOB,
+    PlanInputs,
+    capacity_plan,
+    minutes_needing_prescale,
+    parse_count,
+)
 
 
 def test_the_seed_workload() -> None:
@@ -14,6 +20,14 @@ def test_the_seed_workload() -> None:
     assert plan["workers_for_peak"] == 84 and plan["workers_with_headroom"] == 92
     assert plan["job_table_gb"] == 1.0 and plan["run_history_gb"] == 120.0
     assert plan["warnings"] == []
+
+
+def test_each_poller_preloads_its_groups_share_of_the_spike_at_the_measured_bytes_per_job() -> None:
+    seed = capacity_plan(PlanInputs())["poller_preload_mb"]  # 500k due in the minute, 4 poller groups
+    assert seed == pytest.approx(125_000 * MEASURED_PRELOAD_BYTES_PER_JOB / 2**20, abs=0.05)
+    assert MEASURED_PRELOAD_BYTES_PER_JOB <= 600  # the goal a compact preload was built for
+    alone = capacity_plan(PlanInputs(poller_groups=1))["poller_preload_mb"]
+    assert alone == pytest.approx(4 * seed, abs=0.1)
 
 
 def test_a_spike_too_hot_for_a_partition_key_is_flagged() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import aws_cdk as cdk
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
@@ -9,6 +11,8 @@ from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from duetime.adapters.dynamodb.tables import DUE_INDEX, REAP_INDEX
+from duetime.bench.plan import MEASURED_PRELOAD_BYTES_PER_JOB, preload_mb
+from duetime.ids import PARTITIONS
 from duetime.poller_lease import group_label
 from duetime_cdk.functions import DuetimeFunction, LambdaCode, allow
 from duetime_cdk.observability import Alerts
@@ -21,6 +25,27 @@ from duetime_cdk.storage import Storage
 # latest. See duetime.poller_lease and the README's "How it works".
 POLLER_RUN_SECONDS = 135
 POLLER_TIMEOUT_SECONDS = 150
+
+# A poller's memory is sized for midnight: MIDNIGHT_JOBS due in one minute, spread over the partitions, so a
+# group's poller preloads its share (125,000 jobs for the default 4 groups of 16) at
+# MEASURED_PRELOAD_BYTES_PER_JOB (422 bytes a job, `duetime bench preload --jobs 125000`, BENCHMARKS.md
+# "Preload memory"), PRELOAD_HEADROOM times over (the minute just fired stays indexed for a minute, for the
+# sweep, while the next loads; the fire's chunks and the allocator's slack), on top of POLLER_BASE_MB, the
+# process before it loads anything (the same bench's rss_before_load_mb: interpreter, boto3, pydantic,
+# duetime; the bench's peak with 125,000 rows loaded was 129 MB). Never below POLLER_MIN_MEMORY_MB: Lambda's
+# CPU share follows memory, and loading and firing a minute are CPU-bound (loading 125,000 rows took 7.9 s
+# of CPU in the bench: more than 512 MB's share of a vCPU gives in the 10 s lead already). For the
+# defaults: 73 + 2 x 50 = 174 MB needed, 512 configured (whole models, 5,003 bytes a job, needed 1,280).
+MIDNIGHT_JOBS = 500_000
+POLLER_BASE_MB = 73
+PRELOAD_HEADROOM = 2.0
+POLLER_MIN_MEMORY_MB = 512
+
+
+def poller_memory_mb(partitions: int, bytes_per_job: float = MEASURED_PRELOAD_BYTES_PER_JOB) -> int:
+    """The memory size (MB, a multiple of 64) of the poller of a group of ``partitions`` partitions."""
+    preload = preload_mb(MIDNIGHT_JOBS * partitions / PARTITIONS, bytes_per_job) * PRELOAD_HEADROOM
+    return max(POLLER_MIN_MEMORY_MB, 64 * math.ceil((POLLER_BASE_MB + preload) / 64))
 
 
 class Pollers(Construct):
@@ -67,6 +92,7 @@ class Pollers(Construct):
                 service="poller",
                 environment={"DUETIME_PARTITIONS": label, "DUETIME_WORKER_FUNCTION_ARN": worker.function_arn},
                 timeout=cdk.Duration.seconds(POLLER_TIMEOUT_SECONDS),
+                memory_mb=poller_memory_mb(len(partitions)),
                 statements=statements,
             ).function
             rule = events.Rule(

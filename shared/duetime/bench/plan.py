@@ -15,6 +15,10 @@ PARTITION_WRITE_LIMIT = 1000  # DynamoDB: write units per second per partition (
 MEASURED_WRITE_UNITS_PER_RUN = 14.0
 MEASURED_READ_UNITS_PER_RUN = 0.65
 MEASURED_SQS_REQUESTS_PER_RUN = 0.4
+# Measured by `duetime bench preload --jobs 125000` (BENCHMARKS.md, "Preload memory"; 125,000 is a default
+# group's share of 500,000 jobs due in one minute): the Python heap the minute preload holds per due job, a
+# compact row (412 bytes at 20,000 jobs; 5,003 while it held whole models).
+MEASURED_PRELOAD_BYTES_PER_JOB = 422
 # Index writes per run that land on one partition key: the due bucket loses the job's entry (1); the
 # partition's reap shard gains the run (1), moves it at the lease (2) and drops it at the result (1).
 DUE_KEY_WRITES_PER_CLAIM = 1
@@ -36,6 +40,7 @@ class PlanInputs:
     jobs: int = 10_000_000
     runs_per_day: int = 20_000_000
     spike_jobs: int = 500_000
+    poller_groups: int = 4  # partition groups, one poller each: the stack's default
     spike_window_s: int = 60
     partitions: int = 64
     worker_rate: float = 100.0  # runs a worker starts per second
@@ -79,6 +84,7 @@ def capacity_plan(p: PlanInputs, stack: StackDefaults | None = None) -> dict[str
         "peak_starts_per_s": round(peak, 1),
         "peak_over_average": round(peak / average, 1),
         "peak_claims_per_s_per_partition": round(per_partition, 1),
+        "poller_preload_mb": round(preload_mb(p.spike_jobs / p.poller_groups), 1),
         "peak_wcu_per_s_due_bucket_key": round(due_key_wcu, 1),
         "peak_wcu_per_s_reap_shard_key": round(reap_key_wcu, 1),
         "partition_key_write_limit": PARTITION_WRITE_LIMIT,
@@ -97,6 +103,12 @@ def capacity_plan(p: PlanInputs, stack: StackDefaults | None = None) -> dict[str
         "prices_as_of": PRICES_AS_OF,
         "warnings": warnings,
     }
+
+
+def preload_mb(jobs: float, bytes_per_job: float = MEASURED_PRELOAD_BYTES_PER_JOB) -> float:
+    """MiB of Python heap the minute preload holds for ``jobs`` due rows (by default at the measured bytes
+    per job)."""
+    return jobs * bytes_per_job / 2**20
 
 
 def minutes_needing_prescale(
