@@ -306,6 +306,7 @@ def run_plan(args: argparse.Namespace) -> None:
         spike_window_s=args.spike_window,
         partitions=args.partitions,
         worker_rate=args.worker_rate,
+        poller_groups=args.poller_groups,  # the same groups share the spike's preload and cost the fixed part
     )
     plan = capacity_plan(inputs, stack)
     if args.url:
