@@ -255,6 +255,7 @@ class Poller:
         self.alerts = alerts
         self.clock = clock
         self.config = config
+        self.teams = teams
         self.team_active = TeamCache(teams, clock).active if teams is not None else None
         self.preload = (
             MinutePreload(
@@ -447,8 +448,4 @@ class Poller:
     def for_partitions(self, partitions: Sequence[int]) -> Poller:
         """The same poller, on another partition group (one EventBridge rule per group)."""
         config = replace(self.config, partitions=list(partitions))
-        poller = Poller(self.jobs, self.runs, self.queue, self.alerts, self.clock, config)
-        poller.team_active = self.team_active
-        if poller.preload is not None:
-            poller.preload.team_active = self.team_active
-        return poller
+        return Poller(self.jobs, self.runs, self.queue, self.alerts, self.clock, config, self.teams)

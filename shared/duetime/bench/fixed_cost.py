@@ -62,7 +62,9 @@ class StackDefaults:
     """What the default stack keeps running, whatever the load (infra/cdk/duetime_cdk)."""
 
     poller_groups: int = 4  # StackConfig.partition_groups: 4 groups of 16 partitions
-    poller_memory_mb: int = 512  # DuetimeFunction's default memory_mb
+    poller_memory_mb: int = (
+        512  # infra/cdk pollers.poller_memory_mb at the default groups (the CPU share's floor)
+    )
     poller_run_seconds: float = 135.0  # pollers.POLLER_RUN_SECONDS
     poller_ticks_per_minute: float = 1.0  # each group's rule: rate(1 minute)
     sweep_interval_s: float = 1.0  # Settings.poll_interval_seconds
