@@ -25,6 +25,9 @@ from duetime.timeutil import minute_bucket, parse_minute_bucket, whole_seconds
 
 log = logging.getLogger(__name__)
 MINUTE = timedelta(minutes=1)
+# Pages of the coming minute read per step of the loop, between fires: one Query (up to the preload's page
+# size, 1,000 rows, or 1 MB) is all a row due meanwhile waits for.
+LOAD_PAGES_PER_STEP = 1
 
 
 @dataclass(frozen=True)
@@ -281,17 +284,16 @@ class Poller:
     def fire_preloaded(
         self, before: datetime | None = None, keep_going: Callable[[], bool] | None = None
     ) -> FireReport | None:
-        """Load the coming minute when it is near, and fire what is due now (and before ``before``)."""
+        """Fire what is due now (and before ``before``), then read one page of the coming minute when it is
+        near. Firing comes first and reading goes a page at a time, so a row due while the next minute is
+        read waits for one Query at most, not for the whole minute (``run_until`` comes straight back while
+        pages are left)."""
         if self.preload is None:
             return None
-        now = self.clock.now()
-        loaded = self.preload.load_upcoming(now)
-        try:
-            report = self.preload.fire(now, before, keep_going)
-        except FireFailed as failed:
-            failed.report.loaded_rows = loaded
-            raise
-        report.loaded_rows = loaded
+        report = self.preload.fire(self.clock.now(), before, keep_going)
+        report.loaded_rows = self.preload.load_upcoming(self.clock.now(), max_pages=LOAD_PAGES_PER_STEP)
+        if report.loaded_rows:
+            report.loaded_bucket = self.preload.last_read_bucket
         return report
 
     def run_until(
@@ -381,6 +383,8 @@ class Poller:
             wakes.append(window.start)
         elif window is not None and now < window.end:
             wakes += [at for at in (next_sweep, upcoming) if at is not None and at < window.end]
+            if self.preload is not None and self.preload.loading:
+                wakes.append(now)  # the coming minute's next page
             if gate is not None:
                 wakes.append(window.end)
         return min(wakes, default=now + timedelta(days=1))

@@ -2,9 +2,12 @@
 
 Shortly before minute M (``lead``), the poller reads M's bucket of each of its partitions, grouping the rows
 by fire second (a min-heap of the seconds). It then sleeps until the next fire second, claims everything due
-at that second in chunks and queues it. Nothing is claimed by loading, so a restarted poller simply loads
-the minute again; and at midnight the preload spares the store a burst of index reads. Rows written after
-the load (a job created in the last seconds before M) are still found by the regular per-second sweep.
+at that second in chunks and queues it. The reading can go a page at a time (``load_upcoming(now,
+max_pages=1)``), so that a poller firing the last seconds of minute M-1 reads M in between, never making a
+row due at :50 wait for the whole of M to be read. Nothing is claimed by loading, so a restarted poller
+simply loads the minute again; and at midnight the preload spares the store a burst of index reads. Rows
+written after the load (a job created in the last seconds before M) are still found by the regular
+per-second sweep.
 
 What is held is what firing needs: per row a compact ``DueRow`` from the store (fire time, job id, version,
 and the rest of the job packed in a few hundred bytes). The ``Job`` model is built only when its row is
@@ -38,6 +41,7 @@ def _instant(epoch_seconds: int) -> datetime:
 @dataclass
 class FireReport:
     loaded_rows: int = 0
+    loaded_bucket: str | None = None  # the minute bucket those rows came from (the last one read, if two)
     fired: int = 0
     runs_created: int = 0
     lost_races: int = 0
@@ -45,6 +49,17 @@ class FireReport:
     existing_runs: int = 0  # run rows a claim found already there (left alone; the schedule moved on)
     max_lateness_seconds: float = 0.0  # claim time minus the earliest fire time fired
     claim_seconds: float = 0.0  # time spent in the claim transactions themselves
+
+
+@dataclass
+class _Load:
+    """A minute bucket being read: the partition (by its index in the preload's list) and the key after
+    which its next page starts."""
+
+    bucket: str
+    until: datetime
+    partition_index: int = 0
+    after: str | None = None
 
 
 class FireFailed(Exception):
@@ -83,7 +98,9 @@ class MinutePreload:
         # Rows waiting to be fired, by fire second (epoch seconds); ``_seconds`` is a min-heap of the keys.
         self._due: dict[int, list[DueRow]] = {}
         self._seconds: list[int] = []
-        self._loaded: set[str] = set()
+        self._loaded: set[str] = set()  # minute buckets read whole
+        self.last_read_bucket: str | None = None
+        self._loads: list[_Load] = []  # buckets being read, the earliest first, each where its reading stands
         self._pending: dict[str, DueRow] = {}  # job id -> its row waiting in ``_due``
         self._fired: dict[str, DueRow] = {}  # job id -> its row fired within the last minute
 
@@ -102,39 +119,54 @@ class MinutePreload:
     def _active(self, job: Job) -> bool:
         return self.team_active(job.team) if self.team_active is not None else True
 
-    def load_upcoming(self, now: datetime) -> int:
+    @property
+    def loading(self) -> bool:
+        """True while a minute is being read a page at a time (``load_upcoming`` has pages left to read)."""
+        return bool(self._loads)
+
+    def load_upcoming(self, now: datetime, max_pages: int | None = None) -> int:
         """Load the next minute once ``now`` is within ``lead`` of it (and the current one, when a poller
-        starts mid-minute). Returns the rows loaded."""
-        loaded = 0
+        starts mid-minute), reading at most ``max_pages`` pages (one Query each) in this call; ``None``:
+        all of it. The next call goes on where this one stopped, also after a read that failed (that page
+        is read again; a row already held is not held twice). Returns the rows loaded by this call."""
         for minute in (
             now.replace(second=0, microsecond=0),
             (now + self.lead).replace(second=0, microsecond=0),
         ):
             bucket = minute_bucket(minute)
-            if bucket in self._loaded:
-                continue
-            loaded += self._load(bucket, minute + MINUTE - timedelta(seconds=1))
-            self._loaded.add(bucket)  # not before: a load that failed half-way is done again
+            if bucket not in self._loaded and all(load.bucket != bucket for load in self._loads):
+                self._loads.append(_Load(bucket, minute + MINUTE - timedelta(seconds=1)))
+        loaded = pages = 0
+        while self._loads and (max_pages is None or pages < max_pages):
+            load = self._loads[0]
+            loaded += self._read_page(load)
+            pages += 1
+            if load.partition_index == len(self.partitions):
+                self._loads.pop(0)
+                self._loaded.add(load.bucket)
         if len(self._loaded) > 4:
             self._loaded = {b for b in self._loaded if b >= minute_bucket(now - MINUTE)}
         return loaded
 
-    def _load(self, bucket: str, until: datetime) -> int:
+    def _read_page(self, load: _Load) -> int:
+        """Read ``load``'s next page, hold its rows, and move ``load`` on past it. Returns the rows held."""
+        if load.partition_index >= len(self.partitions):
+            return 0
+        partition = self.partitions[load.partition_index]
+        self.last_read_bucket = load.bucket
+        rows = self.store.due_rows(partition, load.bucket, load.until, self.page_size, load.after)
         count = 0
-        for partition in self.partitions:
-            after: str | None = None
-            while True:
-                rows = self.store.due_rows(partition, bucket, until, self.page_size, after)
-                for row in rows:
-                    fired = self._fired.get(row.job_id)
-                    if row.job_id in self._pending or (fired is not None and fired.version == row.version):
-                        continue
-                    self._add(row)
-                    count += 1
-                if len(rows) < self.page_size:
-                    break
-                last = rows[-1]
-                after = f"{iso_z(_instant(last.fire_at))}#{last.job_id}"
+        for row in rows:
+            fired = self._fired.get(row.job_id)
+            if row.job_id in self._pending or (fired is not None and fired.version == row.version):
+                continue
+            self._add(row)
+            count += 1
+        if len(rows) < self.page_size:
+            load.partition_index, load.after = load.partition_index + 1, None
+        else:
+            last = rows[-1]
+            load.after = f"{iso_z(_instant(last.fire_at))}#{last.job_id}"
         return count
 
     def _add(self, row: DueRow) -> None:

@@ -39,10 +39,15 @@ def is_warmup(event: object) -> bool:
 def warm_before_loaded_minutes(
     warmer: WorkerWarmer, on_error: Callable[[Exception], None]
 ) -> Callable[[FireReport], None]:
-    """An ``on_fire`` observer: warm a worker whenever the holder loaded a coming minute's due rows."""
+    """An ``on_fire`` observer: warm a worker once per minute in which the holder loaded due rows (the
+    first page of a minute that holds any; the minute is read a page at a time)."""
+    warmed: set[str] = set()
 
     def observe(report: FireReport) -> None:
-        if report.loaded_rows:
+        if report.loaded_rows and report.loaded_bucket not in warmed:
+            if len(warmed) > 4:
+                warmed.clear()
+            warmed.add(report.loaded_bucket or "")
             try:
                 warmer.warm()
             except Exception as exc:  # best effort: the minute's runs go ahead, perhaps on a cold start

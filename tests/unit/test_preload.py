@@ -19,14 +19,16 @@ import pytest
 from duetime.adapters.dynamodb.codec import item_to_job, job_to_item
 from duetime.adapters.dynamodb.store import CompactDueRow, DynamoStore
 from duetime.claim_plan import Claim, initial_state, make_claim, plan_claim
+from duetime.clock import ManualClock
 from duetime.ids import make_run_id, new_job_id, partition_of
 from duetime.models import Job, JobSpec
+from duetime.poller import Poller, PollerConfig
 from duetime.ports import ClaimOutcome, DueRow
 from duetime.preload import FireFailed, MinutePreload
 from duetime.timeutil import minute_bucket
 
 from ..job_support import create_job
-from .test_poller_lease_loop import Queue
+from .test_poller_lease_loop import NoAlerts, Queue
 from .test_poller_lease_loop import store as store  # the moto store fixture those tests use
 
 MINUTE = datetime(2026, 12, 1, 10, 1, tzinfo=UTC)  # the minute the jobs are due in
@@ -329,3 +331,48 @@ def test_due_rows_are_the_rows_due_jobs_reads_in_the_same_order(store: DynamoSto
         assert [row.job() for row in rows] == read
         assert [(row.job_id, row.version) for row in rows] == [(job.id, job.state.version) for job in read]
         assert [row.fire_at for row in rows] == [int(fire_time(job).timestamp()) for job in read]
+
+
+# --- reading the coming minute between fires ------------------------------------------------------------
+
+
+class SlowReads:
+    """The store, where each due-row read (one Query) takes ``seconds`` of the manual clock, and every claim
+    is kept with its instant."""
+
+    def __init__(self, store: DynamoStore, clock: ManualClock, seconds: float) -> None:
+        self.store, self.clock, self.seconds = store, clock, seconds
+        self.claimed_at: dict[str, datetime] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    def due_rows(self, *args: Any, **kwargs: Any) -> list[DueRow]:
+        self.clock.advance(self.seconds)
+        return self.store.due_rows(*args, **kwargs)
+
+    def claim(self, claims: Sequence[Claim], now: datetime) -> ClaimOutcome:
+        for claim in claims:
+            self.claimed_at.setdefault(claim.plan.job.id, self.clock.now())
+        return self.store.claim(claims, now)
+
+
+def test_a_row_due_while_the_coming_minute_is_read_fires_at_its_second(store: DynamoStore) -> None:
+    """At :50 the holder starts reading the coming minute (the preload's lead). Read a page at a time between
+    fires, a row due at :50 waits for one Query, not for the whole minute (here 40-odd reads of 0.2 s: the
+    old way, load then fire, claimed it at :58); and the coming minute is still whole before it starts."""
+    (last,) = due_at(store, -10)  # due at :50 of the minute before
+    coming = due_at(store, *([0] * 12 + [1] * 8))  # 20 rows, a page of one each: 40-odd reads
+    clock = ManualClock(MINUTE - timedelta(seconds=15))
+    reads = SlowReads(store, clock, seconds=0.2)
+    jobs = [last, *coming]
+    config = PollerConfig(partitions=sorted({partition_of(j.id) for j in jobs}), preload_lead=LEAD)
+    poller = Poller(reads, reads, Queue(), NoAlerts(), clock, config)
+    assert poller.preload is not None
+    poller.preload.page_size = 1
+
+    poller.run_until(stop=lambda: clock.now() >= MINUTE + timedelta(seconds=3), sleep=clock.advance)
+
+    assert at(-10) <= reads.claimed_at[last.id] <= at(-10) + timedelta(seconds=0.2)  # one read late at most
+    assert all(at(0) <= reads.claimed_at[job.id] < at(0.5) for job in coming[:12])  # fired, not swept
+    assert all(at(1) <= reads.claimed_at[job.id] < at(1.5) for job in coming[12:])

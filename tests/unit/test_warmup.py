@@ -42,6 +42,16 @@ def test_a_worker_is_warmed_only_when_a_coming_minute_with_due_rows_was_loaded()
     assert warmer.warmed == 1 and errors == []
 
 
+def test_a_minute_read_a_page_at_a_time_warms_a_worker_once() -> None:
+    warmer = Warmer()
+    observe = warm_before_loaded_minutes(warmer, [].append)
+    for _ in range(3):  # three pages of the same minute
+        observe(FireReport(loaded_rows=1000, loaded_bucket="2026-12-01T10:01"))
+    assert warmer.warmed == 1
+    observe(FireReport(loaded_rows=5, loaded_bucket="2026-12-01T10:02"))
+    assert warmer.warmed == 2
+
+
 def test_a_failed_warm_up_is_reported_and_never_raised() -> None:
     warmer, errors = Warmer(fails=True), []
     warm_before_loaded_minutes(warmer, errors.append)(FireReport(loaded_rows=1))
