@@ -17,8 +17,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from duetime.adapters.dynamodb.tables import TableNames, create_tables
-from duetime.adapters.sqs import SqsConsumer, decode, ensure_queue
+from duetime.adapters.sqs import SqsConsumer, ensure_queue
 from duetime.local_lambda import LocalFunction, LocalScheduleRule, LocalSqsEventSource, poll_until
+from duetime.run_batch import work_batch
 from duetime.settings import Settings
 from duetime.worker import Worker, WorkReport
 
@@ -49,16 +50,14 @@ class EventSourceMapping:
 
     def poll_once(self, wait_seconds: int = 1) -> int:
         messages = self.consumer.receive(10, wait_seconds)
-        done: list[str] = []
-        for message in messages:
-            try:
-                report = self.worker.process(decode(message.body))
-            except Exception as exc:  # a failed record stays on the queue (partial batch failure)
-                log.exception("run message failed", extra={"message_id": message.message_id})
-                self.errors.append(exc)
-                continue
-            done.append(message.receipt_handle)
-            if self.on_report:
+        if not messages:
+            return 0
+        outcome = work_batch(self.worker, [(message.message_id, message.body) for message in messages])
+        self.errors.extend(outcome.errors)  # a failed record stays on the queue (partial batch failure)
+        failed = set(outcome.failed)
+        done = [message.receipt_handle for message in messages if message.message_id not in failed]
+        if self.on_report:
+            for report in outcome.reports:
                 self.on_report(report)
         if done:
             self.consumer.delete(done)

@@ -6,7 +6,7 @@ A lost race is a normal outcome: methods that guard a state change report it by 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
@@ -22,6 +22,18 @@ class ClaimOutcome:
     lost_races: int = 0  # plans another poller (or an edit) got to first
     transactions: int = 0
     existing_runs: int = 0  # run rows found already there: left as they were, the schedule still moved
+
+
+@dataclass(frozen=True)
+class ResultWrite:
+    """One attempt's result for ``RunStore.record_results``: a terminal ``status``, or ``RETRY_WAIT`` with
+    ``retry_at`` and ``queue_deadline`` for attempt + 1."""
+
+    run: Run
+    status: RunStatus
+    result: RunResult
+    retry_at: datetime | None = None
+    queue_deadline: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -145,6 +157,28 @@ class RunStore(Protocol):
         """
         ...
 
+    # A worker's batch: the same writes, each under the same condition, many runs a request. Each run id at
+    # most once per call; each write succeeds or fails on its own, as the single-run form would.
+
+    def acquire_leases(
+        self, attempts: Sequence[tuple[str, int]], owner: str, now: datetime, lease_until: datetime
+    ) -> dict[str, Run]:
+        """``acquire_lease`` for each ``(run_id, attempt)``: the runs now leased to ``owner``, by run id
+        (each as ``acquire_lease`` would return it); the others were duplicates or stale."""
+        ...
+
+    def extend_leases(
+        self, attempts: Sequence[tuple[str, int]], owner: str, now: datetime, lease_until: datetime
+    ) -> set[str]:
+        """``extend_lease`` for each ``(run_id, attempt)``: the run ids whose lease ``owner`` still holds,
+        now until ``lease_until``."""
+        ...
+
+    def record_results(self, results: Sequence[ResultWrite], owner: str, now: datetime) -> set[str]:
+        """``record_result`` for each: the run ids recorded (LEASE_OWNED held); the others' workers were
+        stale and their results are discarded."""
+        ...
+
     def runs_needing_attention(self, partition: int, now: datetime, limit: int) -> list[ReapCandidate]:
         """Non-terminal runs whose lease or queue deadline passed, from the expiry index (no Scan)."""
         ...
@@ -261,6 +295,21 @@ class TeamStore(Protocol):
 
     def release_slot(self, team_id: str, slot: int, run_id: str) -> None:
         """Free the slot if ``run_id`` still holds it."""
+        ...
+
+    def acquire_slots(
+        self, team: Team, run_ids: Sequence[str], now: datetime, lease_until: datetime
+    ) -> dict[str, int]:
+        """``acquire_slot`` for each run (distinct slots): the slot each run that got one holds, by run id.
+        The runs left out found no free slot (as ``acquire_slot``'s None)."""
+        ...
+
+    def extend_slots(self, team_id: str, slots: Mapping[str, int], lease_until: datetime) -> set[str]:
+        """``extend_slot`` for each run id -> slot: the run ids that still held theirs."""
+        ...
+
+    def release_slots(self, team_id: str, slots: Mapping[str, int]) -> None:
+        """``release_slot`` for each run id -> slot."""
         ...
 
 

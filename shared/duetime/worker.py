@@ -1,15 +1,19 @@
-"""The worker: take a run's lease, call its target, record the result while still owning the lease.
+"""The worker: take a batch's leases, call its targets at once, record each result while it owns the lease.
 
-One message = one attempt. The flow for a message ``(run_id, attempt)``:
+One message = one attempt; an SQS batch (up to 10 messages) is worked as a batch. The flow:
 
-1. acquire the lease (queued|retry_wait -> running, owner, lease 60 s ahead by the store's clock); losing
-   it means a duplicate or stale message: drop it;
-2. take a team concurrency slot; if the team is at its cap, give the lease back and re-queue the message a
-   few seconds later (the attempt is not used);
-3. call the target with the run id as idempotency key, heartbeating lease and slot every 20 s (a failed
-   heartbeat is retried sooner, with backoff, for as long as the lease may still be held);
-4. record the result only if this worker still owns the attempt; retry with backoff, or end as
-   succeeded / failed / dead (with an alert).
+1. acquire the leases (queued|retry_wait -> running, owner, lease 60 s ahead by the store's clock), all in
+   one request; a run whose lease is not taken was a duplicate or stale message: dropped;
+2. take a team concurrency slot per run, one request per team; a run whose team is at its cap gives its
+   lease back and is re-queued a few seconds later (the attempt is not used);
+3. call the targets concurrently (``parallel_calls``), each with its run id as idempotency key, while one
+   heartbeat extends every lease and slot still in flight every 20 s (a failed heartbeat is retried
+   sooner, with backoff, for as long as the leases may still be held);
+4. as calls end, record their results together (one request per wave of calls that ended) only where this
+   worker still owns the attempt, free their slots; retry with backoff, or end as succeeded / failed /
+   dead (with an alert).
+
+A slow target delays no other run of its batch: the others are called at once and recorded as they end.
 """
 
 from __future__ import annotations
@@ -18,8 +22,9 @@ import logging
 import random
 import threading
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
 
@@ -29,6 +34,7 @@ from duetime.outcomes import Verdict, judge, retry_time
 from duetime.ports import (
     Alert,
     AlertSink,
+    ResultWrite,
     RunMessage,
     RunQueue,
     RunStore,
@@ -62,6 +68,7 @@ class WorkerConfig:
     heartbeat_retry: timedelta = timedelta(seconds=1)  # a failed heartbeat's first retry; then doubling
     queue_deadline: timedelta = timedelta(minutes=10)
     defer_seconds: int = 5
+    parallel_calls: int = 10  # a batch's targets called at once (an SQS batch holds up to 10 runs)
 
 
 @dataclass(frozen=True)
@@ -78,11 +85,31 @@ class WorkReport:
 
 
 @dataclass
-class _Beats:
-    """What a call's heartbeat did: written by its thread, read once the thread has ended."""
+class _Call:
+    """A run leased, with its slot, being called; ``heartbeats``: lease extensions made while in flight."""
 
-    done: int = 0
-    errors: int = 0
+    run: Run
+    team: Team
+    slot: int
+    heartbeats: int = 0
+
+
+@dataclass
+class _Flight:
+    """The calls in flight, shared by the callers and the heartbeat (under ``lock``)."""
+
+    calls: dict[str, _Call]
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    heartbeat_errors: int = 0
+
+    def snapshot(self) -> list[_Call]:
+        with self.lock:
+            return list(self.calls.values())
+
+    def land(self, run_ids: list[str]) -> None:
+        with self.lock:
+            for run_id in run_ids:
+                self.calls.pop(run_id, None)
 
 
 class Worker:
@@ -115,32 +142,130 @@ class Worker:
         self.wait = wait or threading.Event.wait
 
     def process(self, message: RunMessage) -> WorkReport:
+        """Work one message (a batch of one); raises what working it raised."""
+        (outcome,) = self.process_batch([message])
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    def process_batch(self, messages: Sequence[RunMessage]) -> list[WorkReport | Exception]:
+        """Work a batch of messages; per message, in order, its report, or the exception that stopped its
+        run (that message should come back: a partial batch failure). Of several messages for one run,
+        the one with the highest attempt is worked and the others are duplicates."""
         now = self.clock.now()
         lease_until = now + self.config.lease
-        run = self.runs.acquire_lease(message.run_id, message.attempt, self.owner, now, lease_until)
-        if run is None:
-            return WorkReport(WorkOutcome.DUPLICATE, message.run_id, message.attempt)
-        team = self.teams.get(run.team)
-        slot = self.team_store.acquire_slot(team, run.run_id, now, lease_until)
-        if slot is None:
-            return self._defer(run, now)
+        chosen: dict[str, RunMessage] = {}
+        for message in messages:
+            if message.run_id not in chosen or message.attempt > chosen[message.run_id].attempt:
+                chosen[message.run_id] = message
+        leased = self.runs.acquire_leases(
+            [(m.run_id, m.attempt) for m in chosen.values()], self.owner, now, lease_until
+        )
+        outcomes: dict[str, WorkReport | Exception] = {}
+        calls: list[_Call] = []
+        by_team: dict[str, list[Run]] = {}
+        for run in leased.values():
+            by_team.setdefault(run.team, []).append(run)
+        for team_id, runs in by_team.items():
+            team = self.teams.get(team_id)
+            slots = self.team_store.acquire_slots(team, [run.run_id for run in runs], now, lease_until)
+            for run in runs:
+                if run.run_id in slots:
+                    calls.append(_Call(run, team, slots[run.run_id]))
+                else:
+                    outcomes[run.run_id] = self._defer(run, now)
+        outcomes.update(self._call_all(calls, now, lease_until))
+        return [
+            outcomes[m.run_id]
+            if chosen[m.run_id] is m and m.run_id in outcomes
+            else WorkReport(WorkOutcome.DUPLICATE, m.run_id, m.attempt)
+            for m in messages
+        ]
+
+    def _call_all(
+        self, calls: list[_Call], started: datetime, lease_until: datetime
+    ) -> dict[str, WorkReport | Exception]:
+        """Call every target at once under one heartbeat; record results in waves, as calls end."""
+        if not calls:
+            return {}
+        flight = _Flight({call.run.run_id: call for call in calls})
+        done = threading.Event()
+        beat = threading.Thread(
+            target=self._heartbeat,
+            args=(flight, lease_until, done),
+            name=f"heartbeat-{len(calls)}-runs",
+            daemon=True,
+        )
+        beat.start()
+        outcomes: dict[str, WorkReport | Exception] = {}
         try:
-            lateness = (now - run.fire_at).total_seconds() if run.attempt == 1 else None
-            response, beats = self._call_with_heartbeat(run, team, slot, lease_until)
-            report = self._record(run, response)
-            return WorkReport(
-                report,
+            with ThreadPoolExecutor(max_workers=min(len(calls), self.config.parallel_calls)) as pool:
+                futures = {pool.submit(self._call, call): call for call in calls}
+                pending = set(futures)
+                while pending:
+                    ended, pending = wait(pending, return_when=FIRST_COMPLETED)
+                    wave = [(futures[future], future) for future in ended]
+                    flight.land([call.run.run_id for call, _ in wave])
+                    outcomes.update(self._land(wave, started, flight))
+        finally:
+            done.set()
+            beat.join()
+        return outcomes
+
+    def _call(self, call: _Call) -> TargetResponse:
+        return self.caller.call(self.build_request(call.run, call.team))
+
+    def _land(
+        self, wave: list[tuple[_Call, Future[TargetResponse]]], started: datetime, flight: _Flight
+    ) -> dict[str, WorkReport | Exception]:
+        """Record the results of the calls that just ended (one request), free their slots (one per team),
+        then queue their retries and publish their alerts."""
+        outcomes: dict[str, WorkReport | Exception] = {}
+        answered: list[tuple[_Call, TargetResponse, ResultWrite]] = []
+        now = self.clock.now()
+        try:
+            for call, future in wave:
+                try:
+                    response = future.result()
+                    answered.append((call, response, self._result_of(call.run, response, now)))
+                except Exception as exc:  # the call itself failed: the message comes back
+                    log.exception("run failed", extra={"run_id": call.run.run_id})
+                    outcomes[call.run.run_id] = exc
+            recorded = self.runs.record_results([write for _, _, write in answered], self.owner, now)
+        except Exception as exc:
+            log.exception("recording results failed")
+            return {call.run.run_id: outcomes.get(call.run.run_id, exc) for call, _ in wave}
+        finally:
+            self._release_slots([call for call, _ in wave])
+        for call, response, write in answered:
+            try:
+                outcome = self._after_record(write, recorded, now)
+            except Exception as exc:
+                outcomes[call.run.run_id] = exc
+                continue
+            run = call.run
+            outcomes[run.run_id] = WorkReport(
+                outcome,
                 run.run_id,
                 run.attempt,
-                start_lateness_seconds=lateness,
-                started_at=now,
+                start_lateness_seconds=(started - run.fire_at).total_seconds() if run.attempt == 1 else None,
+                started_at=started,
                 status_code=response.status_code,
                 duration_ms=response.duration_ms,
-                heartbeats=beats.done,
-                heartbeat_errors=beats.errors,
+                heartbeats=call.heartbeats,
+                heartbeat_errors=flight.heartbeat_errors,
             )
-        finally:
-            self.team_store.release_slot(team.team_id, slot, run.run_id)
+        return outcomes
+
+    def _release_slots(self, calls: list[_Call]) -> None:
+        by_team: dict[str, dict[str, int]] = {}
+        for call in calls:
+            by_team.setdefault(call.team.team_id, {})[call.run.run_id] = call.slot
+        for team_id, slots in by_team.items():
+            try:
+                self.team_store.release_slots(team_id, slots)
+            except Exception:  # the slots come back by themselves when their leases pass
+                log.exception("freeing slots failed", extra={"team": team_id})
 
     def _defer(self, run: Run, now: datetime) -> WorkReport:
         if self.runs.return_to_queue(
@@ -173,61 +298,49 @@ class Worker:
             timeout_seconds=run.timeout_seconds,
         )
 
-    def _call_with_heartbeat(
-        self, run: Run, team: Team, slot: int, lease_until: datetime
-    ) -> tuple[TargetResponse, _Beats]:
-        done = threading.Event()
-        beats = _Beats()
-        beat = threading.Thread(
-            target=self._heartbeat,
-            args=(run, team, slot, lease_until, done, beats),
-            name=f"heartbeat-{run.run_id}",
-            daemon=True,
-        )
-        beat.start()
-        try:
-            response = self.caller.call(self.build_request(run, team))
-        finally:
-            done.set()
-            beat.join()
-        return response, beats
-
-    def _heartbeat(
-        self, run: Run, team: Team, slot: int, expires: datetime, done: threading.Event, beats: _Beats
-    ) -> None:
-        """Extend lease and slot every ``heartbeat`` until ``done``. A failed extension (a throttle past the
-        SDK's retries, a reset connection) is retried sooner, with backoff and jitter, for as long as the
-        lease may still be held: until the store says it is lost, or its expiry has passed."""
-        context = {"run_id": run.run_id, "attempt": run.attempt}
+    def _heartbeat(self, flight: _Flight, expires: datetime, done: threading.Event) -> None:
+        """Extend the leases and slots of the calls in flight every ``heartbeat`` until ``done`` (one
+        request for the leases, one per team for the slots). A failed extension (a throttle past the SDK's
+        retries, a reset connection) is retried sooner, with backoff and jitter, for as long as the leases
+        may still be held: until their expiry has passed. A run whose lease the store says is lost is no
+        longer extended (its result will be refused)."""
         failures = 0
         delay = self.config.heartbeat.total_seconds()
         while not self.wait(done, delay):
             now = self.clock.now()
             if now >= expires:
-                log.error("lease expired after %d failed heartbeats", failures, extra=context)
+                log.error("lease expired after %d failed heartbeats", failures)
                 return
+            calls = flight.snapshot()
+            if not calls:
+                continue
             until = now + self.config.lease
             try:
-                held = self.runs.extend_lease(run.run_id, run.attempt, self.owner, now, until)
-                if held:
-                    self.team_store.extend_slot(team.team_id, slot, run.run_id, until)
+                held = self.runs.extend_leases(
+                    [(call.run.run_id, call.run.attempt) for call in calls], self.owner, now, until
+                )
+                by_team: dict[str, dict[str, int]] = {}
+                for call in calls:
+                    if call.run.run_id in held:
+                        by_team.setdefault(call.team.team_id, {})[call.run.run_id] = call.slot
+                for team_id, slots in by_team.items():
+                    self.team_store.extend_slots(team_id, slots, until)
             except Exception:
                 failures += 1
-                beats.errors += 1
+                flight.heartbeat_errors += 1
                 delay = self._heartbeat_retry_delay(failures, expires - now)
                 log.warning(
-                    "heartbeat failed (%d in a row); trying again in %.2f s",
-                    failures,
-                    delay,
-                    exc_info=True,
-                    extra=context,
+                    "heartbeat failed (%d in a row); trying again in %.2f s", failures, delay, exc_info=True
                 )
                 continue
-            if not held:
-                log.warning("lease lost during the call", extra=context)
-                return
+            lost = [call.run.run_id for call in calls if call.run.run_id not in held]
+            if lost:
+                log.warning("lease lost during the call", extra={"run_ids": lost})
+                flight.land(lost)
+            for call in calls:
+                if call.run.run_id in held:
+                    call.heartbeats += 1
             expires, failures, delay = until, 0, self.config.heartbeat.total_seconds()
-            beats.done += 1
 
     def _heartbeat_retry_delay(self, failures: int, left: timedelta) -> float:
         """Doubling from ``heartbeat_retry`` up to the heartbeat, with jitter; and soon enough to try again
@@ -237,9 +350,9 @@ class Worker:
         delay = self.rng.uniform(ceiling / 2, ceiling)
         return max(first / 2, min(delay, left.total_seconds() / 2))
 
-    def _record(self, run: Run, response: TargetResponse) -> WorkOutcome:
+    def _result_of(self, run: Run, response: TargetResponse, now: datetime) -> ResultWrite:
+        """What to record for ``run``'s attempt: succeeded, failed, dead, or a retry at a time with jitter."""
         verdict = judge(response)
-        now = self.clock.now()
         result = RunResult(
             status_code=response.status_code,
             duration_ms=response.duration_ms,
@@ -248,42 +361,35 @@ class Worker:
             retryable=verdict is Verdict.RETRYABLE,
         )
         if verdict is Verdict.SUCCESS:
-            return self._finish(run, RunStatus.SUCCEEDED, result, now, WorkOutcome.SUCCEEDED)
+            return ResultWrite(run, RunStatus.SUCCEEDED, result)
         if verdict is Verdict.PERMANENT:
-            return self._finish(run, RunStatus.FAILED, result, now, WorkOutcome.FAILED)
+            return ResultWrite(run, RunStatus.FAILED, result)
         if run.attempt >= run.max_attempts:
-            return self._finish(run, RunStatus.DEAD, result, now, WorkOutcome.DEAD)
+            return ResultWrite(run, RunStatus.DEAD, result)
         retry_at = retry_time(run.retry, run.attempt, now, self.rng)
-        recorded = self.runs.record_result(
-            run,
-            self.owner,
-            RunStatus.RETRY_WAIT,
-            result,
-            now,
-            retry_at=retry_at,
-            queue_deadline=retry_at + self.config.queue_deadline,
-        )
-        if not recorded:
-            return WorkOutcome.STALE
-        delay = max(0, int((retry_at - now).total_seconds() + 0.999))
-        self.queue.send([RunMessage(run.run_id, run.attempt + 1)], delay_seconds=delay)
-        return WorkOutcome.RETRY_SCHEDULED
+        return ResultWrite(run, RunStatus.RETRY_WAIT, result, retry_at, retry_at + self.config.queue_deadline)
 
-    def _finish(
-        self, run: Run, status: RunStatus, result: RunResult, now: datetime, outcome: WorkOutcome
-    ) -> WorkOutcome:
-        if not self.runs.record_result(run, self.owner, status, result, now):
+    def _after_record(self, write: ResultWrite, recorded: set[str], now: datetime) -> WorkOutcome:
+        """Queue the retry, or publish the alert, of a result written; STALE for one refused."""
+        run = write.run
+        if run.run_id not in recorded:
             return WorkOutcome.STALE
-        if status in (RunStatus.DEAD, RunStatus.FAILED):
+        if write.status is RunStatus.RETRY_WAIT:
+            assert write.retry_at is not None
+            delay = max(0, int((write.retry_at - now).total_seconds() + 0.999))
+            self.queue.send([RunMessage(run.run_id, run.attempt + 1)], delay_seconds=delay)
+            return WorkOutcome.RETRY_SCHEDULED
+        if write.status in (RunStatus.DEAD, RunStatus.FAILED):
             self.alerts.publish(
                 Alert(
-                    kind=f"run_{status.value}",
+                    kind=f"run_{write.status.value}",
                     team=run.team,
                     job_id=run.job_id,
                     run_id=run.run_id,
                     attempt=run.attempt,
-                    detail=result.error or f"HTTP {result.status_code}",
+                    detail=write.result.error or f"HTTP {write.result.status_code}",
                     at=now,
                 )
             )
-        return outcome
+            return WorkOutcome.DEAD if write.status is RunStatus.DEAD else WorkOutcome.FAILED
+        return WorkOutcome.SUCCEEDED

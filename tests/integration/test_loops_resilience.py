@@ -4,6 +4,7 @@ waits (tests/unit/test_loops_resilience.py has the same on moto with a manual cl
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -24,11 +25,13 @@ class FailingExtensions:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.store, name)
 
-    def extend_lease(self, run_id: str, attempt: int, owner: str, now: datetime, until: datetime) -> bool:
+    def extend_leases(
+        self, attempts: Sequence[tuple[str, int]], owner: str, now: datetime, until: datetime
+    ) -> set[str]:
         if self.failures:
             self.failures -= 1
             raise ConnectionResetError("connection reset by peer")
-        return self.store.extend_lease(run_id, attempt, owner, now, until)
+        return self.store.extend_leases(attempts, owner, now, until)
 
 
 def test_two_failed_heartbeats_neither_lose_the_lease_nor_repeat_the_run(stack: Stack, target) -> None:

@@ -66,13 +66,15 @@ class FlakyStore:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.store, name)
 
-    def extend_lease(self, run_id: str, attempt: int, owner: str, now: datetime, until: datetime) -> bool:
+    def extend_leases(
+        self, attempts: Sequence[tuple[str, int]], owner: str, now: datetime, until: datetime
+    ) -> set[str]:
         self.extends_tried.append(now)
         if self.extend_failures:
             self.extend_failures -= 1
             raise throttled("UpdateItem")
-        held = self.store.extend_lease(run_id, attempt, owner, now, until)
-        self.extends_done += held
+        held = self.store.extend_leases(attempts, owner, now, until)
+        self.extends_done += len(held)
         return held
 
     def due_jobs(self, *args: Any, **kwargs: Any) -> list[Job]:
@@ -258,9 +260,11 @@ def test_a_heartbeat_that_keeps_failing_stops_once_the_lease_has_expired(
 
 
 class StolenLease(FlakyStore):
-    def extend_lease(self, run_id: str, attempt: int, owner: str, now: datetime, until: datetime) -> bool:
+    def extend_leases(
+        self, attempts: Sequence[tuple[str, int]], owner: str, now: datetime, until: datetime
+    ) -> set[str]:
         self.extends_tried.append(now)
-        return False  # someone else holds the run now
+        return set()  # someone else holds the run now
 
 
 def test_a_lease_the_store_says_is_lost_ends_the_heartbeat_at_once(store: DynamoStore) -> None:

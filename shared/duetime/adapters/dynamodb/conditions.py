@@ -14,6 +14,7 @@ class Condition:
     name: str
     expression: str
     why: str
+    partiql: str = ""  # the same condition as a PartiQL WHERE clause, for batched writes (``partiql.py``)
 
 
 JOB_IS_NEW = Condition(
@@ -41,6 +42,7 @@ RUN_WAITING_FOR_ATTEMPT = Condition(
     "#status IN (:queued, :retry_wait) AND attempt = :attempt",
     "A worker takes the lease only for the attempt its message names and only while the run waits; "
     "duplicate and stale messages fail here and are dropped.",
+    '("status" = :queued OR "status" = :retry_wait) AND "attempt" = :attempt',
 )
 
 LEASE_HELD = Condition(
@@ -48,6 +50,7 @@ LEASE_HELD = Condition(
     "#status = :running AND #owner = :owner AND attempt = :attempt AND lease_expires_at > :now",
     "A heartbeat extends only a lease this worker still holds by the store's clock: an expired lease "
     "cannot be kept alive, whatever the worker's own clock says.",
+    '"status" = :running AND "owner" = :owner AND "attempt" = :attempt AND "lease_expires_at" > :now',
 )
 
 LEASE_OWNED = Condition(
@@ -55,6 +58,7 @@ LEASE_OWNED = Condition(
     "#status = :running AND #owner = :owner AND attempt = :attempt",
     "Only the owner of the current attempt records its result; a stale worker (its lease was expired "
     "and the run re-queued or taken over) is rejected.",
+    '"status" = :running AND "owner" = :owner AND "attempt" = :attempt',
 )
 
 LEASE_EXPIRED = Condition(
@@ -76,12 +80,21 @@ SLOT_FREE = Condition(
     "attribute_not_exists(holder) OR slot_expires_at < :now OR holder = :run_id",
     "A concurrency slot can be taken when it is empty or its holder's lease expired (a dead worker never "
     "leaks a slot); the same run may take it again.",
+    '"holder" IS MISSING OR "slot_expires_at" < :now OR "holder" = :run_id',
+)
+
+SLOT_IS_NEW = Condition(
+    "SLOT_IS_NEW",
+    "attribute_not_exists(sk)",
+    "A slot's item is made by the first run to take that slot (a batched INSERT, whose condition this "
+    "is): of two workers making it at once, one holds the slot and the other lost the race.",
 )
 
 SLOT_HELD = Condition(
     "SLOT_HELD",
     "holder = :run_id",
     "Only the run holding a slot extends or frees it.",
+    '"holder" = :run_id',
 )
 
 WATERMARK_BEHIND = Condition(
@@ -232,6 +245,7 @@ ALL_CONDITIONS = (
     LEASE_EXPIRED,
     WAIT_EXPIRED,
     SLOT_FREE,
+    SLOT_IS_NEW,
     SLOT_HELD,
     WATERMARK_BEHIND,
     WATERMARK_MISSING,

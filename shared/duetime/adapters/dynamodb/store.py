@@ -38,6 +38,12 @@ from duetime.adapters.dynamodb.codec import (
 )
 from duetime.adapters.dynamodb.reads import batch_get, read_job, read_run, read_team, team_key
 from duetime.adapters.dynamodb.tables import DUE_INDEX, REAP_INDEX, TableNames
+from duetime.adapters.dynamodb.worker_batches import (
+    SLOT_GROUPS_SEARCHED,
+    SLOTS_PER_KEY,
+    WorkerBatches,
+    slot_key,
+)
 from duetime.claim_plan import Claim
 from duetime.models import Job, JobSpec, Run, RunResult, RunStatus, Team
 from duetime.ports import Alert, ClaimOutcome, PollerLease, ReapCandidate
@@ -47,12 +53,6 @@ log = logging.getLogger(__name__)
 
 ITEM_SLACK = 64  # bytes per claim on top of AWS's item-size rules, for rounding in DynamoDB's own count
 CLAIM_ROUNDS = 6  # a cancelled batch is retried for the claims that did not lose their condition
-# A team's concurrency slots live in groups of SLOTS_PER_KEY per partition key ("team#<id>#slots#<group>"),
-# so a big team's starts (two slot writes each) spread over keys instead of meeting one partition's
-# 1,000 WCU/s: a group sees at most 2 x 25 writes per call-duration. After a missed first guess, a worker
-# reads up to SLOT_GROUPS_SEARCHED groups, so for caps up to 100 "no free slot" means "at the cap".
-SLOTS_PER_KEY = 25
-SLOT_GROUPS_SEARCHED = 4
 _STATUS = {"#status": "status"}
 _OWNER = {"#owner": "owner"}
 
@@ -72,7 +72,7 @@ def conditional_write(write: Callable[..., Any], **request: Any) -> dict[str, An
         raise
 
 
-class DynamoStore:
+class DynamoStore(WorkerBatches):
     """Implements ``JobStore``, ``RunStore``, ``TeamStore`` and ``PollerLeaseStore`` (see ``duetime.ports``
     for the contracts)."""
 
@@ -536,15 +536,12 @@ class DynamoStore:
                     return slot
         return None
 
-    def _slot_key(self, team_id: str, slot: int) -> Item:
-        return {"pk": s(_slot_group_key(team_id, slot // SLOTS_PER_KEY)), "sk": s(f"slot#{slot:05d}")}
-
     def _slot_write(self, team_id: str, slot: int, update: str, condition: str, values: Item) -> bool:
         """One conditional write to a slot item; False when its condition says the slot is not ours."""
         written = conditional_write(
             self.client.update_item,
             TableName=self.names.control,
-            Key=self._slot_key(team_id, slot),
+            Key=slot_key(team_id, slot),
             UpdateExpression=update,
             ConditionExpression=condition,
             ExpressionAttributeValues=values,
@@ -558,26 +555,7 @@ class DynamoStore:
 
     def _free_slots(self, team: Team, group: int, now: datetime) -> list[int]:
         """The free slots of one group, shuffled (one consistent Query of its partition key)."""
-        held: set[int] = set()
-        kwargs: dict[str, Any] = {
-            "TableName": self.names.control,
-            "KeyConditionExpression": "pk = :pk",
-            "ExpressionAttributeValues": {":pk": s(_slot_group_key(team.team_id, group))},
-            "ConsistentRead": True,
-        }
-        while True:
-            response = self.client.query(**kwargs)
-            for item in response.get("Items", []):
-                if "holder" in item and parse_iso_z(item["slot_expires_at"]["S"]) >= now:
-                    held.add(int(item["sk"]["S"].split("#")[1]))
-            if "LastEvaluatedKey" not in response:
-                break
-            kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
-        first = group * SLOTS_PER_KEY
-        last = min(team.max_concurrency, first + SLOTS_PER_KEY)
-        free = [slot for slot in range(first, last) if slot not in held]
-        random.shuffle(free)
-        return free
+        return self.slot_group_state(team, group, now)[0]
 
     def extend_slot(self, team_id: str, slot: int, run_id: str, lease_until: datetime) -> bool:
         values = {":run_id": s(run_id), ":until": t(lease_until)}
@@ -770,10 +748,6 @@ class CompactDueRow:
 
     def __repr__(self) -> str:
         return f"CompactDueRow({self.job_id!r}, fire_at={self.fire_at}, version={self.version})"
-
-
-def _slot_group_key(team_id: str, group: int) -> str:
-    return f"team#{team_id}#slots#{group}"
 
 
 def _lease_key(group: str) -> Item:

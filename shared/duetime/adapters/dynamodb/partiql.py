@@ -1,0 +1,102 @@
+"""Many conditional writes in one request: PartiQL's BatchExecuteStatement.
+
+A worker's batch of runs makes the same write to each run (take the lease, extend it, record the result)
+and to each of its team's slots. BatchExecuteStatement carries up to 25 statements per request, each under
+its own condition and each billed as the single write it is (unlike a transaction, which doubles the units
+and fails all for one); statements succeed or fail one by one. A statement's condition is its ``WHERE``
+clause after the key: the same named condition as the single-item write (``conditions.py``, its
+``partiql`` form). A statement whose condition fails is a lost race, as with ``ConditionalCheckFailed``;
+any other per-statement error (a throttle past the SDK's retries, an internal error) raises.
+
+AWS's limits: 25 statements a request (``execute`` splits), and no two statements on one item in the same
+request (``ValidationException``: "Provided list of item keys contains duplicates"; callers send each item
+once).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from duetime.adapters.dynamodb.codec import Item
+from duetime.adapters.dynamodb.conditions import Condition
+
+BATCH_STATEMENTS_MAX = 25  # BatchExecuteStatement: statements per request
+_PLACEHOLDER = re.compile(r":[a-z_]+")
+
+
+class StatementFailed(Exception):
+    """A statement of a batch failed for a reason other than its condition."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+
+
+@dataclass(frozen=True)
+class Statement:
+    text: str
+    parameters: list[dict[str, Any]]
+
+    def request(self) -> dict[str, Any]:
+        return {"Statement": self.text, "Parameters": self.parameters}
+
+
+def _bind(text: str, values: Item) -> tuple[str, list[dict[str, Any]]]:
+    """``text`` with each ``:name`` replaced by ``?``, and the values in the order they appear."""
+    parameters = [values[name] for name in _PLACEHOLDER.findall(text)]
+    return _PLACEHOLDER.sub("?", text), parameters
+
+
+def update(
+    table: str,
+    key: Item,
+    condition: Condition,
+    values: Item,
+    sets: Sequence[str] = (),
+    removes: Sequence[str] = (),
+    set_from: Mapping[str, str] | None = None,
+) -> Statement:
+    """``UPDATE table SET a = :a ... REMOVE b ... WHERE <key> AND (<condition>)``. ``sets`` are attribute
+    names set from the value of the same name (``lease_expires_at`` from ``:lease_expires_at``);
+    ``set_from`` names another value where the condition already uses that name (``attempt`` from
+    ``:next_attempt`` while the condition compares ``:attempt``). The item must exist: a PartiQL UPDATE
+    never creates one (a missing item fails like the condition)."""
+    assert condition.partiql, f"{condition.name} has no PartiQL form"
+    assignments = {**{name: f":{name}" for name in sets}, **(set_from or {})}
+    clauses = [f'SET "{name}" = {value}' for name, value in assignments.items()]
+    clauses += [f'REMOVE "{name}"' for name in removes]
+    where = " AND ".join(f'"{name}" = :key_{name}' for name in key)
+    text = f'UPDATE "{table}" {" ".join(clauses)} WHERE {where} AND ({condition.partiql})'
+    bound, parameters = _bind(text, {**values, **{f":key_{name}": value for name, value in key.items()}})
+    return Statement(bound, parameters)
+
+
+def insert(table: str, item: Item, condition: Condition) -> Statement:
+    """``INSERT INTO table VALUE {...}``: fails (as a lost race) when an item with that key exists, which
+    is its ``condition`` (named for the reader; PartiQL's INSERT carries it by itself)."""
+    assert condition.expression.startswith("attribute_not_exists("), condition.name
+    names = list(item)
+    fields = ", ".join(f"'{name}': ?" for name in names)
+    return Statement(f'INSERT INTO "{table}" VALUE {{{fields}}}', [item[name] for name in names])
+
+
+def execute(client: Any, statements: Sequence[Statement]) -> list[bool]:
+    """Run ``statements``, 25 per request; for each, True when it was written, False when its condition
+    failed (or, for an INSERT, its item existed). Any other failure raises ``StatementFailed`` (after the
+    statements of earlier requests were made: each is a write of its own)."""
+    written: list[bool] = []
+    for start in range(0, len(statements), BATCH_STATEMENTS_MAX):
+        chunk = statements[start : start + BATCH_STATEMENTS_MAX]
+        response = client.batch_execute_statement(Statements=[statement.request() for statement in chunk])
+        for answer in response["Responses"]:
+            error = answer.get("Error")
+            if error is None:
+                written.append(True)
+            elif error.get("Code") in ("ConditionalCheckFailed", "DuplicateItem"):
+                written.append(False)
+            else:
+                raise StatementFailed(error.get("Code", "?"), error.get("Message", ""))
+    return written

@@ -1,0 +1,303 @@
+"""A worker's batch of runs in a few requests: leases, results and team slots, by PartiQL batches.
+
+The writes are the single-run writes of ``store.py`` under the same named conditions (``conditions.py``),
+made for up to 25 runs a request (``partiql.py``); each succeeds or fails on its own. Per batch of runs of
+one team, on the common path: one consistent BatchGetItem and one batch to take the leases, one Query and
+one batch to take the slots, one batch to record the results and one to free the slots; a heartbeat is one
+batch for the leases and one for the slots.
+
+A batch of one run makes the single-run write instead (``store.py``): one UpdateItem, where a batch needs
+a read and a write to take a lease, and one guess at a free slot before any Query.
+
+Taking a lease reads the runs first (the worker needs them to call their targets, and a batched UPDATE
+returns nothing): a run not waiting for the message's attempt is dropped without a write. The lease write
+itself is conditional all the same (``RUN_WAITING_FOR_ATTEMPT``): the read only spares a write.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from duetime.adapters.dynamodb import conditions as c
+from duetime.adapters.dynamodb import partiql
+from duetime.adapters.dynamodb.codec import Item, item_to_run, n, run_key, s, t
+from duetime.adapters.dynamodb.reads import batch_get
+from duetime.adapters.dynamodb.tables import TableNames
+from duetime.models import Run, RunStatus, Team
+from duetime.ports import ResultWrite
+from duetime.timeutil import parse_iso_z
+
+# A team's concurrency slots live in groups of SLOTS_PER_KEY per partition key ("team#<id>#slots#<group>"),
+# so a big team's starts (two slot writes each) spread over keys instead of meeting one partition's
+# 1,000 WCU/s: a group sees at most 2 x 25 writes per call-duration. A worker reads up to
+# SLOT_GROUPS_SEARCHED groups, so for caps up to 100 "no free slot" means "at the cap".
+SLOTS_PER_KEY = 25
+SLOT_GROUPS_SEARCHED = 4
+_WAITING = (RunStatus.QUEUED.value, RunStatus.RETRY_WAIT.value)
+
+
+def slot_group_key(team_id: str, group: int) -> str:
+    return f"team#{team_id}#slots#{group}"
+
+
+def slot_key(team_id: str, slot: int) -> Item:
+    return {"pk": s(slot_group_key(team_id, slot // SLOTS_PER_KEY)), "sk": s(f"slot#{slot:05d}")}
+
+
+class WorkerBatches:
+    """The batched run and slot writes of ``DynamoStore`` (``RunStore``'s and ``TeamStore``'s batch forms)."""
+
+    client: Any
+    names: TableNames
+    # The single-run forms (``DynamoStore``'s), for batches of one.
+    acquire_lease: Callable[[str, int, str, datetime, datetime], Run | None]
+    extend_lease: Callable[[str, int, str, datetime, datetime], bool]
+    record_result: Callable[..., bool]
+    acquire_slot: Callable[[Team, str, datetime, datetime], int | None]
+    extend_slot: Callable[[str, int, str, datetime], bool]
+    release_slot: Callable[[str, int, str], None]
+
+    # --- leases and results ------------------------------------------------------------------------------
+
+    def acquire_leases(
+        self, attempts: Sequence[tuple[str, int]], owner: str, now: datetime, lease_until: datetime
+    ) -> dict[str, Run]:
+        if len(attempts) == 1:
+            ((run_id, attempt),) = attempts
+            run = self.acquire_lease(run_id, attempt, owner, now, lease_until)
+            return {run_id: run} if run is not None else {}
+        keys: dict[str, Item] = {}
+        for run_id, _ in attempts:
+            try:
+                keys[run_id] = run_key(run_id)
+            except ValueError:
+                continue  # not a run id (a stray message): no such run
+        wanted = dict(attempts)
+        waiting = [
+            item_to_run(item)
+            for item in batch_get(self.client, self.names.runs, list(keys.values()), consistent=True)
+            if item["status"]["S"] in _WAITING and int(item["attempt"]["N"]) == wanted[item["run_id"]["S"]]
+        ]
+        statements = []
+        for run in waiting:
+            values: Item = {
+                ":queued": s(RunStatus.QUEUED),
+                ":retry_wait": s(RunStatus.RETRY_WAIT),
+                ":running": s(RunStatus.RUNNING),
+                ":attempt": n(run.attempt),
+                ":owner": s(owner),
+                ":lease_expires_at": t(lease_until),
+                ":reap_at": t(lease_until),
+                ":updated_at": t(now),
+                ":started_at": t(run.started_at or now),
+            }
+            statements.append(
+                partiql.update(
+                    self.names.runs,
+                    keys[run.run_id],
+                    c.RUN_WAITING_FOR_ATTEMPT,
+                    {**values, ":status": values[":running"]},
+                    sets=("status", "owner", "lease_expires_at", "reap_at", "updated_at", "started_at"),
+                    removes=("queue_deadline", "retry_at"),
+                )
+            )
+        leased: dict[str, Run] = {}
+        for run, written in zip(waiting, partiql.execute(self.client, statements), strict=True):
+            if written:
+                leased[run.run_id] = run.model_copy(
+                    update={
+                        "status": RunStatus.RUNNING,
+                        "owner": owner,
+                        "lease_expires_at": lease_until,
+                        "started_at": run.started_at or now,
+                        "updated_at": now,
+                        "queue_deadline": None,
+                        "retry_at": None,
+                    }
+                )
+        return leased
+
+    def extend_leases(
+        self, attempts: Sequence[tuple[str, int]], owner: str, now: datetime, lease_until: datetime
+    ) -> set[str]:
+        if len(attempts) == 1:
+            ((run_id, attempt),) = attempts
+            return {run_id} if self.extend_lease(run_id, attempt, owner, now, lease_until) else set()
+        statements = [
+            partiql.update(
+                self.names.runs,
+                run_key(run_id),
+                c.LEASE_HELD,
+                {
+                    ":running": s(RunStatus.RUNNING),
+                    ":owner": s(owner),
+                    ":attempt": n(attempt),
+                    ":now": t(now),
+                    ":lease_expires_at": t(lease_until),
+                    ":reap_at": t(lease_until),
+                },
+                sets=("lease_expires_at", "reap_at"),
+            )
+            for run_id, attempt in attempts
+        ]
+        written = partiql.execute(self.client, statements)
+        return {run_id for (run_id, _), ok in zip(attempts, written, strict=True) if ok}
+
+    def record_results(self, results: Sequence[ResultWrite], owner: str, now: datetime) -> set[str]:
+        if len(results) == 1:
+            (one,) = results
+            recorded = self.record_result(
+                one.run, owner, one.status, one.result, now, one.retry_at, one.queue_deadline
+            )
+            return {one.run.run_id} if recorded else set()
+        statements = []
+        for write in results:
+            values: Item = {
+                ":running": s(RunStatus.RUNNING),
+                ":owner": s(owner),
+                ":attempt": n(write.run.attempt),
+                ":status": s(write.status),
+                ":result": s(write.result.model_dump_json(exclude_none=True)),
+                ":updated_at": t(now),
+            }
+            if write.status is RunStatus.RETRY_WAIT:
+                assert write.retry_at is not None and write.queue_deadline is not None
+                values.update(
+                    {
+                        ":next_attempt": n(write.run.attempt + 1),
+                        ":retry_at": t(write.retry_at),
+                        ":queue_deadline": t(write.queue_deadline),
+                        ":reap_at": t(write.queue_deadline),
+                    }
+                )
+                sets: tuple[str, ...] = ("result", "updated_at", "retry_at", "queue_deadline", "reap_at")
+                removes: tuple[str, ...] = ("owner", "lease_expires_at")
+                set_from = {"attempt": ":next_attempt"}  # the condition compares the old one, ":attempt"
+            else:
+                values[":finished_at"] = t(now)
+                sets = ("result", "updated_at", "finished_at")
+                removes = ("lease_expires_at", "reap_shard", "reap_at")
+                set_from = {}
+            statement = partiql.update(
+                self.names.runs,
+                run_key(write.run.run_id),
+                c.LEASE_OWNED,
+                values,
+                sets=("status", *sets),  # ":status" is the new one; the condition reads ":running"
+                removes=removes,
+                set_from=set_from,
+            )
+            statements.append(statement)
+        written = partiql.execute(self.client, statements)
+        return {write.run.run_id for write, ok in zip(results, written, strict=True) if ok}
+
+    # --- team concurrency slots -------------------------------------------------------------------------
+
+    def acquire_slots(
+        self, team: Team, run_ids: Sequence[str], now: datetime, lease_until: datetime
+    ) -> dict[str, int]:
+        if len(run_ids) == 1:
+            slot = self.acquire_slot(team, run_ids[0], now, lease_until)
+            return {run_ids[0]: slot} if slot is not None else {}
+        taken: dict[str, int] = {}
+        wanted = list(run_ids)
+        groups = list(range(math.ceil(team.max_concurrency / SLOTS_PER_KEY)))
+        random.shuffle(groups)
+        for group in groups[:SLOT_GROUPS_SEARCHED]:
+            if not wanted:
+                break
+            free, existing = self.slot_group_state(team, group, now)
+            pairs = list(zip(wanted, free, strict=False))
+            statements = [
+                self._take_slot_statement(team.team_id, slot, run_id, slot in existing, now, lease_until)
+                for run_id, slot in pairs
+            ]
+            for (run_id, slot), written in zip(pairs, partiql.execute(self.client, statements), strict=True):
+                if written:
+                    taken[run_id] = slot
+            wanted = [run_id for run_id in wanted if run_id not in taken]
+        return taken
+
+    def _take_slot_statement(
+        self, team_id: str, slot: int, run_id: str, exists: bool, now: datetime, lease_until: datetime
+    ) -> partiql.Statement:
+        key = slot_key(team_id, slot)
+        if not exists:  # SLOT_IS_NEW: the INSERT fails when another worker made the item meanwhile
+            return partiql.insert(
+                self.names.control,
+                {**key, "holder": s(run_id), "slot_expires_at": t(lease_until)},
+                c.SLOT_IS_NEW,
+            )
+        values = {
+            ":run_id": s(run_id),
+            ":holder": s(run_id),
+            ":slot_expires_at": t(lease_until),
+            ":now": t(now),
+        }
+        return partiql.update(
+            self.names.control, key, c.SLOT_FREE, values, sets=("holder", "slot_expires_at")
+        )
+
+    def slot_group_state(self, team: Team, group: int, now: datetime) -> tuple[list[int], set[int]]:
+        """One group's free slots (shuffled) and the slots whose item exists (one consistent Query)."""
+        held: set[int] = set()
+        existing: set[int] = set()
+        kwargs: dict[str, Any] = {
+            "TableName": self.names.control,
+            "KeyConditionExpression": "pk = :pk",
+            "ExpressionAttributeValues": {":pk": s(slot_group_key(team.team_id, group))},
+            "ConsistentRead": True,
+        }
+        while True:
+            response = self.client.query(**kwargs)
+            for item in response.get("Items", []):
+                slot = int(item["sk"]["S"].split("#")[1])
+                existing.add(slot)
+                if "holder" in item and parse_iso_z(item["slot_expires_at"]["S"]) >= now:
+                    held.add(slot)
+            if "LastEvaluatedKey" not in response:
+                break
+            kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+        first = group * SLOTS_PER_KEY
+        last = min(team.max_concurrency, first + SLOTS_PER_KEY)
+        free = [slot for slot in range(first, last) if slot not in held]
+        random.shuffle(free)
+        return free, existing
+
+    def extend_slots(self, team_id: str, slots: Mapping[str, int], lease_until: datetime) -> set[str]:
+        if len(slots) == 1:
+            ((run_id, slot),) = slots.items()
+            return {run_id} if self.extend_slot(team_id, slot, run_id, lease_until) else set()
+        statements = [
+            partiql.update(
+                self.names.control,
+                slot_key(team_id, slot),
+                c.SLOT_HELD,
+                {":run_id": s(run_id), ":slot_expires_at": t(lease_until)},
+                sets=("slot_expires_at",),
+            )
+            for run_id, slot in slots.items()
+        ]
+        written = partiql.execute(self.client, statements)
+        return {run_id for run_id, ok in zip(slots, written, strict=True) if ok}
+
+    def release_slots(self, team_id: str, slots: Mapping[str, int]) -> None:
+        if len(slots) == 1:
+            ((run_id, slot),) = slots.items()
+            self.release_slot(team_id, slot, run_id)
+            return
+        statements = [
+            partiql.update(
+                self.names.control,
+                slot_key(team_id, slot),
+                c.SLOT_HELD,
+                {":run_id": s(run_id)},
+                removes=("holder", "slot_expires_at"),
+            )
+            for run_id, slot in slots.items()
+        ]
+        partiql.execute(self.client, statements)
