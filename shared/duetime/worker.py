@@ -154,12 +154,12 @@ class Worker:
         the one with the highest attempt is worked and the others are duplicates."""
         now = self.clock.now()
         lease_until = now + self.config.lease
-        chosen: dict[str, RunMessage] = {}
-        for message in messages:
-            if message.run_id not in chosen or message.attempt > chosen[message.run_id].attempt:
-                chosen[message.run_id] = message
+        chosen: dict[str, int] = {}  # run id -> the index of the message worked for it
+        for index, message in enumerate(messages):
+            if message.run_id not in chosen or message.attempt > messages[chosen[message.run_id]].attempt:
+                chosen[message.run_id] = index
         leased = self.runs.acquire_leases(
-            [(m.run_id, m.attempt) for m in chosen.values()], self.owner, now, lease_until
+            [(messages[i].run_id, messages[i].attempt) for i in chosen.values()], self.owner, now, lease_until
         )
         outcomes: dict[str, WorkReport | Exception] = {}
         calls: list[_Call] = []
@@ -177,9 +177,9 @@ class Worker:
         outcomes.update(self._call_all(calls, now, lease_until))
         return [
             outcomes[m.run_id]
-            if chosen[m.run_id] is m and m.run_id in outcomes
+            if chosen[m.run_id] == index and m.run_id in outcomes
             else WorkReport(WorkOutcome.DUPLICATE, m.run_id, m.attempt)
-            for m in messages
+            for index, m in enumerate(messages)
         ]
 
     def _call_all(

@@ -29,7 +29,7 @@ from duetime.adapters.dynamodb.reads import batch_get
 from duetime.adapters.dynamodb.tables import TableNames
 from duetime.models import Run, RunStatus, Team
 from duetime.ports import ResultWrite
-from duetime.timeutil import parse_iso_z
+from duetime.timeutil import iso_z, parse_iso_z
 
 # A team's concurrency slots live in groups of SLOTS_PER_KEY per partition key ("team#<id>#slots#<group>"),
 # so a big team's starts (two slot writes each) spread over keys instead of meeting one partition's
@@ -107,14 +107,14 @@ class WorkerBatches:
             )
         leased: dict[str, Run] = {}
         for run, written in zip(waiting, partiql.execute(self.client, statements), strict=True):
-            if written:
+            if written:  # the run as the store now holds it (its instants to the second, as written)
                 leased[run.run_id] = run.model_copy(
                     update={
                         "status": RunStatus.RUNNING,
                         "owner": owner,
-                        "lease_expires_at": lease_until,
-                        "started_at": run.started_at or now,
-                        "updated_at": now,
+                        "lease_expires_at": _as_stored(lease_until),
+                        "started_at": run.started_at or _as_stored(now),
+                        "updated_at": _as_stored(now),
                         "queue_deadline": None,
                         "retry_at": None,
                     }
@@ -301,3 +301,7 @@ class WorkerBatches:
             for run_id, slot in slots.items()
         ]
         partiql.execute(self.client, statements)
+
+
+def _as_stored(instant: datetime) -> datetime:
+    return parse_iso_z(iso_z(instant))

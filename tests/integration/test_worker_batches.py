@@ -1,0 +1,226 @@
+"""A worker's SQS batch worked as a batch, on DynamoDB Local: the batched writes keep each run's own
+condition (a duplicate, a stale worker, a full team lose alone), a slow target delays no other run of its
+batch, and the batch costs a few requests, not four per run."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+from typing import Any
+
+from duetime.adapters.dynamodb.codec import run_key, s
+from duetime.models import Run, RunResult, RunStatus, Team
+from duetime.ports import ResultWrite, RunMessage
+from duetime.worker import WorkOutcome, WorkReport
+
+from .conftest import Stack
+
+OWNER = "worker-a"
+
+
+@contextmanager
+def requests_of(client: Any) -> Iterator[Counter[str]]:
+    """The DynamoDB requests ``client`` sends, by operation, from any thread."""
+    sent: Counter[str] = Counter()
+    lock = threading.Lock()
+
+    def count(model: Any, **_: Any) -> None:
+        with lock:
+            sent[model.name] += 1
+
+    client.meta.events.register("before-call.dynamodb", count)
+    try:
+        yield sent
+    finally:
+        client.meta.events.unregister("before-call.dynamodb", count)
+
+
+def claimed(stack: Stack, *urls: str, team: str = "team-a") -> list[RunMessage]:
+    """One exact job per url due now, claimed; their run messages, in the order of ``urls``."""
+    jobs = [stack.job_due_now(team, url) for url in urls]
+    assert stack.poller().claim().runs_created == len(urls)
+    by_job = {message.run_id.split("@")[0]: message for message in stack.messages()}
+    return [by_job[job.id] for job in jobs]
+
+
+def leased(stack: Stack, messages: list[RunMessage], owner: str = OWNER) -> dict[str, Run]:
+    now = stack.clock.now()
+    attempts = [(m.run_id, m.attempt) for m in messages]
+    return stack.store.acquire_leases(attempts, owner, now, now + timedelta(seconds=60))
+
+
+# --- the store's batched writes ---------------------------------------------------------------------------
+
+
+def test_a_batch_takes_each_waiting_lease_once_in_two_requests(stack: Stack, target) -> None:
+    messages = claimed(stack, *[target.url] * 5)
+    stray = RunMessage("not-a-run-id", 1)
+    stale = RunMessage(messages[0].run_id, 2)  # attempt 2 of a run waiting for attempt 1
+
+    with requests_of(stack.dynamodb) as sent:
+        runs = stack.store.acquire_leases(
+            [(m.run_id, m.attempt) for m in [*messages[1:], stray]] + [(stale.run_id, stale.attempt)],
+            OWNER,
+            stack.clock.now(),
+            stack.clock.now() + timedelta(seconds=60),
+        )
+    assert sorted(runs) == sorted(m.run_id for m in messages[1:])
+    assert sent == {"BatchGetItem": 1, "BatchExecuteStatement": 1}
+    for run_id, run in runs.items():
+        stored = stack.store.get_run(run_id)
+        assert stored is not None and stored.status is RunStatus.RUNNING and stored.owner == OWNER
+        assert run.status is RunStatus.RUNNING and run.lease_expires_at == stored.lease_expires_at
+        assert run.started_at == stored.started_at and stored.queue_deadline is None
+    first = stack.store.get_run(messages[0].run_id)
+    assert first is not None and first.status is RunStatus.QUEUED  # the stale message took nothing
+
+    assert leased(stack, messages[1:], owner="worker-b") == {}  # running already: duplicates
+
+
+def test_the_lease_write_keeps_its_condition_when_the_run_moved_after_the_read(stack: Stack, target) -> None:
+    """The batch reads the runs, then writes; a run another worker leased in between is not taken twice."""
+    messages = claimed(stack, target.url, target.url)
+    store, now = stack.store, stack.clock.now()
+    real_batch_get = store.client.batch_get_item
+
+    def read_then_lose_one(**request: Any) -> Any:
+        answer = real_batch_get(**request)
+        assert store.acquire_lease(messages[0].run_id, 1, "worker-b", now, now + timedelta(seconds=60))
+        return answer
+
+    store.client.batch_get_item = read_then_lose_one  # type: ignore[method-assign]
+    try:
+        runs = leased(stack, messages)
+    finally:
+        store.client.batch_get_item = real_batch_get  # type: ignore[method-assign]
+    assert list(runs) == [messages[1].run_id]
+    first = store.get_run(messages[0].run_id)
+    assert first is not None and first.owner == "worker-b"
+
+
+def test_a_stale_worker_in_a_batch_records_nothing_and_its_batchmates_record(stack: Stack, target) -> None:
+    messages = claimed(stack, *[target.url] * 3)
+    runs = leased(stack, messages)
+    taken_over = messages[1].run_id
+    stack.dynamodb.update_item(  # another worker holds it now (the lease lapsed and it was taken over)
+        TableName=stack.names.runs,
+        Key=run_key(taken_over),
+        UpdateExpression="SET #owner = :other",
+        ExpressionAttributeNames={"#owner": "owner"},
+        ExpressionAttributeValues={":other": s("worker-b")},
+    )
+    now = stack.clock.now()
+    ok = RunResult(status_code=200, duration_ms=5)
+    retry_at = now + timedelta(seconds=30)
+    writes = [
+        ResultWrite(runs[messages[0].run_id], RunStatus.SUCCEEDED, ok),
+        ResultWrite(runs[taken_over], RunStatus.SUCCEEDED, ok),
+        ResultWrite(
+            runs[messages[2].run_id],
+            RunStatus.RETRY_WAIT,
+            RunResult(status_code=503, duration_ms=5, retryable=True),
+            retry_at,
+            retry_at + timedelta(minutes=10),
+        ),
+    ]
+    assert stack.store.record_results(writes, OWNER, now) == {messages[0].run_id, messages[2].run_id}
+
+    done, stolen, retrying = (stack.store.get_run(m.run_id) for m in messages)
+    assert done is not None and done.status is RunStatus.SUCCEEDED and done.finished_at is not None
+    assert stolen is not None and stolen.status is RunStatus.RUNNING and stolen.result is None
+    assert retrying is not None and (retrying.status, retrying.attempt) == (RunStatus.RETRY_WAIT, 2)
+    assert retrying.owner is None and retrying.retry_at == retry_at.replace(microsecond=0)  # to the second
+
+
+def test_a_teams_slots_taken_by_batches_never_pass_its_cap(stack: Stack) -> None:
+    team = Team(team_id="capped", max_concurrency=3)
+    now, until = stack.clock.now(), stack.clock.now() + timedelta(seconds=60)
+    first = stack.store.acquire_slots(team, [f"run-{i}" for i in range(5)], now, until)
+    assert len(first) == 3 and len(set(first.values())) == 3
+    assert stack.store.acquire_slots(team, ["run-5", "run-6"], now, until) == {}  # at the cap
+
+    freed = dict(list(first.items())[:2])
+    stack.store.release_slots(team.team_id, freed)
+    again = stack.store.acquire_slots(team, ["run-5", "run-6", "run-7"], now, until)
+    assert len(again) == 2 and set(again.values()) == set(freed.values())
+    kept = {run_id: slot for run_id, slot in first.items() if run_id not in freed}
+    assert stack.store.extend_slots(team.team_id, {**kept, **freed}, until) == set(kept)  # freed: not theirs
+
+
+def test_batches_racing_for_a_teams_slots_never_pass_its_cap(stack: Stack) -> None:
+    team = Team(team_id="raced", max_concurrency=7)
+    now, until = stack.clock.now(), stack.clock.now() + timedelta(seconds=60)
+    taken: list[dict[str, int]] = []
+
+    def worker(number: int) -> None:
+        taken.append(stack.store.acquire_slots(team, [f"w{number}-{i}" for i in range(4)], now, until))
+
+    threads = [threading.Thread(target=worker, args=(number,)) for number in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    slots = [slot for batch in taken for slot in batch.values()]
+    assert len(slots) == len(set(slots)) <= 7  # never one slot twice, never past the cap
+    assert len(slots) >= 4  # the first batch to come got all it asked for at least
+
+
+# --- the worker -------------------------------------------------------------------------------------------
+
+
+def test_a_slow_target_delays_no_other_run_of_its_batch(stack: Stack, target) -> None:
+    messages = claimed(stack, target.url + "?sleep=3", *[target.url] * 4)
+    worker = stack.worker()
+    started = time.monotonic()
+    with requests_of(stack.dynamodb) as sent:
+        reports = worker.process_batch(messages)
+    elapsed = time.monotonic() - started
+
+    assert all(isinstance(r, WorkReport) and r.outcome is WorkOutcome.SUCCEEDED for r in reports), reports
+    assert elapsed < 3 + 2  # called at once: the batch takes its slowest call, not the sum
+    slow, *fast = (stack.store.get_run(m.run_id) for m in messages)
+    assert slow is not None and slow.finished_at is not None
+    for run in fast:
+        assert run is not None and run.finished_at is not None
+        assert (slow.finished_at - run.finished_at).total_seconds() > 2  # recorded before the slow one ended
+    # Leases 2, slots 2 (a Query and a write), then per wave of ended calls one result write and one slot
+    # release (two waves here at least: the fast calls, then the slow one), and a read of the team: at most
+    # 14 where run by run it was 4 per run (20), and fewer the more calls end together.
+    assert sent["BatchExecuteStatement"] + sent["UpdateItem"] <= 1 + 1 + 2 * 4, sent
+    assert sum(sent.values()) <= 14, sent
+    calls = target.recorder.calls
+    assert len(calls) == 5 and len({c.headers["idempotency-key"] for c in calls}) == 5
+
+
+def test_a_batch_over_its_teams_cap_calls_what_fits_and_defers_the_rest(stack: Stack, target) -> None:
+    stack.store.put_team(Team(team_id="small", max_concurrency=2, exact_quota=100))
+    messages = claimed(stack, *[target.url + "?sleep=1"] * 4, team="small")
+    reports = stack.worker().process_batch(messages)
+
+    outcomes = Counter(r.outcome for r in reports if isinstance(r, WorkReport))
+    assert outcomes == {WorkOutcome.SUCCEEDED: 2, WorkOutcome.DEFERRED: 2}
+    deferred = [
+        m
+        for m, r in zip(messages, reports, strict=True)
+        if isinstance(r, WorkReport) and r.outcome is WorkOutcome.DEFERRED
+    ]
+    for message in deferred:
+        run = stack.store.get_run(message.run_id)
+        assert run is not None and run.status is RunStatus.QUEUED and run.attempt == 1  # attempt not used
+    time.sleep(6)  # the deferral's delay
+    assert sorted(m.run_id for m in stack.messages()) == sorted(m.run_id for m in deferred)
+    assert len(target.recorder.calls) == 2
+
+
+def test_a_message_twice_in_one_batch_is_called_once(stack: Stack, target) -> None:
+    [message] = claimed(stack, target.url)
+    reports = stack.worker().process_batch([message, message])
+    assert [r.outcome for r in reports if isinstance(r, WorkReport)] == [
+        WorkOutcome.SUCCEEDED,
+        WorkOutcome.DUPLICATE,
+    ]
+    assert len(target.recorder.calls) == 1
