@@ -10,9 +10,13 @@ status), ``sleep=2.5`` (take that long; with ``slow_attempt=1`` only on that att
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -143,3 +147,22 @@ class DemoTargetServer(ThreadingHTTPServer):
     def start(self) -> DemoTargetServer:
         threading.Thread(target=self.serve_forever, name="demo-target", daemon=True).start()
         return self
+
+
+@contextmanager
+def demo_target_process() -> Iterator[str]:
+    """A demo target in a process of its own, for benchmarks whose CPU figures must be duetime's alone
+    (a target answering in the bench's own process would add its CPU to theirs); yields its URL."""
+    child = subprocess.Popen([sys.executable, "-m", "duetime.demo_target"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None
+        yield child.stdout.readline().strip()
+    finally:
+        child.terminate()
+        child.wait(timeout=10)
+
+
+if __name__ == "__main__":  # python -m duetime.demo_target: serve on a free port, print the URL
+    server = DemoTargetServer()
+    print(server.url, flush=True)
+    server.serve_forever()

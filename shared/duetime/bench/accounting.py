@@ -27,6 +27,10 @@ from typing import Any
 from duetime.adapters.dynamodb.tables import TableNames, table_definitions
 
 _NAMES_IN_EXPRESSION = re.compile(r"#?[A-Za-z_][A-Za-z0-9_]*")
+_UPDATE = re.compile(r'^UPDATE "([^"]+)" (.*?) WHERE ', re.S)
+_INSERT = re.compile(r'^INSERT INTO "([^"]+)" VALUE \{(.*)\}$', re.S)
+_CLAUSE = re.compile(r'(SET|REMOVE) "([^"]+)"')
+_QUOTED_NAME = re.compile(r"'([^']+)': \?")
 
 
 def attribute_size(value: dict[str, Any]) -> int:
@@ -160,6 +164,10 @@ class Ledger:
                         write += self._put(table, request["PutRequest"]["Item"], 1)
                     else:
                         write += self._delete(table, 1)
+        elif operation == "BatchExecuteStatement":  # each statement billed as the single write it is
+            for statement, answer in zip(params["Statements"], parsed.get("Responses", []), strict=False):
+                if "Error" not in answer:
+                    write += self._statement(statement["Statement"], statement.get("Parameters", []))
         elif operation == "GetItem":
             read = self._read_items([parsed["Item"]] if parsed.get("Item") else [], params, per_item=True)
         elif operation == "BatchGetItem":
@@ -217,6 +225,20 @@ class Ledger:
             elif (index.projects_all and touched_set) or index.projected & (touched_set | touched_remove):
                 units += entry  # a projected attribute changes in place
         return units
+
+    def _statement(self, text: str, parameters: list[dict[str, Any]]) -> float:
+        """A PartiQL UPDATE or INSERT (as ``partiql.py`` writes them), by the rules above."""
+        if insert := _INSERT.match(text):
+            names = _QUOTED_NAME.findall(insert.group(2))
+            return self._put(insert.group(1), dict(zip(names, parameters, strict=False)), 1)
+        if update := _UPDATE.match(text):
+            sets = [name for kind, name in _CLAUSE.findall(update.group(2)) if kind == "SET"]
+            removes = [name for kind, name in _CLAUSE.findall(update.group(2)) if kind == "REMOVE"]
+            expression = ("SET " + ", ".join(f"{name} = :v" for name in sets)) if sets else ""
+            if removes:
+                expression += (" REMOVE " if expression else "REMOVE ") + ", ".join(removes)
+            return self._update({"TableName": update.group(1), "UpdateExpression": expression}, None, 1)
+        return 0.0
 
     def _delete(self, table: str, factor: int) -> float:
         size = self._last_size.get(table, 1024)

@@ -18,6 +18,7 @@ from duetime.bench.harness import BenchStack, percentile, wait_until
 from duetime.bench.isolation import CoreSplit, emulator_on_own_cores
 from duetime.bench.prices import PRICES_AS_OF, PRICES_USD
 from duetime.claim_plan import initial_state, make_claim, plan_claim
+from duetime.demo_target import demo_target_process
 from duetime.ids import new_job_id
 from duetime.models import Job, JobSpec
 from duetime.preload import FireReport
@@ -95,8 +96,10 @@ def run_spike(
     endpoints = os.environ.get("AWS_ENDPOINT_URL_DYNAMODB"), os.environ.get("AWS_ENDPOINT_URL_SQS")
     cores = emulator_on_own_cores(*endpoints) if own_cores else nullcontext(None)
     try:
-        with cores as split:
+        # The target answers from a process of its own: its CPU is not the client's (client_cpu_ms_per_run).
+        with cores as split, demo_target_process() as target_url:
             return _run_spike(
+                target_url,
                 stack,
                 jobs,
                 exact_fraction,
@@ -113,6 +116,7 @@ def run_spike(
 
 
 def _run_spike(
+    target_url: str,
     stack: BenchStack,
     jobs: int,
     exact_fraction: float,
@@ -128,7 +132,7 @@ def _run_spike(
     lead = timedelta(seconds=jobs / 1500 + 20)  # time to write the jobs, plus the preload lead
     minute = (now + lead + timedelta(minutes=1)).replace(second=0, microsecond=0)
     created = now - timedelta(seconds=1)
-    batch = spike_jobs(jobs, minute, jitter, exact_fraction, stack.sink.url, created)
+    batch = spike_jobs(jobs, minute, jitter, exact_fraction, target_url, created)
     stack.write_jobs(batch, created)
     wait_until(lambda: stack.clock.now() >= minute - timedelta(seconds=15), timeout=300, every=0.5)
 
@@ -176,7 +180,7 @@ def _run_spike(
         len(start_times) / max(1e-9, start_times[-1] - start_times[0]) if len(start_times) > 1 else math.nan
     )
     ceiling = raw_ceiling(
-        stack, spike_jobs(min(jobs, ceiling_jobs), minute, jitter, 0.0, stack.sink.url, created), created
+        stack, spike_jobs(min(jobs, ceiling_jobs), minute, jitter, 0.0, target_url, created), created
     )
     per_run = max(1, runs_started)
     result: dict[str, Any] = {
