@@ -1,0 +1,605 @@
+"""One contract for every store: the tests below run against the in-memory twin (``MemoryStore``) and
+DynamoDB Local (``DynamoStore``) alike, as APScheduler 4 runs one suite against every data store. They read
+as the contract of ``duetime.ports`` (``JobStore``, ``RunStore``, ``TeamStore``, ``PollerLeaseStore``).
+
+What the twin is for: logic tests of the poller, the worker, the reaper and the poller lease that run in
+milliseconds on a ``ManualClock`` (``tests/unit/test_worker_on_memory.py``), with the same conditional
+semantics as DynamoDB because this suite holds both to them. What it cannot show: anything about
+DynamoDB's throughput, throttling, latency, request counts, size limits (items, transactions, batches) or
+eventual consistency (the twin's indexes are always current); those stay the business of the tests on
+DynamoDB Local and of the benchmarks on AWS.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import boto3
+import pytest
+
+from duetime.adapters.dynamodb.codec import due_key, job_to_item
+from duetime.adapters.dynamodb.store import DynamoStore
+from duetime.adapters.dynamodb.tables import TableNames, create_tables
+from duetime.adapters.memory import MemoryStore
+from duetime.claim_plan import make_claim, plan_claim
+from duetime.ids import new_job_id, partition_of
+from duetime.models import Job, Run, RunResult, RunStatus, Team
+from duetime.ports import ClaimOutcome, ResultWrite
+from duetime.timeutil import minute_bucket
+
+T0 = datetime(2026, 12, 1, 10, 0, 0, tzinfo=UTC)
+LEASE = timedelta(seconds=60)
+DEADLINE = timedelta(minutes=10)
+OK = RunResult(status_code=200, duration_ms=12)
+
+
+@dataclass
+class Subject:
+    """A store under contract, and how a job gets into it (the API catalog's part, not a port)."""
+
+    store: Any  # MemoryStore | DynamoStore
+    put_job: Callable[[Job, datetime], None]
+
+
+def _memory() -> Iterator[Subject]:
+    store = MemoryStore()
+    yield Subject(store, store.put_job)
+
+
+def _dynamodb() -> Iterator[Subject]:
+    client = boto3.session.Session().client("dynamodb")
+    prefix = f"c{uuid.uuid4().hex[:10]}"
+    names = TableNames(f"{prefix}-jobs", f"{prefix}-runs", f"{prefix}-control")
+    create_tables(client, names)
+    store = DynamoStore(client, names)
+
+    def put_job(job: Job, now: datetime) -> None:
+        store.ensure_low_water_mark(partition_of(job.id), minute_bucket(now))
+        client.put_item(TableName=names.jobs, Item=job_to_item(job, now))
+
+    yield Subject(store, put_job)
+    for table in (names.jobs, names.runs, names.control):
+        client.delete_table(TableName=table)
+
+
+@pytest.fixture(params=["memory", "dynamodb"])
+def subject(request: pytest.FixtureRequest) -> Iterator[Subject]:
+    yield from (_memory if request.param == "memory" else _dynamodb)()
+
+
+def at(seconds: float) -> datetime:
+    return T0 + timedelta(seconds=seconds)
+
+
+def a_job(fire_at: datetime, job_id: str | None = None, **spec: Any) -> Job:
+    """An exact 1-minute job (2 attempts) whose next run fires at ``fire_at``, read at version 0."""
+    return Job.model_validate(
+        {
+            "name": "contract",
+            "schedule": {"rate": "1 minute"},
+            "target": {"url": "https://example.com/hook"},
+            "exact": True,
+            "retry": {"max_attempts": 2, "backoff_seconds": [5]},
+            **spec,
+            "id": job_id or new_job_id(),
+            "team": "team-a",
+            "created_at": fire_at - timedelta(minutes=10),
+            "updated_at": fire_at - timedelta(minutes=10),
+            "state": {"next_nominal_at": fire_at, "next_fire_at": fire_at, "version": 0},
+        }
+    )
+
+
+def ids_in_partition(partition: int, count: int) -> list[str]:
+    ids: list[str] = []
+    while len(ids) < count:
+        job_id = new_job_id()
+        if partition_of(job_id) == partition:
+            ids.append(job_id)
+    return ids
+
+
+def claim(subject: Subject, job: Job, now: datetime) -> ClaimOutcome:
+    outcome: ClaimOutcome = subject.store.claim([make_claim(plan_claim(job, now), now, DEADLINE)], now)
+    return outcome
+
+
+def queued_runs(subject: Subject, count: int = 1) -> list[Run]:
+    """``count`` runs of as many jobs, due at T0 and claimed at T0 + 1 s: queued for attempt 1."""
+    runs = []
+    for _ in range(count):
+        job = a_job(T0)
+        subject.put_job(job, at(-30))
+        outcome = claim(subject, job, at(1))
+        runs.extend(outcome.runs)
+    assert len(runs) == count
+    return runs
+
+
+def lease(subject: Subject, run: Run, owner: str = "worker-a", now: datetime = T0) -> Run:
+    leased: Run | None = subject.store.acquire_lease(run.run_id, run.attempt, owner, now, now + LEASE)
+    assert leased is not None
+    return leased
+
+
+def stored(subject: Subject, run_id: str) -> Run:
+    run: Run | None = subject.store.get_run(run_id)
+    assert run is not None
+    return run
+
+
+def attention(subject: Subject, run: Run, now: datetime) -> list[Any]:
+    return [
+        c for c in subject.store.runs_needing_attention(run.partition, now, 100) if c.run_id == run.run_id
+    ]
+
+
+# --- the due index --------------------------------------------------------------------------------------
+
+
+def test_due_rows_come_in_fire_time_then_job_id_order(subject: Subject) -> None:
+    first, second, third = sorted(ids_in_partition(7, 3))
+    for job in (a_job(at(10), third), a_job(at(10), first), a_job(at(5), second)):
+        subject.put_job(job, at(-30))
+
+    jobs = subject.store.due_jobs(7, minute_bucket(T0), at(30), 10)
+    rows = subject.store.due_rows(7, minute_bucket(T0), at(30), 10)
+
+    assert [job.id for job in jobs] == [second, first, third]
+    assert [(row.job_id, row.fire_at, row.version) for row in rows] == [
+        (job.id, int(job.state.next_fire_at.timestamp()), 0) for job in jobs
+    ]
+    assert [row.job() for row in rows] == jobs
+
+
+def test_due_jobs_read_up_to_until_after_a_key_and_within_the_limit(subject: Subject) -> None:
+    early, late = sorted(ids_in_partition(3, 2))
+    subject.put_job(a_job(at(5), early), at(-30))
+    subject.put_job(a_job(at(40), late), at(-30))
+    bucket = minute_bucket(T0)
+
+    assert [j.id for j in subject.store.due_jobs(3, bucket, at(5), 10)] == [early]  # until is inclusive
+    assert [j.id for j in subject.store.due_jobs(3, bucket, at(4.9), 10)] == []  # ... to the second
+    assert [j.id for j in subject.store.due_jobs(3, bucket, at(59), 1)] == [early]
+    after = due_key(early, at(5))
+    assert [j.id for j in subject.store.due_jobs(3, bucket, at(59), 10, after)] == [late]
+
+
+def test_a_row_is_filed_under_the_minute_it_was_written_in_when_its_fire_time_is_older(
+    subject: Subject,
+) -> None:
+    job = a_job(at(-300))
+    subject.put_job(job, T0)
+    partition = partition_of(job.id)
+
+    assert subject.store.due_jobs(partition, minute_bucket(at(-300)), T0, 10) == []
+    assert [j.id for j in subject.store.due_jobs(partition, minute_bucket(T0), T0, 10)] == [job.id]
+
+
+def test_a_paused_job_is_not_due_but_is_still_stored(subject: Subject) -> None:
+    job = a_job(at(5), paused=True)
+    subject.put_job(job, at(-30))
+
+    assert subject.store.due_jobs(partition_of(job.id), minute_bucket(T0), at(59), 10) == []
+    assert subject.store.get_job(job.id) == job
+
+
+# --- claims ---------------------------------------------------------------------------------------------
+
+
+def test_a_claim_creates_a_queued_run_and_moves_the_schedule(subject: Subject) -> None:
+    job = a_job(T0)
+    subject.put_job(job, at(-30))
+    now = at(1.7)
+
+    outcome = claim(subject, job, now)
+
+    assert (outcome.claimed_jobs, outcome.lost_races, outcome.existing_runs) == (1, 0, 0)
+    (run,) = outcome.runs
+    row = stored(subject, run.run_id)
+    assert row.status is RunStatus.QUEUED and row.attempt == 1 and row.owner is None
+    assert row.created_at == at(1) and row.queue_deadline == at(1) + DEADLINE  # to the whole second
+    assert row == run.model_copy(update={"created_at": at(1), "updated_at": at(1), "queue_deadline": at(601)})
+    moved = subject.store.get_job(job.id)
+    assert moved is not None and moved.state.version == 1 and moved.state.next_fire_at == at(60)
+    assert moved.updated_at == at(1)
+    partition = partition_of(job.id)
+    assert subject.store.due_jobs(partition, minute_bucket(T0), at(59), 10) == []
+    assert [j.id for j in subject.store.due_jobs(partition, minute_bucket(at(60)), at(60), 10)] == [job.id]
+
+
+def test_a_second_claim_of_the_same_nominal_time_is_a_lost_race(subject: Subject) -> None:
+    job = a_job(T0)
+    subject.put_job(job, at(-30))
+    assert len(claim(subject, job, at(1)).runs) == 1
+
+    again = claim(subject, job, at(1))  # another poller, from the same read
+
+    assert (again.claimed_jobs, again.lost_races, again.runs) == (0, 1, [])
+    moved = subject.store.get_job(job.id)
+    assert moved is not None and moved.state.version == 1
+
+
+def test_claims_of_several_jobs_commit_or_lose_each_on_its_own(subject: Subject) -> None:
+    jobs = [a_job(T0) for _ in range(3)]
+    for job in jobs:
+        subject.put_job(job, at(-30))
+    claim(subject, jobs[1], at(1))  # someone else claimed the middle one
+
+    outcome = subject.store.claim([make_claim(plan_claim(job, at(1)), at(1)) for job in jobs], at(1))
+
+    assert (outcome.claimed_jobs, outcome.lost_races) == (2, 1)
+    assert sorted(run.job_id for run in outcome.runs) == sorted([jobs[0].id, jobs[2].id])
+
+
+def test_a_run_row_in_the_way_is_left_alone_and_the_schedule_still_moves(subject: Subject) -> None:
+    job = a_job(T0)
+    subject.put_job(job, at(-30))
+    (run,) = claim(subject, job, at(1)).runs
+    lease(subject, run, now=at(2))
+    subject.put_job(job.model_copy(update={"state": job.state.model_copy(update={"version": 5})}), at(3))
+    restored = subject.store.get_job(job.id)  # a restored table: due at T0 again, its run already there
+
+    outcome = claim(subject, restored, at(4))
+
+    assert (outcome.claimed_jobs, outcome.existing_runs, outcome.lost_races, outcome.runs) == (1, 1, 0, [])
+    assert stored(subject, run.run_id).status is RunStatus.RUNNING  # left as it was
+    moved = subject.store.get_job(job.id)
+    assert moved is not None and moved.state.version == 6 and moved.state.next_fire_at == at(60)
+
+
+def test_a_low_water_mark_is_set_once_and_only_moves_forward(subject: Subject) -> None:
+    assert subject.store.low_water_marks([61]) == {}
+    subject.store.ensure_low_water_mark(61, "2026-12-01T10:00")
+    subject.store.ensure_low_water_mark(61, "2026-12-01T09:00")
+    subject.store.advance_low_water_mark(61, "2026-12-01T09:59")
+    assert subject.store.low_water_marks([61, 62]) == {61: "2026-12-01T10:00"}
+    subject.store.advance_low_water_mark(61, "2026-12-01T10:05")
+    assert subject.store.low_water_marks([61]) == {61: "2026-12-01T10:05"}
+
+
+# --- leases and results ----------------------------------------------------------------------------------
+
+
+def test_a_lease_is_taken_only_for_the_attempt_the_run_waits_for(subject: Subject) -> None:
+    (run,) = queued_runs(subject)
+    store = subject.store
+
+    assert store.acquire_lease(run.run_id, 2, "worker-a", T0, T0 + LEASE) is None  # a stale message
+    assert store.acquire_lease("not-a-run-id", 1, "worker-a", T0, T0 + LEASE) is None
+    assert store.acquire_lease(f"{run.job_id}@2030-01-01T00:00:00Z", 1, "worker-a", T0, T0 + LEASE) is None
+    leased = lease(subject, run, now=at(2.5))
+    assert store.acquire_lease(run.run_id, 1, "worker-b", at(3), at(3) + LEASE) is None  # a duplicate
+
+    assert leased == stored(subject, run.run_id)
+    assert (leased.status, leased.owner, leased.attempt) == (RunStatus.RUNNING, "worker-a", 1)
+    assert leased.lease_expires_at == at(62) and leased.started_at == at(2)  # instants to the second
+    assert leased.queue_deadline is None and leased.retry_at is None
+
+
+def test_a_heartbeat_extends_only_a_live_lease_of_its_owner(subject: Subject) -> None:
+    (run,) = queued_runs(subject)
+    lease(subject, run)  # until T0 + 60 s
+    store = subject.store
+
+    assert not store.extend_lease(run.run_id, 1, "worker-b", at(20), at(80))
+    assert not store.extend_lease(run.run_id, 2, "worker-a", at(20), at(80))
+    assert store.extend_lease(run.run_id, 1, "worker-a", at(20), at(80))
+    assert stored(subject, run.run_id).lease_expires_at == at(80)
+    assert not store.extend_lease(run.run_id, 1, "worker-a", at(81), at(141))  # expired: not revived
+
+
+def test_comparisons_with_now_are_made_to_the_second(subject: Subject) -> None:
+    (run,) = queued_runs(subject)
+    lease(subject, run)  # until T0 + 60 s
+    store = subject.store
+
+    assert store.extend_lease(run.run_id, 1, "worker-a", at(59.9), at(60))  # 59 < 60
+    assert not store.extend_lease(run.run_id, 1, "worker-a", at(60.4), at(61))  # 60 is not after 60
+    assert attention(subject, run, at(60.4)) == []  # ... nor before it: in its last second a lease is
+    (candidate,) = attention(subject, run, at(61))  # neither held nor expired
+    assert store.requeue_expired_lease(candidate, at(60.9), at(60.9) + DEADLINE) is None
+    assert store.requeue_expired_lease(candidate, at(61), at(61) + DEADLINE) is not None
+
+
+def test_a_stale_worker_cannot_record_a_result(subject: Subject) -> None:
+    (run,) = queued_runs(subject)
+    first = lease(subject, run, "worker-a")
+    (candidate,) = attention(subject, run, at(61))
+    requeued = subject.store.requeue_expired_lease(candidate, at(61), at(61) + DEADLINE)
+    assert requeued is not None and (requeued.status, requeued.attempt) == (RunStatus.QUEUED, 2)
+
+    assert not subject.store.record_result(first, "worker-a", RunStatus.SUCCEEDED, OK, at(62))
+    second = lease(subject, requeued, "worker-b", at(63))
+    assert not subject.store.record_result(second, "worker-a", RunStatus.SUCCEEDED, OK, at(64))
+    assert subject.store.record_result(second, "worker-b", RunStatus.SUCCEEDED, OK, at(64.5))
+
+    done = stored(subject, run.run_id)
+    assert (done.status, done.attempt, done.owner, done.result) == (RunStatus.SUCCEEDED, 2, "worker-b", OK)
+    assert done.finished_at == at(64) and done.lease_expires_at is None
+    assert attention(subject, run, at(10_000)) == []  # a finished run leaves the reap index
+
+
+def test_a_retryable_failure_waits_for_the_next_attempt(subject: Subject) -> None:
+    (run,) = queued_runs(subject)
+    leased = lease(subject, run)
+    failed = RunResult(status_code=503, duration_ms=5, retryable=True)
+
+    assert subject.store.record_result(
+        leased, "worker-a", RunStatus.RETRY_WAIT, failed, at(10), at(15), at(15) + DEADLINE
+    )
+
+    waiting = stored(subject, run.run_id)
+    assert (waiting.status, waiting.attempt, waiting.owner) == (RunStatus.RETRY_WAIT, 2, None)
+    assert (waiting.retry_at, waiting.queue_deadline, waiting.result) == (at(15), at(615), failed)
+    assert subject.store.acquire_lease(run.run_id, 1, "worker-a", at(16), at(76)) is None
+    assert lease(subject, waiting, "worker-b", at(16)).attempt == 2
+
+
+def test_a_deferred_run_goes_back_to_the_queue_without_using_its_attempt(subject: Subject) -> None:
+    (run,) = queued_runs(subject)
+    lease(subject, run)
+
+    assert not subject.store.return_to_queue(run.run_id, 1, "worker-b", at(1), at(601))
+    assert subject.store.return_to_queue(run.run_id, 1, "worker-a", at(1), at(601))
+
+    back = stored(subject, run.run_id)
+    assert (back.status, back.attempt, back.owner, back.queue_deadline) == (
+        RunStatus.QUEUED,
+        1,
+        None,
+        at(601),
+    )
+    assert lease(subject, back, "worker-b", at(6)).attempt == 1
+
+
+def test_an_expired_lease_can_be_taken_back_by_the_reaper_only(subject: Subject) -> None:
+    (run,) = queued_runs(subject)
+    lease(subject, run)  # until T0 + 60 s
+    assert attention(subject, run, at(30)) == []
+    (candidate,) = attention(subject, run, at(61))
+    assert (candidate.status, candidate.attempt, candidate.reap_at) == (RunStatus.RUNNING, 1, at(60))
+
+    assert subject.store.requeue_expired_lease(candidate, at(30), at(630)) is None  # not expired yet
+    assert subject.store.acquire_lease(run.run_id, 1, "worker-b", at(61), at(121)) is None  # nor a worker
+    requeued = subject.store.requeue_expired_lease(candidate, at(61), at(661))
+    assert requeued is not None and requeued == stored(subject, run.run_id)
+    assert (requeued.status, requeued.attempt, requeued.owner, requeued.queue_deadline) == (
+        RunStatus.QUEUED,
+        2,
+        None,
+        at(661),
+    )
+    assert subject.store.requeue_expired_lease(candidate, at(62), at(662)) is None  # once
+
+
+def test_the_last_attempts_expired_lease_is_buried(subject: Subject) -> None:
+    (run,) = queued_runs(subject)
+    lease(subject, run)
+    (candidate,) = attention(subject, run, at(61))
+    requeued = subject.store.requeue_expired_lease(candidate, at(61), at(661))
+    assert requeued is not None
+    lease(subject, requeued, "worker-b", at(62))  # attempt 2 of 2, until T0 + 122 s
+    (last,) = attention(subject, run, at(123))
+    lost = RunResult(duration_ms=0, error="lease expired")
+
+    assert subject.store.bury_expired_lease(last, at(100), lost) is None
+    dead = subject.store.bury_expired_lease(last, at(123), lost)
+
+    assert dead is not None and dead == stored(subject, run.run_id)
+    assert (dead.status, dead.attempt, dead.result, dead.finished_at) == (RunStatus.DEAD, 2, lost, at(123))
+    assert attention(subject, run, at(10_000)) == []
+
+
+def test_a_lost_message_gets_one_new_deadline_per_deadline(subject: Subject) -> None:
+    (run,) = queued_runs(subject)  # queued until T0 + 1 s + 10 min
+    assert attention(subject, run, at(600)) == []
+    (candidate,) = attention(subject, run, at(602))
+    assert (candidate.status, candidate.reap_at) == (RunStatus.QUEUED, at(601))
+
+    renewed = subject.store.renew_queue_deadline(candidate, at(602), at(1202))
+
+    assert renewed is not None and renewed.queue_deadline == at(1202) and renewed.status is RunStatus.QUEUED
+    assert subject.store.renew_queue_deadline(candidate, at(603), at(1203)) is None  # once per deadline
+    assert attention(subject, run, at(603)) == []
+
+
+# --- the batch forms -------------------------------------------------------------------------------------
+
+
+def test_batched_leases_agree_with_single_ones(subject: Subject) -> None:
+    one, two, three = queued_runs(subject, 3)
+    store = subject.store
+
+    single = store.acquire_lease(one.run_id, 1, "worker-a", at(2.5), at(62.5))
+    batch = store.acquire_leases(
+        [(two.run_id, 1), (three.run_id, 2), ("not-a-run-id", 1)], "worker-a", at(2.5), at(62.5)
+    )
+
+    assert set(batch) == {two.run_id}  # the stale attempt and the stray id took nothing
+    assert single == stored(subject, one.run_id) and batch[two.run_id] == stored(subject, two.run_id)
+    fields = {"status", "attempt", "owner", "lease_expires_at", "started_at", "updated_at", "queue_deadline"}
+    assert single is not None and single.model_dump(include=fields) == batch[two.run_id].model_dump(
+        include=fields
+    )
+    assert stored(subject, three.run_id).status is RunStatus.QUEUED
+    attempts = [(one.run_id, 1), (two.run_id, 1)]
+    assert store.extend_leases(attempts, "worker-b", at(20), at(80)) == set()
+    assert store.extend_leases([*attempts, (three.run_id, 1)], "worker-a", at(20), at(80)) == {
+        one.run_id,
+        two.run_id,
+    }
+    assert (
+        stored(subject, one.run_id).lease_expires_at == stored(subject, two.run_id).lease_expires_at == at(80)
+    )
+
+
+def test_batched_results_keep_each_runs_condition(subject: Subject) -> None:
+    one, two, three = queued_runs(subject, 3)
+    leased = subject.store.acquire_leases(
+        [(run.run_id, 1) for run in (one, two, three)], "worker-a", at(2), at(62)
+    )
+    assert subject.store.return_to_queue(three.run_id, 1, "worker-a", at(3), at(603))  # no longer ours
+    retry = RunResult(status_code=500, duration_ms=3, retryable=True)
+
+    recorded = subject.store.record_results(
+        [
+            ResultWrite(leased[one.run_id], RunStatus.SUCCEEDED, OK),
+            ResultWrite(leased[two.run_id], RunStatus.RETRY_WAIT, retry, at(20), at(620)),
+            ResultWrite(leased[three.run_id], RunStatus.SUCCEEDED, OK),
+        ],
+        "worker-a",
+        at(10),
+    )
+
+    assert recorded == {one.run_id, two.run_id}
+    assert stored(subject, one.run_id).status is RunStatus.SUCCEEDED
+    waiting = stored(subject, two.run_id)
+    assert (waiting.status, waiting.attempt, waiting.retry_at) == (RunStatus.RETRY_WAIT, 2, at(20))
+    assert stored(subject, three.run_id).status is RunStatus.QUEUED
+
+
+def test_a_batch_naming_one_item_twice_is_refused(subject: Subject) -> None:
+    one, two = queued_runs(subject, 2)
+    lease(subject, one)
+    lease(subject, two)
+    attempts = [(one.run_id, 1), (two.run_id, 1), (one.run_id, 1)]
+
+    with pytest.raises(Exception, match=r"duplicates|twice"):
+        subject.store.extend_leases(attempts, "worker-a", at(2), at(99))
+    with pytest.raises(Exception, match=r"duplicates|twice"):
+        subject.store.extend_slots("team-s", {"run-1": 0, "run-2": 0}, at(60))
+    # Not asserted: what a refused batch left written. The twin writes nothing; DynamoDB Local makes the
+    # statements before the repeated key, then refuses the request.
+
+
+# --- teams and slots --------------------------------------------------------------------------------------
+
+
+def test_a_team_reads_back_as_written(subject: Subject) -> None:
+    team = Team(team_id="team-t", max_concurrency=7, signing_secret="s")
+    assert subject.store.get_team("team-t") is None
+    subject.store.put_team(team)
+    subject.store.put_team(team.model_copy(update={"max_concurrency": 8}))
+    assert subject.store.get_team("team-t") == team.model_copy(update={"max_concurrency": 8})
+
+
+def test_slots_never_exceed_the_cap(subject: Subject) -> None:
+    team = Team(team_id="team-s", max_concurrency=3)
+    runs = [f"run-{i}" for i in range(5)]
+
+    taken = subject.store.acquire_slots(team, runs, T0, at(60))
+
+    assert len(taken) == 3 and len(set(taken.values())) == 3 and set(taken.values()) <= {0, 1, 2}
+    assert subject.store.acquire_slot(team, "run-9", at(1), at(61)) is None
+    holder, slot = next(iter(taken.items()))
+    subject.store.release_slot("team-s", slot, holder)
+    assert subject.store.acquire_slot(team, "run-9", at(2), at(62)) == slot
+    assert subject.store.acquire_slots(team, ["run-10", "run-11"], at(3), at(63)) == {}
+
+
+def test_an_expired_slot_comes_back_by_itself(subject: Subject) -> None:
+    team = Team(team_id="team-s", max_concurrency=1)
+    assert subject.store.acquire_slot(team, "run-1", T0, at(10)) == 0
+
+    assert subject.store.acquire_slot(team, "run-2", at(10.5), at(70)) is None  # to the second: not yet
+    assert subject.store.acquire_slot(team, "run-2", at(11), at(71)) == 0
+    assert not subject.store.extend_slot("team-s", 0, "run-1", at(80))  # the dead worker's run lost it
+
+
+def test_only_the_holder_extends_or_frees_a_slot(subject: Subject) -> None:
+    team = Team(team_id="team-s", max_concurrency=2)
+    taken = subject.store.acquire_slots(team, ["run-1", "run-2"], T0, at(10))
+    store = subject.store
+
+    assert not store.extend_slot("team-s", taken["run-1"], "run-2", at(60))
+    store.release_slot("team-s", taken["run-1"], "run-2")  # not its slot: nothing happens
+    assert store.acquire_slot(team, "run-3", at(1), at(61)) is None
+    extended = store.extend_slots("team-s", {"run-1": taken["run-1"], "run-3": taken["run-2"]}, at(60))
+    assert extended == {"run-1"}
+    assert store.acquire_slot(team, "run-3", at(30), at(90)) == taken["run-2"]  # only run-1's was extended
+    store.release_slots("team-s", taken)  # frees run-1's slot; run-2 holds none any more
+    assert store.acquire_slots(team, ["run-4", "run-5"], at(31), at(91)) == {"run-4": taken["run-1"]}
+
+
+# --- poller leases ----------------------------------------------------------------------------------------
+
+
+def test_a_poller_lease_is_taken_once_and_renewed_only_by_its_holder(subject: Subject) -> None:
+    store = subject.store
+    assert (
+        store.read_poller_lease("0-15") == store.read_poller_lease("0-15")
+        and not store.read_poller_lease("0-15").holder
+    )
+
+    taken = store.acquire_poller_lease("0-15", "inv-a", at(0.1234), at(10))
+
+    assert taken is not None and (taken.holder, taken.term, taken.since) == ("inv-a", 1, at(0.123))
+    assert store.read_poller_lease("0-15") == taken  # instants to the millisecond
+    assert store.acquire_poller_lease("0-15", "inv-b", at(5), at(15)) is None
+    assert store.renew_poller_lease("0-15", "inv-b", at(5), at(15)) is None
+    renewed = store.renew_poller_lease("0-15", "inv-a", at(5), at(15))
+    assert renewed is not None and renewed.expires_at == at(15) and renewed.term == 1
+    assert store.renew_poller_lease("0-15", "inv-a", at(15.001), at(25)) is None  # expired: not revived
+
+
+def test_an_expired_poller_lease_is_taken_over_and_the_term_goes_up(subject: Subject) -> None:
+    store = subject.store
+    store.acquire_poller_lease("0-15", "inv-a", T0, at(10))
+
+    assert store.acquire_poller_lease("0-15", "inv-b", at(10), at(20)) is None  # at its expiry: still held
+    taken = store.acquire_poller_lease("0-15", "inv-b", at(10.001), at(20))
+
+    assert taken is not None and (taken.holder, taken.term, taken.since) == ("inv-b", 2, at(10.001))
+    assert not store.release_poller_lease("0-15", "inv-a")
+    assert store.release_poller_lease("0-15", "inv-b")
+    assert store.read_poller_lease("0-15").free_at(at(11))
+    again = store.acquire_poller_lease("0-15", "inv-c", at(11), at(21))  # free at once
+    assert again is not None and again.term == 3
+
+
+def test_a_handover_goes_to_the_registered_successor_from_the_offered_second(subject: Subject) -> None:
+    store = subject.store
+    store.acquire_poller_lease("0-15", "inv-a", T0, at(10))
+    assert store.register_poller_successor("0-15", "inv-a") is None  # the holder is no successor
+    registered = store.register_poller_successor("0-15", "inv-b")
+    assert registered is not None and registered.successor == "inv-b"
+    assert store.register_poller_successor("0-15", "inv-c") is None  # one standby at a time
+    assert store.offer_poller_lease("0-15", "inv-a", "inv-c", at(5), at(3), at(12)) is None
+
+    offered = store.offer_poller_lease("0-15", "inv-a", "inv-b", at(5), at(3), at(12))
+    assert offered is not None and (offered.handover_at, offered.expires_at) == (at(5), at(12))
+    assert store.offer_poller_lease("0-15", "inv-a", "inv-b", at(6), at(3), at(12)) is None  # one offer
+    assert store.accept_poller_lease("0-15", "inv-b", "inv-a", at(6), at(20)) is None  # not that second
+    accepted = store.accept_poller_lease("0-15", "inv-b", "inv-a", at(5), at(20))
+
+    assert accepted is not None
+    assert (accepted.holder, accepted.since, accepted.term, accepted.successor, accepted.handover_at) == (
+        "inv-b",
+        at(5),
+        2,
+        None,
+        None,
+    )
+    assert store.withdraw_poller_offer("0-15", "inv-a", at(5)) is None  # too late to take it back
+
+
+def test_an_unanswered_offer_is_withdrawn_and_then_cannot_be_accepted(subject: Subject) -> None:
+    store = subject.store
+    store.acquire_poller_lease("0-15", "inv-a", T0, at(10))
+    store.register_poller_successor("0-15", "inv-b")
+    store.offer_poller_lease("0-15", "inv-a", "inv-b", at(5), at(3), at(12))
+
+    withdrawn = store.withdraw_poller_offer("0-15", "inv-a", at(5))
+
+    assert withdrawn is not None
+    assert (withdrawn.holder, withdrawn.successor, withdrawn.handover_at) == ("inv-a", None, None)
+    assert store.accept_poller_lease("0-15", "inv-b", "inv-a", at(5), at(20)) is None
+    assert store.register_poller_successor("0-15", "inv-c") is not None
+    assert not store.withdraw_poller_successor("0-15", "inv-b")
+    assert store.withdraw_poller_successor("0-15", "inv-c")
+    assert store.read_poller_lease("0-15").successor is None
