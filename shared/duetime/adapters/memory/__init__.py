@@ -1,10 +1,11 @@
 """An in-memory twin of the DynamoDB store and the SQS run queue, for logic tests that run in milliseconds.
 
-``MemoryStore`` implements ``JobStore``, ``RunStore``, ``PollerLeaseStore`` and ``TeamStore`` and
-``MemoryQueue`` implements ``RunQueue`` (with the consumer side ``SqsConsumer`` offers) under the same
+``MemoryStore`` implements ``JobStore``, ``RunStore``, ``PollerLeaseStore`` and ``TeamStore``, and
+``MemoryQueue`` implements ``RunQueue`` (with the consumer side ``SqsConsumer`` offers), under the same
 contracts as ``DynamoStore`` and ``SqsRunQueue``: the same named conditions, a lost race as ``False`` or
 ``None``, instants stored to the whole second (poller leases to the millisecond) and compared as stored.
-``tests/integration/test_store_contract.py`` and ``test_queue_contract.py`` hold both sides to one suite.
+``MemoryAlerts`` keeps the alerts published. ``tests/integration/test_store_contract.py`` holds the store
+and DynamoDB Local to one suite.
 
 What it does not model: throughput and throttling, latency, AWS's size and count limits (item and
 transaction bytes, 100 actions a transaction, 25 statements a batch), eventually consistent index reads
@@ -13,7 +14,8 @@ long polling. A test that passes on the twin says the logic is right under the c
 about cost, speed or limits, which only DynamoDB Local, LocalStack and AWS can show.
 """
 
+from duetime.adapters.memory.alerts import MemoryAlerts
 from duetime.adapters.memory.queue import MemoryQueue
 from duetime.adapters.memory.store import MemoryStore
 
-__all__ = ["MemoryQueue", "MemoryStore"]
+__all__ = ["MemoryAlerts", "MemoryQueue", "MemoryStore"]

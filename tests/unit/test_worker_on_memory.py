@@ -1,0 +1,161 @@
+"""The real ``Poller`` and ``Worker`` on the in-memory twin (``duetime.adapters.memory``) with a manual
+clock: the logic of claiming, leasing, retrying, deferring and reaping, in milliseconds and without an
+emulator. The twin keeps DynamoDB's conditions (``tests/integration/test_store_contract.py`` holds both to
+one suite); what these tests cannot show (request counts, limits, latency) is left to the integration tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import pytest
+
+from duetime.adapters.memory import MemoryAlerts, MemoryQueue, MemoryStore
+from duetime.clock import ManualClock
+from duetime.ids import PARTITIONS
+from duetime.local import EventSourceMapping
+from duetime.models import RunStatus, Team
+from duetime.poller import Poller, PollerConfig
+from duetime.ports import TargetRequest, TargetResponse
+from duetime.worker import Worker, WorkOutcome, WorkReport
+
+from ..twin_support import T0, a_job, at
+
+
+@dataclass
+class Target:
+    """A target that answers ``status`` (after ``during(request)``, if given) and keeps what it was sent."""
+
+    status: int = 200
+    during: Callable[[TargetRequest], None] | None = None
+    requests: list[TargetRequest] = field(default_factory=list)
+
+    def call(self, request: TargetRequest) -> TargetResponse:
+        self.requests.append(request)
+        if self.during:
+            self.during(request)
+        return TargetResponse(self.status, "answer", None, duration_ms=4)
+
+
+@dataclass
+class World:
+    clock: ManualClock
+    store: MemoryStore
+    queue: MemoryQueue
+    target: Target
+    alerts: MemoryAlerts
+    poller: Poller
+
+    def worker(self, owner: str = "worker-a") -> Worker:
+        return Worker(self.store, self.store, self.queue, self.alerts, self.target, self.clock, owner=owner)
+
+    def deliver(self, worker: Worker) -> list[WorkReport]:
+        """One receive of the queue, worked by ``worker`` as the event source mapping would."""
+        reports: list[WorkReport] = []
+        mapping = EventSourceMapping(self.queue, worker, on_report=reports.append)  # type: ignore[arg-type]
+        mapping.poll_once(wait_seconds=0)
+        assert not mapping.errors, mapping.errors
+        return reports
+
+    def due_now(self, team: str = "team-a") -> str:
+        """A job due at the clock's second, claimed by the poller; its run id."""
+        job = a_job(self.clock.now(), team=team)
+        self.store.put_job(job, self.clock.now())
+        self.clock.advance(1)
+        report = self.poller.claim()
+        (run,) = report.runs
+        return run.run_id
+
+
+@pytest.fixture
+def world() -> World:
+    clock = ManualClock(T0)
+    store = MemoryStore()
+    store.put_team(Team(team_id="team-a", max_concurrency=5))
+    queue = MemoryQueue(clock, visibility_timeout=90)
+    alerts = MemoryAlerts()
+    config = PollerConfig(partitions=list(range(PARTITIONS)), preload_lead=None)
+    return World(
+        clock, store, queue, Target(), alerts, Poller(store, store, queue, alerts, clock, config, store)
+    )
+
+
+def test_a_claimed_run_is_worked_once(world: World) -> None:
+    run_id = world.due_now()
+
+    (report,) = world.deliver(world.worker())
+
+    assert (report.outcome, report.run_id, report.attempt) == (WorkOutcome.SUCCEEDED, run_id, 1)
+    (request,) = world.target.requests
+    assert request.headers["Idempotency-Key"] == run_id
+    run = world.store.get_run(run_id)
+    assert run is not None and run.status is RunStatus.SUCCEEDED and run.finished_at == at(1)
+    assert world.queue.pending() == []  # the message was deleted
+    assert world.deliver(world.worker("worker-b")) == []
+
+
+def test_a_failed_attempt_comes_back_after_its_backoff_and_the_last_one_alerts(world: World) -> None:
+    run_id = world.due_now()
+    world.target.status = 503
+
+    (first,) = world.deliver(world.worker())
+    assert first.outcome is WorkOutcome.RETRY_SCHEDULED
+    assert world.deliver(world.worker()) == []  # the retry's message waits for its backoff (5 s + jitter)
+    world.clock.advance(7)
+    (second,) = world.deliver(world.worker())
+
+    assert (second.outcome, second.attempt) == (WorkOutcome.DEAD, 2)
+    run = world.store.get_run(run_id)
+    assert run is not None and run.status is RunStatus.DEAD
+    assert [(a.kind, a.run_id, a.attempt) for a in world.alerts.published] == [("run_dead", run_id, 2)]
+
+
+def test_a_stale_workers_result_is_refused(world: World) -> None:
+    run_id = world.due_now()
+
+    def stall(_: TargetRequest) -> None:
+        """The call outlives the lease: the reaper gives the run to the next attempt meanwhile."""
+        world.clock.advance(62)
+        assert world.poller.recover().leases_expired == 1
+
+    world.target.during = stall
+    (report,) = world.deliver(world.worker("worker-a"))
+
+    assert report.outcome is WorkOutcome.STALE
+    run = world.store.get_run(run_id)
+    assert run is not None and (run.status, run.attempt, run.result) == (RunStatus.QUEUED, 2, None)
+    world.target.during = None
+    (retried,) = world.deliver(world.worker("worker-b"))
+    assert (retried.outcome, retried.attempt) == (WorkOutcome.SUCCEEDED, 2)
+
+
+def test_a_team_at_its_cap_defers_without_using_the_attempt(world: World) -> None:
+    world.store.put_team(Team(team_id="team-b", max_concurrency=1))
+    team = world.store.get_team("team-b")
+    assert team is not None and world.store.acquire_slot(team, "another-run", T0, at(120)) == 0
+    run_id = world.due_now(team="team-b")
+
+    (report,) = world.deliver(world.worker())
+
+    assert report.outcome is WorkOutcome.DEFERRED and world.target.requests == []
+    run = world.store.get_run(run_id)
+    assert run is not None and (run.status, run.attempt) == (RunStatus.QUEUED, 1)
+    assert world.deliver(world.worker()) == []  # deferred 5 s
+    world.store.release_slot("team-b", 0, "another-run")
+    world.clock.advance(5)
+    (worked,) = world.deliver(world.worker())
+    assert (worked.outcome, worked.attempt) == (WorkOutcome.SUCCEEDED, 1)
+
+
+def test_a_lost_message_is_sent_again_after_the_queue_deadline(world: World) -> None:
+    run_id = world.due_now()
+    world.queue.delete([m.receipt_handle for m in world.queue.receive()])  # lost
+
+    world.clock.advance(599)
+    assert world.poller.recover().messages_resent == 0
+    world.clock.advance(2)
+    assert world.poller.recover().messages_resent == 1
+
+    (report,) = world.deliver(world.worker())
+    assert (report.outcome, report.run_id) == (WorkOutcome.SUCCEEDED, run_id)
