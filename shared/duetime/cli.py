@@ -232,6 +232,10 @@ def run_bench(args: argparse.Namespace) -> None:
             chart=args.chart,
             own_cores=not args.shared_cores,
         )
+    elif args.action == "midnight":
+        from duetime.bench.midnight import run_midnight_args
+
+        result = run_midnight_args(args)
     elif args.action == "preload":
         from duetime.bench.preload import run_preload
 
@@ -467,6 +471,16 @@ def parser() -> argparse.ArgumentParser:
     )
     preload.add_argument("--jobs", type=int, required=True)
     preload.add_argument("--json", action="store_true")
+
+    from duetime.bench.midnight import add_midnight_flags
+
+    add_midnight_flags(
+        benches.add_parser(
+            "midnight",
+            help="the midnight spike at full scale: the real poller and worker on the in-memory twin, "
+            "AWS modelled (virtual time)",
+        )
+    )
 
     chaos = commands.add_parser("chaos", help="run jobs under injected faults and check every promise")
     chaos.add_argument("--seed", type=int, default=1)

@@ -1,0 +1,903 @@
+"""`duetime bench midnight --simulate`: the midnight spike at full scale, as a discrete-event simulation.
+
+The real code runs: ``Poller.run_until`` (sweeps, the minute preload, ``plan_claim``/``make_claim``, the
+claim), ``work_batch``/``Worker.process_batch`` (leases, team slots, results), on the in-memory twin
+(``adapters.memory``) under a virtual clock. Nothing sleeps and nothing is timed by the wall clock: each
+store and queue call the code makes is charged its modelled AWS latency (``midnight_model.AwsModel``) on
+the virtual clock, each poller's and worker's CPU work a cost measured once on this machine (BENCHMARKS.md)
+scaled to the Lambda function's vCPU share, and each write's units go to the partition key it lands on,
+where a key past 1,000 units a second holds the write back.
+
+How the actors take turns: a heap of (virtual time, actor). A poller runs its real ``run_until`` loop in a
+thread of its own, but only while the simulation hands it the baton: its ``sleep`` gives the baton back and
+names its next wake-up, so exactly one piece of code runs at a time and the run is deterministic. A worker
+is a slot of the SQS event source (``esm_concurrency`` of them at a time, growing as Lambda's does): it
+receives a batch, works it with the real worker (whose target calls, made at once, end together after
+``target_ms``), deletes what succeeded and receives again; with nothing visible it parks until a message
+becomes visible (long polling).
+
+What the simulation adds to the twin, in this module only: an index of the due rows by bucket and shared
+(not deep-copied) models on the read paths, for speed; a queue with a heap of visible messages; and the
+worker's calls made one after the other in this thread instead of a pool (the heartbeat is not simulated:
+calls shorter than the 20 s heartbeat never need one). Not modelled: the poller group lease (one poller per
+group, never handed over), failures and retries, SQS duplicates, DynamoDB's adaptive capacity and burst
+beyond one second, the run's target outside its duration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import heapq
+import itertools
+import math
+import resource
+import threading
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, fields
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from duetime.adapters.dynamodb.codec import due_bucket
+from duetime.adapters.memory import MemoryAlerts, MemoryQueue, MemoryStore
+from duetime.adapters.memory.jobs import MemoryDueRow, _JobRow
+from duetime.adapters.memory.runs import _KEEP
+from duetime.adapters.memory.stored import maybe_second
+from duetime.adapters.sqs import ReceivedMessage, encode
+from duetime.bench.midnight_model import AwsModel, KeyMeter, esm_concurrency, model_flags
+from duetime.bench.plan import PlanInputs, capacity_plan
+from duetime.claim_plan import Claim, initial_state
+from duetime.clock import ManualClock
+from duetime.ids import PARTITIONS, new_job_id, partition_of, split_run_id
+from duetime.models import Job, JobSpec, Run, Team
+from duetime.poller import Poller, PollerConfig
+from duetime.ports import ClaimOutcome, ResultWrite, RunMessage, TargetRequest, TargetResponse
+from duetime.run_batch import work_batch
+from duetime.schedule import fire_time, next_nominal_after, rate_anchor
+from duetime.timeutil import iso_z, minute_bucket
+from duetime.worker import Worker, WorkReport, _Call, _Flight
+
+MIDNIGHT = datetime(2026, 1, 1, tzinfo=UTC)
+BATCH = 10  # the worker's SQS batch (StackConfig.worker_batch_size)
+SLOTS_PER_KEY = 25  # adapters/dynamodb/worker_batches.py: a team's slots per partition key
+STATEMENTS_PER_BATCH = 25  # BatchExecuteStatement
+CLAIM_ACTIONS = 100  # TransactWriteItems: actions a transaction holds
+
+
+def midnight_jobs(
+    count: int, minute: datetime, jitter: int, exact_fraction: float, created: datetime, teams: int
+) -> list[Job]:
+    """What ``bench.spike.spike_jobs`` builds (daily jobs at ``minute``, the first ``exact_fraction`` exact,
+    ``jitter`` seconds of jitter), spread round-robin over ``teams`` teams, sharing one spec object (the
+    models are never changed in place) so 500,000 of them fit in memory."""
+    base = JobSpec.model_validate(
+        {
+            "name": "midnight",
+            "schedule": {"cron": f"{minute.minute} {minute.hour} * * *", "timezone": "UTC"},
+            "target": {"url": "https://hooks.example.com/duetime"},
+            "jitter_seconds": jitter,
+            "retry": {"max_attempts": 1},
+        }
+    )
+    template = Job(**base.model_dump(), id=new_job_id(), team="t0", created_at=created, updated_at=created)
+    # initial_state's cron arithmetic is the same for every job; only the jitter offset (by id) differs.
+    first = initial_state(template, created)
+    assert first.next_nominal_at is not None
+    following = next_nominal_after(template, rate_anchor(template, created), first.next_nominal_at)
+    exact_count = round(count * exact_fraction)
+    jobs = []
+    for i in range(count):
+        job = template.model_copy(
+            update={"id": new_job_id(), "exact": i < exact_count, "team": f"t{i % teams}"}
+        )
+        fire = fire_time(job.id, job, first.next_nominal_at, following)
+        jobs.append(job.model_copy(update={"state": first.model_copy(update={"next_fire_at": fire})}))
+    return jobs
+
+
+def _seconds(instant: datetime) -> float:
+    return (instant - MIDNIGHT).total_seconds()
+
+
+def _partition_of_run(run_id: str) -> int:
+    return partition_of(split_run_id(run_id)[0])
+
+
+class _Bucket:
+    """One due-index partition key's rows, sorted by due key."""
+
+    __slots__ = ("keys", "rows")
+
+    def __init__(self) -> None:
+        self.keys: list[str] = []
+        self.rows: dict[str, _JobRow] = {}
+
+
+class _IndexedJobs(dict[str, _JobRow]):
+    """The twin's jobs table, with its due index kept sorted per bucket (the twin scans every job)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.buckets: dict[str, _Bucket] = defaultdict(_Bucket)
+
+    def __setitem__(self, job_id: str, row: _JobRow) -> None:
+        old = self.get(job_id)
+        if old is not None and old.bucket is not None and old.key is not None:
+            bucket = self.buckets[old.bucket]
+            del bucket.keys[bisect.bisect_left(bucket.keys, old.key)]
+            del bucket.rows[old.key]
+        if row.bucket is not None and row.key is not None:
+            bucket = self.buckets[row.bucket]
+            bisect.insort(bucket.keys, row.key)
+            bucket.rows[row.key] = row
+        super().__setitem__(job_id, row)
+
+
+@dataclass(frozen=True)
+class _SharedDueRow(MemoryDueRow):
+    """A due row whose ``job()`` is the stored model itself (models are never changed in place)."""
+
+    def job(self) -> Job:
+        return self._job
+
+
+class SimStore(MemoryStore):
+    """The twin, charging each call its modelled latency, CPU and write units on the simulation's clock."""
+
+    def __init__(self, sim: Simulation) -> None:
+        super().__init__()
+        self._index = _IndexedJobs()
+        self._jobs = self._index
+        self.sim = sim
+
+    # --- bulk set-up (not part of the timeline) --------------------------------------------------------
+
+    def load_jobs(self, jobs: Sequence[Job], now: datetime) -> None:
+        from duetime.adapters.memory.jobs import _row
+
+        for partition in range(PARTITIONS):
+            self.ensure_low_water_mark(partition, minute_bucket(now))
+        for job in jobs:
+            self._jobs[job.id] = _row(job, now)
+
+    # --- the jobs table -----------------------------------------------------------------------------------
+
+    def _due(
+        self, partition: int, bucket: str, until: datetime, limit: int, after: str | None
+    ) -> list[_JobRow]:
+        rows = self._index.buckets.get(f"{partition:02d}#{bucket}")
+        if rows is None:
+            return []
+        low = f"{after}\x00" if after else "0"
+        high = f"{iso_z(until)}#~"
+        start = bisect.bisect_left(rows.keys, low)
+        end = min(bisect.bisect_right(rows.keys, high), start + limit)
+        return [rows.rows[key] for key in rows.keys[start:end]]
+
+    def due_rows(
+        self, partition: int, bucket: str, until: datetime, limit: int, after: str | None = None
+    ) -> list[MemoryDueRow]:
+        with self.lock:
+            rows: list[MemoryDueRow] = [
+                _SharedDueRow(int(fire.timestamp()), row.job.id, row.job.state.version, row.job)
+                for row in self._due(partition, bucket, until, limit, after)
+                if (fire := row.job.state.next_fire_at) is not None
+            ]
+        m = self.sim.model
+        self.sim.spend(m.ddb_query_ms / 1000 + m.poller_cpu_s(len(rows) * m.load_cpu_us_per_row))
+        return rows
+
+    def due_jobs(
+        self, partition: int, bucket: str, until: datetime, limit: int, after: str | None = None
+    ) -> list[Job]:
+        with self.lock:
+            jobs = [row.job for row in self._due(partition, bucket, until, limit, after)]
+        m = self.sim.model
+        self.sim.spend(m.ddb_query_ms / 1000 + m.poller_cpu_s(len(jobs) * m.sweep_cpu_us_per_row))
+        return jobs
+
+    def claim(self, claims: Sequence[Claim], now: datetime) -> ClaimOutcome:
+        m, sim = self.sim.model, self.sim
+        sim.spend(m.poller_cpu_s(len(claims) * (m.claim_cpu_us + m.row_build_cpu_us)))
+        outcome = super().claim(claims, now)
+        # DynamoStore packs the claims into transactions of up to 100 actions, claim_concurrency at once.
+        transactions: list[list[Claim]] = [[]]
+        actions = 0
+        for claim in claims:
+            size = len(claim.runs) + 1
+            if transactions[-1] and actions + size > CLAIM_ACTIONS:
+                transactions.append([])
+                actions = 0
+            transactions[-1].append(claim)
+            actions += size
+        start = sim.now()
+        elapsed = 0.0
+        for first in range(0, len(transactions), m.claim_concurrency):
+            at = start + elapsed
+            round_s = 0.0
+            for transaction in transactions[first : first + m.claim_concurrency]:
+                wait = 0.0
+                for claim in transaction:
+                    wait = max(wait, self._claim_writes(claim, at))
+                round_s = max(round_s, m.ddb_transact_ms / 1000 + wait)
+            elapsed += round_s
+        sim.spend(elapsed)
+        done = sim.now()
+        for run in outcome.runs:
+            sim.claimed_at(run.partition, done)
+        return outcome
+
+    def _claim_writes(self, claim: Claim, at: float) -> float:
+        """The index writes of one claim that land on shared keys: the due entry leaves its bucket and
+        enters the next one, each run enters its partition's reap shard. The wait for the slowest."""
+        job = claim.plan.job
+        meter = self.sim.meter
+        partition = partition_of(job.id)
+        wait = 0.0
+        if job.state.next_fire_at is not None:
+            old = due_bucket(job.id, job.state.next_fire_at, job.state.next_fire_at)
+            wait = max(wait, meter.write(f"due:{old}", 1, at))
+        if claim.plan.next_state.next_fire_at is not None:
+            fire = claim.plan.next_state.next_fire_at
+            wait = max(wait, meter.write(f"due:{due_bucket(job.id, fire, fire)}", 1, at))
+        if claim.runs:
+            wait = max(wait, meter.write(f"reap:p{partition:02d}", len(claim.runs), at))
+        return wait
+
+    def low_water_marks(self, partitions: Sequence[int]) -> dict[int, str]:
+        self.sim.spend(self.sim.model.ddb_batch_get_ms / 1000)
+        return super().low_water_marks(partitions)
+
+    def advance_low_water_mark(self, partition: int, bucket: str) -> None:
+        wait = self.sim.meter.write(f"mark:{partition:02d}", 1, self.sim.now())
+        self.sim.spend(self.sim.model.ddb_write_ms / 1000 + wait)
+        super().advance_low_water_mark(partition, bucket)
+
+    # --- runs -------------------------------------------------------------------------------------------
+
+    def _create_run(self, run: Run) -> None:
+        """The twin's, without its deep copy (the simulation never changes a model in place)."""
+        stored = run.model_copy(
+            update={
+                name: maybe_second(getattr(run, name))
+                for name in ("nominal_at", "fire_at", "queue_deadline", "created_at", "updated_at")
+            }
+        )
+        self._runs[run.run_id] = stored
+        if stored.queue_deadline is not None:
+            self._reap_at[run.run_id] = stored.queue_deadline
+
+    def _update(
+        self, run_id: str, condition: Callable[[Run], bool], changes: dict[str, Any], reap_at: Any = _KEEP
+    ) -> Run | None:
+        """The twin's conditional update of a run, without its two deep copies."""
+        with self.lock:
+            run = self._runs.get(run_id)
+            if run is None or not condition(run):
+                return None
+            updated = run.model_copy(update=changes)
+            self._runs[run_id] = updated
+            if reap_at is None:
+                self._reap_at.pop(run_id, None)
+            elif reap_at is not _KEEP:
+                self._reap_at[run_id] = reap_at
+            return updated
+
+    def _batch_s(self, count: int, read_first: bool) -> float:
+        """A batch of ``count`` writes: one UpdateItem alone; else (a read and) BatchExecuteStatements."""
+        m = self.sim.model
+        if count <= 1:
+            return m.ddb_write_ms / 1000
+        statements = math.ceil(count / STATEMENTS_PER_BATCH) * m.ddb_batch_statement_ms
+        return (statements + (m.ddb_batch_get_ms if read_first else 0.0)) / 1000
+
+    def _reap_writes(self, run_ids: Sequence[str], units: int) -> float:
+        at = self.sim.now()
+        by_shard = Counter(_partition_of_run(run_id) for run_id in run_ids)
+        return max(
+            (self.sim.meter.write(f"reap:p{p:02d}", units * n, at) for p, n in by_shard.items()), default=0.0
+        )
+
+    def acquire_leases(
+        self, attempts: Sequence[tuple[str, int]], owner: str, now: datetime, lease_until: datetime
+    ) -> dict[str, Run]:
+        leased = super().acquire_leases(attempts, owner, now, lease_until)
+        wait = self._reap_writes(list(leased), 2)  # the reap key moves from the deadline to the lease
+        self.sim.spend(self._batch_s(len(attempts), read_first=True) + wait)
+        self.sim.started(leased.values())
+        return leased
+
+    def record_results(self, results: Sequence[ResultWrite], owner: str, now: datetime) -> set[str]:
+        recorded = super().record_results(results, owner, now)
+        wait = self._reap_writes(list(recorded), 1)
+        self.sim.spend(self._batch_s(len(results), read_first=False) + wait)
+        self.sim.finished += len(recorded)
+        return recorded
+
+    def return_to_queue(
+        self, run_id: str, attempt: int, owner: str, now: datetime, queue_deadline: datetime
+    ) -> bool:
+        back = super().return_to_queue(run_id, attempt, owner, now, queue_deadline)
+        self.sim.spend(self.sim.model.ddb_write_ms / 1000 + self._reap_writes([run_id], 2))
+        self.sim.deferred += 1
+        return back
+
+    def runs_needing_attention(self, partition: int, now: datetime, limit: int) -> list[Any]:
+        self.sim.spend(self.sim.model.ddb_query_ms / 1000)
+        return super().runs_needing_attention(partition, now, limit)
+
+    # --- teams and slots ----------------------------------------------------------------------------------
+
+    def get_team(self, team_id: str) -> Team | None:
+        self.sim.spend(self.sim.model.ddb_read_ms / 1000)
+        return super().get_team(team_id)
+
+    def _slot_writes(self, team_id: str, slots: Sequence[int]) -> float:
+        at = self.sim.now()
+        groups = Counter(slot // SLOTS_PER_KEY for slot in slots)
+        return max(
+            (self.sim.meter.write(f"slots:{team_id}#{g}", n, at) for g, n in groups.items()), default=0.0
+        )
+
+    def acquire_slots(
+        self, team: Team, run_ids: Sequence[str], now: datetime, lease_until: datetime
+    ) -> dict[str, int]:
+        taken = super().acquire_slots(team, run_ids, now, lease_until)
+        wait = self._slot_writes(team.team_id, list(taken.values()))
+        m = self.sim.model
+        io = (
+            m.ddb_write_ms / 1000 if len(run_ids) == 1 else (m.ddb_query_ms + m.ddb_batch_statement_ms) / 1000
+        )
+        self.sim.spend(io + wait)
+        return taken
+
+    def release_slots(self, team_id: str, slots: Mapping[str, int]) -> None:
+        super().release_slots(team_id, slots)
+        self.sim.spend(
+            self._batch_s(len(slots), read_first=False) + self._slot_writes(team_id, list(slots.values()))
+        )
+
+
+class SimQueue(MemoryQueue):
+    """The twin queue with a heap of visible times (the twin sorts every message on each receive), each call
+    charged its modelled latency; a send wakes the parked event-source slots when its messages show."""
+
+    def __init__(self, sim: Simulation, visibility_timeout: int = 90) -> None:
+        super().__init__(sim.clock, visibility_timeout)
+        self.sim = sim
+        self._heap: list[tuple[datetime, int, str]] = []
+        self._seq = itertools.count()
+
+    def send(self, messages: Sequence[RunMessage], delay_seconds: int = 0) -> None:
+        m = self.sim.model
+        rounds = math.ceil(math.ceil(len(messages) / BATCH) / m.sqs_senders)
+        self.sim.spend(rounds * m.sqs_send_ms / 1000)
+        visible_at = self.clock.now() + timedelta(seconds=delay_seconds)
+        with self._lock:
+            for message in messages:
+                message_id = f"m{next(self._ids)}"
+                self._messages[message_id] = _message(message_id, encode(message), visible_at)
+                heapq.heappush(self._heap, (visible_at, next(self._seq), message_id))
+        self.sim.messages_visible(_seconds(visible_at))
+
+    def receive(self, max_messages: int = 10, wait_seconds: int = 1) -> list[ReceivedMessage]:
+        self.sim.spend(self.sim.model.sqs_receive_ms / 1000)
+        now = self.clock.now()
+        received: list[ReceivedMessage] = []
+        with self._lock:
+            while self._heap and len(received) < max_messages and self._heap[0][0] <= now:
+                visible_at, _, message_id = heapq.heappop(self._heap)
+                message = self._messages.get(message_id)
+                if message is None or message.visible_at != visible_at:
+                    continue  # deleted, or its visibility changed since (a newer entry stands for it)
+                message.receive_count += 1
+                message.receipt_handle = f"{message.message_id}#{next(self._ids)}"
+                message.visible_at = now + timedelta(seconds=self.visibility_timeout)
+                heapq.heappush(self._heap, (message.visible_at, next(self._seq), message_id))
+                received.append(
+                    ReceivedMessage(
+                        message.message_id, message.receipt_handle, message.body, message.receive_count
+                    )
+                )
+        return received
+
+    def change_visibility(self, receipt_handle: str, seconds: int) -> None:
+        super().change_visibility(receipt_handle, seconds)
+        message = self._message(receipt_handle)
+        if message is not None:
+            heapq.heappush(self._heap, (message.visible_at, next(self._seq), message.message_id))
+
+    def delete(self, receipt_handles: Sequence[str]) -> None:
+        self.sim.spend(math.ceil(len(receipt_handles) / BATCH) * self.sim.model.sqs_delete_ms / 1000)
+        super().delete(receipt_handles)
+
+    def next_visible(self) -> datetime | None:
+        with self._lock:
+            while self._heap:
+                visible_at, _, message_id = self._heap[0]
+                message = self._messages.get(message_id)
+                if message is not None and message.visible_at == visible_at:
+                    return visible_at
+                heapq.heappop(self._heap)
+        return None
+
+
+def _message(message_id: str, body: str, visible_at: datetime) -> Any:
+    from duetime.adapters.memory.queue import _Message
+
+    return _Message(message_id, body, visible_at)
+
+
+class _LaneFuture(Future[None]):
+    """A send done on the preload's sender lane: waiting for it moves the poller's clock to its end."""
+
+    def __init__(self, sim: Simulation, ends: float, error: Exception | None) -> None:
+        super().__init__()
+        self.sim, self.ends = sim, ends
+        if error is None:
+            self.set_result(None)
+        else:
+            self.set_exception(error)
+
+    def result(self, timeout: float | None = None) -> None:
+        self.sim.wait_until(self.ends)
+        return super().result(timeout)
+
+
+class LaneSender:
+    """Stands in for the preload's one sender thread: each send starts when the previous one ended (or now)
+    and overlaps the poller's next claim, without moving the poller's clock."""
+
+    def __init__(self, sim: Simulation) -> None:
+        self.sim = sim
+        self.free = -math.inf
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Future[None]:
+        poller_now = self.sim.now()
+        self.sim.set_now(max(poller_now, self.free))
+        error: Exception | None = None
+        try:
+            fn(*args)
+        except Exception as exc:
+            error = exc
+        self.free = self.sim.now()
+        self.sim.set_now(poller_now)
+        return _LaneFuture(self.sim, self.free, error)
+
+    def shutdown(self, wait: bool = True) -> None:
+        pass
+
+
+class SimTarget:
+    """Every target answers 200 after ``target_ms`` (the worker's calls of a batch run at once)."""
+
+    def __init__(self, milliseconds: float) -> None:
+        self.milliseconds = milliseconds
+
+    def call(self, request: TargetRequest) -> TargetResponse:
+        return TargetResponse(200, "", None, duration_ms=int(self.milliseconds))
+
+
+class SimWorker(Worker):
+    """The real worker, its batch's calls made in this thread: they run at once, so they all end together
+    ``target_ms`` later and land in one wave (the real ``_land``: results, slots, retries, alerts)."""
+
+    sim: Simulation
+
+    def _call_all(
+        self, calls: list[_Call], started: datetime, lease_until: datetime
+    ) -> dict[str, WorkReport | Exception]:
+        if not calls:
+            return {}
+        flight = _Flight({call.run.run_id: call for call in calls})
+        wave: list[tuple[_Call, Future[TargetResponse]]] = []
+        longest = 0.0
+        for call in calls:
+            future: Future[TargetResponse] = Future()
+            try:
+                response = self._call(call)
+                longest = max(longest, response.duration_ms / 1000)
+                future.set_result(response)
+            except Exception as exc:
+                future.set_exception(exc)
+            wave.append((call, future))
+        self.sim.spend(longest)
+        flight.land([call.run.run_id for call in calls])
+        return self._land(wave, started, flight)
+
+
+class Actor:
+    def step(self) -> float | None:
+        """Run until the actor waits; the virtual time (s from midnight) it wakes again, or None."""
+        raise NotImplementedError
+
+
+class PollerActor(Actor):
+    """A real ``Poller.run_until`` in a thread that runs only while it holds the baton."""
+
+    def __init__(self, sim: Simulation, poller: Poller, name: str) -> None:
+        self.sim, self.poller, self.name = sim, poller, name
+        self._turn = threading.Event()
+        self._back = threading.Event()
+        self._wake: float | None = None
+        self.finished = False
+        self.peak_rows = 0
+        self.thread = threading.Thread(target=self._main, name=name, daemon=True)
+        self.thread.start()
+
+    def _main(self) -> None:
+        self._turn.wait()
+        self._turn.clear()
+        try:
+            self.poller.run_until(
+                stop=lambda: self.sim.stopping,
+                sleep=self._sleep,
+                on_error=self.sim.errors.append,
+            )
+        finally:
+            self.finished = True
+            self._back.set()
+
+    def _sleep(self, seconds: float) -> None:
+        self._note_rows()
+        self._wake = self.sim.now() + seconds
+        self._back.set()
+        self._turn.wait()
+        self._turn.clear()
+
+    def _note_rows(self) -> None:
+        preload = self.poller.preload
+        if preload is not None:
+            held = len(preload._pending) + len(preload._fired)
+            self.peak_rows = max(self.peak_rows, held)
+
+    def step(self) -> float | None:
+        if self.finished:
+            return None
+        self._back.clear()
+        self._turn.set()
+        self._back.wait()
+        return None if self.finished else self._wake
+
+
+class WorkerSlot(Actor):
+    """One concurrent batch of the SQS event source, invoking one worker environment."""
+
+    def __init__(self, sim: Simulation, index: int) -> None:
+        self.sim, self.index = sim, index
+        self.worker = SimWorker(
+            sim.store,
+            sim.store,
+            sim.queue,
+            sim.alerts,
+            SimTarget(sim.model.target_ms),
+            sim.clock,
+            owner=f"w{index}",
+        )
+        self.worker.sim = sim
+        self.warm = index < sim.model.provisioned_workers
+        self.batches = 0
+        self.busy_s = 0.0
+        self.parked = False
+
+    def step(self) -> float | None:
+        sim, m = self.sim, self.sim.model
+        began = sim.now()
+        received = sim.queue.receive(BATCH)
+        if not received:
+            upcoming = sim.queue.next_visible()
+            if upcoming is not None:
+                return max(_seconds(upcoming), sim.now())
+            self.parked = True
+            sim.parked.append(self)
+            return None
+        if not self.warm:
+            sim.spend(m.cold_start_ms / 1000)
+            self.warm = True
+        sim.spend(m.invoke_ms / 1000 + m.worker_cpu_s(len(received)))
+        outcome = work_batch(self.worker, [(r.message_id, r.body) for r in received])
+        failed = set(outcome.failed)
+        sim.failed_messages += len(failed)
+        done = [r.receipt_handle for r in received if r.message_id not in failed]
+        if done:
+            sim.queue.delete(done)
+        self.batches += 1
+        self.busy_s += sim.now() - began
+        sim.batch_runs += len(received)
+        return sim.now()
+
+
+@dataclass
+class _Event:
+    at: float
+    seq: int
+    actor: Actor
+
+    def __lt__(self, other: _Event) -> bool:
+        return (self.at, self.seq) < (other.at, other.seq)
+
+
+class Simulation:
+    def __init__(self, model: AwsModel, jobs: int, jitter: int, exact_fraction: float) -> None:
+        self.model = model
+        self.jobs = jobs
+        self.jitter = jitter
+        self.exact_fraction = exact_fraction
+        self.clock = ManualClock(MIDNIGHT - timedelta(seconds=20))
+        self.meter = KeyMeter(model.key_write_limit)
+        self.store = SimStore(self)
+        self.queue = SimQueue(self)
+        self.alerts = MemoryAlerts()
+        self.errors: list[Exception] = []
+        self.stopping = False
+        self.parked: list[WorkerSlot] = []
+        self._events: list[_Event] = []
+        self._seq = itertools.count()
+        self.first_message: float | None = None
+        self.slots: list[WorkerSlot] = []
+        self.claims_by_partition_second: Counter[tuple[int, int]] = Counter()
+        self.claims = 0
+        self.last_claim = -math.inf
+        self.starts: dict[str, float] = {}
+        self.lateness: list[float] = []
+        self.starts_by_second: Counter[int] = Counter()
+        self.finished = 0
+        self.deferred = 0
+        self.failed_messages = 0
+        self.batch_runs = 0
+        self.events = 0
+        self.peak_concurrency = 0
+
+    # --- the clock --------------------------------------------------------------------------------------
+
+    def now(self) -> float:
+        return _seconds(self.clock.now())
+
+    def set_now(self, seconds: float) -> None:
+        self.clock.set(MIDNIGHT + timedelta(seconds=seconds))
+
+    def spend(self, seconds: float) -> None:
+        if seconds > 0:
+            self.clock.advance(seconds)
+
+    def wait_until(self, seconds: float) -> None:
+        if seconds > self.now():
+            self.set_now(seconds)
+
+    # --- what the store and queue report ----------------------------------------------------------------
+
+    def claimed_at(self, partition: int, at: float) -> None:
+        self.claims += 1
+        self.claims_by_partition_second[partition, math.floor(at)] += 1
+        self.last_claim = max(self.last_claim, at)
+
+    def started(self, runs: Any) -> None:
+        at = self.now()
+        for run in runs:
+            if run.attempt == 1 and run.run_id not in self.starts:
+                self.starts[run.run_id] = at
+                self.lateness.append(at - _seconds(run.fire_at))
+                self.starts_by_second[math.floor(at)] += 1
+
+    def messages_visible(self, at: float) -> None:
+        """Messages show at ``at``: the event source notices (and starts growing), parked slots wake."""
+        if self.first_message is None:
+            self.first_message = at
+            for slot in self.slots[self.model.esm_initial :]:
+                self._schedule(self._activation(slot.index), slot)
+        for slot in self.parked:
+            slot.parked = False
+            self._schedule(at, slot)
+        self.parked.clear()
+
+    def _activation(self, index: int) -> float:
+        """When the event source's ``index``-th concurrent batch starts (it grows by esm_scale_per_minute)."""
+        assert self.first_message is not None
+        m = self.model
+        if index < m.esm_initial:
+            return self.first_message
+        return self.first_message + (index - m.esm_initial + 1) * 60 / m.esm_scale_per_minute
+
+    def _schedule(self, at: float, actor: Actor) -> None:
+        heapq.heappush(self._events, _Event(at, next(self._seq), actor))
+
+    # --- the run ----------------------------------------------------------------------------------------
+
+    def run(self, horizon_s: float) -> None:
+        created = MIDNIGHT - timedelta(minutes=1)
+        jobs = midnight_jobs(self.jobs, MIDNIGHT, self.jitter, self.exact_fraction, created, self.model.teams)
+        for team in range(min(self.model.teams, self.jobs)):
+            self.store.put_team(Team(team_id=f"t{team}"))
+        self.store.load_jobs(jobs, created)
+        del jobs
+        groups = self.model.poller_groups
+        pollers: list[PollerActor] = []
+        for g in range(groups):
+            partitions = [p for p in range(PARTITIONS) if p * groups // PARTITIONS == g]
+            poller = Poller(
+                self.store,
+                self.store,
+                self.queue,
+                self.alerts,
+                self.clock,
+                PollerConfig(partitions),
+                self.store,
+            )
+            assert poller.preload is not None
+            poller.preload._sender.shutdown()
+            poller.preload._sender = LaneSender(self)  # type: ignore[assignment]
+            actor = PollerActor(self, poller, f"poller-{g}")
+            pollers.append(actor)
+            self._schedule(self.now(), actor)
+        limit = min(self.model.max_concurrency, 1000)
+        self.slots = [WorkerSlot(self, i) for i in range(limit)]
+        for slot in self.slots[: self.model.esm_initial]:
+            self._schedule(self.now(), slot)
+        while self._events and len(self.starts) < self.jobs:
+            event = heapq.heappop(self._events)
+            if event.at > horizon_s:
+                break
+            self.set_now(event.at)
+            self.events += 1
+            current = event.actor
+            if (
+                isinstance(current, WorkerSlot)
+                and self.first_message is not None
+                and current.index >= esm_concurrency(self.model, event.at - self.first_message)
+            ):
+                self._schedule(self._activation(current.index), current)  # the event source has not grown yet
+                continue
+            wake = current.step()
+            if wake is not None:
+                self._schedule(wake, current)
+        self.stopping = True
+        for poller_actor in pollers:  # each stops after its next sweep
+            next_wake: float | None = self.now()
+            for _ in range(100):
+                if poller_actor.finished or next_wake is None:
+                    break
+                self.set_now(max(self.now(), next_wake))
+                next_wake = poller_actor.step()
+            poller_actor.thread.join(timeout=5)
+        self.pollers = pollers
+
+
+def run_midnight(
+    jobs: int,
+    jitter: int = 0,
+    exact_fraction: float = 0.0,
+    model: AwsModel | None = None,
+    horizon_s: float | None = None,
+) -> dict[str, Any]:
+    model = model or AwsModel()
+    wall = time.perf_counter()
+    cpu = time.process_time()
+    sim = Simulation(model, jobs, jitter, exact_fraction)
+    sim.run(horizon_s if horizon_s is not None else jitter + 900.0)
+    runs = sim.store._runs
+    started = len(sim.starts)
+    window = 60.0 + jitter
+    busy = [s for s in sim.slots if s.batches]
+    cycle_s = sum(s.busy_s for s in busy) / max(1, sum(s.batches for s in busy))
+    runs_per_batch = sim.batch_runs / max(1, sum(s.batches for s in busy))
+    worker_rate = runs_per_batch / cycle_s if cycle_s else math.nan
+    peak_starts = max(sim.starts_by_second.values(), default=0)
+    hottest_key, hottest = sim.meter.hottest()
+    rows = max((p.peak_rows for p in sim.pollers), default=0)
+    rss = model.poller_base_mb + rows * model.preload_bytes_per_row / 2**20
+    lateness = sorted(sim.lateness)
+    plan = capacity_plan(
+        PlanInputs(
+            spike_jobs=jobs,
+            poller_groups=model.poller_groups,
+            spike_window_s=int(window),
+            worker_rate=round(worker_rate, 1) if worker_rate == worker_rate else 100.0,
+        )
+    )
+    statuses = Counter(run.status.value for run in runs.values())
+    result: dict[str, Any] = {
+        "jobs": jobs,
+        "jitter_s": jitter,
+        "exact_fraction": exact_fraction,
+        "runs_created": len(runs),
+        "runs_started": started,
+        "lost": jobs - started,
+        "duplicate_runs": len(runs) - len({run.job_id for run in runs.values()}),
+        "run_statuses": dict(sorted(statuses.items())),
+        "seconds_to_all_claimed": round(sim.last_claim, 2) if sim.claims >= jobs else None,
+        "seconds_to_all_started": round(max(sim.starts.values()), 2) if started >= jobs else None,
+        "goal_met": None,
+        "start_lateness_p50_s": _pct(lateness, 0.5),
+        "start_lateness_p99_s": _pct(lateness, 0.99),
+        "start_lateness_max_s": round(lateness[-1], 2) if lateness else None,
+        "peak_claims_per_s_per_partition": max(sim.claims_by_partition_second.values(), default=0),
+        "peak_starts_per_s": peak_starts,
+        "peak_write_units_per_s_hottest_key": round(hottest, 1),
+        "hottest_key": hottest_key,
+        "key_write_limit": model.key_write_limit,
+        "keys_over_limit": len(sim.meter.keys_over()),
+        "keys_over_limit_sample": sim.meter.keys_over()[:5],
+        "peak_write_units_per_s_by_key_kind": sim.meter.peak_by_kind(),
+        "throttled_write_units": round(sim.meter.throttled_units, 1),
+        "poller_peak_rows_held": rows,
+        "poller_peak_rss_mb": round(rss, 1),
+        "poller_memory_mb": model.poller_memory_mb,
+        "worker_batch_cycle_s": round(cycle_s, 4),
+        "worker_starts_per_s_each": round(worker_rate, 1),
+        "workers_used": len(busy),
+        "workers_needed": math.ceil(jobs / window / worker_rate) if worker_rate == worker_rate else None,
+        "deferred_runs": sim.deferred,
+        "failed_messages": sim.failed_messages,
+        "poller_errors": len(sim.errors),
+        "plan": {
+            "peak_claims_per_s_per_partition": plan["peak_claims_per_s_per_partition"],
+            "peak_wcu_per_s_reap_shard_key": plan["peak_wcu_per_s_reap_shard_key"],
+            "peak_wcu_per_s_due_bucket_key": plan["peak_wcu_per_s_due_bucket_key"],
+            "poller_preload_mb": plan["poller_preload_mb"],
+            "workers_for_peak_at_simulated_rate": plan["workers_for_peak"],
+        },
+        "decided_by_model": DECIDED_BY_MODEL,
+        "model": model.as_dict(),
+        "simulated_events": sim.events,
+        "simulation_wall_s": round(time.perf_counter() - wall, 1),
+        "simulation_cpu_s": round(time.process_time() - cpu, 1),
+        "simulation_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
+    result["goal_met"] = bool(
+        result["lost"] == 0
+        and result["seconds_to_all_started"] is not None
+        and result["seconds_to_all_started"] <= window
+        and result["keys_over_limit"] == 0
+        and rss <= model.poller_memory_mb
+    )
+    return result
+
+
+def _pct(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    return round(values[min(len(values) - 1, int(q * len(values)))], 2)
+
+
+DECIDED_BY_MODEL = {
+    "seconds_to_all_claimed": "model: poller CPU per claim over its vCPU share, ddb_transact_ms, "
+    "claim_concurrency, key throttling; code: order, chunks, sweeps, what is claimed",
+    "seconds_to_all_started": "model: esm_initial, esm_scale_per_minute, max_concurrency, cold_start_ms, "
+    "the worker's latencies and CPU, target_ms; code: the requests each batch makes",
+    "start_lateness_*": "as seconds_to_all_started",
+    "peak_claims_per_s_per_partition": "model: the claim rate; code: which partitions a chunk holds",
+    "peak_write_units_per_s_hottest_key": "code: which writes, on which keys, in what order (units by "
+    "AWS's billing rules); model: when they land",
+    "poller_peak_rss_mb": "code: rows the preload holds; measured once (BENCHMARKS.md, Preload memory): "
+    "bytes per row and the base process",
+    "worker_starts_per_s_each": "model: latencies, CPU and target_ms over the requests the code makes",
+    "workers_needed": "model: from worker_starts_per_s_each",
+    "lost, duplicate_runs, run_statuses, deferred_runs": "code, on the twin (conditions, claims, leases)",
+}
+
+
+def add_midnight_flags(parser: argparse.ArgumentParser) -> None:
+    """``duetime bench midnight``'s flags: the workload, then one flag per knob of the model."""
+    parser.add_argument(
+        "--simulate",
+        action="store_true",
+        help="required: the bench is a simulation (virtual time, AWS modelled), not a measurement",
+    )
+    parser.add_argument("--jobs", type=int, default=500_000)
+    parser.add_argument("--jitter", type=int, default=0, help="jitter window in seconds (0: all at :00)")
+    parser.add_argument("--exact-fraction", type=float, default=0.0)
+    parser.add_argument("--horizon", type=float, help="virtual seconds after midnight to give up at")
+    parser.add_argument("--json", action="store_true")
+    model = parser.add_argument_group("the AWS model (defaults and sources: BENCHMARKS.md)")
+    for name, kind, default in model_flags():
+        model.add_argument(f"--{name}", type=kind, default=default, help=f"default {default}")
+
+
+def run_midnight_args(args: argparse.Namespace) -> dict[str, Any]:
+    if not args.simulate:
+        raise SystemExit("duetime bench midnight runs only as a simulation: pass --simulate")
+    model = AwsModel(**{f.name: getattr(args, f.name) for f in fields(AwsModel)})
+    return run_midnight(args.jobs, args.jitter, args.exact_fraction, model, args.horizon)
