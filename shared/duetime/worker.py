@@ -170,13 +170,22 @@ class Worker:
         for run in leased.values():
             by_team.setdefault(run.team, []).append(run)
         for team_id, runs in by_team.items():
-            team = self.teams.get(team_id)
-            slots = self.team_store.acquire_slots(team, [run.run_id for run in runs], now, lease_until)
+            try:  # a failure here is this team's runs' alone: their messages come back, the others go on
+                team = self.teams.get(team_id)
+                slots = self.team_store.acquire_slots(team, [run.run_id for run in runs], now, lease_until)
+            except Exception as exc:
+                log.exception("taking slots failed", extra={"team": team_id})
+                outcomes.update({run.run_id: exc for run in runs})
+                continue
             for run in runs:
                 if run.run_id in slots:
                     calls.append(_Call(run, team, slots[run.run_id]))
-                else:
+                    continue
+                try:
                     outcomes[run.run_id] = self._defer(run, now)
+                except Exception as exc:
+                    log.exception("deferring a run failed", extra={"run_id": run.run_id})
+                    outcomes[run.run_id] = exc
         outcomes.update(self._call_all(calls, now, lease_until))
         return [
             outcomes[m.run_id]
