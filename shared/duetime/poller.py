@@ -17,6 +17,7 @@ from typing import Protocol
 
 from duetime.claim_plan import DEFAULT_MISFIRE_GRACE, DEFAULT_QUEUE_DEADLINE, make_claim, plan_claim
 from duetime.clock import Clock
+from duetime.low_water import LowWaterMarks
 from duetime.models import Job, Run, RunResult, RunStatus
 from duetime.ports import Alert, AlertSink, JobStore, ReapCandidate, RunMessage, RunQueue, RunStore, TeamStore
 from duetime.preload import FireFailed, FireReport, MinutePreload
@@ -80,12 +81,18 @@ def find_due_jobs(
     now: datetime,
     report: ClaimReport,
     skip: Callable[[Job], bool] | None = None,
+    known_marks: LowWaterMarks | None = None,
 ) -> list[Job]:
     """Due rows of every partition, from its low-water mark to the current minute; advances the marks.
-    Rows ``skip`` says someone else fires (the minute preload) count for the marks but are not returned."""
+    Rows ``skip`` says someone else fires (the minute preload) count for the marks but are not returned.
+    ``known_marks``: the poller's copy of the marks (``duetime.low_water``), read from the store only when
+    it lacks one; without it, the marks are read at every call."""
     current = minute_bucket(now)
-    marks = store.low_water_marks(config.partitions)
-    report.queries += 1
+    if known_marks is None:
+        marks, read = store.low_water_marks(config.partitions), True
+    else:
+        marks, read = known_marks.read(store, config.partitions)
+    report.queries += read
     due: dict[str, Job] = {}
     for partition in config.partitions:
         mark = marks.get(partition, current)
@@ -106,6 +113,8 @@ def find_due_jobs(
             bucket_start += MINUTE
         if new_mark != mark:
             store.advance_low_water_mark(partition, new_mark)
+            if known_marks is not None:
+                known_marks.moved(partition, new_mark)
     report.due_rows = len(due)
     return list(due.values())
 
@@ -117,11 +126,12 @@ def claim_due_jobs(
     now: datetime,
     skip: Callable[[Job], bool] | None = None,
     team_active: Callable[[str], bool] | None = None,
+    known_marks: LowWaterMarks | None = None,
 ) -> ClaimReport:
     """Claim every due job in the configured partitions and queue the runs the claims created. Jobs of
     teams ``team_active`` says are disabled are claimed without runs."""
     report = ClaimReport()
-    jobs = find_due_jobs(store, config, now, report, skip)
+    jobs = find_due_jobs(store, config, now, report, skip, known_marks)
     if not jobs:
         return report
     claims = []
@@ -260,6 +270,7 @@ class Poller:
         self.config = config
         self.teams = teams
         self.team_active = TeamCache(teams, clock).active if teams is not None else None
+        self.known_marks = LowWaterMarks()  # read once a reign (``duetime.low_water``)
         self.preload = (
             MinutePreload(
                 jobs,
@@ -276,7 +287,9 @@ class Poller:
 
     def claim(self) -> ClaimReport:
         skip = self.preload.holds if self.preload else None
-        return claim_due_jobs(self.jobs, self.queue, self.config, self.clock.now(), skip, self.team_active)
+        return claim_due_jobs(
+            self.jobs, self.queue, self.config, self.clock.now(), skip, self.team_active, self.known_marks
+        )
 
     def recover(self) -> RecoveryReport:
         return recover_runs(self.runs, self.queue, self.alerts, self.config, self.clock.now())
@@ -337,6 +350,7 @@ class Poller:
                         next_sweep = window.start  # the first sweep right at the start
                         if self.clock.now() >= window.start:
                             reign = window.start
+                            self.known_marks.forget()  # the holder before may have moved them
                             if self.preload is not None:
                                 self.preload.forget_before(window.start)
                 swept = self._tick(next_sweep, sweeps % recover_every == 0, on_report, on_fire, window, gate)

@@ -10,8 +10,9 @@ Parts, a month of 30 days:
 * **pollers' Lambda**: every group's rule starts an invocation a minute; each serves ``run_seconds`` but
   hands its group's lease over at a whole second at least ``handover_lead`` after it began to retire
   (``retire_before`` before its end), and returns then; every second of it is billed at its memory size.
-* **sweeps' DynamoDB**: the holder of each group sweeps every second (one BatchGetItem of its partitions'
-  low-water marks, one Query per partition of the current minute's bucket, two in the 30 s the last
+* **sweeps' DynamoDB**: the holder of each group reads its partitions' low-water marks once a reign (one
+  BatchGetItem at each handover: it keeps them as it moves them), and sweeps every second (one Query per
+  partition of the current minute's bucket, two in the 30 s the last
   bucket takes to settle), reads the reap index every 5th sweep, moves each mark once a minute and renews
   the lease every ``renew_every``; every live invocation loads each coming minute's bucket (and the
   current one when it starts); standbys read the lease every ``standby_poll``; each handover is three
@@ -134,9 +135,9 @@ def idle_dynamodb_per_second(
     lease_writes = groups * (1 / timings.renew_every + HANDOVER_WRITES * ticks)
     eventual, consistent, write = EVENTUALLY_CONSISTENT_READ_UNITS, CONSISTENT_READ_UNITS, SMALL_WRITE_UNITS
     return {
-        "marks_read": {
-            "requests": groups * math.ceil(per_group / BATCH_GET_KEYS) * sweeps,
-            "read_units": partitions * eventual * sweeps,
+        "marks_read": {  # once a reign: the holder keeps them as it moves them (``duetime.low_water``)
+            "requests": groups * math.ceil(per_group / BATCH_GET_KEYS) * ticks,
+            "read_units": partitions * eventual * ticks,
             "write_units": 0.0,
         },
         "due_index_queries": {
@@ -263,13 +264,6 @@ class Lever:
 
 
 LEVERS = (
-    Lever(
-        "marks_kept_in_memory",
-        "the lease holder keeps its partitions' low-water marks in memory (it is their only writer): "
-        "no BatchGetItem of the marks every sweep",
-        {},
-        frozenset({"marks_read"}),
-    ),
     Lever(
         "sweeps_skip_empty_partitions",
         "sweeps skip partitions whose minute preload came back empty and whose mark is at the current minute "
