@@ -61,10 +61,10 @@ class Recorder:
         assert self.clock is not None
         return self.clock.now()
 
-    def low_water_marks(self, partitions: Sequence[int]) -> dict[int, str]:  # a sweep starts with it
+    def due_jobs(self, *args: Any, **kwargs: Any) -> list[Job]:  # a sweep reads each partition's buckets
         assert self.clock is not None
         self.sweeps.append(self.clock.now())
-        return self.store.low_water_marks(partitions)
+        return self.store.due_jobs(*args, **kwargs)
 
     def claim(self, claims: Sequence[Claim], now: datetime) -> ClaimOutcome:
         outcome = self.store.claim(claims, now)
