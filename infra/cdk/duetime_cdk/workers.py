@@ -42,9 +42,27 @@ class Workers(Construct):
             timeout=WORKER_TIMEOUT,
             memory_mb=1024,
             statements=[
-                allow(["dynamodb:GetItem", "dynamodb:UpdateItem"], [runs]),  # lease, result
+                # A batch of one: single-item writes. A batch: the runs read in one BatchGetItem, and the
+                # leases, results, slots written by PartiQL BatchExecuteStatement, which IAM authorizes per
+                # statement as PartiQLUpdate / PartiQLInsert (adapters/dynamodb/worker_batches.py).
                 allow(
-                    ["dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Query", "dynamodb:BatchGetItem"],
+                    [
+                        "dynamodb:GetItem",
+                        "dynamodb:UpdateItem",
+                        "dynamodb:BatchGetItem",
+                        "dynamodb:PartiQLUpdate",
+                    ],
+                    [runs],
+                ),  # lease, result
+                allow(
+                    [
+                        "dynamodb:GetItem",
+                        "dynamodb:UpdateItem",
+                        "dynamodb:Query",
+                        "dynamodb:BatchGetItem",
+                        "dynamodb:PartiQLUpdate",
+                        "dynamodb:PartiQLInsert",
+                    ],
                     [control],
                 ),  # team, slots, store clock
                 queue.allow_send(),
