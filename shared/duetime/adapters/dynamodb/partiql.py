@@ -15,8 +15,10 @@ once).
 
 from __future__ import annotations
 
+import random
 import re
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +26,18 @@ from duetime.adapters.dynamodb.codec import Item
 from duetime.adapters.dynamodb.conditions import Condition
 
 BATCH_STATEMENTS_MAX = 25  # BatchExecuteStatement: statements per request
+# Per-statement error codes of a passing kind (BatchStatementError), sent again by ``execute``.
+RETRYABLE = frozenset(
+    {
+        "ThrottlingError",
+        "ProvisionedThroughputExceeded",
+        "RequestLimitExceeded",
+        "InternalServerError",
+        "TransactionConflict",
+    }
+)
+STATEMENT_RETRIES = 3
+RETRY_BASE_SECONDS = 0.05
 _PLACEHOLDER = re.compile(r":[a-z_]+")
 
 
@@ -83,20 +97,42 @@ def insert(table: str, item: Item, condition: Condition) -> Statement:
     return Statement(f'INSERT INTO "{table}" VALUE {{{fields}}}', [item[name] for name in names])
 
 
-def execute(client: Any, statements: Sequence[Statement]) -> list[bool]:
+def execute(
+    client: Any,
+    statements: Sequence[Statement],
+    sleep: Callable[[float], object] = time.sleep,
+    rng: random.Random | None = None,
+) -> list[bool]:
     """Run ``statements``, 25 per request; for each, True when it was written, False when its condition
-    failed (or, for an INSERT, its item existed). Any other failure raises ``StatementFailed`` (after the
-    statements of earlier requests were made: each is a write of its own)."""
-    written: list[bool] = []
+    failed (or, for an INSERT, its item existed).
+
+    A statement that failed for a passing reason (throttled, an internal error, a conflict with a
+    transaction: the SDK retries a whole request, never a statement of one) is sent again, alone with the
+    others that failed so, up to ``STATEMENT_RETRIES`` times with jittered backoff: a throttled key at the
+    midnight peak costs its statement a few tens of milliseconds, not its run's lease. Any other failure,
+    or one that outlasts the retries, raises ``StatementFailed`` (after the statements that were made:
+    each is a write of its own)."""
+    rng = rng or random.Random()
+    written: list[bool] = [False] * len(statements)
     for start in range(0, len(statements), BATCH_STATEMENTS_MAX):
-        chunk = statements[start : start + BATCH_STATEMENTS_MAX]
-        response = client.batch_execute_statement(Statements=[statement.request() for statement in chunk])
-        for answer in response["Responses"]:
-            error = answer.get("Error")
-            if error is None:
-                written.append(True)
-            elif error.get("Code") in ("ConditionalCheckFailed", "DuplicateItem"):
-                written.append(False)
-            else:
-                raise StatementFailed(error.get("Code", "?"), error.get("Message", ""))
+        pending = list(range(start, min(start + BATCH_STATEMENTS_MAX, len(statements))))
+        for retry in range(STATEMENT_RETRIES + 1):
+            if retry:
+                sleep(rng.uniform(0.5, 1.0) * RETRY_BASE_SECONDS * 2 ** (retry - 1))
+            response = client.batch_execute_statement(Statements=[statements[i].request() for i in pending])
+            again: list[int] = []
+            for index, answer in zip(pending, response["Responses"], strict=True):
+                error = answer.get("Error")
+                code = (error or {}).get("Code", "?")
+                if error is None:
+                    written[index] = True
+                elif code in ("ConditionalCheckFailed", "DuplicateItem"):
+                    written[index] = False
+                elif code in RETRYABLE and retry < STATEMENT_RETRIES:
+                    again.append(index)
+                else:
+                    raise StatementFailed(code, (error or {}).get("Message", ""))
+            if not again:
+                break
+            pending = again
     return written

@@ -1,0 +1,72 @@
+"""Batched conditional writes (``adapters/dynamodb/partiql.py``): each statement's own outcome, 25 a request,
+and a statement failed for a passing reason sent again alone instead of failing its batch."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from duetime.adapters.dynamodb import conditions, partiql
+from duetime.adapters.dynamodb.codec import s
+
+
+def statement(run: int) -> partiql.Statement:
+    return partiql.update(
+        "runs",
+        {"job_id": s(f"job-{run}"), "occurrence": s("o")},
+        conditions.SLOT_HELD,
+        {":run_id": s(f"run-{run}"), ":slot_expires_at": s("t")},
+        sets=("slot_expires_at",),
+    )
+
+
+class Client:
+    """Answers each statement from ``script``: per job id, the error codes of its successive tries (None: it
+    is written); keeps every request."""
+
+    def __init__(self, script: dict[str, list[str | None]]) -> None:
+        self.script = script
+        self.requests: list[list[str]] = []
+
+    def batch_execute_statement(self, Statements: list[dict[str, Any]]) -> dict[str, Any]:
+        jobs = [request["Parameters"][1]["S"] for request in Statements]  # the key's job id (after the SET)
+        assert len(Statements) <= 25
+        self.requests.append(jobs)
+        answers = []
+        for job in jobs:
+            tries = self.script.get(job, [None])
+            code = tries.pop(0) if len(tries) > 1 else tries[0]
+            answers.append({} if code is None else {"Error": {"Code": code, "Message": "m"}})
+        return {"Responses": answers}
+
+
+def test_each_statement_has_its_own_outcome_and_25_go_in_a_request() -> None:
+    client = Client({"job-3": ["ConditionalCheckFailed"]})
+    written = partiql.execute(client, [statement(i) for i in range(30)], sleep=lambda _: None)
+    assert written == [i != 3 for i in range(30)]
+    assert [len(request) for request in client.requests] == [25, 5]
+
+
+def test_a_throttled_statement_is_sent_again_alone_after_a_pause() -> None:
+    client = Client({"job-1": ["ThrottlingError", None]})
+    pauses: list[float] = []
+    written = partiql.execute(client, [statement(i) for i in range(3)], sleep=pauses.append)
+    assert written == [True, True, True]
+    assert client.requests == [["job-0", "job-1", "job-2"], ["job-1"]]
+    assert len(pauses) == 1 and 0 < pauses[0] <= partiql.RETRY_BASE_SECONDS
+
+
+def test_a_statement_throttled_past_the_retries_fails_the_call() -> None:
+    client = Client({"job-0": ["ProvisionedThroughputExceeded"]})
+    with pytest.raises(partiql.StatementFailed) as failed:
+        partiql.execute(client, [statement(0)], sleep=lambda _: None)
+    assert failed.value.code == "ProvisionedThroughputExceeded"
+    assert len(client.requests) == partiql.STATEMENT_RETRIES + 1
+
+
+def test_a_statement_refused_for_good_fails_the_call_at_once() -> None:
+    client = Client({"job-1": ["ValidationError"]})
+    with pytest.raises(partiql.StatementFailed):
+        partiql.execute(client, [statement(i) for i in range(2)], sleep=lambda _: None)
+    assert len(client.requests) == 1
