@@ -22,6 +22,7 @@ Rules (also in the README):
 
 from __future__ import annotations
 
+import functools
 import re
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
@@ -107,8 +108,12 @@ def _local_instants(naive: datetime, zone: ZoneInfo, fixed: bool) -> list[dateti
     return [first]
 
 
+@functools.lru_cache(maxsize=8192)
 def cron_next_after(expr: str, timezone: str, after: datetime) -> datetime:
-    """The first instant strictly after ``after`` at which the cron job fires (see module rules)."""
+    """The first instant strictly after ``after`` at which the cron job fires (see module rules).
+
+    A pure function of its arguments, so it is cached: at midnight a poller plans the claims of thousands
+    of jobs sharing a few schedules and the same nominal time, and croniter costs ~80 µs a call."""
     zone = ZoneInfo(timezone)
     after = to_utc(after)
     fixed = is_fixed_time(expr)

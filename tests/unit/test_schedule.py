@@ -98,3 +98,20 @@ def test_a_stored_cron_that_can_never_fire_ends_its_schedule() -> None:
     spec = {"name": "j", "schedule": {"cron": "0 0 30 2 */7"}, "target": TARGET}
     stored = JobSpec.model_validate(spec, context={"stored": True})
     assert next_nominal_after(stored, T0, T0) is None
+
+
+def test_the_next_cron_time_is_computed_once_for_the_many_jobs_that_share_it() -> None:
+    """At midnight a poller plans thousands of claims of jobs sharing a schedule and a nominal time: the
+    answer is a pure function of (expression, zone, instant), so it is cached, and equal instants in other
+    zones are the same question."""
+    from datetime import UTC, datetime, timedelta, timezone
+
+    from duetime.schedule import cron_next_after
+
+    after = datetime(2031, 3, 30, 0, 0, tzinfo=UTC)
+    first = cron_next_after("30 2 * * *", "Europe/Berlin", after)  # 02:30 does not exist that day (DST)
+    misses = cron_next_after.cache_info().misses
+    same_instant = after.astimezone(timezone(timedelta(hours=5)))
+    assert cron_next_after("30 2 * * *", "Europe/Berlin", same_instant) == first
+    assert cron_next_after.cache_info().misses == misses
+    assert first == datetime(2031, 3, 30, 1, 0, tzinfo=UTC)  # the skipped wall time runs as the clocks jump
