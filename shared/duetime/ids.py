@@ -16,6 +16,7 @@ from ulid import ULID
 from duetime.timeutil import iso_z, parse_iso_z
 
 PARTITIONS = 64
+DEFAULT_POLLER_GROUPS = 4  # the stack's default: 4 partition groups of 16, one poller each
 RUN_ID_SEPARATOR = "@"
 MANUAL_MARK = "~manual-"
 # What follows the "@" of a run id: the nominal time, optionally with a manual run's suffix.

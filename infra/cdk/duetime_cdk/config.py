@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
+from duetime.ids import DEFAULT_POLLER_GROUPS, PARTITIONS
 from duetime.settings import parse_partitions
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -35,7 +36,10 @@ class StackConfig(BaseModel):
     stack_name: str = "Duetime"
     deletion_protection: bool = True
     partition_groups: list[list[int]] = Field(
-        default_factory=lambda: [list(range(i, i + 16)) for i in range(0, 64, 16)]
+        default_factory=lambda: [
+            list(range(i, i + PARTITIONS // DEFAULT_POLLER_GROUPS))
+            for i in range(0, PARTITIONS, PARTITIONS // DEFAULT_POLLER_GROUPS)
+        ]
     )
     worker_max_concurrency: int = Field(default=100, ge=2, le=1000)
     worker_batch_size: int = Field(default=10, ge=1, le=10)

@@ -40,6 +40,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from duetime.bench.prices import PRICES_USD
+from duetime.ids import DEFAULT_POLLER_GROUPS
 from duetime.poller import PollerConfig
 from duetime.poller_lease import LeaseTimings
 
@@ -62,7 +63,7 @@ RECOVER_EVERY_SWEEPS = 5  # Poller.run_until: the reap index every 5th sweep
 class StackDefaults:
     """What the default stack keeps running, whatever the load (infra/cdk/duetime_cdk)."""
 
-    poller_groups: int = 4  # StackConfig.partition_groups: 4 groups of 16 partitions
+    poller_groups: int = DEFAULT_POLLER_GROUPS  # StackConfig.partition_groups' default
     poller_memory_mb: int = (
         512  # infra/cdk pollers.poller_memory_mb at the default groups (the CPU share's floor)
     )

@@ -11,6 +11,8 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from duetime.ids import DEFAULT_POLLER_GROUPS
+
 LAMBDA_MB_PER_VCPU = 1769  # AWS Lambda docs: "at 1,769 MB, a function has the equivalent of one vCPU"
 
 
@@ -48,7 +50,7 @@ class AwsModel:
     invoke_ms: float = 5.0  # the event source invoking a warm worker (assumption)
     worker_memory_mb: int = 1024  # Workers: memory_mb=1024 -> 0.58 vCPU
     poller_memory_mb: int = 512  # pollers.poller_memory_mb at the default groups -> 0.29 vCPU
-    poller_groups: int = 4  # StackConfig.partition_groups: 4 groups of 16 partitions
+    poller_groups: int = DEFAULT_POLLER_GROUPS  # StackConfig.partition_groups' default
     target_ms: float = 100.0  # each target call (assumption: a webhook answering in 100 ms)
     teams: int = 500  # teams the midnight jobs belong to (1,000 jobs each at 500,000), default caps
     # CPU on this machine's cores, measured once (BENCHMARKS.md), divided by the function's vCPU share:

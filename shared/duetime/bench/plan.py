@@ -9,6 +9,7 @@ from typing import Any
 
 from duetime.bench.fixed_cost import StackDefaults, fixed_monthly_cost, lever_savings
 from duetime.bench.prices import PRICES_AS_OF, PRICES_USD
+from duetime.ids import DEFAULT_POLLER_GROUPS
 
 PARTITION_WRITE_LIMIT = 1000  # DynamoDB: write units per second per partition (key)
 # Measured by `duetime bench spike` (BENCHMARKS.md): per run, by AWS's billing rules.
@@ -40,7 +41,7 @@ class PlanInputs:
     jobs: int = 10_000_000
     runs_per_day: int = 20_000_000
     spike_jobs: int = 500_000
-    poller_groups: int = 4  # partition groups, one poller each: the stack's default
+    poller_groups: int = DEFAULT_POLLER_GROUPS  # partition groups, one poller each
     spike_window_s: int = 60
     partitions: int = 64
     worker_rate: float = 100.0  # runs a worker starts per second
