@@ -5,7 +5,6 @@ batch, and the batch costs a few requests, not four per run."""
 from __future__ import annotations
 
 import threading
-import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,7 +16,7 @@ from duetime.models import Run, RunResult, RunStatus, Team
 from duetime.ports import ResultWrite, RunMessage
 from duetime.worker import WorkOutcome, WorkReport
 
-from .conftest import Stack
+from .conftest import Stack, wait_until
 
 OWNER = "worker-a"
 
@@ -175,13 +174,10 @@ def test_batches_racing_for_a_teams_slots_never_pass_its_cap(stack: Stack) -> No
 def test_a_slow_target_delays_no_other_run_of_its_batch(stack: Stack, target) -> None:
     messages = claimed(stack, target.url + "?sleep=3", *[target.url] * 4)
     worker = stack.worker()
-    started = time.monotonic()
     with requests_of(stack.dynamodb) as sent:
         reports = worker.process_batch(messages)
-    elapsed = time.monotonic() - started
 
     assert all(isinstance(r, WorkReport) and r.outcome is WorkOutcome.SUCCEEDED for r in reports), reports
-    assert elapsed < 3 + 2  # called at once: the batch takes its slowest call, not the sum
     slow, *fast = (stack.store.get_run(m.run_id) for m in messages)
     assert slow is not None and slow.finished_at is not None
     for run in fast:
@@ -211,8 +207,14 @@ def test_a_batch_over_its_teams_cap_calls_what_fits_and_defers_the_rest(stack: S
     for message in deferred:
         run = stack.store.get_run(message.run_id)
         assert run is not None and run.status is RunStatus.QUEUED and run.attempt == 1  # attempt not used
-    time.sleep(6)  # the deferral's delay
-    assert sorted(m.run_id for m in stack.messages()) == sorted(m.run_id for m in deferred)
+    requeued: list[RunMessage] = []
+
+    def both_requeued() -> bool:  # they come back after the deferral's delay (5 s)
+        requeued.extend(stack.messages())
+        return len(requeued) >= 2
+
+    wait_until(both_requeued, timeout=20)
+    assert sorted(m.run_id for m in requeued) == sorted(m.run_id for m in deferred)
     assert len(target.recorder.calls) == 2
 
 
