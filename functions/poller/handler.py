@@ -1,6 +1,7 @@
-"""Poller Lambda: EventBridge invokes it every minute per partition group, and each invocation serves the
-group for ``run_seconds`` (more than a minute, so invocations overlap). Of the invocations alive, the one
-holding the group's lease claims; it hands the lease to the next at an agreed second (``poller_lease``).
+"""Poller Lambda: EventBridge invokes it every minute per partition group, and each invocation may serve the
+group for ``run_seconds`` (more than a minute, so the next one always comes before it ends). Of the
+invocations alive, the one holding the group's lease claims; it hands the lease to the next at an agreed
+second once that one is ready, and returns (``poller_lease``).
 
 A tick that raises is logged, counted (``PollerErrors``) and the invocation goes on. The invocation fails
 (Lambda's ``Errors``) only when not one of its ticks or lease calls succeeded."""

@@ -218,7 +218,7 @@ def run_bench(args: argparse.Namespace) -> None:
     if args.action == "idle":
         from duetime.bench.idle import run_idle
 
-        idle = run_idle(args.minutes, args.groups, args.run_seconds)
+        idle = run_idle(args.minutes, args.groups, args.run_seconds, hot_standby=args.hot_standby)
         print(json.dumps(idle) if args.json else "\n".join(f"{k:36} {v}" for k, v in idle.items()))
         return
     if args.action == "spike":
@@ -302,6 +302,7 @@ def run_plan(args: argparse.Namespace) -> None:
         poller_groups=args.poller_groups,
         poller_memory_mb=args.poller_memory_mb,
         peak_workers=args.peak_workers,
+        poller_hot_standby=args.poller_hot_standby,
     )
     inputs = PlanInputs(
         jobs=parse_count(args.jobs),
@@ -449,6 +450,11 @@ def parser() -> argparse.ArgumentParser:
     idle.add_argument("--minutes", type=float, default=5.0, help="minutes measured, after a warm-up")
     idle.add_argument("--groups", type=int, default=4, help="poller groups over the 64 partitions")
     idle.add_argument("--run-seconds", type=float, default=135.0, help="each poller invocation's run")
+    idle.add_argument(
+        "--hot-standby",
+        action="store_true",
+        help="keep the next invocation waiting to the end of each run (the stack's poller_hot_standby)",
+    )
     idle.add_argument("--json", action="store_true")
     precision = benches.add_parser("precision", help="exact jobs spread over ordinary minutes")
     precision.add_argument("--jobs", type=int, required=True)
@@ -501,6 +507,11 @@ def parser() -> argparse.ArgumentParser:
         "--poller-groups", type=int, default=4, help="the stack's poller groups (partition_groups)"
     )
     plan.add_argument("--poller-memory-mb", type=int, default=512, help="each poller function's memory")
+    plan.add_argument(
+        "--poller-hot-standby",
+        action="store_true",
+        help="the stack's poller_hot_standby: the next poller invocation waits out each run (twice the time)",
+    )
     plan.add_argument(
         "--peak-workers", type=int, default=90, help="the stack's provisioned workers before midnight"
     )

@@ -9,8 +9,8 @@ from duetime.settings import parse_partitions
 
 class PollerTick(BaseModel):
     """EventBridge's scheduled event for one partition group; the rule's input sets ``partitions`` and how
-    long each invocation serves the group (more than the minute between invocations, so that they overlap:
-    ``duetime.poller_lease``)."""
+    long each invocation may serve the group (more than the minute between invocations, so that the next
+    one always comes before it ends: ``duetime.poller_lease``)."""
 
     model_config = ConfigDict(extra="ignore")
 

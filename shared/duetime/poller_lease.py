@@ -9,9 +9,15 @@ they compare is the store's clock:
   hands over; renews the lease every ``renew_every`` s to ``lease_seconds`` ahead, and claims nothing in the
   last ``expiry_guard`` s before the expiry it knows of.
 * **standby**: claims nothing, keeps the coming minute preloaded, reads the lease every ``standby_poll`` s,
-  registers as the one successor when there is none, and takes the lease when it is free or expired: a
-  holder that died (stopped renewing) is replaced within ``lease_seconds`` and a poll.
-* **handover**: ``retire_before`` s before its run ends, the holder offers the lease to the registered
+  registers as the one successor when there is none and its preload is ready (the current minute loaded,
+  and the coming one within its lead), and takes the lease when it is free or expired: a holder that died
+  (stopped renewing) is replaced within ``lease_seconds`` and a poll, by a standby if one is alive, else by
+  the next invocation when it starts.
+* **handover**: the holder offers the lease to the registered successor as soon as it sees one at a
+  renewal, unless the minute is busy (its preload holds ``busy`` rows) or the stack keeps a hot standby
+  (``hot_standby``); then only ``retire_before`` s before its run ends. Early, an invocation lives about a
+  minute and a few seconds (one alive at most instants, half the Lambda time); at the end, about two are
+  alive and a dead holder's standby is already there. The holder offers the lease to the registered
   successor from a whole second X at least ``handover_lead`` s ahead, and from then on claims nothing at
   or after X - ``stop_guard``. The successor accepts with one conditional write that makes it the holder
   from X, waits for X and starts there: it drops the preloaded rows due before X (the old holder's) and
@@ -87,6 +93,11 @@ class LeaseTimings:
     expiry_guard: float = 1.0
     retire_before: float = 12.0
     release_before: float = 2.0
+    # True: the next invocation waits as a hot standby for most of the holder's run (a dead holder is
+    # replaced within ``lease_seconds``, at twice the Lambda time); False: the holder hands over as soon as
+    # the next one is ready, except in a busy minute (the dead holder of a quiet minute waits for the next
+    # invocation, up to a minute).
+    hot_standby: bool = False
 
     def __post_init__(self) -> None:
         if self.lease_seconds <= self.handover_lead + 1 or self.lease_seconds <= self.renew_every:
@@ -109,7 +120,9 @@ class GroupLease:
     """One invocation's side of its partition group's lease: the ``ClaimGate`` its poller loop asks.
 
     ``step(now)`` makes the lease writes that have come due; ``window()`` is what the invocation may claim.
-    ``ends_at`` is when the invocation's run ends (None: never, as in ``duetime local``)."""
+    ``ends_at`` is when the invocation's run ends (None: never, as in ``duetime local``). ``ready(now)``: may
+    it register as the successor (its poller has the minutes it would fire loaded); ``busy()``: is its
+    minute busy, so that it keeps a successor waiting as a hot standby rather than handing over early."""
 
     def __init__(
         self,
@@ -118,12 +131,16 @@ class GroupLease:
         me: str,
         ends_at: datetime | None,
         timings: LeaseTimings | None = None,
+        ready: Callable[[datetime], bool] = lambda now: True,
+        busy: Callable[[], bool] = lambda: False,
     ) -> None:
         self.store = store
         self.group = group
         self.me = me
         self.ends_at = ends_at
         self.t = timings or LeaseTimings()
+        self.ready = ready
+        self.busy = busy
         self.role = Role.STANDBY
         self.term = 0
         self.reigns: list[ClaimWindow] = []  # the windows this invocation held, once they ended
@@ -216,7 +233,7 @@ class GroupLease:
             if taken is not None:
                 self._hold_from(taken, now)
                 log.info("poller lease accepted", extra=self._extra())
-        elif lease.successor is None and fit:
+        elif lease.successor is None and fit and self.ready(now):
             self._registered = (
                 self._call(self.store.register_poller_successor, self.group, self.me) is not None
             )
@@ -260,7 +277,9 @@ class GroupLease:
         elif self.ends_at is not None and now >= self.ends_at - t("retire_before"):
             self._retire(now)
         elif self._next_renew is None or now >= self._next_renew:
-            self._renew(now)
+            renewed = self._renew(now)
+            if renewed is not None and renewed.successor is not None and self._hands_over_early():
+                self._offer_to(renewed.successor, now)
         if self.role is Role.HOLDER:
             self._next = self._holder_next(now)
 
@@ -280,15 +299,23 @@ class GroupLease:
             ]
         return min(candidates)
 
-    def _renew(self, now: datetime) -> None:
+    def _renew(self, now: datetime) -> PollerLease | None:
+        """Renew the lease; the lease as renewed (it names a registered successor), or None if it was lost."""
         self._next_renew = now + self.t("standby_poll")  # if the write raises: try again soon
         until = now + self.t("lease_seconds")
         renewed = self._call(self.store.renew_poller_lease, self.group, self.me, now, until)
         if renewed is None:
             self._lost(now)
-            return
+            return None
         self._expires = renewed.expires_at
         self._next_renew = now + self.t("renew_every")
+        return renewed
+
+    def _hands_over_early(self) -> bool:
+        """Hand the lease to a ready successor now rather than at the end of the run: unless the stack keeps a
+        hot standby, or the minute is busy (a dead holder's standby should be there when most runs are
+        due). Either way there is one handover per invocation; only the overlap changes."""
+        return not self.t.hot_standby and not self.busy()
 
     def _retire(self, now: datetime) -> None:
         """Look for the registered successor and offer it the lease; until one registers, keep renewing."""
@@ -300,18 +327,20 @@ class GroupLease:
             if self._next_renew is None or now >= self._next_renew:
                 self._renew(now)
             return
+        self._offer_to(lease.successor, now)
+
+    def _offer_to(self, successor: str, now: datetime) -> None:
+        """Offer the lease to the registered ``successor`` from the next whole second ``handover_lead`` on."""
         at = ceil_seconds(now + self.t("handover_lead"))
         self._offer = at  # before the write: if its answer is lost, the holder still stops before ``at``
         until = now + self.t("lease_seconds")
-        offered = self._call(
-            self.store.offer_poller_lease, self.group, self.me, lease.successor, at, now, until
-        )
+        offered = self._call(self.store.offer_poller_lease, self.group, self.me, successor, at, now, until)
         if offered is None:
             self._offer = None  # the successor or the lease changed meanwhile: look again next step
             return
         self._expires = offered.expires_at
         self._next_renew = now + self.t("renew_every")
-        log.info("poller lease offered", extra={**self._extra(), "successor": lease.successor, "at": str(at)})
+        log.info("poller lease offered", extra={**self._extra(), "successor": successor, "at": str(at)})
 
     def _decide(self, now: datetime) -> None:
         """Shortly before the offered second: end there if the successor accepted, else withdraw."""
@@ -419,7 +448,9 @@ class PollerShift:
         group = group_label(poller.config.partitions)
         now = poller.clock.now()
         ends_at = None if run_seconds is None else now + timedelta(seconds=max(0.0, run_seconds))
-        gate = GroupLease(self.leases, group, invocation, ends_at, self.timings)
+        gate = GroupLease(
+            self.leases, group, invocation, ends_at, self.timings, poller.ready_to_hold, poller.busy
+        )
         report = ShiftReport(group, invocation, list(poller.config.partitions))
         errors: list[Exception] = []
 

@@ -120,6 +120,19 @@ class MinutePreload:
         return self.team_active(job.team) if self.team_active is not None else True
 
     @property
+    def held_rows(self) -> int:
+        """Rows held, waiting for their second to be fired."""
+        return len(self._pending)
+
+    def ready(self, now: datetime) -> bool:
+        """True once the minute of ``now``, and the next one when ``now`` is within ``lead`` of it, are
+        read whole: what a poller taking over at ``now`` must hold to fire on time."""
+        return all(minute_bucket(minute) in self._loaded for minute in self._minutes_to_hold(now))
+
+    def _minutes_to_hold(self, now: datetime) -> tuple[datetime, datetime]:
+        return now.replace(second=0, microsecond=0), (now + self.lead).replace(second=0, microsecond=0)
+
+    @property
     def loading(self) -> bool:
         """True while a minute is being read a page at a time (``load_upcoming`` has pages left to read)."""
         return bool(self._loads)
@@ -129,10 +142,7 @@ class MinutePreload:
         starts mid-minute), reading at most ``max_pages`` pages (one Query each) in this call; ``None``:
         all of it. The next call goes on where this one stopped, also after a read that failed (that page
         is read again; a row already held is not held twice). Returns the rows loaded by this call."""
-        for minute in (
-            now.replace(second=0, microsecond=0),
-            (now + self.lead).replace(second=0, microsecond=0),
-        ):
+        for minute in self._minutes_to_hold(now):
             bucket = minute_bucket(minute)
             if bucket not in self._loaded and all(load.bucket != bucket for load in self._loads):
                 self._loads.append(_Load(bucket, minute + MINUTE - timedelta(seconds=1)))

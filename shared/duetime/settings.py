@@ -38,6 +38,10 @@ class Settings(BaseModel):
     # this long after its last renewal. The holder starts handing over this long before its run ends.
     poller_lease_seconds: float = Field(default=6.0, ge=3.5)
     poller_retire_before_seconds: float = Field(default=12.0, ge=4)
+    # Keep the next poller invocation waiting as a hot standby for most of the holder's run (a dead holder
+    # replaced within seconds, at twice the pollers' Lambda time); off, the holder hands over as soon as
+    # the next invocation is ready, except in busy minutes (duetime.poller_lease).
+    poller_hot_standby: bool = False
     allow_private_targets: bool = False  # SSRF guard: permit loopback/private targets (local use only)
     max_body_bytes: int = Field(default=64 * 1024, ge=1024)
 

@@ -71,6 +71,7 @@ def lease_timings(s: Settings) -> LeaseTimings:
         lease_seconds=s.poller_lease_seconds,
         renew_every=s.poller_lease_seconds / 3,
         retire_before=s.poller_retire_before_seconds,
+        hot_standby=s.poller_hot_standby,
     )
 
 

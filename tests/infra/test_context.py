@@ -83,6 +83,17 @@ def test_context_from_the_command_line_reaches_the_template() -> None:
     assert (stack.account, stack.region) == ("123456789012", "eu-west-1")  # the credentials' environment
 
 
+def test_a_hot_standby_of_pollers_is_a_flag_that_reaches_every_poller() -> None:
+    handler = {"Properties": {"Handler": "functions/poller/handler.handler"}}
+    for flag, expected in (("false", "false"), ("true", "true")):
+        _, template = app_with({**THROWAWAY, "poller_hot_standby": flag}, {})
+        pollers = template.find_resources("AWS::Lambda::Function", handler).values()
+        variables = {
+            p["Properties"]["Environment"]["Variables"]["DUETIME_POLLER_HOT_STANDBY"] for p in pollers
+        }
+        assert variables == {expected}
+
+
 def test_without_an_account_the_stack_is_environment_agnostic() -> None:
     # The CLI names a region even without credentials (us-east-1); only an account binds the stack.
     assert deployment_environment({"CDK_DEFAULT_REGION": "us-east-1"}) is None

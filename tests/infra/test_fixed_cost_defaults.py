@@ -58,6 +58,9 @@ def test_the_pollers_are_the_groups_memory_and_run_length_the_fixed_cost_counts(
     assert {r["Properties"]["ScheduleExpression"] for r in rules} == {"rate(1 minute)"}
     inputs = [r["Properties"]["Targets"][0]["Input"] for r in rules]
     assert all(f'"run_seconds":{DEFAULTS.poller_run_seconds:g}' in i.replace(" ", "") for i in inputs)
+    # The handover the fixed cost assumes (early, or at the end of the run with a hot standby):
+    hot_standby = {p["Environment"]["Variables"]["DUETIME_POLLER_HOT_STANDBY"] for p in pollers}
+    assert hot_standby == {"true" if DEFAULTS.poller_hot_standby else "false"}
 
 
 def test_provisioned_concurrency_is_the_peak_window_and_the_baseline(template: Template) -> None:

@@ -14,7 +14,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -41,7 +41,9 @@ TIMINGS = LeaseTimings(
     expiry_guard=0.5,
     retire_before=4,
     release_before=1,
+    hot_standby=True,  # the scenes below place the handover by the end of the first run
 )
+EARLY = replace(TIMINGS, hot_standby=False)
 
 
 class Recorder:
@@ -134,12 +136,14 @@ def refined_stores(stack: Stack, skews: dict[str, float]) -> dict[str, Recorder]
     return made
 
 
-def invocation(stack: Stack, recorder: Recorder, partitions: list[int]) -> Invocation:
+def invocation(
+    stack: Stack, recorder: Recorder, partitions: list[int], timings: LeaseTimings = TIMINGS
+) -> Invocation:
     """An invocation serving ``partitions``, as a Lambda invocation would."""
     assert recorder.clock is not None
     config = PollerConfig(partitions=partitions, preload_lead=timedelta(seconds=10))
     poller = Poller(recorder, recorder.store, stack.queue, stack.alerts, recorder.clock, config)  # type: ignore[arg-type]
-    return Invocation(recorder.name, recorder, PollerShift(poller, recorder.store, TIMINGS))
+    return Invocation(recorder.name, recorder, PollerShift(poller, recorder.store, timings))
 
 
 def exact_jobs(stack: Stack, due: list[datetime]) -> dict[datetime, Job]:
@@ -165,7 +169,9 @@ class Scene:
         return lambda: stack.store.read_poller_lease(self.group).holder == name
 
 
-def scene(stack: Stack, lead: int, count: int, skews: dict[str, float]) -> Scene:
+def scene(
+    stack: Stack, lead: int, count: int, skews: dict[str, float], timings: LeaseTimings = TIMINGS
+) -> Scene:
     """The stores and clocks first (refining the clocks takes a few seconds), then the jobs, due from
     ``lead`` seconds on, then the invocations on the jobs' partitions."""
     stores = refined_stores(stack, skews)
@@ -173,7 +179,7 @@ def scene(stack: Stack, lead: int, count: int, skews: dict[str, float]) -> Scene
     due = [base + timedelta(seconds=i) for i in range(count)]
     jobs = exact_jobs(stack, due)
     partitions = sorted({partition_of(job.id) for job in jobs.values()})
-    made = [invocation(stack, recorder, partitions) for recorder in stores.values()]
+    made = [invocation(stack, recorder, partitions, timings) for recorder in stores.values()]
     return Scene(base, due, jobs, group_label(partitions), made)
 
 
@@ -236,6 +242,34 @@ def test_two_overlapping_invocations_claim_every_second_once_and_hand_over_at_a_
     }
     lateness = [(claimed_at[make_run_id(jobs[at].id, at)] - at).total_seconds() for at in due]
     assert all(0 <= late < 1.0 for late in lateness), lateness  # within its second (the store's), never early
+
+
+def test_the_next_invocation_takes_over_as_soon_as_its_minute_is_loaded_and_the_holder_returns(
+    stack: Stack,
+) -> None:
+    s = scene(stack, lead=4, count=14, skews={"first": 0.0, "second": 300.0}, timings=EARLY)
+    base, due, jobs = s.base, s.due, s.jobs
+    first, second = s.invocations
+    run_seconds = (base - first.clock.now()).total_seconds() + 30  # neither run ends in the scene
+    first.start(run_seconds)
+    wait_until(s.holder_is(stack, "first"))
+    wait_until(lambda: first.clock.now() >= base + timedelta(seconds=2), timeout=30)
+    arrived = second.clock.now()
+    second.start(run_seconds)
+    report = first.join()  # the first returns at its handover, long before its run's end
+    returned = first.clock.now()
+
+    (held_first,) = report.reigns
+    assert report.handovers == 1 and returned - arrived < timedelta(seconds=8)
+    reports = [report, second.join()]  # the second serves to the end of its run
+    (held_second,) = reports[1].reigns
+    handover = held_second.start
+    assert handover.microsecond == 0 and held_first.end == handover - timedelta(seconds=TIMINGS.stop_guard)
+    assert base < handover < due[-1], "the handover fell among the jobs' seconds"
+    seconds = claimers([first, second])
+    assert {s: names for s, names in seconds.items() if len(names) > 1} == {}, "a second claimed by both"
+    assert max(first.seconds_claimed()) < handover <= min(second.seconds_claimed())
+    assert_each_job_ran_once(stack, jobs, [first, second])
 
 
 def test_a_holder_that_dies_is_replaced_within_a_few_seconds_and_claims_nothing_when_it_wakes(

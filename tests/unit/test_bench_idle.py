@@ -31,7 +31,7 @@ def test_the_rule_invokes_at_once_then_at_its_second_of_each_minute() -> None:
     assert started == [1_000.0, 1_030.0, 1_090.0]  # at once, then :10 of the next minutes
 
 
-def test_the_figures_count_only_invocations_that_ended_on_their_own() -> None:
+def test_the_figures_count_only_steady_invocations_that_ended_on_their_own() -> None:
     usage = {
         "dynamodb_requests": 1200,
         "read_units": 900.0,
@@ -41,13 +41,19 @@ def test_the_figures_count_only_invocations_that_ended_on_their_own() -> None:
         "by_operation": {"dynamodb:Query": 1000},
     }
     invocations = [
+        Invocation(0, -50.0, 5.0),  # each group's first: started at once by its rule, not steady
+        Invocation(1, -40.0, 5.0),
+        Invocation(2, -30.0, 5.0),
+        Invocation(3, -20.0, 5.0),
         Invocation(0, 0.0, 125.0),
         Invocation(1, 10.0, 136.0),
         Invocation(2, 20.0, 30.0, stopped=True),  # cut short by the bench's end
         Invocation(3, 40.0),  # still running
     ]
-    figures = idle_figures(usage, 10.0, 2.0, invocations, groups=4, run_seconds=135.0)
+    figures = idle_figures(usage, 10.0, 2.0, invocations, groups=4, run_seconds=135.0, hot_standby=True)
     assert figures["invocations_ended"] == 2 and figures["invocation_seconds_mean"] == pytest.approx(125.5)
     assert figures["read_units_per_s"] == 90.0 and figures["write_units_per_s"] == 3.0
     assert figures["dynamodb_requests_per_s"] == 120.0 and figures["poller_cpu_seconds_per_second"] == 0.2
     assert figures["model_invocation_seconds"] == 125.5 and figures["model_read_units_per_s"] > 0
+    early = idle_figures(usage, 10.0, 2.0, invocations, groups=4, run_seconds=135.0)
+    assert early["model_invocation_seconds"] == 64.0 and not early["hot_standby"]

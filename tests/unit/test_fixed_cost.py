@@ -41,23 +41,32 @@ def test_the_parts_add_up_to_the_fixed_cost_and_the_plan_prints_both_costs() -> 
 
 
 def test_a_poller_invocation_lasts_until_its_handover_second() -> None:
-    # 135 s runs, retiring 12 s before the end, handing over at a whole second >= 2 s later: 125.5 s
-    assert poller_invocation_seconds(DEFAULTS, LeaseTimings()) == pytest.approx(125.5)
-    assert invocations_alive(DEFAULTS, LeaseTimings()) == pytest.approx(125.5 / 60)
+    # By default it hands over once the next one, a minute later, registered (0.5 s) and the holder renewed
+    # (1 s on average), from a whole second >= 2 s on (2.5 s on average): 64 s, about one alive at a time.
+    assert poller_invocation_seconds(DEFAULTS, LeaseTimings()) == pytest.approx(64.0)
+    assert invocations_alive(DEFAULTS, LeaseTimings()) == pytest.approx(64.0 / 60)
+    # With a hot standby: 135 s runs, retiring 12 s before the end, handing over at a whole second >= 2 s
+    # later: 125.5 s, about two alive at a time.
+    hot = replace(DEFAULTS, poller_hot_standby=True)
+    assert poller_invocation_seconds(hot, LeaseTimings()) == pytest.approx(125.5)
+    assert invocations_alive(hot, LeaseTimings()) == pytest.approx(125.5 / 60)
     no_handover = LeaseTimings(retire_before=2.0, handover_lead=2.0, decide_before=0.5)
-    assert poller_invocation_seconds(DEFAULTS, no_handover) == 135.0  # never longer than its run
+    assert poller_invocation_seconds(hot, no_handover) == 135.0  # never longer than its run
+    assert poller_invocation_seconds(replace(DEFAULTS, poller_run_seconds=50.0), LeaseTimings()) == 50.0
 
 
 def test_the_pollers_cost_follows_groups_memory_and_run_length() -> None:
     base = fixed_monthly_cost(64)["monthly_fixed_parts"]["pollers_lambda_duration"]
-    # 4 groups x 43,200 invocations x 125.5 s x 0.5 GB at the Arm price
-    assert base == pytest.approx(4 * 43_200 * 125.5 * 0.5 * PRICES_USD["lambda_gb_second_arm64"], abs=0.01)
+    # 4 groups x 43,200 invocations x 64 s x 0.5 GB at the Arm price
+    assert base == pytest.approx(4 * 43_200 * 64 * 0.5 * PRICES_USD["lambda_gb_second_arm64"], abs=0.01)
+    hot = fixed_monthly_cost(64, replace(DEFAULTS, poller_hot_standby=True))["monthly_fixed_parts"]
+    assert hot["pollers_lambda_duration"] == pytest.approx(base * 125.5 / 64, abs=0.01)
     one_group = fixed_monthly_cost(64, replace(DEFAULTS, poller_groups=1))["monthly_fixed_parts"]
     assert one_group["pollers_lambda_duration"] == pytest.approx(base / 4, abs=0.01)
     small = fixed_monthly_cost(64, replace(DEFAULTS, poller_memory_mb=128))["monthly_fixed_parts"]
     assert small["pollers_lambda_duration"] == pytest.approx(base / 4, abs=0.01)
-    shorter = fixed_monthly_cost(64, replace(DEFAULTS, poller_run_seconds=75.0))["monthly_fixed_parts"]
-    assert shorter["pollers_lambda_duration"] == pytest.approx(base * 65.5 / 125.5, abs=0.01)
+    shorter = fixed_monthly_cost(64, replace(DEFAULTS, poller_run_seconds=60.0))["monthly_fixed_parts"]
+    assert shorter["pollers_lambda_duration"] == pytest.approx(base * 60 / 64, abs=0.01)
 
 
 def test_idle_reads_follow_the_partitions_and_the_sweep_interval() -> None:

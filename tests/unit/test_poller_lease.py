@@ -1,6 +1,7 @@
 """The poller lease's life, on moto with a manual clock: invocations that overlap as EventBridge starts
-them, one holder at any instant, handovers at whole seconds, a dead holder replaced, a paused one claiming
-nothing when it wakes.
+them, one holder at any instant, handovers at whole seconds (early, as soon as the next invocation is
+ready, or at the end of the run with a hot standby), a dead holder replaced, a paused one claiming nothing
+when it wakes.
 
 The invocations are stepped in turn every 100 ms of the manual clock, as their poller loops would step
 them; at each whole second the test records which of them may claim (their ``window()``)."""
@@ -8,7 +9,7 @@ them; at each whole second the test records which of them may claim (their ``win
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -23,7 +24,8 @@ from duetime.poller_lease import GroupLease, LeaseTimings, Role, group_label
 T0 = datetime(2026, 12, 1, 10, 0, 0, tzinfo=UTC)
 GROUP = "0-15"
 STEP = timedelta(milliseconds=100)
-TIMINGS = LeaseTimings()
+TIMINGS = LeaseTimings()  # early handover: the default
+HOT = LeaseTimings(hot_standby=True)
 
 
 @pytest.fixture
@@ -59,14 +61,33 @@ class Invocation:
         return self.alive(now) and window is not None and window.start <= now < window.end
 
 
-def invocation(store: DynamoStore, name: str, start: float, run: float = 135, **kw: datetime) -> Invocation:
-    return Invocation(name, at(start), GroupLease(store, GROUP, name, at(start + run), TIMINGS), **kw)
+def invocation(
+    store: DynamoStore,
+    name: str,
+    start: float,
+    run: float = 135,
+    timings: LeaseTimings = TIMINGS,
+    ready: Callable[[datetime], bool] = lambda now: True,
+    busy: Callable[[], bool] = lambda: False,
+    **kw: datetime,
+) -> Invocation:
+    gate = GroupLease(store, GROUP, name, at(start + run), timings, ready, busy)
+    return Invocation(name, at(start), gate, **kw)
 
 
-def every_minute(store: DynamoStore, count: int, first: float = 37, run: float = 135) -> list[Invocation]:
+def every_minute(
+    store: DynamoStore, count: int, first: float = 37, run: float = 135, timings: LeaseTimings = TIMINGS
+) -> list[Invocation]:
     """EventBridge's ``rate(1 minute)``: an invocation every minute at about the same second (a few hundred
     milliseconds of jitter each time)."""
-    return [invocation(store, f"inv{i}", first + 60 * i + (i * 0.37) % 0.9, run) for i in range(count)]
+    return [
+        invocation(store, f"inv{i}", first + 60 * i + (i * 0.37) % 0.9, run, timings) for i in range(count)
+    ]
+
+
+def assert_one_claimer_every_second(claimers: dict[datetime, list[str]], since: datetime) -> None:
+    assert seconds_without(claimers, since) == []  # no second nobody claims...
+    assert [s for s, names in claimers.items() if len(names) > 1] == []  # ...and none two claim
 
 
 def simulate(invocations: list[Invocation], until: float) -> dict[datetime, list[str]]:
@@ -102,10 +123,10 @@ def test_the_first_invocation_takes_the_free_lease_and_claims_at_once(store: Dyn
     assert lease.holder == "a" and lease.term == 1 and lease.expires_at == at(TIMINGS.lease_seconds)
 
 
-def test_overlapping_invocations_hand_over_at_whole_seconds_and_each_second_has_one_claimer(
+def test_with_a_hot_standby_invocations_hand_over_at_the_end_of_their_runs_at_whole_seconds(
     store: DynamoStore,
 ) -> None:
-    invocations = every_minute(store, 6)
+    invocations = every_minute(store, 6, timings=HOT)
     claimers = simulate(invocations, until=37 + 5 * 60 + 10)
     first = invocations[0].start.replace(microsecond=0) + timedelta(seconds=1)
     assert seconds_without(claimers, first) == []  # no second nobody claims...
@@ -124,8 +145,69 @@ def test_overlapping_invocations_hand_over_at_whole_seconds_and_each_second_has_
     assert store.read_poller_lease(GROUP).term == 5  # five holders, one after the other
 
 
-def test_a_holder_that_dies_is_replaced_by_the_standby_within_a_few_seconds(store: DynamoStore) -> None:
+def test_each_invocation_takes_over_once_ready_and_hands_over_to_the_next_so_it_lives_about_a_minute(
+    store: DynamoStore,
+) -> None:
+    invocations = every_minute(store, 6)
+    claimers = simulate(invocations, until=37 + 5 * 60 + 10)
+    assert_one_claimer_every_second(
+        claimers, invocations[0].start.replace(microsecond=0) + timedelta(seconds=1)
+    )
+    reigns = sorted(((r, inv.name) for inv in invocations for r in inv.gate.reigns), key=lambda x: x[0].start)
+    for (before, _), (after, name) in itertools.pairwise(reigns):
+        assert after.start.microsecond == 0, name  # taken over at a whole second
+        assert timedelta(0) < after.start - before.end <= timedelta(seconds=TIMINGS.stop_guard)
+    # The one before saw each invocation registered at its next renewal (every 2 s) and offered the lease
+    # from a whole second 2 s on: each took over 2.5-5 s into its run, held until the next one was ready a
+    # minute later, and was done a few seconds over a minute after it started (the hot standby's: 125 s).
+    for before, inv in itertools.pairwise(invocations[:5]):
+        (reign,) = inv.gate.reigns
+        assert 2.5 <= (reign.start - inv.start).total_seconds() <= 5
+        assert 58 <= (reign.end - reign.start).total_seconds() <= 62
+        assert inv.gate.handovers == 1 and inv.gate.takeovers == 0
+        assert before.gate.done
+    assert invocations[4].gate.reigns[0].end - invocations[4].start <= timedelta(seconds=66)
+    assert store.read_poller_lease(GROUP).term == 6  # six holders, one after the other
+
+
+def test_a_busy_holder_keeps_the_next_invocation_waiting_until_the_end_of_its_run(store: DynamoStore) -> None:
+    first = invocation(store, "first", 0, busy=lambda: True)
+    second = invocation(store, "second", 60)
+    claimers = simulate([first, second], until=130)
+    assert_one_claimer_every_second(claimers, at(1))
+    (reign,) = first.gate.reigns
+    assert reign.end >= at(135 - TIMINGS.retire_before + TIMINGS.handover_lead) - timedelta(seconds=1)
+    assert second.gate.role is Role.HOLDER and first.gate.handovers == 1
+
+
+def test_the_next_invocation_registers_only_once_its_minute_is_loaded(store: DynamoStore) -> None:
+    loaded_at = at(75)
+    first = invocation(store, "first", 0)
+    second = invocation(store, "second", 60, ready=lambda now: now >= loaded_at)
+    claimers = simulate([first, second], until=90)
+    assert_one_claimer_every_second(claimers, at(1))
+    assert all(names == ["first"] for s, names in claimers.items() if s < loaded_at)
+    (reign,) = first.gate.reigns
+    assert (
+        loaded_at + timedelta(seconds=TIMINGS.handover_lead) <= reign.end <= loaded_at + timedelta(seconds=5)
+    )
+
+
+def test_with_no_standby_a_dead_holder_is_replaced_when_the_next_invocation_starts(
+    store: DynamoStore,
+) -> None:
     invocations = every_minute(store, 3)
+    dead, heir = invocations[1], invocations[2]
+    dead.dies_at = dead.start + timedelta(seconds=30)  # mid-reign, without a word, nobody waiting
+    claimers = simulate(invocations, until=37 + 2 * 60 + 30)
+    unclaimed = seconds_without(claimers, invocations[0].start + timedelta(seconds=1))
+    assert unclaimed and all(dead.dies_at <= s < heir.start + timedelta(seconds=1) for s in unclaimed)
+    assert [s for s, names in claimers.items() if len(names) > 1] == []
+    assert heir.gate.takeovers == 1 and heir.gate.role is Role.HOLDER  # the lease had long expired
+
+
+def test_a_holder_that_dies_is_replaced_by_the_hot_standby_within_a_few_seconds(store: DynamoStore) -> None:
+    invocations = every_minute(store, 3, timings=HOT)
     invocations[1].dies_at = at(37 + 60 + 90)  # mid-reign, without a word
     claimers = simulate(invocations, until=37 + 2 * 60 + 60)
     dead, heir = invocations[1], invocations[2]
@@ -140,8 +222,8 @@ def test_a_holder_that_dies_is_replaced_by_the_standby_within_a_few_seconds(stor
 
 
 def test_a_paused_holder_that_wakes_after_the_takeover_claims_nothing(store: DynamoStore) -> None:
-    holder = invocation(store, "holder", 0, run=600)
-    standby = invocation(store, "standby", 1, run=600)
+    holder = invocation(store, "holder", 0, run=600, timings=HOT)
+    standby = invocation(store, "standby", 1, run=600, timings=HOT)
     holder.paused = (at(10), at(30))
     claimers = simulate([holder, standby], until=30)
     assert standby.gate.role is Role.HOLDER and standby.gate.takeovers == 1
@@ -157,9 +239,9 @@ def test_a_paused_holder_that_wakes_after_the_takeover_claims_nothing(store: Dyn
 
 
 def test_an_offer_nobody_accepts_is_withdrawn_and_the_holder_keeps_claiming(store: DynamoStore) -> None:
-    holder = invocation(store, "holder", 0, run=100)
-    dead_standby = invocation(store, "dead", 1, run=200, dies_at=at(5))  # registered, then died
-    standby = invocation(store, "standby", 60, run=200)
+    holder = invocation(store, "holder", 0, run=100, timings=HOT)
+    dead_standby = invocation(store, "dead", 1, run=200, timings=HOT, dies_at=at(5))  # registered, then died
+    standby = invocation(store, "standby", 60, run=200, timings=HOT)
     claimers = simulate([holder, dead_standby, standby], until=110)
     assert seconds_without(claimers, at(1)) == []
     assert [s for s, names in claimers.items() if len(names) > 1] == []

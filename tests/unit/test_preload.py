@@ -219,6 +219,21 @@ def test_the_minute_is_loaded_as_compact_rows_and_fired_as_the_jobs_the_store_ho
     assert preload.next_fire_at() == at(7)
 
 
+def test_a_poller_is_ready_to_take_over_once_the_minutes_it_would_fire_are_read_whole(
+    store: DynamoStore,
+) -> None:
+    jobs = due_at(store, 0, 0, 3)
+    preload = preload_of(store, jobs, page_size=1)
+    assert not preload.ready(LOAD_AT)  # nothing read yet: a successor must not register
+    preload.load_upcoming(LOAD_AT, max_pages=2)
+    assert preload.loading and not preload.ready(LOAD_AT)  # the coming minute half read
+    preload.load_upcoming(LOAD_AT)
+    assert preload.ready(LOAD_AT) and preload.held_rows == 3
+    assert not preload.ready(at(55))  # the minute after next is within the lead and not read yet
+    preload.fire(at(0))
+    assert preload.held_rows == 1  # fired rows are no longer held
+
+
 def test_the_sweep_is_told_which_versions_the_preload_fires_or_has_just_fired(store: DynamoStore) -> None:
     early, late = due_at(store, 0, 30)
     preload = preload_of(store, [early, late])

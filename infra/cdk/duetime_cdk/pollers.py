@@ -51,8 +51,10 @@ def poller_memory_mb(partitions: int, bytes_per_job: float = MEASURED_PRELOAD_BY
 class Pollers(Construct):
     """Each group's poller claims the due jobs of its partitions (the ``due`` index), writes and queues
     their runs, reaps runs nobody finished (the ``reap`` index) and keeps its partitions' low-water marks.
-    Its rule invokes it every minute; each invocation runs 135 s, so a standby is always there to take the
-    group's lease over (``duetime.poller_lease``)."""
+    Its rule invokes it every minute; each invocation may run 135 s, so one is always there to take the
+    group's lease over. It hands the lease to the next invocation as soon as that one is ready and returns,
+    unless ``hot_standby`` (or a busy minute) keeps the next one waiting to the end of the run
+    (``duetime.poller_lease``)."""
 
     def __init__(
         self,
@@ -65,6 +67,7 @@ class Pollers(Construct):
         queue: RunQueue,
         alerts: Alerts,
         worker: lambda_.IFunction,
+        hot_standby: bool = False,
     ) -> None:
         """``worker``: the worker alias the SQS event source invokes; pollers warm it before each minute
         that holds runs (``duetime.warmup``)."""
@@ -90,7 +93,11 @@ class Pollers(Construct):
                 code=code,
                 handler="functions/poller/handler.handler",
                 service="poller",
-                environment={"DUETIME_PARTITIONS": label, "DUETIME_WORKER_FUNCTION_ARN": worker.function_arn},
+                environment={
+                    "DUETIME_PARTITIONS": label,
+                    "DUETIME_WORKER_FUNCTION_ARN": worker.function_arn,
+                    "DUETIME_POLLER_HOT_STANDBY": "true" if hot_standby else "false",
+                },
                 timeout=cdk.Duration.seconds(POLLER_TIMEOUT_SECONDS),
                 memory_mb=poller_memory_mb(len(partitions)),
                 statements=statements,

@@ -47,6 +47,7 @@ class DuetimeStack(cdk.Stack):
             "Pollers",
             code=code,
             partition_groups=config.partition_groups,
+            hot_standby=config.poller_hot_standby,
             storage=storage,
             queue=queue,
             alerts=alerts,

@@ -7,9 +7,13 @@ Local (requests and units per second, invocation lengths) to check the model.
 
 Parts, a month of 30 days:
 
-* **pollers' Lambda**: every group's rule starts an invocation a minute; each serves ``run_seconds`` but
-  hands its group's lease over at a whole second at least ``handover_lead`` after it began to retire
-  (``retire_before`` before its end), and returns then; every second of it is billed at its memory size.
+* **pollers' Lambda**: every group's rule starts an invocation a minute; each may serve ``run_seconds``.
+  By default it hands its group's lease to the next invocation a few seconds after that one starts and is
+  ready (it registers at its first lease read, the holder sees it at its next renewal and offers the lease
+  from a whole second ``handover_lead`` on), and returns then: about a minute and four seconds. With a hot
+  standby (``poller_hot_standby``) it hands over only once it began to retire (``retire_before`` before its
+  end). Every second of it is billed at its memory size. An idle installation has no busy minute (one
+  whose holder keeps a hot standby whatever the setting).
 * **sweeps' DynamoDB**: the holder of each group reads its partitions' low-water marks once a reign (one
   BatchGetItem at each handover: it keeps them as it moves them), and sweeps every second (one Query per
   partition of the current minute's bucket, two in the 30 s the last
@@ -68,6 +72,7 @@ class StackDefaults:
         512  # infra/cdk pollers.poller_memory_mb at the default groups (the CPU share's floor)
     )
     poller_run_seconds: float = 135.0  # pollers.POLLER_RUN_SECONDS
+    poller_hot_standby: bool = False  # StackConfig.poller_hot_standby
     poller_ticks_per_minute: float = 1.0  # each group's rule: rate(1 minute)
     sweep_interval_s: float = 1.0  # Settings.poll_interval_seconds
     peak_workers: int = 90  # StackConfig.peak_workers: provisioned before the midnight peak
@@ -92,10 +97,17 @@ class StackDefaults:
 
 
 def poller_invocation_seconds(stack: StackDefaults, timings: LeaseTimings) -> float:
-    """Seconds one poller invocation runs in steady state: it starts retiring ``retire_before`` before its
-    run ends, hands over at the next whole second at least ``handover_lead`` later (on average half a
-    second past it) and returns then; never longer than its run."""
-    handover = stack.poller_run_seconds - timings.retire_before + timings.handover_lead + 0.5
+    """Seconds one poller invocation runs in steady state; never longer than its run. It hands over at the
+    next whole second at least ``handover_lead`` after it offers (on average half a second past it) and
+    returns then. Early handover (the default): it offers once the next invocation, started a tick after
+    it, has registered (its second lease read, ``standby_poll`` in) and the holder has renewed (on average
+    half of ``renew_every`` later). Hot standby: it offers once it starts retiring, ``retire_before``
+    before its run ends."""
+    if stack.poller_hot_standby:
+        handover = stack.poller_run_seconds - timings.retire_before + timings.handover_lead + 0.5
+    else:
+        tick = 60 / stack.poller_ticks_per_minute
+        handover = tick + timings.standby_poll + timings.renew_every / 2 + timings.handover_lead + 0.5
     return min(stack.poller_run_seconds, handover)
 
 
@@ -194,7 +206,7 @@ def fixed_monthly_cost(
     counts: GB-seconds, units a second, invocations, ...). ``without``: parts of the idle DynamoDB traffic
     (``idle_dynamodb_per_second``'s names) left out, to price a design that no longer makes them."""
     stack = stack or StackDefaults()
-    timings = LeaseTimings()
+    timings = LeaseTimings(hot_standby=stack.poller_hot_standby)
     settle_s = PollerConfig(partitions=[]).bucket_settle.total_seconds()
     pollers = poller_lambda_month(stack, timings)
     dynamodb = {

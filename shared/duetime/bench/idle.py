@@ -59,11 +59,13 @@ def serve_one(
     stop: threading.Event,
     record: Callable[[Invocation], None],
     clock: Callable[[], float] = time.monotonic,
+    hot_standby: bool = False,
 ) -> None:
     """One poller invocation: a fresh poller (as a new execution environment has) serving its group."""
     invocation = Invocation(group, clock())
     record(invocation)
-    shift = PollerShift(stack.poller().for_partitions(partitions), stack.store, LeaseTimings(), 1.0)
+    timings = LeaseTimings(hot_standby=hot_standby)
+    shift = PollerShift(stack.poller().for_partitions(partitions), stack.store, timings, 1.0)
     report = shift.serve(invocation_id("idle"), partitions, run_seconds, stop.wait, stop.is_set)
     invocation.ended = clock()
     invocation.stopped = stop.is_set()
@@ -93,19 +95,29 @@ def schedule_rule(
 
 
 def run_idle(
-    minutes: float = 5.0, groups: int = 4, run_seconds: float = 135.0, seed: int = 11
+    minutes: float = 5.0,
+    groups: int = 4,
+    run_seconds: float = 135.0,
+    seed: int = 11,
+    hot_standby: bool = False,
 ) -> dict[str, Any]:
     """Measure ``minutes`` of an idle installation of ``groups`` poller groups (after a warm-up of
-    ``run_seconds`` + 10 s) and return the figures beside the model's."""
+    ``run_seconds`` + 10 s) and return the figures beside the model's. ``hot_standby``: the pollers keep
+    the next invocation waiting to the end of each run (``LeaseTimings.hot_standby``)."""
     stack = BenchStack.create()
     try:
-        return _run_idle(stack, minutes, groups, run_seconds, random.Random(seed))
+        return _run_idle(stack, minutes, groups, run_seconds, random.Random(seed), hot_standby)
     finally:
         stack.close()
 
 
 def _run_idle(
-    stack: BenchStack, minutes: float, groups: int, run_seconds: float, rng: random.Random
+    stack: BenchStack,
+    minutes: float,
+    groups: int,
+    run_seconds: float,
+    rng: random.Random,
+    hot_standby: bool,
 ) -> dict[str, Any]:
     stack.write_jobs([], stack.clock.now())  # every partition's low-water mark, and no job at all
     stop = threading.Event()
@@ -121,7 +133,7 @@ def _run_idle(
         def start() -> None:
             thread = threading.Thread(
                 target=serve_one,
-                args=(stack, group, partitions, run_seconds, stop, record),
+                args=(stack, group, partitions, run_seconds, stop, record, time.monotonic, hot_standby),
                 name=f"poller-{group}",
                 daemon=True,
             )
@@ -152,7 +164,7 @@ def _run_idle(
     stop.set()
     for thread in [*rules, *threads]:
         thread.join(timeout=30)
-    return idle_figures(usage, window, cpu, invocations, groups, run_seconds)
+    return idle_figures(usage, window, cpu, invocations, groups, run_seconds, hot_standby)
 
 
 def idle_figures(
@@ -162,12 +174,26 @@ def idle_figures(
     invocations: list[Invocation],
     groups: int,
     run_seconds: float,
+    hot_standby: bool = False,
 ) -> dict[str, Any]:
     """Measured requests and units a second, invocation lengths and CPU, beside the model's figures for
-    the same groups and run length."""
-    ended = [i.ended - i.started for i in invocations if i.ended is not None and not i.stopped]
-    stack = StackDefaults(poller_groups=groups, poller_run_seconds=run_seconds)
-    timings = LeaseTimings()
+    the same groups, run length and handover. Invocation lengths count the steady state: invocations that
+    ended on their own, but not each group's first (its rule fires at once, at a second other than the
+    rule's own, so the first hands over at whatever second the next one comes)."""
+    firsts = {
+        id(min((i for i in invocations if i.group == g), key=lambda i: i.started))
+        for g in range(groups)
+        if any(i.group == g for i in invocations)
+    }
+    ended = [
+        i.ended - i.started
+        for i in invocations
+        if i.ended is not None and not i.stopped and id(i) not in firsts
+    ]
+    stack = StackDefaults(
+        poller_groups=groups, poller_run_seconds=run_seconds, poller_hot_standby=hot_standby
+    )
+    timings = LeaseTimings(hot_standby=hot_standby)
     settle_s = PollerConfig(partitions=[]).bucket_settle.total_seconds()
     model = totals(idle_dynamodb_per_second(PARTITIONS, stack, timings, settle_s))
     read_units_s = usage["read_units"] / window_s
@@ -177,6 +203,7 @@ def idle_figures(
         "partitions": PARTITIONS,
         "poller_groups": groups,
         "run_seconds": run_seconds,
+        "hot_standby": hot_standby,
         "invocations_ended": len(ended),
         "invocation_seconds_mean": round(sum(ended) / len(ended), 2) if ended else None,
         "invocation_seconds_min": round(min(ended), 2) if ended else None,
