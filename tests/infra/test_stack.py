@@ -185,7 +185,15 @@ def test_workers_are_scaled_up_before_midnight_and_really_down_after(template: T
     # Both bounds: a scheduled action scales in only to its maximum, so a lowered minimum alone would leave
     # the 90 workers provisioned all day (~$778 a month instead of ~$11).
     assert up["ScalableTargetAction"] == {"MinCapacity": 90, "MaxCapacity": 90}
-    assert down["ScalableTargetAction"] == {"MinCapacity": 1, "MaxCapacity": 1}
+    assert down["ScalableTargetAction"] == {"MinCapacity": 0, "MaxCapacity": 0}  # pollers warm one instead
+    assert target["Properties"]["MinCapacity"] == 0  # Lambda's provisioned concurrency may go to 0
+
+
+def test_a_provisioned_baseline_of_workers_is_a_setting() -> None:
+    _, template = synth(deletion_protection="false", baseline_workers="2")
+    (target,) = resources(template, "AWS::ApplicationAutoScaling::ScalableTarget").values()
+    down = next(a for a in target["Properties"]["ScheduledActions"] if a["Schedule"] == "cron(15 0 * * ? *)")
+    assert down["ScalableTargetAction"] == {"MinCapacity": 2, "MaxCapacity": 2}
 
 
 def test_localstack_deployments_can_leave_out_scheduled_scaling() -> None:

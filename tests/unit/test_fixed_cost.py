@@ -92,15 +92,13 @@ def test_provisioned_concurrency_is_the_peak_window_and_the_baseline() -> None:
     parts = fixed_monthly_cost(64)["monthly_fixed_parts"]
     price = PRICES_USD["lambda_provisioned_concurrency_gb_second_arm64"]
     assert parts["provisioned_concurrency_peak"] == pytest.approx(90 * 1.0 * 20 * 60 * 30 * price, abs=0.01)
-    assert parts["provisioned_concurrency_baseline"] == pytest.approx(
-        1 * 1.0 * 1420 * 60 * 30 * price, abs=0.01
-    )
+    assert parts["provisioned_concurrency_baseline"] == 0  # none outside the peak: pollers warm one
+    one = fixed_monthly_cost(64, replace(DEFAULTS, baseline_provisioned_workers=1))["monthly_fixed_parts"]
+    assert one["provisioned_concurrency_baseline"] == pytest.approx(1420 * 60 * 30 * price, abs=0.01)  # 1 GB
     fewer = fixed_monthly_cost(64, replace(DEFAULTS, peak_workers=45))["monthly_fixed_parts"]
     assert fewer["provisioned_concurrency_peak"] == pytest.approx(
         parts["provisioned_concurrency_peak"] / 2, abs=0.01
     )
-    none = fixed_monthly_cost(64, replace(DEFAULTS, baseline_provisioned_workers=0))["monthly_fixed_parts"]
-    assert none["provisioned_concurrency_baseline"] == 0
 
 
 def test_cloudwatch_and_sqs_parts() -> None:

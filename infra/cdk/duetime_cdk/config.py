@@ -47,6 +47,9 @@ class StackConfig(BaseModel):
     worker_max_concurrency: int = Field(default=100, ge=2, le=1000)
     worker_batch_size: int = Field(default=10, ge=1, le=10)
     peak_workers: int = Field(default=90, ge=1, le=1000)
+    # Workers kept provisioned outside the peak window. 0 by default: pollers warm a worker before each
+    # minute that holds runs (duetime.warmup), so a warm one need not be paid for all day.
+    baseline_workers: int = Field(default=0, ge=0, le=1000)
     peak_scale_up: str = "cron(55 23 * * ? *)"
     peak_scale_down: str = "cron(15 0 * * ? *)"
     alert_email: str | None = None

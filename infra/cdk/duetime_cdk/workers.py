@@ -79,11 +79,15 @@ class Workers(Construct):
             )
         )
         if config.scheduled_scaling:
-            scaling = self.alias.add_auto_scaling(min_capacity=1, max_capacity=config.peak_workers)
+            # Lambda's provisioned concurrency may scale to 0 (Application Auto Scaling's floor is 1 for
+            # every other resource): outside the peak nothing stays provisioned unless baseline_workers says.
+            scaling = self.alias.add_auto_scaling(
+                min_capacity=config.baseline_workers, max_capacity=config.peak_workers
+            )
             # A scheduled action scales out to its minimum and scales in only to its maximum ("if current
             # capacity is greater than the specified maximum capacity, Application Auto Scaling scales in"):
             # lowering only the minimum after the peak would leave all peak_workers provisioned all day.
-            # So each action sets both, and the day's maximum is 1 outside the peak.
+            # So each action sets both, and the day's maximum is baseline_workers outside the peak.
             scaling.scale_on_schedule(
                 "RaiseBeforePeak",
                 schedule=appscaling.Schedule.expression(config.peak_scale_up),
@@ -93,6 +97,6 @@ class Workers(Construct):
             scaling.scale_on_schedule(
                 "LowerAfterPeak",
                 schedule=appscaling.Schedule.expression(config.peak_scale_down),
-                min_capacity=1,
-                max_capacity=1,
+                min_capacity=config.baseline_workers,
+                max_capacity=config.baseline_workers,
             )

@@ -78,7 +78,7 @@ class StackDefaults:
     peak_workers: int = 90  # StackConfig.peak_workers: provisioned before the midnight peak
     worker_memory_mb: int = 1024  # Workers: memory_mb=1024
     prescale_minutes_per_day: float = 20.0  # peak_scale_up cron(55 23) to peak_scale_down cron(15 0)
-    baseline_provisioned_workers: int = 1  # the scalable target's min_capacity, the rest of the day
+    baseline_provisioned_workers: int = 0  # StackConfig.baseline_workers: the rest of the day
     dashboards: int = 1
     # Observability's alarms, each metric a metric-math alarm reads counted: latency p99 (1), dead runs
     # (2), dead letters (1), poller takeovers (1), DynamoDB throttles (2 tables x 2), poller errors (the
