@@ -240,6 +240,10 @@ def run_bench(args: argparse.Namespace) -> None:
         from duetime.bench.preload import run_preload
 
         result = run_preload(args.jobs)
+    elif args.action == "runcpu":
+        from duetime.bench.run_cpu import run_cpu
+
+        result = run_cpu(args.jobs)
     elif args.deployed_local:
         from duetime.bench.deployed import run_deployed_precision
 
@@ -456,6 +460,11 @@ def parser() -> argparse.ArgumentParser:
         help="keep the next invocation waiting to the end of each run (the stack's poller_hot_standby)",
     )
     idle.add_argument("--json", action="store_true")
+    runcpu = benches.add_parser(
+        "runcpu", help="client CPU of a run's path alone: the poller's claims and the worker's batches"
+    )
+    runcpu.add_argument("--jobs", type=int, default=2000)
+    runcpu.add_argument("--json", action="store_true")
     precision = benches.add_parser("precision", help="exact jobs spread over ordinary minutes")
     precision.add_argument("--jobs", type=int, required=True)
     precision.add_argument("--minutes", type=int, default=2)

@@ -98,3 +98,18 @@ def test_bench_preload_loads_every_row_and_prints_its_memory_per_job() -> None:
     result = json.loads(out.stdout)
     assert set(result) >= {"rows", "load_seconds", "bytes_per_job", "peak_rss_mb"}
     assert result["rows"] == 300 and result["bytes_per_job"] > 0  # the figure itself: BENCHMARKS.md
+
+
+def test_bench_runcpu_claims_and_works_every_job_and_prints_the_cpu_of_each_stage() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "duetime.cli", "bench", "runcpu", "--jobs", "60", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["runs_claimed"] == 60 and result["runs_worked"] == 60 and result["batches"] >= 6
+    assert result["poller_cpu_ms_per_run"] > 0 and result["worker_cpu_ms_per_run"] > 0
+    total = result["poller_cpu_ms_per_run"] + result["worker_cpu_ms_per_run"]
+    assert abs(result["client_cpu_ms_per_run"] - total) <= 0.002  # the figure itself: BENCHMARKS.md

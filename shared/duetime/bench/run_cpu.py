@@ -1,0 +1,108 @@
+"""`duetime bench runcpu`: the client CPU of one run's path, without the fixed cost of a second.
+
+The spike's ``client_cpu_ms_per_run`` is every process's CPU over the spike divided by its runs, so it also
+holds what the installation spends each second whatever it runs (64 partitions swept every second, workers
+long-polling, clocks refined), spread over however many runs the emulators let through in those seconds.
+This bench measures the path alone: N jobs due in one second, claimed by the real poller's sweeps
+(``Poller.claim``), then worked by the real worker a batch of 10 at a time (``work_batch``: receive, lease,
+slots, call, record, free, delete), one after the other in one thread of this process, each stage's
+process CPU divided by its runs. The target answers from a process of its own; the clients carry no
+ledger (as on Lambda); DynamoDB Local and LocalStack are what they are (their CPU is not the client's).
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+from typing import Any
+
+from duetime.adapters.alerts import StoredAlerts
+from duetime.adapters.clients import new_client
+from duetime.adapters.dynamodb.store import DynamoStore
+from duetime.adapters.http_target import HttpTargetCaller
+from duetime.adapters.sqs import ConcurrentRunQueue, SqsConsumer, SqsRunQueue
+from duetime.bench.harness import BenchStack, wait_until
+from duetime.bench.spike import spike_jobs
+from duetime.demo_target import demo_target_process
+from duetime.ids import PARTITIONS
+from duetime.poller import Poller, PollerConfig
+from duetime.run_batch import work_batch
+from duetime.worker import Worker, WorkerConfig
+
+BATCH = 10  # the event source mapping's batch (StackConfig.worker_batch_size)
+
+
+def run_cpu(jobs: int = 2000) -> dict[str, Any]:
+    stack = BenchStack.create()
+    try:
+        with demo_target_process() as target_url:
+            return _run_cpu(stack, jobs, target_url)
+    finally:
+        stack.close()
+
+
+def _run_cpu(stack: BenchStack, jobs: int, target_url: str) -> dict[str, Any]:
+    now = stack.clock.now()
+    minute = (now + timedelta(seconds=jobs / 1500 + 5, minutes=1)).replace(second=0, microsecond=0)
+    stack.write_jobs(spike_jobs(jobs, minute, 0, 1.0, target_url, now), now)
+    dynamodb, sqs = new_client("dynamodb"), new_client("sqs")  # no ledger's hooks: what a Lambda runs
+    store = DynamoStore(dynamodb, stack.names)
+    config = PollerConfig(partitions=list(range(PARTITIONS)), preload_lead=None)  # sweeps claim it all
+    queue = ConcurrentRunQueue(SqsRunQueue(sqs, stack.queue_url))
+    poller = Poller(store, store, queue, StoredAlerts(store), stack.clock, config)
+    wait_until(lambda: stack.clock.now() >= minute + timedelta(seconds=1), timeout=300, every=0.2)
+
+    cpu = time.process_time()
+    claimed = sweeps = 0
+    while claimed < jobs and sweeps < 100:
+        claimed += poller.claim().runs_created
+        sweeps += 1
+    poller_cpu = time.process_time() - cpu
+
+    worker_config = WorkerConfig(
+        lease=timedelta(seconds=60),
+        heartbeat=timedelta(seconds=20),
+        queue_deadline=timedelta(minutes=10),
+        defer_seconds=1,
+    )
+    worker = Worker(
+        store,
+        store,
+        SqsRunQueue(sqs, stack.queue_url),
+        StoredAlerts(store),
+        HttpTargetCaller(allow_private=True),
+        stack.clock,
+        worker_config,
+    )
+    consumer = SqsConsumer(sqs, stack.queue_url)
+    worked = empty = batches = 0
+    cpu = time.process_time()
+    while worked < claimed and empty < 5:
+        messages = consumer.receive(BATCH)
+        if not messages:
+            empty += 1
+            continue
+        outcome = work_batch(worker, [(m.message_id, m.body) for m in messages])
+        failed = set(outcome.failed)
+        consumer.delete([m.receipt_handle for m in messages if m.message_id not in failed])
+        worked += len(messages)
+        batches += 1
+    worker_cpu = time.process_time() - cpu
+    return run_cpu_figures(jobs, claimed, sweeps, poller_cpu, worked, batches, worker_cpu)
+
+
+def run_cpu_figures(
+    jobs: int, claimed: int, sweeps: int, poller_cpu_s: float, worked: int, batches: int, worker_cpu_s: float
+) -> dict[str, Any]:
+    poller_ms = poller_cpu_s * 1000 / max(1, claimed)
+    worker_ms = worker_cpu_s * 1000 / max(1, worked)
+    return {
+        "jobs": jobs,
+        "runs_claimed": claimed,
+        "sweeps": sweeps,
+        "runs_worked": worked,
+        "batches": batches,
+        "poller_cpu_ms_per_run": round(poller_ms, 3),
+        "worker_cpu_ms_per_run": round(worker_ms, 3),
+        "client_cpu_ms_per_run": round(poller_ms + worker_ms, 3),
+    }
