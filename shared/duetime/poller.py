@@ -29,9 +29,6 @@ MINUTE = timedelta(minutes=1)
 # Pages of the coming minute read per step of the loop, between fires: one Query (up to the preload's page
 # size, 1,000 rows, or 1 MB) is all a row due meanwhile waits for.
 LOAD_PAGES_PER_STEP = 1
-# A minute with this many rows held to fire is busy: its holder keeps the next invocation waiting as a hot
-# standby rather than handing over early (``duetime.poller_lease``). About a second of one poller's claims.
-BUSY_ROWS = 500
 
 
 @dataclass(frozen=True)
@@ -44,6 +41,9 @@ class PollerConfig:
     bucket_settle: timedelta = timedelta(seconds=30)
     reap_page_size: int = 100
     preload_lead: timedelta | None = timedelta(seconds=10)  # None: no minute preload, 1-second sweeps only
+    # A minute with this many rows due is busy: its holder keeps the next invocation waiting as a hot standby
+    # rather than handing over early (``duetime.poller_lease``). About a second of one poller's claims.
+    busy_rows: int = 500
 
 
 @dataclass
@@ -274,6 +274,7 @@ class Poller:
         self.teams = teams
         self.team_active = TeamCache(teams, clock).active if teams is not None else None
         self.known_marks = LowWaterMarks()  # read once a reign (``duetime.low_water``)
+        self._coming_count: tuple[str, int] | None = None  # (the coming minute's bucket, rows due in it)
         self.preload = (
             MinutePreload(
                 jobs,
@@ -300,8 +301,34 @@ class Poller:
         return self.preload is None or self.preload.ready(now)
 
     def busy(self) -> bool:
-        """Whether the preload holds at least ``BUSY_ROWS`` rows still to fire (a big minute, now or next)."""
-        return self.preload is not None and self.preload.held_rows >= BUSY_ROWS
+        """Whether this minute or the next is busy (``busy_rows`` due or more): the preload holds that many
+        rows still to fire, or the coming minute's bucket holds that many (read once a minute, when first
+        asked: a Query per partition until the count is reached). Asked when a successor is there to take
+        over; a read that fails answers True (keep the standby)."""
+        if self.preload is None:
+            return False
+        if self.preload.held_rows >= self.config.busy_rows:
+            return True
+        try:
+            return self._rows_due_in_the_coming_minute() >= self.config.busy_rows
+        except Exception:
+            log.warning("counting the coming minute's rows failed; treated as busy", exc_info=True)
+            return True
+
+    def _rows_due_in_the_coming_minute(self) -> int:
+        coming = self.clock.now().replace(second=0, microsecond=0) + MINUTE
+        bucket = minute_bucket(coming)
+        if self._coming_count is None or self._coming_count[0] != bucket:
+            rows = 0
+            for partition in self.config.partitions:
+                wanted = self.config.busy_rows - rows
+                rows += len(
+                    self.jobs.due_rows(partition, bucket, coming + MINUTE - timedelta(seconds=1), wanted)
+                )
+                if rows >= self.config.busy_rows:
+                    break
+            self._coming_count = (bucket, rows)
+        return self._coming_count[1]
 
     def recover(self) -> RecoveryReport:
         return recover_runs(self.runs, self.queue, self.alerts, self.config, self.clock.now())

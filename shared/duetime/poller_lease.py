@@ -14,7 +14,7 @@ they compare is the store's clock:
   (stopped renewing) is replaced within ``lease_seconds`` and a poll, by a standby if one is alive, else by
   the next invocation when it starts.
 * **handover**: the holder offers the lease to the registered successor as soon as it sees one at a
-  renewal, unless the minute is busy (its preload holds ``busy`` rows) or the stack keeps a hot standby
+  renewal, unless the minute or the next is busy (``Poller.busy``) or the stack keeps a hot standby
   (``hot_standby``); then only ``retire_before`` s before its run ends. Early, an invocation lives about a
   minute and a few seconds (one alive at most instants, half the Lambda time); at the end, about two are
   alive and a dead holder's standby is already there. The holder offers the lease to the registered

@@ -234,6 +234,30 @@ def test_a_poller_is_ready_to_take_over_once_the_minutes_it_would_fire_are_read_
     assert preload.held_rows == 1  # fired rows are no longer held
 
 
+def test_a_poller_is_busy_when_its_minute_or_the_next_holds_its_busy_rows(store: DynamoStore) -> None:
+    jobs = due_at(store, 5, 6, 7)
+    partitions = sorted({partition_of(job.id) for job in jobs})
+    clock = ManualClock(MINUTE - timedelta(seconds=40))  # the jobs' minute is the coming one, not loaded
+    reads = Recording(store)
+
+    def poller(busy_rows: int) -> Poller:
+        config = PollerConfig(partitions=partitions, preload_lead=LEAD, busy_rows=busy_rows)
+        return Poller(reads, store, Queue(), NoAlerts(), clock, config)
+
+    assert poller(busy_rows=3).busy() and not poller(busy_rows=4).busy()  # counted in the index
+    quiet, before = poller(busy_rows=4), reads.reads
+    assert not quiet.busy() and reads.reads == before + len(partitions)
+    assert not quiet.busy() and reads.reads == before + len(partitions)  # once a minute, not again
+    reads.failing_reads = {reads.reads + 1}
+    assert poller(busy_rows=4).busy()  # a count that failed keeps the standby
+
+    clock.set(MINUTE + timedelta(seconds=1))
+    held = poller(busy_rows=3)
+    assert held.preload is not None and held.preload.load_upcoming(clock.now()) == 3
+    before = reads.reads
+    assert held.busy() and reads.reads == before  # the rows it holds answer, without a read
+
+
 def test_the_sweep_is_told_which_versions_the_preload_fires_or_has_just_fired(store: DynamoStore) -> None:
     early, late = due_at(store, 0, 30)
     preload = preload_of(store, [early, late])

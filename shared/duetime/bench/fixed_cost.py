@@ -19,7 +19,8 @@ Parts, a month of 30 days:
   partition of the current minute's bucket, two in the 30 s the last
   bucket takes to settle), reads the reap index every 5th sweep, moves each mark once a minute and renews
   the lease every ``renew_every``; every live invocation loads each coming minute's bucket (and the
-  current one when it starts); standbys read the lease every ``standby_poll``; each handover is three
+  current one when it starts); with early handover the holder counts the coming minute's rows once a
+  handover (a Query per partition); standbys read the lease every ``standby_poll``; each handover is three
   lease writes and one read. Empty Queries and small items, by DynamoDB's rules: 0.5 read unit an
   eventually consistent read (an index Query, the marks), 1 a consistent one (the lease), 1 write unit a
   write of an item under 1 KB with no index.
@@ -144,6 +145,9 @@ def idle_dynamodb_per_second(
     preload_queries = (
         partitions * (alive * stack.poller_ticks_per_minute + stack.poller_ticks_per_minute) / 60
     )
+    # Early handover: at each handover the holder counts the coming minute's rows (``Poller.busy``), one
+    # Query per partition of its group (empty when idle); with a hot standby it never asks.
+    busy_counts = 0.0 if stack.poller_hot_standby else partitions * ticks
     lease_reads = groups * ((alive - 1) / timings.standby_poll + HANDOVER_READS * ticks)
     lease_writes = groups * (1 / timings.renew_every + HANDOVER_WRITES * ticks)
     eventual, consistent, write = EVENTUALLY_CONSISTENT_READ_UNITS, CONSISTENT_READ_UNITS, SMALL_WRITE_UNITS
@@ -166,6 +170,11 @@ def idle_dynamodb_per_second(
         "preload_queries": {
             "requests": preload_queries,
             "read_units": preload_queries * eventual,
+            "write_units": 0.0,
+        },
+        "busy_counts": {
+            "requests": busy_counts,
+            "read_units": busy_counts * eventual,
             "write_units": 0.0,
         },
         "lease_reads": {"requests": lease_reads, "read_units": lease_reads * consistent, "write_units": 0.0},
