@@ -183,6 +183,14 @@ def scene(
     return Scene(base, due, jobs, group_label(partitions), made)
 
 
+def hold_while_jobs_fire(stack: Stack, s: Scene, inv: Invocation, run_seconds: float) -> None:
+    """Start ``inv``, the first invocation: it takes the free lease; return once the scene's jobs have
+    been firing for two seconds."""
+    inv.start(run_seconds)
+    wait_until(s.holder_is(stack, inv.name))
+    wait_until(lambda: inv.clock.now() >= s.base + timedelta(seconds=2), timeout=30)
+
+
 def claimers(invs: list[Invocation]) -> dict[datetime, set[str]]:
     seconds: dict[datetime, set[str]] = {}
     for inv in invs:
@@ -251,9 +259,7 @@ def test_the_next_invocation_takes_over_as_soon_as_its_minute_is_loaded_and_the_
     base, due, jobs = s.base, s.due, s.jobs
     first, second = s.invocations
     run_seconds = (base - first.clock.now()).total_seconds() + 30  # neither run ends in the scene
-    first.start(run_seconds)
-    wait_until(s.holder_is(stack, "first"))
-    wait_until(lambda: first.clock.now() >= base + timedelta(seconds=2), timeout=30)
+    hold_while_jobs_fire(stack, s, first, run_seconds)
     arrived = second.clock.now()
     second.start(run_seconds)
     report = first.join()  # the first returns at its handover, long before its run's end
@@ -306,3 +312,30 @@ def test_a_holder_that_dies_is_replaced_within_a_few_seconds_and_claims_nothing_
     assert stale is not None and stale.next_fire_at() is not None
     fired = stale.fire(base + timedelta(seconds=60))
     assert fired.fired > 0 and fired.runs_created == 0 and fired.lost_races == fired.fired
+
+
+def test_with_no_standby_the_runs_a_dead_holder_leaves_are_claimed_late_by_the_next_invocation_once_each(
+    stack: Stack,
+) -> None:
+    s = scene(stack, lead=3, count=12, skews={"holder": 0.0, "next": 300.0}, timings=EARLY)
+    base, due, jobs = s.base, s.due, s.jobs
+    holder, later = s.invocations
+    hold_while_jobs_fire(stack, s, holder, (base - holder.clock.now()).total_seconds() + 40)
+    holder.frozen.set()  # killed mid-reign in a quiet minute: nobody stands by
+    wait_until(lambda: holder.froze_at is not None)
+    wait_until(lambda: later.clock.now() >= holder.froze_at + timedelta(seconds=6), timeout=30)  # type: ignore[operator]
+    started = later.clock.now()  # the next EventBridge tick, well after the dead holder's lease expired
+    later.start((due[-1] - started).total_seconds() + 8)
+    report = later.join()
+
+    assert report.takeovers == 1 and holder.froze_at is not None
+    (reign,) = report.reigns
+    assert reign.start - started < timedelta(seconds=3)  # it took the expired lease at once
+    assert_each_job_ran_once(stack, jobs, [holder, later])  # the dead holder's seconds: late, not lost
+    claimed_at = {run_id: now for now, run_ids in later.recorder.claimed for run_id in run_ids}
+    orphaned = [at for at in due if holder.froze_at <= at < reign.start]
+    assert orphaned, "some jobs fell due while nobody held the group"
+    for at in orphaned:
+        assert claimed_at[make_run_id(jobs[at].id, at)] >= reign.start  # claimed by the next, on taking over
+    holder.thawed.set()
+    holder.join()
