@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
+from typing import Any
 
 import pytest
 
+from duetime.bench import deployed
 from duetime.bench.deployed import (
     LeaseSample,
     TargetCall,
@@ -165,3 +167,29 @@ def test_cold_starts_and_start_lateness_come_from_the_functions_log_lines() -> N
     figures, lateness = invocation_figures(lines)
     assert figures == {"invocations": 2, "cold_starts": 1, "init_max_s": 1.554}
     assert lateness == [0.4, 1.75, 0.2]
+
+
+def test_the_bench_builds_this_checkouts_lambda_asset_before_it_deploys(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[list[str]] = []
+
+    class Script:
+        returncode = 0
+
+        def __init__(self, argv: list[str], **_: Any) -> None:
+            calls.append(argv)
+
+        def communicate(self, timeout: float) -> tuple[str, None]:
+            return "deployed", None
+
+    def run(argv: list[str], env: dict[str, str], **_: Any) -> None:
+        assert "MAKEFLAGS" not in env  # an outer make's flags stay out of the build
+        calls.append(argv)
+
+    monkeypatch.setenv("MAKEFLAGS", "-j4")
+    monkeypatch.setattr(deployed.subprocess, "run", run)
+    monkeypatch.setattr(deployed.subprocess, "Popen", Script)
+    deployed.deploy(deployed.DEFAULT_PORT)
+    assert calls[0][-1] == "lambda-assets-local" and calls[0][0] == "make"  # the asset first...
+    assert calls[1] == [str(deployed.DEPLOY_SCRIPT), "--detach"]  # ...then the deploy that ships it

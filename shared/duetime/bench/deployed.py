@@ -311,12 +311,23 @@ def answers(endpoint: str) -> bool:
 
 
 def deploy(port: int) -> None:
-    """``scripts/deploy_local.sh --detach`` on ``port``: it reuses a LocalStack answering there (replacing a
-    stack it finds) or starts one, and returns once a job can be created. Its progress goes to stderr."""
+    """``make lambda-assets-local`` (as ``make deploy-local`` does: the stack must run this checkout's code,
+    not an asset built from older code), then ``scripts/deploy_local.sh --detach`` on ``port``: it reuses a
+    LocalStack answering there (replacing a stack it finds) or starts one, and returns once a job can be
+    created. Its progress goes to stderr."""
+    root = EMULATORS_SCRIPT.parents[1]
+    outer_make = ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")  # a bench run from make must not pass its flags on
+    build_env = {k: v for k, v in os.environ.items() if k not in outer_make}
+    subprocess.run(
+        ["make", "--no-print-directory", "-C", str(root), "lambda-assets-local"],
+        env=build_env,
+        stdout=sys.stderr,
+        check=True,
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_ENDPOINT_URL")}
     env["DUETIME_DEPLOYED_PORT"] = str(port)
     if port != DEFAULT_PORT:  # leave cdk.out-local/ to the stack on the default port
-        env["DUETIME_DEPLOYED_OUT"] = str(EMULATORS_SCRIPT.parents[1] / ".cache" / f"cdk.out-local-{port}")
+        env["DUETIME_DEPLOYED_OUT"] = str(root / ".cache" / f"cdk.out-local-{port}")
     script = subprocess.Popen(
         [str(DEPLOY_SCRIPT), "--detach"], env=env, stdout=subprocess.PIPE, text=True, start_new_session=True
     )
