@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 SPIKE_KEYS = {
     "jobs",
@@ -28,33 +29,26 @@ SPIKE_KEYS = {
 }
 
 
-def test_bench_spike_loses_nothing_and_prints_one_json_line(tmp_path: Path) -> None:
-    chart = tmp_path / "spike.png"
+def bench_json(*args: str) -> dict[str, Any]:
+    """``duetime bench <args> --json`` in a process of its own: the one JSON line it prints."""
     out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "duetime.cli",
-            "bench",
-            "spike",
-            "--jobs",
-            "60",
-            "--workers",
-            "4",
-            "--exact-fraction",
-            "0.5",
-            "--chart",
-            str(chart),
-            "--json",
-        ],
+        [sys.executable, "-m", "duetime.cli", "bench", *args, "--json"],
         capture_output=True,
         text=True,
         timeout=600,
     )
     assert out.returncode == 0, out.stderr
     lines = out.stdout.strip().splitlines()
-    assert len(lines) == 1
-    result = json.loads(lines[0])
+    assert len(lines) == 1, out.stdout
+    result: dict[str, Any] = json.loads(lines[0])
+    return result
+
+
+def test_bench_spike_loses_nothing_and_prints_one_json_line(tmp_path: Path) -> None:
+    chart = tmp_path / "spike.png"
+    result = bench_json(
+        "spike", "--jobs", "60", "--workers", "4", "--exact-fraction", "0.5", "--chart", str(chart)
+    )
     assert set(result) >= SPIKE_KEYS
     assert result["jobs"] == 60 and result["runs_started"] == 60 and result["lost"] == 0
     assert result["ddb_write_units_per_run"] > 0 and result["raw_ceiling_claims_per_s"] > 0
@@ -63,52 +57,18 @@ def test_bench_spike_loses_nothing_and_prints_one_json_line(tmp_path: Path) -> N
 
 
 def test_bench_precision_starts_every_exact_job() -> None:
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "duetime.cli",
-            "bench",
-            "precision",
-            "--jobs",
-            "10",
-            "--minutes",
-            "1",
-            "--workers",
-            "2",
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert out.returncode == 0, out.stderr
-    result = json.loads(out.stdout)
+    result = bench_json("precision", "--jobs", "10", "--minutes", "1", "--workers", "2")
     assert result["runs_started"] == 10 and result["lost"] == 0 and result["lateness_p99_s"] is not None
 
 
 def test_bench_preload_loads_every_row_and_prints_its_memory_per_job() -> None:
-    out = subprocess.run(
-        [sys.executable, "-m", "duetime.cli", "bench", "preload", "--jobs", "300", "--json"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert out.returncode == 0, out.stderr
-    result = json.loads(out.stdout)
+    result = bench_json("preload", "--jobs", "300")
     assert set(result) >= {"rows", "load_seconds", "bytes_per_job", "peak_rss_mb"}
     assert result["rows"] == 300 and result["bytes_per_job"] > 0  # the figure itself: BENCHMARKS.md
 
 
 def test_bench_runcpu_claims_and_works_every_job_and_prints_the_cpu_of_each_stage() -> None:
-    out = subprocess.run(
-        [sys.executable, "-m", "duetime.cli", "bench", "runcpu", "--jobs", "60", "--json"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert out.returncode == 0, out.stderr
-    result = json.loads(out.stdout)
+    result = bench_json("runcpu", "--jobs", "60")
     assert result["runs_claimed"] == 60 and result["runs_worked"] == 60 and result["batches"] >= 6
     assert result["poller_cpu_ms_per_run"] > 0 and result["worker_cpu_ms_per_run"] > 0
     total = result["poller_cpu_ms_per_run"] + result["worker_cpu_ms_per_run"]

@@ -167,6 +167,17 @@ def _run_idle(
     return idle_figures(usage, window, cpu, invocations, groups, run_seconds, hot_standby)
 
 
+def _after_each_groups_first(invocations: list[Invocation]) -> list[Invocation]:
+    """The invocations in start order, without each group's first."""
+    seen: set[int] = set()
+    later = []
+    for invocation in sorted(invocations, key=lambda i: i.started):
+        if invocation.group in seen:
+            later.append(invocation)
+        seen.add(invocation.group)
+    return later
+
+
 def idle_figures(
     usage: dict[str, Any],
     window_s: float,
@@ -180,15 +191,10 @@ def idle_figures(
     the same groups, run length and handover. Invocation lengths count the steady state: invocations that
     ended on their own, but not each group's first (its rule fires at once, at a second other than the
     rule's own, so the first hands over at whatever second the next one comes)."""
-    firsts = {
-        id(min((i for i in invocations if i.group == g), key=lambda i: i.started))
-        for g in range(groups)
-        if any(i.group == g for i in invocations)
-    }
     ended = [
         i.ended - i.started
-        for i in invocations
-        if i.ended is not None and not i.stopped and id(i) not in firsts
+        for i in _after_each_groups_first(invocations)
+        if i.ended is not None and not i.stopped
     ]
     stack = StackDefaults(
         poller_groups=groups, poller_run_seconds=run_seconds, poller_hot_standby=hot_standby

@@ -27,7 +27,9 @@ from duetime.demo_target import demo_target_process
 from duetime.ids import PARTITIONS
 from duetime.poller import Poller, PollerConfig
 from duetime.run_batch import work_batch
-from duetime.worker import Worker, WorkerConfig
+from duetime.settings import Settings
+from duetime.wiring import worker_config
+from duetime.worker import Worker
 
 BATCH = 10  # the event source mapping's batch (StackConfig.worker_batch_size)
 
@@ -59,12 +61,6 @@ def _run_cpu(stack: BenchStack, jobs: int, target_url: str) -> dict[str, Any]:
         sweeps += 1
     poller_cpu = time.process_time() - cpu
 
-    worker_config = WorkerConfig(
-        lease=timedelta(seconds=60),
-        heartbeat=timedelta(seconds=20),
-        queue_deadline=timedelta(minutes=10),
-        defer_seconds=1,
-    )
     worker = Worker(
         store,
         store,
@@ -72,7 +68,7 @@ def _run_cpu(stack: BenchStack, jobs: int, target_url: str) -> dict[str, Any]:
         StoredAlerts(store),
         HttpTargetCaller(allow_private=True),
         stack.clock,
-        worker_config,
+        worker_config(Settings()),  # the deployed defaults: 60 s leases, 20 s heartbeats
     )
     consumer = SqsConsumer(sqs, stack.queue_url)
     worked = empty = batches = 0
