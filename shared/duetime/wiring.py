@@ -33,7 +33,9 @@ def settings() -> Settings:
 
 def make_store(s: Settings, dynamodb: Any | None = None) -> DynamoStore:
     return DynamoStore(
-        dynamodb or client("dynamodb"), TableNames(s.jobs_table, s.runs_table, s.control_table)
+        dynamodb or client("dynamodb"),
+        TableNames(s.jobs_table, s.runs_table, s.control_table),
+        lease_check=timedelta(seconds=s.lease_seconds),
     )
 
 
@@ -105,7 +107,7 @@ def worker() -> Worker:
 
 def make_job_service(s: Settings, store: DynamoStore, sqs: Any | None = None) -> JobService:
     return JobService(
-        DynamoCatalog(store.client, store.names),
+        DynamoCatalog(store.client, store.names, store.lease_check),
         store,
         SqsRunQueue(sqs or client("sqs"), s.run_queue_url),
         make_store_clock(store),
@@ -118,7 +120,7 @@ def make_team_admin(s: Settings, actor: str) -> TeamAdmin:
     """The operator's team commands against the tables of ``s`` (audit events name ``actor``)."""
     store = make_store(s)
     clock = StoreClock(store.client, sync=lambda: store.low_water_marks([0]))  # one sync, no refining thread
-    return TeamAdmin(DynamoCatalog(store.client, store.names), clock, actor)
+    return TeamAdmin(DynamoCatalog(store.client, store.names, store.lease_check), clock, actor)
 
 
 @functools.cache

@@ -152,7 +152,9 @@ def stack() -> Iterator[Stack]:
     names = TableNames(f"{prefix}-jobs", f"{prefix}-runs", f"{prefix}-control")
     create_tables(dynamodb, names)
     queue_url = ensure_queue(sqs, prefix, visibility_timeout=30)
-    store = DynamoStore(dynamodb, names)
+    # Runs get their reap check a lease after their message (reap_checks); the workers here hold leases of
+    # 2-3 s, so the check is the shortest of them, as a deployment sets both from ``Settings.lease_seconds``.
+    store = DynamoStore(dynamodb, names, lease_check=timedelta(seconds=2))
     clock = StoreClock(dynamodb, sync=lambda: store.low_water_marks([0]))
     queue = SqsRunQueue(sqs, queue_url)
     s = Stack(

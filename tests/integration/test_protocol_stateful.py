@@ -184,6 +184,27 @@ class Protocol(RuleBasedStateMachine):
         assert all(count == 1 for count in self.terminal_writes.values())
 
     @invariant()
+    def no_run_is_forgotten_by_the_reaper(self) -> None:
+        """Every run that is not finished has a check in the reap index, and the check comes no later than
+        the run could need the reaper: its lease expiry while running, its queue deadline while waiting
+        (``reap_checks``: leases and heartbeats leave the check where it is, so this is what keeps a dead
+        worker's run from being found late)."""
+        items = DYNAMODB.query(
+            TableName=self.names.runs,
+            KeyConditionExpression="job_id = :job",
+            ExpressionAttributeValues={":job": {"S": self.job.id}},
+            ConsistentRead=True,
+        )["Items"]
+        for item in items:
+            status = RunStatus(item["status"]["S"])
+            if status.terminal:
+                assert "reap_at" not in item, "a finished run is still in the reap index"
+                continue
+            assert "reap_shard" in item and "reap_at" in item, f"a {status} run is not in the reap index"
+            needs_reaper_at = item["lease_expires_at" if status is RunStatus.RUNNING else "queue_deadline"]
+            assert item["reap_at"]["S"] <= needs_reaper_at["S"], "the reaper would find this run late"
+
+    @invariant()
     def the_schedule_only_moves_forward(self) -> None:
         job = self.store.get_job(self.job.id)
         assert job is not None and job.state.next_nominal_at is not None

@@ -98,10 +98,23 @@ def queued_runs(subject: Subject, count: int = 1) -> list[Run]:
     return runs
 
 
-def lease(subject: Subject, run: Run, owner: str = "worker-a", now: datetime = T0) -> Run:
+CLAIMED = at(1)  # the second ``queued_runs`` claims in
+
+
+def lease(subject: Subject, run: Run, owner: str = "worker-a", now: datetime = CLAIMED) -> Run:
+    """``owner`` takes the lease at ``now``: by default as the message arrives, the second of the claim."""
     leased: Run | None = subject.store.acquire_lease(run.run_id, run.attempt, owner, now, now + LEASE)
     assert leased is not None
     return leased
+
+
+def fail_retryably(subject: Subject, leased: Run, now: datetime, retry_at: datetime) -> RunResult:
+    """``worker-a`` fails ``leased`` retryably at ``now``: the next attempt waits for ``retry_at``."""
+    failed = RunResult(status_code=503, duration_ms=5, retryable=True)
+    assert subject.store.record_result(
+        leased, "worker-a", RunStatus.RETRY_WAIT, failed, now, retry_at, retry_at + DEADLINE
+    )
+    return failed
 
 
 def stored(subject: Subject, run_id: str) -> Run:
@@ -262,7 +275,7 @@ def test_a_lease_is_taken_only_for_the_attempt_the_run_waits_for(subject: Subjec
 
 def test_a_heartbeat_extends_only_a_live_lease_of_its_owner(subject: Subject) -> None:
     (run,) = queued_runs(subject)
-    lease(subject, run)  # until T0 + 60 s
+    lease(subject, run)  # until T0 + 61 s
     store = subject.store
 
     assert not store.extend_lease(run.run_id, 1, "worker-b", at(20), at(80))
@@ -274,43 +287,38 @@ def test_a_heartbeat_extends_only_a_live_lease_of_its_owner(subject: Subject) ->
 
 def test_comparisons_with_now_are_made_to_the_second(subject: Subject) -> None:
     (run,) = queued_runs(subject)
-    lease(subject, run)  # until T0 + 60 s
+    lease(subject, run)  # until T0 + 61 s
     store = subject.store
 
-    assert store.extend_lease(run.run_id, 1, "worker-a", at(59.9), at(60))  # 59 < 60
-    assert not store.extend_lease(run.run_id, 1, "worker-a", at(60.4), at(61))  # 60 is not after 60
-    assert attention(subject, run, at(60.4)) == []  # ... nor before it: in its last second a lease is
-    (candidate,) = attention(subject, run, at(61))  # neither held nor expired
-    assert store.requeue_expired_lease(candidate, at(60.9), at(60.9) + DEADLINE) is None
-    assert store.requeue_expired_lease(candidate, at(61), at(61) + DEADLINE) is not None
+    assert store.extend_lease(run.run_id, 1, "worker-a", at(60.9), at(61))  # 60 < 61
+    assert not store.extend_lease(run.run_id, 1, "worker-a", at(61.4), at(62))  # 61 is not after 61
+    assert attention(subject, run, at(61.4)) == []  # ... nor before it: in its last second a lease is
+    (candidate,) = attention(subject, run, at(62))  # neither held nor expired
+    assert store.requeue_expired_lease(candidate, at(61.9), at(61.9) + DEADLINE) is None
+    assert store.requeue_expired_lease(candidate, at(62), at(62) + DEADLINE) is not None
 
 
 def test_a_stale_worker_cannot_record_a_result(subject: Subject) -> None:
     (run,) = queued_runs(subject)
     first = lease(subject, run, "worker-a")
-    (candidate,) = attention(subject, run, at(61))
-    requeued = subject.store.requeue_expired_lease(candidate, at(61), at(61) + DEADLINE)
+    (candidate,) = attention(subject, run, at(62))
+    requeued = subject.store.requeue_expired_lease(candidate, at(62), at(62) + DEADLINE)
     assert requeued is not None and (requeued.status, requeued.attempt) == (RunStatus.QUEUED, 2)
 
-    assert not subject.store.record_result(first, "worker-a", RunStatus.SUCCEEDED, OK, at(62))
-    second = lease(subject, requeued, "worker-b", at(63))
-    assert not subject.store.record_result(second, "worker-a", RunStatus.SUCCEEDED, OK, at(64))
-    assert subject.store.record_result(second, "worker-b", RunStatus.SUCCEEDED, OK, at(64.5))
+    assert not subject.store.record_result(first, "worker-a", RunStatus.SUCCEEDED, OK, at(63))
+    second = lease(subject, requeued, "worker-b", at(64))
+    assert not subject.store.record_result(second, "worker-a", RunStatus.SUCCEEDED, OK, at(65))
+    assert subject.store.record_result(second, "worker-b", RunStatus.SUCCEEDED, OK, at(65.5))
 
     done = stored(subject, run.run_id)
     assert (done.status, done.attempt, done.owner, done.result) == (RunStatus.SUCCEEDED, 2, "worker-b", OK)
-    assert done.finished_at == at(64) and done.lease_expires_at is None
+    assert done.finished_at == at(65) and done.lease_expires_at is None
     assert attention(subject, run, at(10_000)) == []  # a finished run leaves the reap index
 
 
 def test_a_retryable_failure_waits_for_the_next_attempt(subject: Subject) -> None:
     (run,) = queued_runs(subject)
-    leased = lease(subject, run)
-    failed = RunResult(status_code=503, duration_ms=5, retryable=True)
-
-    assert subject.store.record_result(
-        leased, "worker-a", RunStatus.RETRY_WAIT, failed, at(10), at(15), at(15) + DEADLINE
-    )
+    failed = fail_retryably(subject, lease(subject, run), at(10), retry_at=at(15))
 
     waiting = stored(subject, run.run_id)
     assert (waiting.status, waiting.attempt, waiting.owner) == (RunStatus.RETRY_WAIT, 2, None)
@@ -338,39 +346,39 @@ def test_a_deferred_run_goes_back_to_the_queue_without_using_its_attempt(subject
 
 def test_an_expired_lease_can_be_taken_back_by_the_reaper_only(subject: Subject) -> None:
     (run,) = queued_runs(subject)
-    lease(subject, run)  # until T0 + 60 s
+    lease(subject, run)  # until T0 + 61 s
     assert attention(subject, run, at(30)) == []
-    (candidate,) = attention(subject, run, at(61))
-    assert (candidate.status, candidate.attempt, candidate.reap_at) == (RunStatus.RUNNING, 1, at(60))
+    (candidate,) = attention(subject, run, at(62))
+    assert (candidate.status, candidate.attempt, candidate.reap_at) == (RunStatus.RUNNING, 1, at(61))
 
     assert subject.store.requeue_expired_lease(candidate, at(30), at(630)) is None  # not expired yet
-    assert subject.store.acquire_lease(run.run_id, 1, "worker-b", at(61), at(121)) is None  # nor a worker
-    requeued = subject.store.requeue_expired_lease(candidate, at(61), at(661))
+    assert subject.store.acquire_lease(run.run_id, 1, "worker-b", at(62), at(122)) is None  # nor a worker
+    requeued = subject.store.requeue_expired_lease(candidate, at(62), at(662))
     assert requeued is not None and requeued == stored(subject, run.run_id)
     assert (requeued.status, requeued.attempt, requeued.owner, requeued.queue_deadline) == (
         RunStatus.QUEUED,
         2,
         None,
-        at(661),
+        at(662),
     )
-    assert subject.store.requeue_expired_lease(candidate, at(62), at(662)) is None  # once
+    assert subject.store.requeue_expired_lease(candidate, at(63), at(663)) is None  # once
 
 
 def test_the_last_attempts_expired_lease_is_buried(subject: Subject) -> None:
     (run,) = queued_runs(subject)
     lease(subject, run)
-    (candidate,) = attention(subject, run, at(61))
-    requeued = subject.store.requeue_expired_lease(candidate, at(61), at(661))
+    (candidate,) = attention(subject, run, at(62))
+    requeued = subject.store.requeue_expired_lease(candidate, at(62), at(662))
     assert requeued is not None
-    lease(subject, requeued, "worker-b", at(62))  # attempt 2 of 2, until T0 + 122 s
-    (last,) = attention(subject, run, at(123))
+    lease(subject, requeued, "worker-b", at(63))  # attempt 2 of 2, until T0 + 123 s
+    (last,) = attention(subject, run, at(124))
     lost = RunResult(duration_ms=0, error="lease expired")
 
     assert subject.store.bury_expired_lease(last, at(100), lost) is None
-    dead = subject.store.bury_expired_lease(last, at(123), lost)
+    dead = subject.store.bury_expired_lease(last, at(124), lost)
 
     assert dead is not None and dead == stored(subject, run.run_id)
-    assert (dead.status, dead.attempt, dead.result, dead.finished_at) == (RunStatus.DEAD, 2, lost, at(123))
+    assert (dead.status, dead.attempt, dead.result, dead.finished_at) == (RunStatus.DEAD, 2, lost, at(124))
     assert attention(subject, run, at(10_000)) == []
 
 
@@ -385,6 +393,47 @@ def test_a_lost_message_gets_one_new_deadline_per_deadline(subject: Subject) -> 
     assert renewed is not None and renewed.queue_deadline == at(1202) and renewed.status is RunStatus.QUEUED
     assert subject.store.renew_queue_deadline(candidate, at(603), at(1203)) is None  # once per deadline
     assert attention(subject, run, at(603)) == []
+
+
+def test_a_run_leased_late_is_taken_back_when_its_lease_expires_and_not_before(subject: Subject) -> None:
+    (run,) = queued_runs(subject)
+    lease(subject, run, now=at(40))  # the message waited 39 s; the lease runs until T0 + 100 s
+
+    for now in (62, 80, 99, 100.9):  # the DynamoDB store's first check (T0 + 61 s) has come: still alive
+        assert attention(subject, run, at(now)) == []
+    (candidate,) = attention(subject, run, at(101))
+    assert (candidate.status, candidate.attempt, candidate.reap_at) == (RunStatus.RUNNING, 1, at(100))
+
+
+def test_a_long_call_kept_alive_by_heartbeats_is_never_taken_back(subject: Subject) -> None:
+    (run,) = queued_runs(subject)
+    lease(subject, run)
+    for beat in range(20, 300, 20):  # a call of five minutes, a heartbeat every 20 s
+        assert subject.store.extend_lease(run.run_id, 1, "worker-a", at(beat), at(beat) + LEASE)
+        assert attention(subject, run, at(beat + 1)) == []
+    (candidate,) = attention(subject, run, at(341))  # the worker died after its last heartbeat, at 280 s
+    assert candidate.reap_at == at(340)
+
+
+def test_a_run_still_waiting_after_its_first_check_is_resent_only_at_its_queue_deadline(
+    subject: Subject,
+) -> None:
+    (run,) = queued_runs(subject)  # queued until T0 + 601 s: a backlog, not a lost message
+    for now in (62, 130, 300, 600):
+        assert attention(subject, run, at(now)) == []
+    (candidate,) = attention(subject, run, at(602))
+    assert (candidate.status, candidate.reap_at) == (RunStatus.QUEUED, at(601))
+
+
+def test_a_worker_dying_on_a_retried_attempt_is_found_when_its_lease_expires(subject: Subject) -> None:
+    (run,) = queued_runs(subject)
+    fail_retryably(subject, lease(subject, run), at(10), retry_at=at(300))
+    assert attention(subject, run, at(299)) == []  # waiting out a long backoff is not a lost message
+    lease(subject, stored(subject, run.run_id), "worker-b", at(300))  # attempt 2, until T0 + 360 s
+
+    assert attention(subject, run, at(360)) == []
+    (candidate,) = attention(subject, run, at(361))
+    assert (candidate.status, candidate.attempt, candidate.reap_at) == (RunStatus.RUNNING, 2, at(360))
 
 
 # --- the batch forms -------------------------------------------------------------------------------------

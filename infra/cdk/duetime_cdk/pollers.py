@@ -77,6 +77,7 @@ class Pollers(Construct):
             allow(["dynamodb:Query"], [storage.index_arn("jobs", DUE_INDEX)]),
             allow(["dynamodb:UpdateItem"], [jobs]),  # claim: move the schedule
             allow(["dynamodb:PutItem", "dynamodb:UpdateItem"], [runs]),  # claim, reap
+            allow(["dynamodb:BatchGetItem"], [runs]),  # the reaper reads each run at its check
             allow(["dynamodb:Query"], [storage.index_arn("runs", REAP_INDEX)]),
             allow(["dynamodb:PutItem", "dynamodb:UpdateItem"], [control]),  # low-water marks
             allow(["dynamodb:BatchGetItem", "dynamodb:GetItem"], [control]),  # read the marks

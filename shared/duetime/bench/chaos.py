@@ -71,7 +71,7 @@ def chaos_jobs(stack: BenchStack, created: datetime) -> list[Job]:
 
 def run_chaos(seed: int, minutes: float, dynamodb_fault_rate: float = 0.05) -> dict[str, Any]:
     rng = random.Random(seed)
-    stack = BenchStack.create()
+    stack = BenchStack.create(lease_seconds=LEASE_S)
     faults = Faults(seed, dynamodb_fault_rate)
     try:
         for team, cap in TEAMS.items():

@@ -7,7 +7,7 @@ import subprocess
 import time
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from duetime.adapters.alerts import StoredAlerts
@@ -42,7 +42,9 @@ class BenchStack:
     started_emulators: bool
 
     @classmethod
-    def create(cls) -> BenchStack:
+    def create(cls, lease_seconds: float = 60.0) -> BenchStack:
+        """``lease_seconds``: the workers' lease, which also sets when the reaper first checks a run (as a
+        deployment sets both from ``Settings.lease_seconds``)."""
         local_environment()
         started = ensure_emulators()
         prefix = f"bench{uuid.uuid4().hex[:8]}"
@@ -53,7 +55,7 @@ class BenchStack:
         ledger = Ledger(names)
         ledger.attach(dynamodb, "dynamodb")
         ledger.attach(sqs, "sqs")
-        store = DynamoStore(dynamodb, names)
+        store = DynamoStore(dynamodb, names, lease_check=timedelta(seconds=lease_seconds))
         clock = StoreClock(dynamodb, sync=lambda: store.low_water_marks([0]))
         clock.start_refining()
         store.put_team(BENCH_TEAM)

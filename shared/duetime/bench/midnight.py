@@ -42,6 +42,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from duetime.adapters.dynamodb.codec import due_bucket
+from duetime.adapters.dynamodb.reap_checks import DEFAULT_LEASE_CHECK
 from duetime.adapters.memory import MemoryAlerts, MemoryQueue, MemoryStore
 from duetime.adapters.memory.jobs import MemoryDueRow, _JobRow
 from duetime.adapters.memory.runs import _KEEP
@@ -305,14 +306,18 @@ class SimStore(MemoryStore):
         self, attempts: Sequence[tuple[str, int]], owner: str, now: datetime, lease_until: datetime
     ) -> dict[str, Run]:
         leased = super().acquire_leases(attempts, owner, now, lease_until)
-        wait = self._reap_writes(list(leased), 2)  # the reap key moves from the deadline to the lease
-        self.sim.spend(self._batch_s(len(attempts), read_first=True) + wait)
+        # A lease writes nothing to the reap index (its check stays where the claim put it: reap_checks).
+        self.sim.spend(self._batch_s(len(attempts), read_first=True))
         self.sim.started(leased.values())
         return leased
 
     def record_results(self, results: Sequence[ResultWrite], owner: str, now: datetime) -> set[str]:
         recorded = super().record_results(results, owner, now)
-        wait = self._reap_writes(list(recorded), 1)
+        # The result takes the run out of its reap shard (1). A run still alive at its first check (a lease
+        # length after its claim) also had that check moved on by the reaper (2), counted here, once: runs
+        # alive for more than two lease lengths are pushed again, which this leaves out.
+        late = {w.run.run_id for w in results if now - w.run.created_at >= DEFAULT_LEASE_CHECK}
+        wait = max(self._reap_writes(list(recorded), 1), self._reap_writes(list(recorded & late), 2))
         self.sim.spend(self._batch_s(len(results), read_first=False) + wait)
         self.sim.finished += len(recorded)
         return recorded

@@ -21,9 +21,10 @@ MEASURED_SQS_REQUESTS_PER_RUN = 0.4
 # compact row (412 bytes at 20,000 jobs; 5,003 while it held whole models).
 MEASURED_PRELOAD_BYTES_PER_JOB = 422
 # Index writes per run that land on one partition key: the due bucket loses the job's entry (1); the
-# partition's reap shard gains the run (1), moves it at the lease (2) and drops it at the result (1).
+# partition's reap shard gains the run at its claim (1) and drops it at the result (1). A lease writes
+# nothing to it (the index holds checks, not lease expiries: ``adapters/dynamodb/reap_checks.py``).
 DUE_KEY_WRITES_PER_CLAIM = 1
-REAP_KEY_WRITES_PER_RUN = 4
+REAP_KEY_WRITES_PER_RUN = 2
 
 _SUFFIX = {"": 1, "k": 1_000, "m": 1_000_000, "b": 1_000_000_000}
 

@@ -10,7 +10,7 @@ import binascii
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -29,6 +29,7 @@ from duetime.adapters.dynamodb.codec import (
     t,
 )
 from duetime.adapters.dynamodb.reads import batch_get, read_job, read_run, team_key
+from duetime.adapters.dynamodb.reap_checks import DEFAULT_LEASE_CHECK, waiting_check
 from duetime.adapters.dynamodb.store import conditional_write
 from duetime.adapters.dynamodb.tables import TEAM_JOBS_INDEX, TableNames
 from duetime.adapters.dynamodb.team_records import TeamRecords
@@ -92,9 +93,12 @@ def _reasons(exc: ClientError) -> list[str]:
 
 
 class DynamoCatalog(TeamRecords):
-    def __init__(self, client: Any, names: TableNames | None = None) -> None:
+    def __init__(
+        self, client: Any, names: TableNames | None = None, lease_check: timedelta = DEFAULT_LEASE_CHECK
+    ) -> None:
         self.client = client
         self.names = names or TableNames()
+        self.lease_check = lease_check  # a waiting run's reap check: its message visible + this
 
     # --- teams and tokens: team_records.TeamRecords ------------------------------------------------------
 
@@ -332,7 +336,7 @@ class DynamoCatalog(TeamRecords):
             conditional_write(
                 self.client.put_item,
                 TableName=self.names.runs,
-                Item=run_to_item(run),
+                Item=run_to_item(run, self.lease_check),
                 ConditionExpression=c.RUN_IS_NEW.expression,
             )
             is not None
@@ -346,7 +350,7 @@ class DynamoCatalog(TeamRecords):
             Key=run_key(run.run_id),
             UpdateExpression=(
                 "SET #status = :queued, attempt = :attempt, max_attempts = :max_attempts, "
-                "queue_deadline = :deadline, reap_shard = :shard, reap_at = :deadline, updated_at = :now "
+                "queue_deadline = :deadline, reap_shard = :shard, reap_at = :check, updated_at = :now "
                 "REMOVE finished_at, #owner, lease_expires_at, retry_at"
             ),
             ConditionExpression=c.RUN_ENDED_UNSUCCESSFULLY.expression,
@@ -358,6 +362,7 @@ class DynamoCatalog(TeamRecords):
                 ":attempt": n(run.attempt + 1),
                 ":max_attempts": n(max(run.max_attempts, run.attempt + 1)),
                 ":deadline": t(queue_deadline),
+                ":check": t(waiting_check(now, queue_deadline, self.lease_check)),
                 ":shard": s(reap_shard(run.partition)),
                 ":now": t(now),
             },

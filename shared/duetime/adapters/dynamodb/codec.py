@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
+from duetime.adapters.dynamodb.reap_checks import DEFAULT_LEASE_CHECK, waiting_check
 from duetime.ids import partition_of, split_run_id
 from duetime.models import HttpTarget, Job, JobSpec, JobState, RetryPolicy, Run, RunResult, RunStatus
 from duetime.timeutil import iso_z, minute_bucket, parse_iso_z
@@ -105,8 +106,9 @@ def run_key(run_id: str) -> Item:
     return {"job_id": s(job_id), "occurrence": s(occurrence)}
 
 
-def run_to_item(run: Run) -> Item:
-    """A new run row (always queued: only claims create runs)."""
+def run_to_item(run: Run, lease_check: timedelta = DEFAULT_LEASE_CHECK) -> Item:
+    """A new run row (always queued: claims and triggers create runs), in the reap index at its first check
+    (``reap_checks``): its message is sent as it is created."""
     item: Item = {
         **run_key(run.run_id),
         "run_id": s(run.run_id),
@@ -134,7 +136,7 @@ def run_to_item(run: Run) -> Item:
     if run.queue_deadline is not None:
         item["queue_deadline"] = t(run.queue_deadline)
         item["reap_shard"] = s(reap_shard(run.partition))
-        item["reap_at"] = t(run.queue_deadline)
+        item["reap_at"] = t(waiting_check(run.created_at, run.queue_deadline, lease_check))
     return item
 
 

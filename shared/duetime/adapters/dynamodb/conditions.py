@@ -70,10 +70,29 @@ LEASE_EXPIRED = Condition(
 
 WAIT_EXPIRED = Condition(
     "WAIT_EXPIRED",
-    "#status = :status AND attempt = :attempt AND reap_at < :now",
-    "A queued or retry-waiting run past its deadline lost its message; the reaper re-sends it once per "
+    "#status = :status AND attempt = :attempt AND queue_deadline < :now",
+    "A queued or retry-waiting run past its queue deadline lost its message; the reaper re-sends it once per "
     "deadline.",
 )
+
+# --- the reap index holds checks (``reap_checks.py``): the two writes that move a run's check to its next
+# one. Each holds only while the run is in the state the reaper read, so a run that moved on meanwhile (a
+# result, a new attempt) keeps the check its own write set: a lost race, and the reaper leaves it at that.
+LEASE_OUTLIVES_CHECK = Condition(
+    "LEASE_OUTLIVES_CHECK",
+    "#status = :running AND attempt = :attempt AND lease_expires_at >= :now",
+    "A running run whose lease is still live at its check gets its lease expiry as its next check (the "
+    "expiry is copied in the same write, so a heartbeat that lands first only makes the check earlier than "
+    "the lease, never later).",
+)
+
+WAIT_OUTLIVES_CHECK = Condition(
+    "WAIT_OUTLIVES_CHECK",
+    "#status = :status AND attempt = :attempt AND queue_deadline = :deadline",
+    "A waiting run whose queue deadline is still ahead at its check gets its next waiting check, only while "
+    "it still waits for the same attempt under the same deadline.",
+)
+
 
 SLOT_FREE = Condition(
     "SLOT_FREE",
@@ -244,6 +263,8 @@ ALL_CONDITIONS = (
     LEASE_OWNED,
     LEASE_EXPIRED,
     WAIT_EXPIRED,
+    LEASE_OUTLIVES_CHECK,
+    WAIT_OUTLIVES_CHECK,
     SLOT_FREE,
     SLOT_IS_NEW,
     SLOT_HELD,

@@ -16,7 +16,7 @@ import zlib
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -37,6 +37,7 @@ from duetime.adapters.dynamodb.codec import (
     t,
 )
 from duetime.adapters.dynamodb.reads import batch_get, read_job, read_run, read_team, team_key
+from duetime.adapters.dynamodb.reap_checks import DEFAULT_LEASE_CHECK, waiting_check
 from duetime.adapters.dynamodb.tables import DUE_INDEX, REAP_INDEX, TableNames
 from duetime.adapters.dynamodb.worker_batches import (
     SLOT_GROUPS_SEARCHED,
@@ -76,9 +77,16 @@ class DynamoStore(WorkerBatches):
     """Implements ``JobStore``, ``RunStore``, ``TeamStore`` and ``PollerLeaseStore`` (see ``duetime.ports``
     for the contracts)."""
 
-    def __init__(self, client: Any, names: TableNames | None = None, claim_concurrency: int = 4) -> None:
+    def __init__(
+        self,
+        client: Any,
+        names: TableNames | None = None,
+        claim_concurrency: int = 4,
+        lease_check: timedelta = DEFAULT_LEASE_CHECK,
+    ) -> None:
         self.client = client
         self.names = names or TableNames()
+        self.lease_check = lease_check  # a waiting run's reap check: its message visible + this
         self._marks_known: set[int] = set()  # partitions whose low-water mark is known to exist
         # A midnight second holds thousands of claims: their transactions go out a few at a time.
         self._claim_pool = ThreadPoolExecutor(max_workers=claim_concurrency, thread_name_prefix="claim")
@@ -186,7 +194,7 @@ class DynamoStore(WorkerBatches):
             {
                 "Put": {
                     "TableName": self.names.runs,
-                    "Item": run_to_item(run),
+                    "Item": run_to_item(run, self.lease_check),
                     "ConditionExpression": c.RUN_IS_NEW.expression,
                 }
             }
@@ -345,7 +353,7 @@ class DynamoStore(WorkerBatches):
     ) -> Run | None:
         item = self._update_run(
             run_id,
-            "SET #status = :running, #owner = :owner, lease_expires_at = :lease, reap_at = :lease, "
+            "SET #status = :running, #owner = :owner, lease_expires_at = :lease, "
             "started_at = if_not_exists(started_at, :now), updated_at = :now "
             "REMOVE queue_deadline, retry_at",
             c.RUN_WAITING_FOR_ATTEMPT,
@@ -366,7 +374,7 @@ class DynamoStore(WorkerBatches):
     ) -> bool:
         item = self._update_run(
             run_id,
-            "SET lease_expires_at = :lease, reap_at = :lease",
+            "SET lease_expires_at = :lease",
             c.LEASE_HELD,
             {
                 ":running": s(RunStatus.RUNNING),
@@ -383,7 +391,7 @@ class DynamoStore(WorkerBatches):
     ) -> bool:
         item = self._update_run(
             run_id,
-            "SET #status = :queued, queue_deadline = :deadline, reap_at = :deadline, updated_at = :now "
+            "SET #status = :queued, queue_deadline = :deadline, reap_at = :check, updated_at = :now "
             "REMOVE #owner, lease_expires_at",
             c.LEASE_OWNED,
             {
@@ -392,6 +400,7 @@ class DynamoStore(WorkerBatches):
                 ":owner": s(owner),
                 ":attempt": n(attempt),
                 ":deadline": t(queue_deadline),
+                ":check": t(waiting_check(now, queue_deadline, self.lease_check)),
                 ":now": t(now),
             },
         )
@@ -419,7 +428,7 @@ class DynamoStore(WorkerBatches):
             assert retry_at is not None and queue_deadline is not None
             update = (
                 "SET #status = :new_status, #result = :result, updated_at = :now, attempt = :next_attempt, "
-                "retry_at = :retry_at, queue_deadline = :deadline, reap_at = :deadline "
+                "retry_at = :retry_at, queue_deadline = :deadline, reap_at = :check "
                 "REMOVE #owner, lease_expires_at"
             )
             values.update(
@@ -427,6 +436,7 @@ class DynamoStore(WorkerBatches):
                     ":next_attempt": n(run.attempt + 1),
                     ":retry_at": t(retry_at),
                     ":deadline": t(queue_deadline),
+                    ":check": t(waiting_check(retry_at, queue_deadline, self.lease_check)),
                 }
             )
         else:
@@ -438,6 +448,9 @@ class DynamoStore(WorkerBatches):
         return item is not None
 
     def runs_needing_attention(self, partition: int, now: datetime, limit: int) -> list[ReapCandidate]:
+        """The runs of the reap index's checks that have come (``reap_checks``): each read consistently;
+        those whose lease expired or whose queue deadline passed are the candidates, and the others get
+        their next check here (a write each, under ``LEASE_OUTLIVES_CHECK`` or ``WAIT_OUTLIVES_CHECK``)."""
         response = self.client.query(
             TableName=self.names.runs,
             IndexName=REAP_INDEX,
@@ -445,16 +458,54 @@ class DynamoStore(WorkerBatches):
             ExpressionAttributeValues={":shard": s(reap_shard(partition)), ":now": t(now)},
             Limit=limit,
         )
-        return [
-            ReapCandidate(
-                run_id=item["run_id"]["S"],
-                status=RunStatus(item["status"]["S"]),
-                attempt=int(item["attempt"]["N"]),
-                max_attempts=int(item["max_attempts"]["N"]),
-                reap_at=parse_iso_z(item["reap_at"]["S"]),
+        keys = [{"job_id": e["job_id"], "occurrence": e["occurrence"]} for e in response.get("Items", [])]
+        if not keys:
+            return []
+        candidates: list[ReapCandidate] = []
+        for item in batch_get(self.client, self.names.runs, keys, consistent=True):
+            if "reap_at" not in item or item["reap_at"]["S"] >= t(now)["S"]:
+                continue  # finished, or its check moved since the index was read (the index lags)
+            run = item_to_run(item)
+            if run.status is RunStatus.RUNNING:
+                needs_attention_at = run.lease_expires_at
+            elif run.status in (RunStatus.QUEUED, RunStatus.RETRY_WAIT):
+                needs_attention_at = run.queue_deadline
+            else:
+                continue
+            if needs_attention_at is None:
+                continue
+            if _passed(needs_attention_at, now):
+                candidates.append(
+                    ReapCandidate(run.run_id, run.status, run.attempt, run.max_attempts, needs_attention_at)
+                )
+            else:
+                self._next_check(run, now)
+        return candidates
+
+    def _next_check(self, run: Run, now: datetime) -> None:
+        """Move a live run's check on: a running run's to its lease expiry, a waiting run's to its next
+        waiting check (its message visible from now, or from its retry time if that is later)."""
+        if run.status is RunStatus.RUNNING:
+            self._update_run(
+                run.run_id,
+                "SET reap_at = lease_expires_at",
+                c.LEASE_OUTLIVES_CHECK,
+                {":running": s(RunStatus.RUNNING), ":attempt": n(run.attempt), ":now": t(now)},
             )
-            for item in response.get("Items", [])
-        ]
+            return
+        assert run.queue_deadline is not None
+        visible_at = max(now, run.retry_at) if run.retry_at else now
+        self._update_run(
+            run.run_id,
+            "SET reap_at = :check",
+            c.WAIT_OUTLIVES_CHECK,
+            {
+                ":status": s(run.status),
+                ":attempt": n(run.attempt),
+                ":deadline": t(run.queue_deadline),
+                ":check": t(waiting_check(visible_at, run.queue_deadline, self.lease_check)),
+            },
+        )
 
     def requeue_expired_lease(
         self, candidate: ReapCandidate, now: datetime, queue_deadline: datetime
@@ -462,7 +513,7 @@ class DynamoStore(WorkerBatches):
         item = self._update_run(
             candidate.run_id,
             "SET #status = :queued, attempt = :next_attempt, queue_deadline = :deadline, "
-            "reap_at = :deadline, updated_at = :now REMOVE #owner, lease_expires_at",
+            "reap_at = :check, updated_at = :now REMOVE #owner, lease_expires_at",
             c.LEASE_EXPIRED,
             {
                 ":running": s(RunStatus.RUNNING),
@@ -470,6 +521,7 @@ class DynamoStore(WorkerBatches):
                 ":attempt": n(candidate.attempt),
                 ":next_attempt": n(candidate.attempt + 1),
                 ":deadline": t(queue_deadline),
+                ":check": t(waiting_check(now, queue_deadline, self.lease_check)),
                 ":now": t(now),
             },
         )
@@ -497,12 +549,13 @@ class DynamoStore(WorkerBatches):
     ) -> Run | None:
         item = self._update_run(
             candidate.run_id,
-            "SET queue_deadline = :deadline, reap_at = :deadline, updated_at = :now",
+            "SET queue_deadline = :deadline, reap_at = :check, updated_at = :now",
             c.WAIT_EXPIRED,
             {
                 ":status": s(candidate.status),
                 ":attempt": n(candidate.attempt),
                 ":deadline": t(queue_deadline),
+                ":check": t(waiting_check(now, queue_deadline, self.lease_check)),
                 ":now": t(now),
             },
         )
@@ -776,6 +829,11 @@ def _item_to_lease(group: str, item: Item) -> PollerLease:
         successor=text("successor"),
         handover_at=instant("handover_at"),
     )
+
+
+def _passed(instant: datetime, now: datetime) -> bool:
+    """``instant < now`` as the store's conditions compare them: stored instants are to the second."""
+    return t(instant)["S"] < t(now)["S"]
 
 
 def _mark_key(partition: int) -> Item:

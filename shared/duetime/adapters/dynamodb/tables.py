@@ -10,10 +10,11 @@ runs     PK job_id, SK occurrence: a run is its job and its occurrence, which is
          a manual run's is "<trigger time>~manual-<nonce>", so the two never collide and a job's runs,
          newest first, are one Query on the table itself (no index to write per run). The run id is kept
          as an attribute.
-                               GSI ``reap`` (reap_shard, reap_at), projection INCLUDE, sparse:
-         reap_shard = "p<partition:02d>", reap_at = the instant the run needs attention if nobody acts
-         (lease expiry while running, queue deadline while queued or waiting to retry). Terminal runs drop
-         both attributes and leave the index. TTL attribute ``ttl`` (30 days).
+                               GSI ``reap`` (reap_shard, reap_at), projection INCLUDE run_id, sparse:
+         reap_shard = "p<partition:02d>", reap_at = the run's next check: never later than it could need
+         the reaper (its lease expiry while running, its queue deadline while waiting), and left alone by
+         leases and heartbeats (``reap_checks``). Terminal runs drop both attributes and leave the index.
+         TTL attribute ``ttl`` (30 days).
 control  PK pk, SK sk.         Teams ("team#<id>", "team") with their exact-job counter, concurrency slots
          in groups of 25 per key ("team#<id>#slots#<group>", "slot#NNNNN"), API token hashes
          ("token#<sha256>", "token"), create idempotency keys ("idem#<team>#<key>", "idem"), per-partition
@@ -31,7 +32,8 @@ from typing import Any
 DUE_INDEX = "due"
 TEAM_JOBS_INDEX = "team-jobs"
 REAP_INDEX = "reap"
-REAP_PROJECTION = ["run_id", "status", "attempt", "max_attempts", "team"]
+# Only what never changes: a lease or a heartbeat then writes nothing to the index (``reap_checks``).
+REAP_PROJECTION = ["run_id"]
 RUN_TTL_ATTRIBUTE = "ttl"
 
 

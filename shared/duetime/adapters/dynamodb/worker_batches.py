@@ -19,13 +19,14 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from duetime.adapters.dynamodb import conditions as c
 from duetime.adapters.dynamodb import partiql
 from duetime.adapters.dynamodb.codec import Item, item_to_run, n, run_key, s, t
 from duetime.adapters.dynamodb.reads import batch_get
+from duetime.adapters.dynamodb.reap_checks import waiting_check
 from duetime.adapters.dynamodb.tables import TableNames
 from duetime.models import Run, RunStatus, Team
 from duetime.ports import ResultWrite
@@ -53,6 +54,7 @@ class WorkerBatches:
 
     client: Any
     names: TableNames
+    lease_check: timedelta  # reap_checks: a waiting run's check after its message is visible
     # The single-run forms (``DynamoStore``'s), for batches of one.
     acquire_lease: Callable[[str, int, str, datetime, datetime], Run | None]
     extend_lease: Callable[[str, int, str, datetime, datetime], bool]
@@ -91,7 +93,6 @@ class WorkerBatches:
                 ":attempt": n(run.attempt),
                 ":owner": s(owner),
                 ":lease_expires_at": t(lease_until),
-                ":reap_at": t(lease_until),
                 ":updated_at": t(now),
                 ":started_at": t(run.started_at or now),
             }
@@ -101,7 +102,7 @@ class WorkerBatches:
                     keys[run.run_id],
                     c.RUN_WAITING_FOR_ATTEMPT,
                     {**values, ":status": values[":running"]},
-                    sets=("status", "owner", "lease_expires_at", "reap_at", "updated_at", "started_at"),
+                    sets=("status", "owner", "lease_expires_at", "updated_at", "started_at"),
                     removes=("queue_deadline", "retry_at"),
                 )
             )
@@ -138,9 +139,8 @@ class WorkerBatches:
                     ":attempt": n(attempt),
                     ":now": t(now),
                     ":lease_expires_at": t(lease_until),
-                    ":reap_at": t(lease_until),
                 },
-                sets=("lease_expires_at", "reap_at"),
+                sets=("lease_expires_at",),
             )
             for run_id, attempt in attempts
         ]
@@ -171,7 +171,7 @@ class WorkerBatches:
                         ":next_attempt": n(write.run.attempt + 1),
                         ":retry_at": t(write.retry_at),
                         ":queue_deadline": t(write.queue_deadline),
-                        ":reap_at": t(write.queue_deadline),
+                        ":reap_at": t(waiting_check(write.retry_at, write.queue_deadline, self.lease_check)),
                     }
                 )
                 sets: tuple[str, ...] = ("result", "updated_at", "retry_at", "queue_deadline", "reap_at")
