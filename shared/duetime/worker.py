@@ -6,9 +6,10 @@ One message = one attempt; an SQS batch (up to 10 messages) is worked as a batch
    one request; a run whose lease is not taken was a duplicate or stale message: dropped;
 2. take a team concurrency slot per run, one request per team; a run whose team is at its cap gives its
    lease back and is re-queued a few seconds later (the attempt is not used);
-3. call the targets concurrently (``parallel_calls``), each with its run id as idempotency key, while one
-   heartbeat extends every lease and slot still in flight every 20 s (a failed heartbeat is retried
-   sooner, with backoff, for as long as the leases may still be held);
+3. call the targets concurrently (``parallel_calls``), each with its run id as idempotency key, if its
+   lease still has a heartbeat left (a worker held up since step 1 does not call: ``LeaseLapsedBeforeCall``),
+   while one heartbeat extends every lease and slot still in flight every 20 s (a failed heartbeat is
+   retried sooner, with backoff, for as long as the leases may still be held);
 4. as calls end, record their results together (one request per wave of calls that ended) only where this
    worker still owns the attempt, free their slots; retry with backoff, or end as succeeded / failed /
    dead (with an alert).
@@ -49,6 +50,14 @@ from duetime.timeutil import iso_z
 
 log = logging.getLogger(__name__)
 USER_AGENT = "duetime/0.1"
+
+
+class LeaseLapsedBeforeCall(Exception):
+    """The worker was held up between taking a run's lease and slot and calling its target (a paused
+    process, a slow store) until its lease had less than a heartbeat left, or none: it does not call. By
+    then the slot may be another run's and the reaper may hand the run to another worker, so the call could
+    break the team's cap or overlap the same attempt elsewhere. The message comes back, and the reaper takes
+    the run back when its lease expires."""
 
 
 class WorkOutcome(StrEnum):
@@ -212,7 +221,7 @@ class Worker:
         outcomes: dict[str, WorkReport | Exception] = {}
         try:
             with ThreadPoolExecutor(max_workers=min(len(calls), self.config.parallel_calls)) as pool:
-                futures = {pool.submit(self._call, call): call for call in calls}
+                futures = {pool.submit(self._call, call, lease_until): call for call in calls}
                 pending = set(futures)
                 while pending:
                     ended, pending = wait(pending, return_when=FIRST_COMPLETED)
@@ -227,7 +236,13 @@ class Worker:
             beat.join()
         return outcomes
 
-    def _call(self, call: _Call) -> TargetResponse:
+    def _call(self, call: _Call, lease_until: datetime) -> TargetResponse:
+        """Call ``call``'s target, if its lease (taken until ``lease_until``) still has a heartbeat left (or
+        half of it, if the heartbeat is longer): the first heartbeat comes a heartbeat after the calls start,
+        and a lease that runs out before it is the reaper's to give away."""
+        margin = min(self.config.heartbeat, self.config.lease / 2)
+        if self.clock.now() + margin >= lease_until:
+            raise LeaseLapsedBeforeCall(f"{call.run.run_id}: its lease ran out before the call could start")
         return self.caller.call(self.build_request(call.run, call.team))
 
     def _land(
@@ -243,6 +258,9 @@ class Worker:
                 try:
                     response = future.result()
                     answered.append((call, response, self._result_of(call.run, response, now)))
+                except LeaseLapsedBeforeCall as exc:  # not called: the message comes back
+                    log.warning("%s", exc, extra={"run_id": call.run.run_id})
+                    outcomes[call.run.run_id] = exc
                 except Exception as exc:  # the call itself failed: the message comes back
                     log.exception("run failed", extra={"run_id": call.run.run_id})
                     outcomes[call.run.run_id] = exc

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 
@@ -17,8 +18,8 @@ from duetime.ids import PARTITIONS
 from duetime.local import EventSourceMapping
 from duetime.models import RunStatus, Team
 from duetime.poller import Poller, PollerConfig
-from duetime.ports import TargetRequest, TargetResponse
-from duetime.worker import Worker, WorkOutcome, WorkReport
+from duetime.ports import RunMessage, TargetRequest, TargetResponse
+from duetime.worker import LeaseLapsedBeforeCall, Worker, WorkOutcome, WorkReport
 
 from ..twin_support import T0, a_job, at
 
@@ -128,6 +129,41 @@ def test_a_stale_workers_result_is_refused(world: World) -> None:
     world.target.during = None
     (retried,) = world.deliver(world.worker("worker-b"))
     assert (retried.outcome, retried.attempt) == (WorkOutcome.SUCCEEDED, 2)
+
+
+class PausedAfterTheSlot:
+    """The worker's team store, with the worker process stopped (SIGSTOP) for ``seconds`` right after it
+    takes its slots: the stretch between lease and call that a heartbeat does not cover."""
+
+    def __init__(self, store: MemoryStore, clock: ManualClock, seconds: float) -> None:
+        self.store, self.clock, self.seconds = store, clock, seconds
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    def acquire_slots(self, *args: Any) -> dict[str, int]:
+        slots: dict[str, int] = self.store.acquire_slots(*args)
+        self.clock.advance(self.seconds)
+        return slots
+
+
+@pytest.mark.parametrize("paused", [61, 45])  # past the lease; into its last heartbeat
+def test_a_worker_held_up_between_its_slot_and_its_call_does_not_call(world: World, paused: int) -> None:
+    run_id = world.due_now()
+    teams = PausedAfterTheSlot(world.store, world.clock, paused)
+    held_up = Worker(world.store, teams, world.queue, world.alerts, world.target, world.clock, owner="a")
+
+    (outcome,) = held_up.process_batch([RunMessage(run_id, 1)])
+
+    assert isinstance(outcome, LeaseLapsedBeforeCall) and world.target.requests == []
+    world.clock.advance(62 - paused)
+    assert world.poller.recover().leases_expired == 1  # the reaper gives it to the next attempt
+    reports = world.deliver(world.worker("worker-b"))  # attempt 1's message (not deleted): a duplicate now
+    assert sorted((r.outcome, r.attempt) for r in reports) == [
+        (WorkOutcome.DUPLICATE, 1),
+        (WorkOutcome.SUCCEEDED, 2),
+    ]
+    assert [r.headers["X-Duetime-Attempt"] for r in world.target.requests] == ["2"]
 
 
 def test_a_team_at_its_cap_defers_without_using_the_attempt(world: World) -> None:

@@ -503,7 +503,7 @@ class SimWorker(Worker):
         for call in calls:
             future: Future[TargetResponse] = Future()
             try:
-                response = self._call(call)
+                response = self._call(call, lease_until)
                 longest = max(longest, response.duration_ms / 1000)
                 future.set_result(response)
             except Exception as exc:
