@@ -42,7 +42,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from duetime.adapters.dynamodb.codec import due_bucket
-from duetime.adapters.dynamodb.reap_checks import DEFAULT_LEASE_CHECK
+from duetime.adapters.dynamodb.reap_checks import DEFAULT_LEASE_CHECK, waiting_check
 from duetime.adapters.memory import MemoryAlerts, MemoryQueue, MemoryStore
 from duetime.adapters.memory.jobs import MemoryDueRow, _JobRow
 from duetime.adapters.memory.runs import _KEEP
@@ -53,7 +53,7 @@ from duetime.bench.plan import PlanInputs, capacity_plan
 from duetime.claim_plan import Claim, initial_state
 from duetime.clock import ManualClock
 from duetime.ids import PARTITIONS, new_job_id, partition_of, split_run_id
-from duetime.models import Job, JobSpec, Run, Team
+from duetime.models import Job, JobSpec, Run, RunStatus, Team
 from duetime.poller import Poller, PollerConfig
 from duetime.ports import ClaimOutcome, ResultWrite, RunMessage, TargetRequest, TargetResponse
 from duetime.run_batch import work_batch
@@ -101,6 +101,14 @@ def midnight_jobs(
 
 def _seconds(instant: datetime) -> float:
     return (instant - MIDNIGHT).total_seconds()
+
+
+_WAITING = (RunStatus.QUEUED, RunStatus.RETRY_WAIT)
+
+
+def _check(visible_at: datetime, queue_deadline: datetime) -> datetime:
+    """A waiting run's reap check in the DynamoDB store, at the workers' default lease (``reap_checks``)."""
+    return waiting_check(visible_at, queue_deadline, DEFAULT_LEASE_CHECK)
 
 
 def _partition_of_run(run_id: str) -> int:
@@ -153,6 +161,11 @@ class SimStore(MemoryStore):
         self._index = _IndexedJobs()
         self._jobs = self._index
         self.sim = sim
+        # The DynamoDB store's reap checks (``reap_checks``), which the twin's exact index does not have:
+        # each run's current check, and per partition a heap of (check, run id) holding stale entries too.
+        self._checks: dict[str, datetime] = {}
+        self._check_heaps: dict[int, list[tuple[datetime, str]]] = defaultdict(list)
+        self.check_moves = 0
 
     # --- bulk set-up (not part of the timeline) --------------------------------------------------------
 
@@ -270,6 +283,14 @@ class SimStore(MemoryStore):
         self._runs[run.run_id] = stored
         if stored.queue_deadline is not None:
             self._reap_at[run.run_id] = stored.queue_deadline
+            self._set_check(run.run_id, _check(stored.created_at, stored.queue_deadline))
+
+    def _set_check(self, run_id: str, check: datetime | None) -> None:
+        if check is None:
+            self._checks.pop(run_id, None)
+            return
+        self._checks[run_id] = check
+        heapq.heappush(self._check_heaps[_partition_of_run(run_id)], (check, run_id))
 
     def _update(
         self, run_id: str, condition: Callable[[Run], bool], changes: dict[str, Any], reap_at: Any = _KEEP
@@ -313,11 +334,16 @@ class SimStore(MemoryStore):
 
     def record_results(self, results: Sequence[ResultWrite], owner: str, now: datetime) -> set[str]:
         recorded = super().record_results(results, owner, now)
-        # The result takes the run out of its reap shard (1). A run still alive at its first check (a lease
-        # length after its claim) also had that check moved on by the reaper (2), counted here, once: runs
-        # alive for more than two lease lengths are pushed again, which this leaves out.
-        late = {w.run.run_id for w in results if now - w.run.created_at >= DEFAULT_LEASE_CHECK}
-        wait = max(self._reap_writes(list(recorded), 1), self._reap_writes(list(recorded & late), 2))
+        wait = self._reap_writes(list(recorded), 1)  # the result takes the run out of its reap shard
+        for write in results:
+            if write.run.run_id in recorded:
+                retry = write.status is RunStatus.RETRY_WAIT and write.retry_at and write.queue_deadline
+                self._set_check(
+                    write.run.run_id,
+                    _check(write.retry_at, write.queue_deadline)  # type: ignore[arg-type]
+                    if retry
+                    else None,
+                )
         self.sim.spend(self._batch_s(len(results), read_first=False) + wait)
         self.sim.finished += len(recorded)
         return recorded
@@ -326,12 +352,62 @@ class SimStore(MemoryStore):
         self, run_id: str, attempt: int, owner: str, now: datetime, queue_deadline: datetime
     ) -> bool:
         back = super().return_to_queue(run_id, attempt, owner, now, queue_deadline)
+        if back:
+            self._set_check(run_id, _check(now, queue_deadline))
         self.sim.spend(self.sim.model.ddb_write_ms / 1000 + self._reap_writes([run_id], 2))
         self.sim.deferred += 1
         return back
 
+    def requeue_expired_lease(self, candidate: Any, now: datetime, queue_deadline: datetime) -> Run | None:
+        run = super().requeue_expired_lease(candidate, now, queue_deadline)
+        return self._waiting_again(run, candidate, now)
+
+    def renew_queue_deadline(self, candidate: Any, now: datetime, queue_deadline: datetime) -> Run | None:
+        run = super().renew_queue_deadline(candidate, now, queue_deadline)
+        return self._waiting_again(run, candidate, now)
+
+    def _waiting_again(self, run: Run | None, candidate: Any, now: datetime) -> Run | None:
+        """The reaper's write of a run it sent again: one UpdateItem, its check moved (2 units)."""
+        if run is not None and run.queue_deadline is not None:
+            self._set_check(run.run_id, _check(now, run.queue_deadline))
+        self.sim.spend(self.sim.model.ddb_write_ms / 1000 + self._reap_writes([candidate.run_id], 2))
+        return run
+
     def runs_needing_attention(self, partition: int, now: datetime, limit: int) -> list[Any]:
-        self.sim.spend(self.sim.model.ddb_query_ms / 1000)
+        """The DynamoDB store's pass over a shard's checks (``reap_checks``): up to ``limit`` checks that
+        have come, read in one BatchGetItem; a live run's check moved on (25 a BatchExecuteStatement, 2
+        units each on the shard's key). The candidates are the twin's (its index is exact)."""
+        m = self.sim.model
+        heap = self._check_heaps[partition]
+        due: list[str] = []
+        while heap and heap[0][0] < now and len(due) < limit:
+            check, run_id = heapq.heappop(heap)
+            if self._checks.get(run_id) == check:
+                due.append(run_id)
+        moved: list[str] = []
+        for run_id in due:
+            run = self._runs[run_id]
+            if run.status is RunStatus.RUNNING and run.lease_expires_at and run.lease_expires_at >= now:
+                self._set_check(run_id, run.lease_expires_at)
+                moved.append(run_id)
+            elif (
+                run.status in (RunStatus.QUEUED, RunStatus.RETRY_WAIT)
+                and run.queue_deadline
+                and run.queue_deadline >= now
+            ):
+                visible = max(now, run.retry_at) if run.retry_at else now
+                self._set_check(run_id, _check(visible, run.queue_deadline))
+                moved.append(run_id)
+            else:
+                self._checks.pop(run_id, None)  # a candidate (the twin returns it) or finished
+        self.check_moves += len(moved)
+        spent = m.ddb_query_ms / 1000
+        if due:
+            spent += math.ceil(len(due) / 100) * m.ddb_batch_get_ms / 1000
+        if moved:
+            spent += math.ceil(len(moved) / STATEMENTS_PER_BATCH) * m.ddb_batch_statement_ms / 1000
+            spent += self._reap_writes(moved, 2)
+        self.sim.spend(spent)
         return super().runs_needing_attention(partition, now, limit)
 
     # --- teams and slots ----------------------------------------------------------------------------------
@@ -835,6 +911,7 @@ def run_midnight(
         "workers_used": len(busy),
         "workers_needed": math.ceil(jobs / window / worker_rate) if worker_rate == worker_rate else None,
         "deferred_runs": sim.deferred,
+        "reap_check_moves": sim.store.check_moves,  # live runs whose reap check came (2 write units each)
         "failed_messages": sim.failed_messages,
         "poller_errors": len(sim.errors),
         "plan": {

@@ -81,9 +81,9 @@ WAIT_EXPIRED = Condition(
 LEASE_OUTLIVES_CHECK = Condition(
     "LEASE_OUTLIVES_CHECK",
     "#status = :running AND attempt = :attempt AND lease_expires_at >= :now",
-    "A running run whose lease is still live at its check gets its lease expiry as its next check (the "
-    "expiry is copied in the same write, so a heartbeat that lands first only makes the check earlier than "
-    "the lease, never later).",
+    "A running run whose lease is still live at its check gets the lease expiry the reaper read as its next "
+    "check (a heartbeat since then only pushed the lease further out: the check stays no later than it).",
+    '"status" = :running AND "attempt" = :attempt AND "lease_expires_at" >= :now',
 )
 
 WAIT_OUTLIVES_CHECK = Condition(
@@ -91,6 +91,7 @@ WAIT_OUTLIVES_CHECK = Condition(
     "#status = :status AND attempt = :attempt AND queue_deadline = :deadline",
     "A waiting run whose queue deadline is still ahead at its check gets its next waiting check, only while "
     "it still waits for the same attempt under the same deadline.",
+    '"status" = :status AND "attempt" = :attempt AND "queue_deadline" = :deadline',
 )
 
 

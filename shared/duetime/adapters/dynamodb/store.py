@@ -23,6 +23,7 @@ from botocore.exceptions import ClientError
 
 from duetime.adapters.aws_limits import TRANSACT_WRITE_MAX_ACTIONS, TRANSACT_WRITE_MAX_BYTES, item_size
 from duetime.adapters.dynamodb import conditions as c
+from duetime.adapters.dynamodb import partiql
 from duetime.adapters.dynamodb.codec import (
     Item,
     item_to_job,
@@ -450,7 +451,7 @@ class DynamoStore(WorkerBatches):
     def runs_needing_attention(self, partition: int, now: datetime, limit: int) -> list[ReapCandidate]:
         """The runs of the reap index's checks that have come (``reap_checks``): each read consistently;
         those whose lease expired or whose queue deadline passed are the candidates, and the others get
-        their next check here (a write each, under ``LEASE_OUTLIVES_CHECK`` or ``WAIT_OUTLIVES_CHECK``)."""
+        their next check here (25 a request, under ``LEASE_OUTLIVES_CHECK`` or ``WAIT_OUTLIVES_CHECK``)."""
         response = self.client.query(
             TableName=self.names.runs,
             IndexName=REAP_INDEX,
@@ -462,6 +463,7 @@ class DynamoStore(WorkerBatches):
         if not keys:
             return []
         candidates: list[ReapCandidate] = []
+        moves: list[partiql.Statement] = []
         for item in batch_get(self.client, self.names.runs, keys, consistent=True):
             if "reap_at" not in item or item["reap_at"]["S"] >= t(now)["S"]:
                 continue  # finished, or its check moved since the index was read (the index lags)
@@ -479,33 +481,32 @@ class DynamoStore(WorkerBatches):
                     ReapCandidate(run.run_id, run.status, run.attempt, run.max_attempts, needs_attention_at)
                 )
             else:
-                self._next_check(run, now)
+                moves.append(self._next_check(run, now))
+        partiql.execute(self.client, moves)
         return candidates
 
-    def _next_check(self, run: Run, now: datetime) -> None:
-        """Move a live run's check on: a running run's to its lease expiry, a waiting run's to its next
-        waiting check (its message visible from now, or from its retry time if that is later)."""
+    def _next_check(self, run: Run, now: datetime) -> partiql.Statement:
+        """The write that moves a live run's check on: a running run's to its lease expiry, a waiting run's
+        to its next waiting check (its message visible from now, or from its retry time if that is later)."""
+        key = run_key(run.run_id)
         if run.status is RunStatus.RUNNING:
-            self._update_run(
-                run.run_id,
-                "SET reap_at = lease_expires_at",
-                c.LEASE_OUTLIVES_CHECK,
-                {":running": s(RunStatus.RUNNING), ":attempt": n(run.attempt), ":now": t(now)},
-            )
-            return
+            assert run.lease_expires_at is not None
+            values: Item = {
+                ":running": s(RunStatus.RUNNING),
+                ":attempt": n(run.attempt),
+                ":now": t(now),
+                ":reap_at": t(run.lease_expires_at),
+            }
+            return partiql.update(self.names.runs, key, c.LEASE_OUTLIVES_CHECK, values, sets=("reap_at",))
         assert run.queue_deadline is not None
         visible_at = max(now, run.retry_at) if run.retry_at else now
-        self._update_run(
-            run.run_id,
-            "SET reap_at = :check",
-            c.WAIT_OUTLIVES_CHECK,
-            {
-                ":status": s(run.status),
-                ":attempt": n(run.attempt),
-                ":deadline": t(run.queue_deadline),
-                ":check": t(waiting_check(visible_at, run.queue_deadline, self.lease_check)),
-            },
-        )
+        values = {
+            ":status": s(run.status),
+            ":attempt": n(run.attempt),
+            ":deadline": t(run.queue_deadline),
+            ":reap_at": t(waiting_check(visible_at, run.queue_deadline, self.lease_check)),
+        }
+        return partiql.update(self.names.runs, key, c.WAIT_OUTLIVES_CHECK, values, sets=("reap_at",))
 
     def requeue_expired_lease(
         self, candidate: ReapCandidate, now: datetime, queue_deadline: datetime
