@@ -53,13 +53,21 @@ class FireReport:
 
 @dataclass
 class _Load:
-    """A minute bucket being read: the partition (by its index in the preload's list) and the key after
-    which its next page starts."""
+    """A minute bucket being read, a page of each partition in turn: for each partition with pages left
+    (by its index in the preload's list, in the order they are read next), the key after which its next page
+    starts. Taking partitions in turn (rather than all of one, then the next) matters when the pages read
+    are already due, as when a poller catches up on a midnight it cannot claim in time: each page is fired
+    as it is read, and a partition's pages one after the other would put a page's claims on its keys every
+    second (1,000 a partition-second, past a key's 1,000 write units with the reap shard's; ``duetime bench
+    midnight --simulate``), where in turn they land on as many partitions as pages."""
 
     bucket: str
     until: datetime
-    partition_index: int = 0
-    after: str | None = None
+    afters: dict[int, str | None]
+
+    @property
+    def done(self) -> bool:
+        return not self.afters
 
 
 class FireFailed(Exception):
@@ -78,7 +86,7 @@ class MinutePreload:
         queue: RunQueue,
         partitions: list[int],
         lead: timedelta,
-        page_size: int = 1000,
+        page_size: int = 250,
         grace: timedelta = timedelta(seconds=60),
         queue_deadline: timedelta = timedelta(minutes=10),
         chunk: int = 500,
@@ -145,13 +153,14 @@ class MinutePreload:
         for minute in self._minutes_to_hold(now):
             bucket = minute_bucket(minute)
             if bucket not in self._loaded and all(load.bucket != bucket for load in self._loads):
-                self._loads.append(_Load(bucket, minute + MINUTE - timedelta(seconds=1)))
+                until = minute + MINUTE - timedelta(seconds=1)
+                self._loads.append(_Load(bucket, until, dict.fromkeys(range(len(self.partitions)))))
         loaded = pages = 0
         while self._loads and (max_pages is None or pages < max_pages):
             load = self._loads[0]
             loaded += self._read_page(load)
             pages += 1
-            if load.partition_index == len(self.partitions):
+            if load.done:
                 self._loads.pop(0)
                 self._loaded.add(load.bucket)
         if len(self._loaded) > 4:
@@ -160,11 +169,12 @@ class MinutePreload:
 
     def _read_page(self, load: _Load) -> int:
         """Read ``load``'s next page, hold its rows, and move ``load`` on past it. Returns the rows held."""
-        if load.partition_index >= len(self.partitions):
+        if load.done:
             return 0
-        partition = self.partitions[load.partition_index]
+        index, after = next(iter(load.afters.items()))
+        partition = self.partitions[index]
         self.last_read_bucket = load.bucket
-        rows = self.store.due_rows(partition, load.bucket, load.until, self.page_size, load.after)
+        rows = self.store.due_rows(partition, load.bucket, load.until, self.page_size, after)
         count = 0
         for row in rows:
             fired = self._fired.get(row.job_id)
@@ -172,11 +182,10 @@ class MinutePreload:
                 continue
             self._add(row)
             count += 1
-        if len(rows) < self.page_size:
-            load.partition_index, load.after = load.partition_index + 1, None
-        else:
+        del load.afters[index]  # this partition's turn is over; it goes to the back if it has more pages
+        if len(rows) == self.page_size:
             last = rows[-1]
-            load.after = f"{iso_z(_instant(last.fire_at))}#{last.job_id}"
+            load.afters[index] = f"{iso_z(_instant(last.fire_at))}#{last.job_id}"
         return count
 
     def _add(self, row: DueRow) -> None:

@@ -415,3 +415,46 @@ def test_a_row_due_while_the_coming_minute_is_read_fires_at_its_second(store: Dy
     assert at(-10) <= reads.claimed_at[last.id] <= at(-10) + timedelta(seconds=0.2)  # one read late at most
     assert all(at(0) <= reads.claimed_at[job.id] < at(0.5) for job in coming[:12])  # fired, not swept
     assert all(at(1) <= reads.claimed_at[job.id] < at(1.5) for job in coming[12:])
+
+
+@dataclass(frozen=True)
+class Row:
+    fire_at: int
+    job_id: str
+    version: int = 0
+
+    def job(self) -> Job:
+        raise AssertionError("not fired here")
+
+
+class Pages:
+    """Due rows by partition, all in ``MINUTE``, read a page at a time; keeps the partition of every read of
+    that minute, in order."""
+
+    def __init__(self, rows_by_partition: dict[int, int]) -> None:
+        second = int(MINUTE.timestamp())
+        self.rows = {
+            p: [Row(second, f"{p:02d}-{i:03d}") for i in range(n)] for p, n in rows_by_partition.items()
+        }
+        self.read: list[int] = []
+
+    def due_rows(
+        self, partition: int, bucket: str, until: datetime, limit: int, after: str | None = None
+    ) -> list[Row]:
+        if bucket != minute_bucket(MINUTE):
+            return []  # the minute the poller started in: nothing due
+        self.read.append(partition)
+        rows = [r for r in self.rows[partition] if after is None or r.job_id > after.split("#")[1]]
+        return rows[:limit]
+
+
+def test_the_minute_is_read_a_page_of_each_partition_in_turn() -> None:
+    """When the pages read are already due (a poller catching up on a midnight), each is fired as it is
+    read: one partition's pages in a row would put a page of claims on its keys every second."""
+    pages = Pages({3: 5, 7: 2, 9: 0})
+    preload = MinutePreload(pages, Queue(), [3, 7, 9], LEAD, page_size=2)  # type: ignore[arg-type]
+
+    assert preload.load_upcoming(LOAD_AT) == 7
+
+    assert pages.read == [3, 7, 9, 3, 7, 3]  # 7's second page is short (empty): it is done; 3's third too
+    assert preload.ready(LOAD_AT) and preload.held_rows == 7
