@@ -330,7 +330,7 @@ def run_plan(args: argparse.Namespace) -> None:
         plan["measured_busiest_minute"] = {"minute": busiest[0], "runs": busiest[1]}
         plan["minutes_needing_prescale"] = [
             {"minute": m, "runs": n, "workers": w}
-            for m, n, w in minutes_needing_prescale(minutes, args.baseline_workers, args.worker_rate)
+            for m, n, w in minutes_needing_prescale(minutes, args.baseline_workers, plan["worker_rate"])
         ]
     if args.json:
         print(json.dumps(plan))
@@ -343,6 +343,11 @@ def run_plan(args: argparse.Namespace) -> None:
             for lever in value:
                 name = lever["lever"].replace("_", " ")
                 print(f"  lever: {name:32} saves {lever['saves_usd']:>7} -> {lever['leaves_usd']}")
+            continue
+        if key == "spike_on_the_aws_model":
+            print("the spike on the AWS model (bench midnight --simulate's, by arithmetic):")
+            for name, figure in value.items():
+                print(f"  {name.replace('_', ' '):38} {figure}")
             continue
         if key == "monthly_fixed_parts":
             for part, usd in value.items():
@@ -508,7 +513,12 @@ def parser() -> argparse.ArgumentParser:
     plan.add_argument("--spike-jobs", default="500k")
     plan.add_argument("--spike-window", type=int, default=60, help="seconds the spike's runs may start in")
     plan.add_argument("--partitions", type=int, default=64)
-    plan.add_argument("--worker-rate", type=float, default=100.0, help="runs one worker starts per second")
+    plan.add_argument(
+        "--worker-rate",
+        type=float,
+        default=None,
+        help="runs one worker starts per second (default: the AWS model's estimate, as bench midnight's)",
+    )
     plan.add_argument(
         "--baseline-workers", type=int, default=10, help="with --url: workers without pre-scaling"
     )

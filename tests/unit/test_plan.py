@@ -17,9 +17,30 @@ def test_the_seed_workload() -> None:
     assert plan["peak_starts_per_s"] == pytest.approx(8333.3, abs=0.1)
     assert plan["peak_over_average"] == 36.0
     assert plan["peak_claims_per_s_per_partition"] == pytest.approx(130.2, abs=0.1)
-    assert plan["workers_for_peak"] == 84 and plan["workers_with_headroom"] == 92
     assert plan["job_table_gb"] == 1.0 and plan["run_history_gb"] == 120.0
-    assert plan["warnings"] == []
+    seed = capacity_plan(PlanInputs(worker_rate=100))  # the seed's assumption: 100 starts/s a worker
+    assert seed["workers_for_peak"] == 84 and seed["workers_with_headroom"] == 92
+
+
+def test_workers_are_sized_at_the_aws_models_rate_unless_one_is_given() -> None:
+    plan = capacity_plan(PlanInputs())
+    spike = plan["spike_on_the_aws_model"]
+    assert plan["worker_rate"] == spike["worker_starts_per_s_each"] == pytest.approx(30.0, abs=0.1)
+    assert plan["workers_for_peak"] == 278 and plan["workers_with_headroom"] == 306
+
+
+def test_the_seed_spike_on_the_aws_model_is_late_and_says_why() -> None:
+    spike = capacity_plan(PlanInputs())["spike_on_the_aws_model"]
+    # 125,000 claims a poller at ~1,047 a second; 100 workers at ~30 starts a second once the event source
+    # has grown to them; a poller behind its spike claims a sweep's page (500) of a partition at once.
+    assert spike["seconds_to_all_claimed"] == pytest.approx(119.4, abs=0.5)
+    assert spike["seconds_to_all_started"] == pytest.approx(175.7, abs=0.5)
+    assert spike["peak_claims_per_s_per_partition"] == 500
+    (late,) = capacity_plan(PlanInputs())["warnings"]
+    assert "takes 176 s to start, not 60" in late and "278 workers" in late
+    spread = capacity_plan(PlanInputs(spike_window_s=360))  # 300 s of jitter: claimed in time, no burst
+    assert spread["spike_on_the_aws_model"]["peak_claims_per_s_per_partition"] == pytest.approx(26.0, abs=0.1)
+    assert spread["warnings"] == []
 
 
 def test_each_poller_preloads_its_groups_share_of_the_spike_at_the_measured_bytes_per_job() -> None:

@@ -50,6 +50,7 @@ from duetime.adapters.memory.stored import maybe_second
 from duetime.adapters.sqs import ReceivedMessage, encode
 from duetime.bench.midnight_model import AwsModel, KeyMeter, esm_concurrency, model_flags
 from duetime.bench.plan import PlanInputs, capacity_plan
+from duetime.bench.plan_midnight import midnight_estimate
 from duetime.claim_plan import Claim, initial_state
 from duetime.clock import ManualClock
 from duetime.ids import PARTITIONS, new_job_id, partition_of, split_run_id
@@ -878,6 +879,7 @@ def run_midnight(
             worker_rate=round(worker_rate, 1) if worker_rate == worker_rate else 100.0,
         )
     )
+    estimate = midnight_estimate(jobs, window, model)
     statuses = Counter(run.status.value for run in runs.values())
     result: dict[str, Any] = {
         "jobs": jobs,
@@ -921,6 +923,7 @@ def run_midnight(
             "poller_preload_mb": plan["poller_preload_mb"],
             "workers_for_peak_at_simulated_rate": plan["workers_for_peak"],
         },
+        "plan_on_the_aws_model": estimate,  # duetime plan's arithmetic on this model (bench/plan_midnight.py)
         "decided_by_model": DECIDED_BY_MODEL,
         "model": model.as_dict(),
         "simulated_events": sim.events,
@@ -942,6 +945,12 @@ def run_midnight(
     }
     result["goals"] = goals
     result["goal_met"] = all(goals.values())
+    # The simulation over the plan, figure by figure: within 0.5-2 is within the model's stated error.
+    result["simulation_over_plan"] = {
+        name: round(result[name] / estimate[name], 2) if result.get(name) and estimate[name] else None
+        for name in estimate
+        if name in result
+    }
     return result
 
 

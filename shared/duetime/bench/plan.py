@@ -8,6 +8,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from duetime.bench.fixed_cost import StackDefaults, fixed_monthly_cost, lever_savings
+from duetime.bench.midnight_model import AwsModel
+from duetime.bench.plan_midnight import midnight_estimate
 from duetime.bench.prices import PRICES_AS_OF, PRICES_USD
 from duetime.ids import DEFAULT_POLLER_GROUPS
 
@@ -47,7 +49,7 @@ class PlanInputs:
     poller_groups: int = DEFAULT_POLLER_GROUPS  # partition groups, one poller each
     spike_window_s: int = 60
     partitions: int = 64
-    worker_rate: float = 100.0  # runs a worker starts per second
+    worker_rate: float | None = None  # runs a worker starts per second; None: the AWS model's estimate
     headroom: float = 1.1
     job_bytes: int = 100
     run_bytes: int = 200
@@ -60,6 +62,9 @@ def capacity_plan(p: PlanInputs, stack: StackDefaults | None = None) -> dict[str
     runs, ``duetime.bench.fixed_cost``), and their sum."""
     stack = stack or StackDefaults()
     fixed = fixed_monthly_cost(p.partitions, stack)
+    model = AwsModel(poller_groups=p.poller_groups)
+    spike = midnight_estimate(p.spike_jobs, p.spike_window_s, model, p.partitions)
+    worker_rate = p.worker_rate or spike["worker_starts_per_s_each"]
     average = p.runs_per_day / 86_400
     peak = p.spike_jobs / p.spike_window_s
     per_partition = peak / p.partitions
@@ -75,8 +80,20 @@ def capacity_plan(p: PlanInputs, stack: StackDefaults | None = None) -> dict[str
         + PRICES_USD["lambda_request"] / 10
     )
     storage_cost = (run_history_gb + job_table_gb) * PRICES_USD["dynamodb_storage_gb_month"]
-    warnings = []
-    for name, value in (("due-index bucket key", due_key_wcu), ("reap-index shard key", reap_key_wcu)):
+    warnings: list[str] = []
+    keys = (
+        ("due-index bucket key", due_key_wcu),
+        ("reap-index shard key", reap_key_wcu),
+        ("busiest key at the spike's bursts (AWS model)", spike["peak_write_units_per_s_hottest_key"]),
+    )
+    if spike["seconds_to_all_started"] > p.spike_window_s:
+        warnings.append(
+            f"on the AWS model the spike takes {spike['seconds_to_all_started']:,.0f} s to start, not "
+            f"{p.spike_window_s}: its claims take {spike['seconds_to_all_claimed']:,.0f} s (more poller "
+            f"groups or poller memory shorten them) and {spike['workers_needed']} workers would start it "
+            "in time (worker_max_concurrency caps them); or spread it with jitter"
+        )
+    for name, value in keys:
         if value > 0.8 * PARTITION_WRITE_LIMIT:
             warnings.append(
                 f"{name}: {value:,.0f} WCU/s at the peak is over 80% of DynamoDB's "
@@ -92,8 +109,10 @@ def capacity_plan(p: PlanInputs, stack: StackDefaults | None = None) -> dict[str
         "peak_wcu_per_s_due_bucket_key": round(due_key_wcu, 1),
         "peak_wcu_per_s_reap_shard_key": round(reap_key_wcu, 1),
         "partition_key_write_limit": PARTITION_WRITE_LIMIT,
-        "workers_for_peak": math.ceil(peak / p.worker_rate),
-        "workers_with_headroom": math.ceil(peak / p.worker_rate * p.headroom),
+        "worker_rate": worker_rate,
+        "workers_for_peak": math.ceil(peak / worker_rate),
+        "workers_with_headroom": math.ceil(peak / worker_rate * p.headroom),
+        "spike_on_the_aws_model": spike,
         "job_table_gb": round(job_table_gb, 2),
         "run_history_gb": round(run_history_gb, 1),
         "monthly_usd_requests": round(request_cost, 2),

@@ -1,0 +1,98 @@
+"""`duetime plan`'s midnight estimate: how long a spike takes to claim and to start, how fast a worker starts
+runs, how many workers it needs and how hard its busiest keys are written, by arithmetic on the same AWS
+model `duetime bench midnight --simulate` charges the real code against (``midnight_model.AwsModel``, its
+defaults and flags), and on the code's own sizes (a sweep's page, a claim transaction, an SQS batch).
+
+The simulation runs the code; this is the arithmetic of what the simulation found the code does, so the two
+can be compared (the simulation prints both). What each term leaves out is said next to it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from duetime.bench.midnight_model import AwsModel
+from duetime.poller import PollerConfig
+
+SQS_BATCH = 10  # runs a worker gets per invocation (the event source's batch size)
+CLAIMS_PER_TRANSACTION = 50  # DynamoStore: 100 actions, a run's put and its job's update per claim
+SWEEP_PAGE = PollerConfig.page_size  # rows a sweep claims of one partition at once
+
+
+def poller_claims_per_s(model: AwsModel, loaded: bool = False) -> float:
+    """One poller's claims a second when the spike keeps it busy: each claim's CPU (planning it, building
+    the job from its row, and loading the row unless ``loaded``: the preload read it before its second) at
+    the poller's vCPU share, plus its share of the transactions' latency (``claim_concurrency``
+    transactions of 50 in flight). Left out: the sweeps' re-reads of rows the preload holds, and waits on
+    throttled keys."""
+    cpu_us = model.claim_cpu_us + model.row_build_cpu_us + (0 if loaded else model.load_cpu_us_per_row)
+    commit_us = model.ddb_transact_ms * 1000 / (CLAIMS_PER_TRANSACTION * model.claim_concurrency)
+    return 1e6 / (model.poller_cpu_s(cpu_us) * 1e6 + commit_us)
+
+
+def worker_starts_per_s(model: AwsModel) -> float:
+    """One worker's starts a second: an SQS batch of 10 over one cycle: the receive, the invoke, the CPU of
+    10 runs at the worker's vCPU share, the leases (a read and a write), a slot taken and freed per team in
+    the batch (one write each: with many teams a batch's runs are mostly of different teams), the calls (at
+    once), the results and the delete. Left out: waits on throttled keys, retries, deferrals."""
+    teams_in_batch = model.teams * (1 - (1 - 1 / model.teams) ** SQS_BATCH) if model.teams else 1.0
+    cycle_ms = (
+        model.sqs_receive_ms
+        + model.invoke_ms
+        + model.worker_cpu_s(SQS_BATCH) * 1000
+        + model.ddb_batch_get_ms
+        + model.ddb_batch_statement_ms
+        + teams_in_batch * 2 * model.ddb_write_ms
+        + model.target_ms
+        + model.ddb_batch_statement_ms
+        + model.sqs_delete_ms
+    )
+    return SQS_BATCH / (cycle_ms / 1000)
+
+
+def seconds_to_start(jobs: int, model: AwsModel, rate: float) -> float:
+    """Seconds for the event source to start ``jobs`` runs at ``rate`` a worker: its concurrency grows from
+    ``esm_initial`` by ``esm_scale_per_minute`` to ``max_concurrency`` (the stack's cap), and the runs started
+    by T are ``rate`` times the area under that curve. Left out: cold starts past the provisioned workers."""
+    start, grow, cap = model.esm_initial, model.esm_scale_per_minute / 60, model.max_concurrency
+    ramp_s = max(0.0, (cap - start) / grow) if grow else 0.0
+    ramp_runs = rate * (start * ramp_s + grow * ramp_s**2 / 2)
+    if jobs <= ramp_runs:  # done while still growing: solve rate * (start T + grow T^2 / 2) = jobs
+        if not grow:
+            return jobs / (rate * start)
+        return (-start + math.sqrt(start**2 + 2 * grow * jobs / rate)) / grow
+    return ramp_s + (jobs - ramp_runs) / (rate * cap)
+
+
+def midnight_estimate(jobs: int, window_s: float, model: AwsModel, partitions: int = 64) -> dict[str, Any]:
+    """``jobs`` due over the first ``window_s`` - 60 seconds (all at one second when the window is a minute:
+    the simulation's window is 60 s plus its jitter), each to start within 60 s of its second, by the
+    arithmetic above; the simulation's figures of the same names are what it is compared with."""
+    spread_s = max(0.0, window_s - 60)
+    groups = model.poller_groups
+    claims_per_s = poller_claims_per_s(model)
+    claimed_s = max(spread_s, jobs / groups / claims_per_s)
+    rate = worker_starts_per_s(model)
+    started_s = max(claimed_s, seconds_to_start(jobs, model, rate))
+    # Claims land on a poller's partitions at the rate it claims: its share of what falls due each second,
+    # or all it can fire when more falls due (rows the preload read ahead). A poller still claiming a minute
+    # after the last second falls due
+    # has left its preload behind, and its sweep claims a page of a partition at once (the preload's pages
+    # land on as many partitions as pages). A partition's due-bucket key takes 1 write a claim; its reap
+    # shard 1 a claim (the run's entry) and 1 a result, the results at the workers' pace over all partitions.
+    due_per_poller_s = jobs / groups / spread_s if spread_s else math.inf
+    if claimed_s > spread_s + 60:
+        peak_claims = float(SWEEP_PAGE)
+    else:
+        peak_claims = min(due_per_poller_s, poller_claims_per_s(model, loaded=True)) / (partitions / groups)
+    results_per_partition = min(jobs / window_s, model.max_concurrency * rate) / partitions
+    return {
+        "poller_claims_per_s": round(claims_per_s, 1),
+        "seconds_to_all_claimed": round(claimed_s, 1),
+        "worker_starts_per_s_each": round(rate, 1),
+        "seconds_to_all_started": round(started_s, 1),
+        "workers_needed": math.ceil(jobs / window_s / rate),
+        "peak_claims_per_s_per_partition": round(peak_claims, 1),
+        "peak_write_units_per_s_hottest_key": round(peak_claims + results_per_partition, 1),
+    }
