@@ -34,7 +34,11 @@ LOAD_PAGES_PER_STEP = 1
 @dataclass(frozen=True)
 class PollerConfig:
     partitions: Sequence[int]
-    page_size: int = 500
+    # Rows a sweep reads of one partition at a time, and so claims of it at once: a poller behind a midnight
+    # spike claims its partitions a page at a time, and the page's claims (then their results) land on the
+    # partition's keys together. 250 keeps those keys at ~730 write units a second in the simulation of
+    # 500,000 jobs (500: 1,000, DynamoDB's limit per key; BENCHMARKS.md, "Midnight at full scale").
+    page_size: int = 250
     max_claims_per_tick: int = 10_000
     misfire_grace: timedelta = DEFAULT_MISFIRE_GRACE
     queue_deadline: timedelta = DEFAULT_QUEUE_DEADLINE

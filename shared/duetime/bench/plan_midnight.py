@@ -80,13 +80,16 @@ def midnight_estimate(jobs: int, window_s: float, model: AwsModel, partitions: i
     # after the last second falls due
     # has left its preload behind, and its sweep claims a page of a partition at once (the preload's pages
     # land on as many partitions as pages). A partition's due-bucket key takes 1 write a claim; its reap
-    # shard 1 a claim (the run's entry) and 1 a result, the results at the workers' pace over all partitions.
+    # shard 1 a claim (the run's entry) and 1 a result (it leaves). Results come at the workers' pace, spread
+    # over the partitions, except after a burst: the queue hands a burst's runs out together, so its results
+    # land together too, in a later second that also takes a burst of claims (2 writes a claim at the peak).
     due_per_poller_s = jobs / groups / spread_s if spread_s else math.inf
     if claimed_s > spread_s + 60:
         peak_claims = float(SWEEP_PAGE)
+        peak_units = 2 * peak_claims
     else:
         peak_claims = min(due_per_poller_s, poller_claims_per_s(model, loaded=True)) / (partitions / groups)
-    results_per_partition = min(jobs / window_s, model.max_concurrency * rate) / partitions
+        peak_units = peak_claims + min(jobs / window_s, model.max_concurrency * rate) / partitions
     return {
         "poller_claims_per_s": round(claims_per_s, 1),
         "seconds_to_all_claimed": round(claimed_s, 1),
@@ -94,5 +97,5 @@ def midnight_estimate(jobs: int, window_s: float, model: AwsModel, partitions: i
         "seconds_to_all_started": round(started_s, 1),
         "workers_needed": math.ceil(jobs / window_s / rate),
         "peak_claims_per_s_per_partition": round(peak_claims, 1),
-        "peak_write_units_per_s_hottest_key": round(peak_claims + results_per_partition, 1),
+        "peak_write_units_per_s_hottest_key": round(peak_units, 1),
     }
