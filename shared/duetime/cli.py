@@ -313,6 +313,7 @@ def run_plan(args: argparse.Namespace) -> None:
         runs_per_day=parse_count(args.runs_per_day),
         spike_jobs=parse_count(args.spike_jobs),
         spike_window_s=args.spike_window,
+        spike_exact_fraction=args.spike_exact_fraction,
         partitions=args.partitions,
         worker_rate=args.worker_rate,
         poller_groups=args.poller_groups,  # the same groups share the spike's preload and cost the fixed part
@@ -513,6 +514,12 @@ def parser() -> argparse.ArgumentParser:
     plan.add_argument("--spike-jobs", default="500k")
     plan.add_argument("--spike-window", type=int, default=60, help="seconds the spike's runs may start in")
     plan.add_argument("--partitions", type=int, default=64)
+    plan.add_argument(
+        "--spike-exact-fraction",
+        type=float,
+        default=0.05,
+        help="with --spike-window past 60 s: the share of the spike due at its first second (no jitter)",
+    )
     plan.add_argument(
         "--worker-rate",
         type=float,

@@ -879,7 +879,7 @@ def run_midnight(
             worker_rate=round(worker_rate, 1) if worker_rate == worker_rate else 100.0,
         )
     )
-    estimate = midnight_estimate(jobs, window, model)
+    estimate = midnight_estimate(jobs, window, model, exact_fraction=exact_fraction)
     statuses = Counter(run.status.value for run in runs.values())
     result: dict[str, Any] = {
         "jobs": jobs,

@@ -48,6 +48,7 @@ class PlanInputs:
     spike_jobs: int = 500_000
     poller_groups: int = DEFAULT_POLLER_GROUPS  # partition groups, one poller each
     spike_window_s: int = 60
+    spike_exact_fraction: float = 0.05  # with a window past a minute: the share due at its first second
     partitions: int = 64
     worker_rate: float | None = None  # runs a worker starts per second; None: the AWS model's estimate
     headroom: float = 1.1
@@ -63,7 +64,7 @@ def capacity_plan(p: PlanInputs, stack: StackDefaults | None = None) -> dict[str
     stack = stack or StackDefaults()
     fixed = fixed_monthly_cost(p.partitions, stack)
     model = AwsModel(poller_groups=p.poller_groups)
-    spike = midnight_estimate(p.spike_jobs, p.spike_window_s, model, p.partitions)
+    spike = midnight_estimate(p.spike_jobs, p.spike_window_s, model, p.partitions, p.spike_exact_fraction)
     worker_rate = p.worker_rate or spike["worker_starts_per_s_each"]
     average = p.runs_per_day / 86_400
     peak = p.spike_jobs / p.spike_window_s
