@@ -38,7 +38,7 @@ class ResultWrite:
 
 @dataclass(frozen=True)
 class ReapCandidate:
-    """A non-terminal run whose ``reap_at`` has passed, as the expiry index shows it (may be stale)."""
+    """A non-terminal run whose lease expired or whose queue deadline passed; ``reap_at``: that instant."""
 
     run_id: str
     status: RunStatus
@@ -180,7 +180,10 @@ class RunStore(Protocol):
         ...
 
     def runs_needing_attention(self, partition: int, now: datetime, limit: int) -> list[ReapCandidate]:
-        """Non-terminal runs whose lease or queue deadline passed, from the expiry index (no Scan)."""
+        """Non-terminal runs whose lease or queue deadline passed, from the reap index (no Scan), up to
+        ``limit`` index entries read. An index that holds checks rather than deadlines (the DynamoDB store's,
+        ``adapters/dynamodb/reap_checks.py``) moves the checks of runs still alive here; either way a run is
+        returned once it needs the reaper and never before."""
         ...
 
     def requeue_expired_lease(
