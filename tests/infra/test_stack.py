@@ -311,21 +311,20 @@ def test_the_api_function_may_update_the_control_table_where_each_teams_api_rate
     ]
 
 
-def test_the_worker_may_make_the_batched_writes_of_its_batch_on_aws(template: Template) -> None:
-    """A batch's leases, results and slots go through PartiQL BatchExecuteStatement, which IAM authorizes
-    per statement (PartiQLUpdate, PartiQLInsert), not as UpdateItem: without these, every batch of more
-    than one run is refused on AWS (LocalStack does not enforce IAM, so only this test can tell)."""
-    [worker_role] = [
+def granted_to_tables(template: Template, handler: str) -> tuple[dict[str, set[str]], str, str]:
+    """The actions the functions of ``handler`` may take on each resource named by ``Fn::GetAtt`` (a
+    table's ARN), and the runs and control tables' logical ids."""
+    roles = [
         f["Properties"]["Role"]["Fn::GetAtt"][0]
         for f in resources(template, "AWS::Lambda::Function").values()
-        if f["Properties"]["Handler"] == "functions/worker/handler.handler"
+        if f["Properties"]["Handler"] == handler
     ]
     tables = resources(template, "AWS::DynamoDB::GlobalTable")
     [runs] = [name for name in tables if "Runs" in name]
     [control] = [name for name in tables if "Control" in name]
     granted: dict[str, set[str]] = {}
     for policy in resources(template, "AWS::IAM::Policy").values():
-        if {"Ref": worker_role} not in policy["Properties"]["Roles"]:
+        if not any({"Ref": role} in policy["Properties"]["Roles"] for role in roles):
             continue
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
             actions = [statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"]
@@ -335,9 +334,28 @@ def test_the_worker_may_make_the_batched_writes_of_its_batch_on_aws(template: Te
             for target in targets:
                 if isinstance(target, dict) and "Fn::GetAtt" in target:
                     granted.setdefault(target["Fn::GetAtt"][0], set()).update(actions)
+    return granted, runs, control
+
+
+def test_the_worker_may_make_the_batched_writes_of_its_batch_on_aws(template: Template) -> None:
+    """A batch's leases, results and slots go through PartiQL BatchExecuteStatement, which IAM authorizes
+    per statement (PartiQLUpdate, PartiQLInsert), not as UpdateItem: without these, every batch of more
+    than one run is refused on AWS (LocalStack does not enforce IAM, so only this test can tell)."""
+    granted, runs, control = granted_to_tables(template, "functions/worker/handler.handler")
     assert {"dynamodb:BatchGetItem", "dynamodb:PartiQLUpdate", "dynamodb:UpdateItem"} <= granted[runs]
     assert {"dynamodb:PartiQLUpdate", "dynamodb:PartiQLInsert", "dynamodb:Query"} <= granted[control]
     assert not any("PartiQLDelete" in a or "PartiQLSelect" in a for a in granted[runs] | granted[control])
+
+
+def test_every_poller_may_read_and_move_reap_checks_on_aws(template: Template) -> None:
+    """The reaper reads the runs at their checks (BatchGetItem) and moves live runs' checks by PartiQL
+    (PartiQLUpdate): without these every reaper pass is refused on AWS and no dead worker's run comes back
+    (LocalStack does not enforce IAM, so only this test can tell)."""
+    granted, runs, _ = granted_to_tables(template, "functions/poller/handler.handler")
+    assert {"dynamodb:BatchGetItem", "dynamodb:PartiQLUpdate", "dynamodb:UpdateItem"} <= granted[runs]
+    assert not any(
+        "PartiQLDelete" in a or "PartiQLSelect" in a or "PartiQLInsert" in a for a in granted[runs]
+    )
 
 
 def test_cdk_nag_aws_solutions_pass_or_each_suppression_names_its_reason(

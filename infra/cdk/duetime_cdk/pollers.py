@@ -77,7 +77,9 @@ class Pollers(Construct):
             allow(["dynamodb:Query"], [storage.index_arn("jobs", DUE_INDEX)]),
             allow(["dynamodb:UpdateItem"], [jobs]),  # claim: move the schedule
             allow(["dynamodb:PutItem", "dynamodb:UpdateItem"], [runs]),  # claim, reap
-            allow(["dynamodb:BatchGetItem"], [runs]),  # the reaper reads each run at its check
+            # The reaper reads each run at its check and moves live runs' checks by PartiQL
+            # BatchExecuteStatement, which IAM authorizes per statement as PartiQLUpdate (reap_checks.py).
+            allow(["dynamodb:BatchGetItem", "dynamodb:PartiQLUpdate"], [runs]),
             allow(["dynamodb:Query"], [storage.index_arn("runs", REAP_INDEX)]),
             allow(["dynamodb:PutItem", "dynamodb:UpdateItem"], [control]),  # low-water marks
             allow(["dynamodb:BatchGetItem", "dynamodb:GetItem"], [control]),  # read the marks
