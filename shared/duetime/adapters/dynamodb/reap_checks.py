@@ -25,7 +25,9 @@ pay 2 more, once a lease length (a long call's heartbeats used to pay them every
 pass reads each run at its check (one consistent BatchGetItem per page of entries).
 
 ``lease_check`` longer than the workers' lease (a configuration mistake) makes recovery later by the
-difference, never lost: the run is still found at its check.
+difference, never lost: the run is still found at its check. And a pass moves at most a page of a shard's
+checks: while many runs wait in the queue past their checks (a backlog), a dead worker's run among them is
+found when the reaper reaches its check, at worst once the backlog has drained (RELIABILITY.md).
 """
 
 from __future__ import annotations
