@@ -42,7 +42,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from duetime.adapters.dynamodb.codec import due_bucket
-from duetime.adapters.dynamodb.reap_checks import DEFAULT_LEASE_CHECK, waiting_check
+from duetime.adapters.dynamodb.reap_checks import (
+    DEFAULT_LEASE_CHECK,
+    needs_reaper_at,
+    next_check,
+    waiting_check,
+)
 from duetime.adapters.memory import MemoryAlerts, MemoryQueue, MemoryStore
 from duetime.adapters.memory.jobs import MemoryDueRow, _JobRow
 from duetime.adapters.memory.runs import _KEEP
@@ -54,7 +59,7 @@ from duetime.bench.plan_midnight import midnight_estimate
 from duetime.claim_plan import Claim, initial_state
 from duetime.clock import ManualClock
 from duetime.ids import PARTITIONS, new_job_id, partition_of, split_run_id
-from duetime.models import Job, JobSpec, Run, RunStatus, Team
+from duetime.models import Job, JobSpec, Run, Team
 from duetime.poller import Poller, PollerConfig
 from duetime.ports import ClaimOutcome, ResultWrite, RunMessage, TargetRequest, TargetResponse
 from duetime.run_batch import work_batch
@@ -102,9 +107,6 @@ def midnight_jobs(
 
 def _seconds(instant: datetime) -> float:
     return (instant - MIDNIGHT).total_seconds()
-
-
-_WAITING = (RunStatus.QUEUED, RunStatus.RETRY_WAIT)
 
 
 def _check(visible_at: datetime, queue_deadline: datetime) -> datetime:
@@ -337,14 +339,10 @@ class SimStore(MemoryStore):
         recorded = super().record_results(results, owner, now)
         wait = self._reap_writes(list(recorded), 1)  # the result takes the run out of its reap shard
         for write in results:
-            if write.run.run_id in recorded:
-                retry = write.status is RunStatus.RETRY_WAIT and write.retry_at and write.queue_deadline
-                self._set_check(
-                    write.run.run_id,
-                    _check(write.retry_at, write.queue_deadline)  # type: ignore[arg-type]
-                    if retry
-                    else None,
-                )
+            if write.run.run_id in recorded:  # a retry waits with its check; a finished run has none
+                waits = write.retry_at is not None and write.queue_deadline is not None
+                check = _check(write.retry_at, write.queue_deadline) if waits else None  # type: ignore[arg-type]
+                self._set_check(write.run.run_id, check)
         self.sim.spend(self._batch_s(len(results), read_first=False) + wait)
         self.sim.finished += len(recorded)
         return recorded
@@ -388,16 +386,9 @@ class SimStore(MemoryStore):
         moved: list[str] = []
         for run_id in due:
             run = self._runs[run_id]
-            if run.status is RunStatus.RUNNING and run.lease_expires_at and run.lease_expires_at >= now:
-                self._set_check(run_id, run.lease_expires_at)
-                moved.append(run_id)
-            elif (
-                run.status in (RunStatus.QUEUED, RunStatus.RETRY_WAIT)
-                and run.queue_deadline
-                and run.queue_deadline >= now
-            ):
-                visible = max(now, run.retry_at) if run.retry_at else now
-                self._set_check(run_id, _check(visible, run.queue_deadline))
+            needs_at = needs_reaper_at(run)
+            if needs_at is not None and needs_at >= now:  # alive: the store moves its check on
+                self._set_check(run_id, next_check(run, now, DEFAULT_LEASE_CHECK))
                 moved.append(run_id)
             else:
                 self._checks.pop(run_id, None)  # a candidate (the twin returns it) or finished

@@ -80,12 +80,12 @@ def midnight_estimate(
     started_s = max(claimed_s, seconds_to_start(jobs, model, rate))
     # Claims land on a poller's partitions at the rate it claims: its share of what falls due each second,
     # or all it can fire when more falls due (rows the preload read ahead). A poller still claiming a minute
-    # after the last second falls due
-    # has left its preload behind, and its sweep claims a page of a partition at once (the preload's pages
-    # land on as many partitions as pages). A partition's due-bucket key takes 1 write a claim; its reap
-    # shard 1 a claim (the run's entry) and 1 a result (it leaves). Results come at the workers' pace, spread
-    # over the partitions, except after a burst: the queue hands a burst's runs out together, so its results
-    # land together too, in a later second that also takes a burst of claims (2 writes a claim at the peak).
+    # after the last second falls due has left its preload behind, and its sweep claims a page of a
+    # partition at once (the preload's pages land on as many partitions as pages). A partition's due-bucket
+    # key takes 1 write a claim; its reap shard 1 a claim (the run's entry) and 1 a result (it leaves).
+    # Results come at the workers' pace, spread over the partitions, except after a burst: the queue hands a
+    # burst's runs out together, so its results land together too, in a later second that also takes a
+    # burst of claims (2 writes a claim at the peak).
     at_once = jobs * (exact_fraction if spread_s else 1.0) / groups
     due_per_poller_s = at_once + (jobs / groups - at_once) / spread_s if spread_s else at_once
     if claimed_s > spread_s + 60:

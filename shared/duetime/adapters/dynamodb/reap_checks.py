@@ -34,9 +34,32 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from duetime.models import Run, RunStatus
+
 DEFAULT_LEASE_CHECK = timedelta(seconds=60)  # the workers' default lease (``Settings.lease_seconds``)
 
 
 def waiting_check(visible_at: datetime, queue_deadline: datetime, lease_check: timedelta) -> datetime:
     """The check of a run that starts waiting: its message is visible from ``visible_at``."""
     return min(queue_deadline, visible_at + lease_check)
+
+
+def needs_reaper_at(run: Run) -> datetime | None:
+    """When ``run`` needs the reaper if nobody acts: its lease expiry while running, its queue deadline while
+    waiting; None for a finished run."""
+    if run.status is RunStatus.RUNNING:
+        return run.lease_expires_at
+    if run.status in (RunStatus.QUEUED, RunStatus.RETRY_WAIT):
+        return run.queue_deadline
+    return None
+
+
+def next_check(run: Run, now: datetime, lease_check: timedelta) -> datetime:
+    """The next check of a run still alive at its check (``needs_reaper_at`` is ahead): a running run's lease
+    expiry; a waiting run's next waiting check, its message visible from now or from its retry time."""
+    if run.status is RunStatus.RUNNING:
+        assert run.lease_expires_at is not None
+        return run.lease_expires_at
+    assert run.queue_deadline is not None
+    visible_at = max(now, run.retry_at) if run.retry_at else now
+    return waiting_check(visible_at, run.queue_deadline, lease_check)

@@ -38,7 +38,12 @@ from duetime.adapters.dynamodb.codec import (
     t,
 )
 from duetime.adapters.dynamodb.reads import batch_get, read_job, read_run, read_team, team_key
-from duetime.adapters.dynamodb.reap_checks import DEFAULT_LEASE_CHECK, waiting_check
+from duetime.adapters.dynamodb.reap_checks import (
+    DEFAULT_LEASE_CHECK,
+    needs_reaper_at,
+    next_check,
+    waiting_check,
+)
 from duetime.adapters.dynamodb.tables import DUE_INDEX, REAP_INDEX, TableNames
 from duetime.adapters.dynamodb.worker_batches import (
     SLOT_GROUPS_SEARCHED,
@@ -468,12 +473,7 @@ class DynamoStore(WorkerBatches):
             if "reap_at" not in item or item["reap_at"]["S"] >= t(now)["S"]:
                 continue  # finished, or its check moved since the index was read (the index lags)
             run = item_to_run(item)
-            if run.status is RunStatus.RUNNING:
-                needs_attention_at = run.lease_expires_at
-            elif run.status in (RunStatus.QUEUED, RunStatus.RETRY_WAIT):
-                needs_attention_at = run.queue_deadline
-            else:
-                continue
+            needs_attention_at = needs_reaper_at(run)
             if needs_attention_at is None:
                 continue
             if _passed(needs_attention_at, now):
@@ -486,26 +486,14 @@ class DynamoStore(WorkerBatches):
         return candidates
 
     def _next_check(self, run: Run, now: datetime) -> partiql.Statement:
-        """The write that moves a live run's check on: a running run's to its lease expiry, a waiting run's
-        to its next waiting check (its message visible from now, or from its retry time if that is later)."""
+        """The write that moves a live run's check on (``reap_checks.next_check``)."""
         key = run_key(run.run_id)
+        values: Item = {":attempt": n(run.attempt), ":reap_at": t(next_check(run, now, self.lease_check))}
         if run.status is RunStatus.RUNNING:
-            assert run.lease_expires_at is not None
-            values: Item = {
-                ":running": s(RunStatus.RUNNING),
-                ":attempt": n(run.attempt),
-                ":now": t(now),
-                ":reap_at": t(run.lease_expires_at),
-            }
+            values.update({":running": s(RunStatus.RUNNING), ":now": t(now)})
             return partiql.update(self.names.runs, key, c.LEASE_OUTLIVES_CHECK, values, sets=("reap_at",))
         assert run.queue_deadline is not None
-        visible_at = max(now, run.retry_at) if run.retry_at else now
-        values = {
-            ":status": s(run.status),
-            ":attempt": n(run.attempt),
-            ":deadline": t(run.queue_deadline),
-            ":reap_at": t(waiting_check(visible_at, run.queue_deadline, self.lease_check)),
-        }
+        values.update({":status": s(run.status), ":deadline": t(run.queue_deadline)})
         return partiql.update(self.names.runs, key, c.WAIT_OUTLIVES_CHECK, values, sets=("reap_at",))
 
     def requeue_expired_lease(
