@@ -293,10 +293,20 @@ class Poller:
             else None
         )
 
-    def claim(self) -> ClaimReport:
+    def claim(self, now: datetime | None = None) -> ClaimReport:
+        """Sweep: claim every job due at ``now`` (by default the clock's now) that the preload does not hold.
+        A loop that checked ``now`` against its claim window passes that same instant: read again, the clock
+        may have passed the window's end in between (a busy machine), and the sweep would claim seconds that
+        are no longer this poller's."""
         skip = self.preload.holds if self.preload else None
         return claim_due_jobs(
-            self.jobs, self.queue, self.config, self.clock.now(), skip, self.team_active, self.known_marks
+            self.jobs,
+            self.queue,
+            self.config,
+            now or self.clock.now(),
+            skip,
+            self.team_active,
+            self.known_marks,
         )
 
     def ready_to_hold(self, now: datetime) -> bool:
@@ -338,15 +348,18 @@ class Poller:
         return recover_runs(self.runs, self.queue, self.alerts, self.config, self.clock.now())
 
     def fire_preloaded(
-        self, before: datetime | None = None, keep_going: Callable[[], bool] | None = None
+        self,
+        before: datetime | None = None,
+        keep_going: Callable[[], bool] | None = None,
+        now: datetime | None = None,
     ) -> FireReport | None:
         """Fire what is due now (and before ``before``), then read one page of the coming minute when it is
         near. Firing comes first and reading goes a page at a time, so a row due while the next minute is
         read waits for one Query at most, not for the whole minute (``run_until`` comes straight back while
-        pages are left)."""
+        pages are left). ``now``: as for ``claim``."""
         if self.preload is None:
             return None
-        report = self.preload.fire(self.clock.now(), before, keep_going)
+        report = self.preload.fire(now or self.clock.now(), before, keep_going)
         report.loaded_rows = self.preload.load_upcoming(self.clock.now(), max_pages=LOAD_PAGES_PER_STEP)
         if report.loaded_rows:
             report.loaded_bucket = self.preload.last_read_bucket
@@ -465,7 +478,7 @@ class Poller:
         if now >= window.end:
             return False
         try:
-            fired = self.fire_preloaded(window.end, self._still_claiming(gate))
+            fired = self.fire_preloaded(window.end, self._still_claiming(gate), now)
         except FireFailed as failed:
             if on_fire:
                 on_fire(failed.report)
@@ -476,7 +489,7 @@ class Poller:
         if now < next_sweep or now >= window.end:
             return False
         try:
-            claimed = self.claim()
+            claimed = self.claim(now)  # the instant checked against the window, not a later one
         except SweepFailed as failed:
             if on_report:
                 on_report(failed.report, None)

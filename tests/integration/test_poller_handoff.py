@@ -47,13 +47,14 @@ EARLY = replace(TIMINGS, hot_standby=False)
 
 
 class Recorder:
-    """One invocation's store, recording when (by its own store clock) it swept and what it claimed."""
+    """One invocation's store, recording up to which instant (by its own store clock) each sweep claimed,
+    and each claim's instant and the runs it created."""
 
     def __init__(self, store: DynamoStore, name: str) -> None:
         self.store = store
         self.name = name
         self.clock: StoreClock | None = None
-        self.sweeps: list[datetime] = []
+        self.sweeps: list[datetime] = []  # each sweep's instant, once per partition bucket read
         self.claimed: list[tuple[datetime, list[str]]] = []  # (the claim's now, run ids created)
 
     def __getattr__(self, attribute: str) -> Any:
@@ -63,10 +64,11 @@ class Recorder:
         assert self.clock is not None
         return self.clock.now()
 
-    def due_jobs(self, *args: Any, **kwargs: Any) -> list[Job]:  # a sweep reads each partition's buckets
-        assert self.clock is not None
-        self.sweeps.append(self.clock.now())
-        return self.store.due_jobs(*args, **kwargs)
+    def due_jobs(self, partition: int, bucket: str, until: datetime, *args: Any, **kwargs: Any) -> list[Job]:
+        # A sweep reads each partition's buckets up to its instant: the second it claims is that instant's,
+        # not the instant of the read (on a busy machine a sweep's last reads can come a second later).
+        self.sweeps.append(until)
+        return self.store.due_jobs(partition, bucket, until, *args, **kwargs)
 
     def claim(self, claims: Sequence[Claim], now: datetime) -> ClaimOutcome:
         outcome = self.store.claim(claims, now)

@@ -163,3 +163,51 @@ def test_a_standby_invocation_takes_over_a_lease_its_holder_stopped_renewing(sto
     assert report.takeovers == 1 and NOW + timedelta(seconds=5) < reign.start <= NOW + timedelta(seconds=5.5)
     assert [m.run_id for m in queue.sent] == [make_run_id(due.id, NOW + timedelta(seconds=8))]
     assert store.read_poller_lease(group).term == 2
+
+
+class BusyClock(ManualClock):
+    """A busy machine: every read of the clock finds it ``per_read`` seconds later than the last."""
+
+    def __init__(self, start: datetime, per_read: float) -> None:
+        super().__init__(start)
+        self.per_read = per_read
+
+    def now(self) -> datetime:
+        return self.advance(self.per_read)
+
+
+class SweepLog(ClaimLog):
+    """The store, recording the instant each sweep reads its partitions up to."""
+
+    def __init__(self, store: DynamoStore, clock: ManualClock) -> None:
+        super().__init__(store, clock)
+        self.swept_until: list[datetime] = []
+
+    def due_jobs(self, partition: int, bucket: str, until: datetime, *args: Any, **kwargs: Any) -> list[Job]:
+        self.swept_until.append(until)
+        return self.store.due_jobs(partition, bucket, until, *args, **kwargs)
+
+
+@pytest.mark.parametrize("ends_before_handover", [0.2, 0.5, 0.75, 0.85, 0.95])
+def test_a_sweep_claims_up_to_the_instant_checked_against_its_window_even_when_the_clock_moves_on(
+    store: DynamoStore, ends_before_handover: float
+) -> None:
+    """A holder's window ends before a handover at X (0.2 s before it when deployed). On a busy machine the
+    clock moves on between the loop's check "is it still my window" and the sweep (here every read of the
+    clock finds it 0.25 s later): the sweep reads up to the instant checked, never a later one, so it claims
+    nothing at or after the window's end, whatever the window's end is on the clock's second."""
+    handover = NOW + timedelta(seconds=5)
+    mine = exact_job_due(store, handover - timedelta(seconds=2))
+    clock = BusyClock(NOW, per_read=0.25)
+    log = SweepLog(store, clock)
+    queue = Queue()
+    config = PollerConfig(partitions=[partition_of(mine.id)], preload_lead=None)
+    poller = Poller(log, log, queue, NoAlerts(), clock, config)
+    window = ClaimWindow(NOW + timedelta(seconds=1), handover - timedelta(seconds=ends_before_handover))
+    poller.run_until(
+        stop=lambda: False,
+        sleep=clock.advance,
+        gate=FixedGate(NOW, window, handover + timedelta(seconds=2), clock),
+    )
+    assert log.swept_until and max(log.swept_until) < window.end
+    assert [m.run_id for m in queue.sent] == [make_run_id(mine.id, handover - timedelta(seconds=2))]
