@@ -190,9 +190,16 @@ def beating() -> bool:
     return any(t.name.startswith("heartbeat-") for t in threading.enumerate())
 
 
-def heartbeat_waits(clock: ManualClock, waits: list[float]) -> Callable[[threading.Event, float], bool]:
+def heartbeat_waits(
+    clock: ManualClock, waits: list[float], called: Callable[[], bool]
+) -> Callable[[threading.Event, float], bool]:
+    """The heartbeat's waits move the clock, once the target has been called: on a real clock the call
+    starts at once, but here the heartbeat's thread could move time by whole heartbeats before the calling
+    thread reached its pre-call lease check (``LeaseLapsedBeforeCall``), on a slow machine."""
+
     def wait(done: threading.Event, seconds: float) -> bool:
         waits.append(seconds)
+        assert poll(called), "the target was never called"
         clock.advance(seconds)
         return done.wait(0.001)
 
@@ -217,7 +224,8 @@ def work(store: DynamoStore, runs: FlakyStore, seconds: float = 150) -> Worked:
     assert poller_on(store, clock, job, claimed, preload_lead=None).claim().runs_created == 1
     message, target, waits, queue = claimed.sent[0], SlowTarget(store, clock, seconds), [], Queue()
     config = WorkerConfig(lease=LEASE, heartbeat=HEARTBEAT)
-    worker = Worker(runs, store, queue, Alerts(), target, clock, config, wait=heartbeat_waits(clock, waits))
+    waiting = heartbeat_waits(clock, waits, called=lambda: bool(target.calls))
+    worker = Worker(runs, store, queue, Alerts(), target, clock, config, wait=waiting)
     return Worked(message, worker.process(message), target, waits, queue)
 
 
