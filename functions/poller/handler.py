@@ -1,7 +1,8 @@
 """Poller Lambda: EventBridge invokes it every minute per partition group, and each invocation may serve the
 group for ``run_seconds`` (more than a minute, so the next one always comes before it ends). Of the
 invocations alive, the one holding the group's lease claims; it hands the lease to the next at an agreed
-second once that one is ready, and returns (``poller_lease``).
+second once that one is ready, and returns (``poller_lease``). When its group is quiet it gives the lease
+back and returns early (``quiet``); a job written due before the next tick starts one with ``wake``.
 
 A tick that raises is logged, counted (``PollerErrors``) and the invocation goes on. The invocation fails
 (Lambda's ``Errors``) only when not one of its ticks or lease calls succeeded."""
@@ -31,5 +32,6 @@ def handler(event: dict, context: LambdaContext) -> dict:
     shift = wiring.poller_shift()
     invocation = invocation_id(context.aws_request_id)  # unique even when an event is delivered twice
     run_seconds = min(tick.run_seconds, budget)
-    report = shift.serve(invocation, tick.partitions, run_seconds, time.sleep, metrics=metrics)
+    serve = shift.serve
+    report = serve(invocation, tick.partitions, run_seconds, time.sleep, metrics=metrics, wake=tick.wake)
     return report.summary()

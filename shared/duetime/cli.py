@@ -218,7 +218,9 @@ def run_bench(args: argparse.Namespace) -> None:
     if args.action == "idle":
         from duetime.bench.idle import run_idle
 
-        idle = run_idle(args.minutes, args.groups, args.run_seconds, hot_standby=args.hot_standby)
+        idle = run_idle(
+            args.minutes, args.groups, args.run_seconds, hot_standby=args.hot_standby, rest=not args.awake
+        )
         print(json.dumps(idle) if args.json else "\n".join(f"{k:36} {v}" for k, v in idle.items()))
         return
     if args.action == "spike":
@@ -464,6 +466,11 @@ def parser() -> argparse.ArgumentParser:
         "--hot-standby",
         action="store_true",
         help="keep the next invocation waiting to the end of each run (the stack's poller_hot_standby)",
+    )
+    idle.add_argument(
+        "--awake",
+        action="store_true",
+        help="holders serve their whole minute even when quiet (the stack's poller_rest_when_quiet off)",
     )
     idle.add_argument("--json", action="store_true")
     runcpu = benches.add_parser(

@@ -16,6 +16,7 @@ class PollerTick(BaseModel):
 
     partitions: list[int] | None = Field(default=None, description='e.g. "0-15"; default: the settings')
     run_seconds: float = Field(default=135, ge=0, le=840)
+    wake: bool = False  # started by a job write (duetime.wake): return at once if the group has a holder
 
     @field_validator("partitions", mode="before")
     @classmethod

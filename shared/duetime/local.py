@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 from duetime.adapters.dynamodb.tables import TableNames, create_tables
 from duetime.adapters.sqs import SqsConsumer, ensure_queue
-from duetime.local_lambda import LocalFunction, LocalScheduleRule, LocalSqsEventSource, poll_until
+from duetime.local_lambda import LocalFunction, LocalScheduleRule, LocalSqsEventSource, poll_until, register
 from duetime.run_batch import work_batch
 from duetime.settings import Settings
 from duetime.worker import Worker, WorkReport
@@ -139,6 +139,9 @@ def run_local(port: int, workers: int) -> int:
         dynamodb, sqs = client("dynamodb"), client("sqs")  # after local_environment(): the emulators
         settings = ensure_resources(Settings.from_env(dict(os.environ)), dynamodb, sqs)
         os.environ["DUETIME_RUN_QUEUE_URL"] = settings.run_queue_url  # the handlers' settings, as on AWS
+        os.environ["DUETIME_POLLER_FUNCTION_NAME"] = "local:poller"  # the API wakes quiet groups through it
+        os.environ["DUETIME_POLLER_GROUPS"] = ";".join(LOCAL_PARTITION_GROUPS)
+        os.environ["DUETIME_POLLER_RUN_SECONDS"] = str(POLLER_RUN_SECONDS)
         service = make_job_service(settings, make_store(settings, dynamodb), sqs)
         try:
             team, token = service.create_team("dev", max_concurrency=50, exact_quota=1000)
@@ -149,7 +152,7 @@ def run_local(port: int, workers: int) -> int:
             secret = existing.signing_secret if existing else None
         api_function = LocalFunction("api", timeout_seconds=29)
         gateway = LocalGateway(api_function.as_api_handler, port).start()
-        poller = LocalFunction("poller", timeout_seconds=POLLER_TIMEOUT_SECONDS)
+        poller = register(LocalFunction("poller", timeout_seconds=POLLER_TIMEOUT_SECONDS))
         rules = [
             LocalScheduleRule(poller, {"partitions": group, "run_seconds": POLLER_RUN_SECONDS})
             for group in LOCAL_PARTITION_GROUPS

@@ -100,6 +100,32 @@ class LocalFunction:
         return thread
 
 
+_REGISTERED: dict[str, LocalFunction] = {}
+
+
+def register(function: LocalFunction) -> LocalFunction:
+    """Make ``function`` invocable by name in this process (what Lambda's Invoke reaches on AWS)."""
+    _REGISTERED[function.name] = function
+    return function
+
+
+class RegisteredPollerStarter:
+    """``duetime.wake.PollerStarter`` for ``duetime local``: an asynchronous invocation of the registered
+    poller function, with the event ``LambdaPollerStarter`` sends on AWS."""
+
+    def __init__(self, name: str, run_seconds: float) -> None:
+        self.name = name
+        self.run_seconds = run_seconds
+
+    def start(self, group: str) -> None:
+        from duetime.adapters.lambda_starter import wake_event
+
+        function = _REGISTERED.get(self.name)
+        if function is None:
+            raise LookupError(f"no local function {self.name} is registered")
+        function.invoke_async(wake_event(group, self.run_seconds))
+
+
 @dataclass
 class LocalScheduleRule:
     function: LocalFunction

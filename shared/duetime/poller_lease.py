@@ -47,30 +47,17 @@ from enum import StrEnum
 from typing import Any, ParamSpec, TypeVar
 
 from duetime.observability import MetricsSink, record_fire, record_poll, record_poller_error
-from duetime.poller import ClaimWindow, Poller
+from duetime.poller import ClaimReport, ClaimWindow, Poller, RecoveryReport
 from duetime.ports import PollerLease, PollerLeaseStore
 from duetime.preload import FireReport
+from duetime.quiet import QuietTimings, QuietWatch
+from duetime.settings import group_label
 from duetime.timeutil import ceil_seconds
 from duetime.warmup import WorkerWarmer, warm_before_loaded_minutes
 
 log = logging.getLogger(__name__)
 P = ParamSpec("P")
 R = TypeVar("R")
-
-
-def group_label(partitions: Sequence[int]) -> str:
-    """A partition group's name in its lease key: its ranges, e.g. ``"0-15"`` or ``"0-7,32-39"``."""
-    ranges: list[str] = []
-    ordered = sorted(set(partitions))
-    start = previous = ordered[0]
-    for partition in [*ordered[1:], None]:
-        if partition is not None and partition == previous + 1:
-            previous = partition
-            continue
-        ranges.append(f"{start}-{previous}" if previous != start else f"{start}")
-        if partition is not None:
-            start = previous = partition
-    return ",".join(ranges)
 
 
 def invocation_id(prefix: str = "local") -> str:
@@ -147,6 +134,7 @@ class GroupLease:
         self.handovers = 0  # times it handed the lease to a successor
         self.takeovers = 0  # times it took over a lease whose holder had stopped renewing
         self.store_calls = 0  # lease reads and writes that answered
+        self.rested = False  # gave the lease back because the group was quiet (``duetime.quiet``)
         self._since: datetime | None = None
         self._expires: datetime | None = None
         self._offer: datetime | None = None  # the second the lease is offered at, while the offer may stand
@@ -198,6 +186,19 @@ class GroupLease:
         except Exception:
             log.warning("giving the poller lease up failed; it expires by itself", exc_info=True)
         self.role = Role.DONE
+
+    def rest(self, now: datetime, wakes_seen: int) -> bool:
+        """The group is quiet (``duetime.quiet``): give the lease back under POLLER_QUIET_UNWOKEN and be
+        done, unless a handover is under way. True if it gave the lease back; False (woken meanwhile, or
+        handing over) leaves the holder as it was. Asked between ticks only: nothing is being claimed."""
+        if self.role is not Role.HOLDER or self._offer is not None or self._until is not None:
+            return False
+        if not self._call(self.store.release_quiet_poller_lease, self.group, self.me, wakes_seen):
+            return False
+        self.rested = True
+        self._end_reign(now, Role.DONE)
+        log.info("poller group quiet: lease given back until the next tick", extra=self._extra())
+        return True
 
     # --- standby ------------------------------------------------------------------------------------------
 
@@ -401,6 +402,9 @@ class ShiftReport:
     reigns: list[ClaimWindow] = field(default_factory=list)
     handovers: int = 0
     takeovers: int = 0
+    rested: bool = False  # the group was quiet: the lease was given back until the next tick
+    woken_while_held: bool = False  # a wake found a holder there and returned at once
+    quiet_looks: int = 0
 
     def held_seconds(self) -> float:
         return sum((r.end - r.start).total_seconds() for r in self.reigns)
@@ -414,6 +418,8 @@ class ShiftReport:
             "held_seconds": round(self.held_seconds(), 3),
             "handovers": self.handovers,
             "takeovers": self.takeovers,
+            "rested": self.rested,
+            "woken_while_held": self.woken_while_held,
         }
 
 
@@ -431,6 +437,7 @@ class PollerShift:
     timings: LeaseTimings = field(default_factory=LeaseTimings)
     interval: float = 1.0
     warmer: WorkerWarmer | None = None  # warms a worker before each loaded minute (``duetime.warmup``)
+    quiet: QuietTimings | None = None  # rest when the group is quiet (``duetime.quiet``); None: never
 
     def serve(
         self,
@@ -440,10 +447,14 @@ class PollerShift:
         sleep: Callable[[float], object],
         stop: Callable[[], bool] = lambda: False,
         metrics: MetricsSink | None = None,
+        wake: bool = False,
     ) -> ShiftReport:
         """Serve ``partitions`` (default: the poller's) for ``run_seconds`` (None: until ``stop()``): wait as
-        a standby, hold the group's lease when it comes, hand it over at the end. Raises ``ShiftFailed``
-        when nothing got done: it held the group and not one sweep succeeded, or not one lease call did."""
+        a standby, hold the group's lease when it comes, hand it over at the end, or give it back early when
+        the group is quiet (``quiet``, only for a run with an end: the next tick comes). ``wake``: an
+        invocation a job write started (``duetime.wake``), which returns at once if the group has a holder.
+        Raises ``ShiftFailed`` when nothing got done: it held the group and not one sweep succeeded, or not
+        one lease call did."""
         poller = self.poller.for_partitions(partitions) if partitions else self.poller
         group = group_label(poller.config.partitions)
         now = poller.clock.now()
@@ -452,6 +463,9 @@ class PollerShift:
             self.leases, group, invocation, ends_at, self.timings, poller.ready_to_hold, poller.busy
         )
         report = ShiftReport(group, invocation, list(poller.config.partitions))
+        if wake and not self.leases.read_poller_lease(group).free_at(now):
+            report.woken_while_held = True
+            return report
         errors: list[Exception] = []
 
         def failed(error: Exception) -> None:
@@ -465,16 +479,42 @@ class PollerShift:
         if self.warmer is not None:
             observers.append(warm_before_loaded_minutes(self.warmer, _warmup_failed))
 
+        sweep_observers: list[Callable[[ClaimReport, RecoveryReport | None], None]] = []
+        if metrics is not None:
+            sweep_observers.append(lambda claimed, recovered: record_poll(metrics, claimed, recovered))
+        watch = None
+        if self.quiet is not None and ends_at is not None:
+            watch = QuietWatch(poller, self.leases, group, invocation, self.quiet)
+            observers.append(watch.saw_fire)
+            sweep_observers.append(lambda claimed, _: watch.saw_sweep(claimed))
+
         def on_fire(fired: FireReport) -> None:
             for observe in observers:
                 observe(fired)
 
+        def on_report(claimed: ClaimReport, recovered: RecoveryReport | None) -> None:
+            for observe in sweep_observers:
+                observe(claimed, recovered)
+
+        def stop_or_rest() -> bool:  # asked between ticks
+            if stop():
+                return True
+            if watch is None or gate.role is not Role.HOLDER:
+                return False
+            wakes = watch.wakes_to_keep(poller.clock.now())
+            if wakes is None:
+                return False
+            if gate.rest(poller.clock.now(), wakes):
+                return True
+            watch.woken(poller.clock.now())
+            return False
+
         try:
             report.sweeps = poller.run_until(
-                stop=stop,
+                stop=stop_or_rest,
                 sleep=sleep,
                 interval=self.interval,
-                on_report=(lambda c, r: record_poll(metrics, c, r)) if metrics is not None else None,
+                on_report=on_report if sweep_observers else None,
                 on_fire=on_fire if observers else None,
                 on_error=failed,
                 gate=gate,
@@ -483,6 +523,7 @@ class PollerShift:
             gate.close(poller.clock.now())
         report.errors = len(errors)
         report.reigns, report.handovers, report.takeovers = gate.reigns, gate.handovers, gate.takeovers
+        report.rested, report.quiet_looks = gate.rested, watch.looks if watch is not None else 0
         if metrics is not None:
             metrics.add_metric("PollerHandovers", "Count", report.handovers)
             metrics.add_metric("PollerTakeovers", "Count", report.takeovers)

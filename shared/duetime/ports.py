@@ -186,6 +186,14 @@ class RunStore(Protocol):
         returned once it needs the reaper and never before."""
         ...
 
+    def has_reap_work_before(self, partition: int, until: datetime) -> bool:
+        """Whether an unfinished run of ``partition`` may need the reaper before ``until`` (its lease expiry,
+        queue deadline or retry time, or a check of the reap index before it): one read of the index, no run
+        returned. False means no run of the partition needs the reaper before ``until``; a store whose index
+        holds checks may answer True earlier than the run really needs it. A quiet partition group's poller
+        asks this before it stops until the next tick (``duetime.quiet``)."""
+        ...
+
     def requeue_expired_lease(
         self, candidate: ReapCandidate, now: datetime, queue_deadline: datetime
     ) -> Run | None:
@@ -216,6 +224,7 @@ class PollerLease:
     expires_at: datetime | None = None  # unless renewed before then; after it, anyone may take the lease
     successor: str | None = None  # the one registered standby invocation
     handover_at: datetime | None = None  # a whole second the holder offered the lease to the successor at
+    wakes: int = 0  # +1 each time a write made something due soon in the group (``duetime.quiet``)
 
     def free_at(self, now: datetime) -> bool:
         """Nobody holds the lease at ``now``: never held, given back, or expired."""
@@ -275,6 +284,18 @@ class PollerLeaseStore(Protocol):
     def withdraw_poller_offer(self, group: str, me: str, at: datetime) -> PollerLease | None:
         """The holder takes back an offer nobody accepted (POLLER_HANDOVER_UNANSWERED); the successor is
         unregistered too, and the holder keeps its lease."""
+        ...
+
+    def wake_poller_group(self, group: str) -> PollerLease:
+        """Count a wake: a job write made something due soon in the group (``wakes`` + 1, unconditional).
+        The lease as it stands after: when nobody holds it, the waker starts an invocation."""
+        ...
+
+    def release_quiet_poller_lease(self, group: str, me: str, wakes_seen: int) -> bool:
+        """Give the lease back because the group is quiet, only if ``me`` still holds it and nobody woke the
+        group since the holder read ``wakes_seen`` (POLLER_QUIET_UNWOKEN). Serialised with
+        ``wake_poller_group`` on the one item: either the wake comes first and the holder stays, or the
+        release comes first and the waker finds the lease free."""
         ...
 
 

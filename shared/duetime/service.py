@@ -36,6 +36,7 @@ from duetime.schedule import fire_time, is_dst_shifted, next_nominal_after, rate
 from duetime.target_guard import TargetRefused, check_target_url
 from duetime.team_admin import TeamAdmin, hash_token
 from duetime.timeutil import ceil_seconds, minute_bucket, whole_seconds
+from duetime.wake import GroupWaker
 
 RESCHEDULE_FIELDS = {"schedule", "start_at", "end_at", "jitter_seconds", "exact", "paused"}
 MAX_LOAD_WINDOW = timedelta(hours=24)
@@ -76,8 +77,10 @@ class JobService:
         clock: Clock,
         allow_private_targets: bool = False,
         queue_deadline: timedelta = DEFAULT_QUEUE_DEADLINE,
+        waker: GroupWaker | None = None,
     ) -> None:
         self.catalog = catalog
+        self.waker = waker  # wakes a quiet poller group for a job written due soon (duetime.wake)
         self.marks = marks
         self.queue = queue
         self.clock = clock
@@ -152,7 +155,10 @@ class JobService:
             raise _quota_error(team, exc) from exc
         except IdempotencyMismatch as exc:
             raise Conflict("Idempotency-Key was used with a different request", "Idempotency-Key") from exc
-        return job if job_id == job.id else self.get_job(team, job_id)
+        if job_id != job.id:  # the same request again: the first one woke the group if it had to
+            return self.get_job(team, job_id)
+        self._wake_if_due_soon(job, now)
+        return job
 
     def get_job(self, team: Team, job_id: str) -> Job:
         job = self.catalog.get_job(job_id) if len(job_id) <= 64 else None
@@ -197,10 +203,15 @@ class JobService:
             updated = updated.model_copy(update={"state": state})
             try:
                 if self.catalog.replace_job(job, updated, team, now):
+                    self._wake_if_due_soon(updated, now)
                     return updated
             except StoreQuotaExceeded as exc:
                 raise _quota_error(team, exc) from exc
         raise Conflict("the job kept changing while being updated; try again")
+
+    def _wake_if_due_soon(self, job: Job, now: datetime) -> None:
+        if self.waker is not None:
+            self.waker.job_written(job, now)
 
     def delete_job(self, team: Team, job_id: str) -> None:
         for _ in range(5):

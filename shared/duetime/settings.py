@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pydantic import BaseModel, Field, field_validator
 
 from duetime.ids import PARTITIONS
@@ -18,6 +20,21 @@ def parse_partitions(text: str) -> list[int]:
     if not partitions or any(not 0 <= p < PARTITIONS for p in partitions):
         raise ValueError(f"partitions must lie in 0..{PARTITIONS - 1}")
     return sorted(set(partitions))
+
+
+def group_label(partitions: Sequence[int]) -> str:
+    """A partition group's name in its lease key: its ranges, e.g. ``"0-15"`` or ``"0-7,32-39"``."""
+    ranges: list[str] = []
+    ordered = sorted(set(partitions))
+    start = previous = ordered[0]
+    for partition in [*ordered[1:], None]:
+        if partition is not None and partition == previous + 1:
+            previous = partition
+            continue
+        ranges.append(f"{start}-{previous}" if previous != start else f"{start}")
+        if partition is not None:
+            start = previous = partition
+    return ",".join(ranges)
 
 
 class Settings(BaseModel):
@@ -42,6 +59,14 @@ class Settings(BaseModel):
     # replaced within seconds, at twice the pollers' Lambda time); off, the holder hands over as soon as
     # the next invocation is ready, except in busy minutes (duetime.poller_lease).
     poller_hot_standby: bool = False
+    # A quiet group's holder gives the lease back until the next tick (duetime.quiet); the API wakes a
+    # group when a job written falls due before then (duetime.wake): it invokes this function (empty: no
+    # wakes; "local:<name>" is duetime local's in-process function) for the group among these labels
+    # (";"-separated, as the stack's rules name them, e.g. "0-15;16-31;32-47;48-63").
+    poller_rest_when_quiet: bool = True
+    poller_function_name: str = ""
+    poller_groups: str = ""
+    poller_run_seconds: float = Field(default=135, ge=0, le=840)  # what a woken invocation serves
     allow_private_targets: bool = False  # SSRF guard: permit loopback/private targets (local use only)
     max_body_bytes: int = Field(default=64 * 1024, ge=1024)
 

@@ -14,15 +14,18 @@ from duetime.adapters.dynamodb.rate_limits import DynamoRateLimiter
 from duetime.adapters.dynamodb.store import DynamoStore
 from duetime.adapters.dynamodb.tables import TableNames
 from duetime.adapters.http_target import HttpTargetCaller
+from duetime.adapters.lambda_starter import LambdaPollerStarter
 from duetime.adapters.lambda_warmer import LambdaWorkerWarmer
 from duetime.adapters.sqs import SqsRunQueue
 from duetime.adapters.store_clock import StoreClock
 from duetime.poller import Poller, PollerConfig
 from duetime.poller_lease import LeaseTimings, PollerShift
 from duetime.ports import AlertSink
+from duetime.quiet import QuietTimings
 from duetime.service import JobService
 from duetime.settings import Settings
 from duetime.team_admin import TeamAdmin
+from duetime.wake import GroupWaker, PollerStarter, partition_groups
 from duetime.worker import Worker, WorkerConfig
 
 
@@ -86,7 +89,8 @@ def poller_shift() -> PollerShift:
     clock = make_store_clock(store)
     poller = Poller(store, store, queue, make_alerts(s, store), clock, poller_config(s), teams=store)
     warmer = LambdaWorkerWarmer(client("lambda"), s.worker_function_arn) if s.worker_function_arn else None
-    return PollerShift(poller, store, lease_timings(s), s.poll_interval_seconds, warmer)
+    quiet = QuietTimings() if s.poller_rest_when_quiet else None
+    return PollerShift(poller, store, lease_timings(s), s.poll_interval_seconds, warmer, quiet)
 
 
 @functools.cache
@@ -113,7 +117,23 @@ def make_job_service(s: Settings, store: DynamoStore, sqs: Any | None = None) ->
         make_store_clock(store),
         allow_private_targets=s.allow_private_targets,
         queue_deadline=timedelta(seconds=s.queue_deadline_seconds),
+        waker=make_waker(s, store),
     )
+
+
+def make_waker(s: Settings, store: DynamoStore) -> GroupWaker | None:
+    """The API's side of resting groups (``duetime.wake``): None when the pollers never rest or nothing
+    says how to start one. ``local:<name>`` is ``duetime local``'s in-process function of that name."""
+    if not (s.poller_rest_when_quiet and s.poller_function_name and s.poller_groups):
+        return None
+    starter: PollerStarter
+    if s.poller_function_name.startswith("local:"):
+        from duetime.local_lambda import RegisteredPollerStarter
+
+        starter = RegisteredPollerStarter(s.poller_function_name.removeprefix("local:"), s.poller_run_seconds)
+    else:
+        starter = LambdaPollerStarter(client("lambda"), s.poller_function_name, s.poller_run_seconds)
+    return GroupWaker(store, partition_groups(s.poller_groups.split(";")), starter)
 
 
 def make_team_admin(s: Settings, actor: str) -> TeamAdmin:

@@ -94,6 +94,21 @@ def test_a_hot_standby_of_pollers_is_a_flag_that_reaches_every_poller() -> None:
         assert variables == {expected}
 
 
+def test_resting_quiet_groups_is_a_flag_that_reaches_every_poller_and_the_api() -> None:
+    poller = {"Properties": {"Handler": "functions/poller/handler.handler"}}
+    api = {"Properties": {"Handler": "functions/api/handler.handler"}}
+    for flag, expected in (("false", "false"), ("true", "true")):
+        _, template = app_with({**THROWAWAY, "poller_rest_when_quiet": flag}, {})
+        pollers = list(template.find_resources("AWS::Lambda::Function", poller).values())
+        apis = list(template.find_resources("AWS::Lambda::Function", api).values())
+        assert pollers and len(apis) == 1
+        functions = [*pollers, *apis]
+        variables = {
+            f["Properties"]["Environment"]["Variables"]["DUETIME_POLLER_REST_WHEN_QUIET"] for f in functions
+        }
+        assert variables == {expected}
+
+
 def test_without_an_account_the_stack_is_environment_agnostic() -> None:
     # The CLI names a region even without credentials (us-east-1); only an account binds the stack.
     assert deployment_environment({"CDK_DEFAULT_REGION": "us-east-1"}) is None

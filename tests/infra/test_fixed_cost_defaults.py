@@ -61,6 +61,8 @@ def test_the_pollers_are_the_groups_memory_and_run_length_the_fixed_cost_counts(
     # The handover the fixed cost assumes (early, or at the end of the run with a hot standby):
     hot_standby = {p["Environment"]["Variables"]["DUETIME_POLLER_HOT_STANDBY"] for p in pollers}
     assert hot_standby == {"true" if DEFAULTS.poller_hot_standby else "false"}
+    rest = {p["Environment"]["Variables"]["DUETIME_POLLER_REST_WHEN_QUIET"] for p in pollers}
+    assert rest == {"true" if DEFAULTS.poller_rests_when_quiet else "false"}
 
 
 def test_provisioned_concurrency_is_the_peak_window_and_the_baseline(template: Template) -> None:

@@ -358,6 +358,74 @@ def test_every_poller_may_read_and_move_reap_checks_on_aws(template: Template) -
     )
 
 
+def lambda_grants(template: Template, handler: str) -> list[tuple[list[str], Any]]:
+    """Each statement of the roles of the functions of ``handler`` naming a ``lambda:`` action, as its
+    actions and each resource."""
+    roles = [
+        f["Properties"]["Role"]["Fn::GetAtt"][0]
+        for f in resources(template, "AWS::Lambda::Function").values()
+        if f["Properties"]["Handler"] == handler
+    ]
+    grants: list[tuple[list[str], Any]] = []
+    for policy in resources(template, "AWS::IAM::Policy").values():
+        if not any({"Ref": role} in policy["Properties"]["Roles"] for role in roles):
+            continue
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            actions = [statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"]
+            if any(a.startswith("lambda:") for a in actions):
+                targets = statement["Resource"]
+                grants.extend((actions, t) for t in (targets if isinstance(targets, list) else [targets]))
+    return grants
+
+
+def api_wake(template: Template) -> tuple[dict[str, Any], dict[str, str]]:
+    """The api function's environment, and each group's poller function (logical id) by the partitions
+    its rule sends."""
+    [environment] = [
+        f["Properties"]["Environment"]["Variables"]
+        for f in resources(template, "AWS::Lambda::Function").values()
+        if f["Properties"]["Handler"] == "functions/api/handler.handler"
+    ]
+    targets = [r["Properties"]["Targets"][0] for r in resources(template, "AWS::Events::Rule").values()]
+    pollers = {json.loads(t["Input"])["partitions"]: t["Arn"]["Fn::GetAtt"] for t in targets}
+    # The rules target the poller functions themselves (an alias would be a Ref, not the function's Arn).
+    assert all(arn[1] == "Arn" for arn in pollers.values())
+    return environment, {label: arn[0] for label, arn in pollers.items()}
+
+
+def test_the_api_function_may_wake_a_quiet_group_by_invoking_its_poller(template: Template) -> None:
+    """A quiet group's poller gives the lease back until the next tick (``duetime.quiet``); a job written
+    due sooner makes the api function count a wake on the group's lease item (UpdateItem on the control
+    table) and invoke a poller for the group, asynchronously, with the rule's input (``duetime.wake``). It
+    names the function the rules target and the groups exactly as the rules' inputs do, and may invoke
+    that one function and nothing else (LocalStack does not enforce IAM: only this test can tell)."""
+    environment, pollers = api_wake(template)
+    assert environment["DUETIME_POLLER_GROUPS"] == "0-15;16-31;32-47;48-63"
+    assert sorted(environment["DUETIME_POLLER_GROUPS"].split(";")) == sorted(pollers)
+    rules = resources(template, "AWS::Events::Rule").values()
+    [run_seconds] = {json.loads(r["Properties"]["Targets"][0]["Input"])["run_seconds"] for r in rules}
+    assert environment["DUETIME_POLLER_RUN_SECONDS"] == str(run_seconds) == "135"
+    # Any group's poller may serve a woken group (the event names it): the first group's, as all are sized
+    # alike. Invoked by its name, unqualified, as the rules invoke it; the role names its ARN only.
+    assert environment["DUETIME_POLLER_FUNCTION_NAME"] == {"Ref": pollers["0-15"]}
+    grants = lambda_grants(template, "functions/api/handler.handler")
+    assert grants == [(["lambda:InvokeFunction"], {"Fn::GetAtt": [pollers["0-15"], "Arn"]})]
+    granted, _, control = granted_to_tables(template, "functions/api/handler.handler")
+    assert "dynamodb:UpdateItem" in granted[control]  # the wake count on the group's lease item
+    assert lambda_grants(template, "functions/authorizer/handler.handler") == []
+
+
+def test_the_api_function_wakes_the_groups_the_stack_deploys() -> None:
+    _, template = synth(deletion_protection="false", partition_groups="0-31,32-63")
+    environment, pollers = api_wake(template)
+    assert sorted(pollers) == ["0-31", "32-63"]
+    assert environment["DUETIME_POLLER_GROUPS"] == "0-31;32-63"
+    assert environment["DUETIME_POLLER_RUN_SECONDS"] == "135"
+    assert environment["DUETIME_POLLER_FUNCTION_NAME"] == {"Ref": pollers["0-31"]}
+    grants = lambda_grants(template, "functions/api/handler.handler")
+    assert grants == [(["lambda:InvokeFunction"], {"Fn::GetAtt": [pollers["0-31"], "Arn"]})]
+
+
 def test_cdk_nag_aws_solutions_pass_or_each_suppression_names_its_reason(
     test_stack: tuple[DuetimeStack, Template],
 ) -> None:

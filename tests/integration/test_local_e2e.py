@@ -21,6 +21,7 @@ from .local_system import LocalSystem, isolated, start_local
 
 HTTP = urllib3.PoolManager()
 OUTPUTS: list[list[str]] = []  # what each duetime local printed, shown when a wait times out
+PREFIXES: list[str] = []  # each duetime local's table prefix
 
 
 @pytest.fixture(scope="module")
@@ -28,6 +29,7 @@ def local() -> Iterator[LocalSystem]:
     prefix = f"e2e{uuid.uuid4().hex[:8]}"
     system = start_local(isolated(prefix))
     OUTPUTS.append(system.output)
+    PREFIXES.append(prefix)
     yield system
     assert system.stop() == 0, "\n".join(system.output)  # Ctrl-C stops it cleanly
 
@@ -192,3 +194,40 @@ def test_plan_reads_the_due_histogram_of_a_running_duetime(local: LocalSystem) -
     assert plan["measured_busiest_minute"]["runs"] >= 3
     busy = [m for m in plan["minutes_needing_prescale"] if m["minute"] == at.strftime("%Y-%m-%dT%H:%M")]
     assert busy and busy[0]["runs"] >= 3 and busy[0]["workers"] >= 5
+
+
+def test_a_job_rescheduled_into_a_resting_group_wakes_its_poller_and_runs_in_its_second(
+    local: LocalSystem,
+) -> None:
+    """The pollers run as on AWS: a quiet group's holder gives the lease back until the next tick (up to a
+    minute away). A job edited to fall due 6 s from now wakes its group (``duetime.wake``), and its run is
+    claimed in its second, not at the next tick."""
+    from duetime.adapters.clients import client
+    from duetime.adapters.dynamodb.store import DynamoStore
+    from duetime.adapters.dynamodb.tables import TableNames
+    from duetime.ids import partition_of
+    from duetime.local import LOCAL_PARTITION_GROUPS
+    from duetime.wake import partition_groups
+
+    later = (datetime.now(UTC) + timedelta(hours=3)).replace(microsecond=0)
+    body = {"name": "woken", "schedule": {"at": later.isoformat()}, "exact": True}
+    status, job = api(local, "POST", "/v1/jobs", {**body, "target": {"url": f"{local.url}/demo/target"}})
+    assert status == 201, job
+    prefix = PREFIXES[-1]
+    names = TableNames(f"{prefix}-jobs", f"{prefix}-runs", f"{prefix}-control")
+    store = DynamoStore(client("dynamodb"), names)
+    group = partition_groups(LOCAL_PARTITION_GROUPS)[partition_of(job["id"])]
+    wait_for(lambda: store.read_poller_lease(group).holder is None, timeout=90)  # the group rests
+    wakes = store.read_poller_lease(group).wakes
+
+    at = (datetime.now(UTC) + timedelta(seconds=6)).replace(microsecond=0)
+    status, edited = api(local, "PATCH", f"/v1/jobs/{job['id']}", {"schedule": {"at": at.isoformat()}})
+    assert status == 200, edited
+    assert store.read_poller_lease(group).wakes == wakes + 1
+    run_id = f"{job['id']}@{at.strftime('%Y-%m-%dT%H:%M:%SZ')}"
+    run = wait_for(
+        lambda: (r := api(local, "GET", f"/v1/runs/{run_id}")[1]) and r.get("status") == "succeeded" and r,
+        timeout=30,
+    )
+    claimed_late = datetime.fromisoformat(run["created_at"]) - datetime.fromisoformat(run["fire_at"])
+    assert timedelta(0) <= claimed_late < timedelta(seconds=2), run

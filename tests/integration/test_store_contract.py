@@ -554,6 +554,30 @@ def test_only_the_holder_extends_or_frees_a_slot(subject: Subject) -> None:
     assert store.acquire_slots(team, ["run-4", "run-5"], at(31), at(91)) == {"run-4": taken["run-1"]}
 
 
+def test_reap_work_is_seen_before_a_lease_expiry_and_gone_once_the_run_finished(subject: Subject) -> None:
+    """What a quiet group's poller asks before it rests (``duetime.quiet``): may a run of the partition
+    need the reaper before an instant? Both stores answer the same here: a leased run's lease expiry."""
+    (run,) = queued_runs(subject)
+    store, partition = subject.store, run.partition
+    other = (partition + 1) % 64
+    leased = lease(subject, run)  # expires at CLAIMED + 60 s
+    assert not store.has_reap_work_before(partition, CLAIMED + LEASE - timedelta(seconds=1))
+    assert store.has_reap_work_before(partition, CLAIMED + LEASE + timedelta(seconds=1))
+    assert not store.has_reap_work_before(other, at(3600))
+    assert store.record_result(leased, "worker-a", RunStatus.SUCCEEDED, OK, at(5))
+    assert not store.has_reap_work_before(partition, at(3600))
+
+
+def test_a_run_waiting_to_retry_is_reap_work_by_its_queue_deadline_not_at_its_retry(subject: Subject) -> None:
+    """Its message comes back by itself at the retry (a delayed send); the reaper is needed only if that
+    message is lost, by its queue deadline. (An index of checks may say so earlier: a lease after the
+    retry.)"""
+    (run,) = queued_runs(subject)
+    fail_retryably(subject, lease(subject, run), at(5), retry_at=at(30))
+    assert not subject.store.has_reap_work_before(run.partition, at(30))
+    assert subject.store.has_reap_work_before(run.partition, at(30) + DEADLINE + timedelta(seconds=1))
+
+
 # --- poller leases ----------------------------------------------------------------------------------------
 
 
@@ -631,3 +655,23 @@ def test_an_unanswered_offer_is_withdrawn_and_then_cannot_be_accepted(subject: S
     assert not store.withdraw_poller_successor("0-15", "inv-b")
     assert store.withdraw_poller_successor("0-15", "inv-c")
     assert store.read_poller_lease("0-15").successor is None
+
+
+def test_a_quiet_holder_gives_the_lease_back_only_if_nobody_woke_the_group_since_it_looked(
+    subject: Subject,
+) -> None:
+    store = subject.store
+    assert store.read_poller_lease("0-15").wakes == 0
+    woken = store.wake_poller_group("0-15")  # a wake with nobody holding: the waker starts an invocation
+    assert woken.wakes == 1 and woken.free_at(T0)
+    taken = store.acquire_poller_lease("0-15", "inv-a", T0, at(10))
+    assert taken is not None and taken.wakes == 1  # the count survives the lease changing hands
+    seen = store.read_poller_lease("0-15").wakes
+    again = store.wake_poller_group("0-15")  # a job written due soon while the holder looked
+    assert again.wakes == seen + 1 and again.holder == "inv-a" and not again.free_at(at(1))
+    assert not store.release_quiet_poller_lease("0-15", "inv-a", seen)  # woken: it stays
+    assert not store.release_quiet_poller_lease("0-15", "inv-b", seen + 1)  # not the holder
+    assert store.read_poller_lease("0-15").holder == "inv-a"
+    assert store.release_quiet_poller_lease("0-15", "inv-a", seen + 1)
+    after = store.read_poller_lease("0-15")
+    assert after.free_at(at(2)) and after.wakes == seen + 1 and after.term == 1

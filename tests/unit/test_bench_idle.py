@@ -50,10 +50,14 @@ def test_the_figures_count_only_steady_invocations_that_ended_on_their_own() -> 
         Invocation(2, 20.0, 30.0, stopped=True),  # cut short by the bench's end
         Invocation(3, 40.0),  # still running
     ]
-    figures = idle_figures(usage, 10.0, 2.0, invocations, groups=4, run_seconds=135.0, hot_standby=True)
+    figures = idle_figures(
+        usage, 10.0, 2.0, invocations, groups=4, run_seconds=135.0, hot_standby=True, rest=False
+    )
     assert figures["invocations_ended"] == 2 and figures["invocation_seconds_mean"] == pytest.approx(125.5)
     assert figures["read_units_per_s"] == 90.0 and figures["write_units_per_s"] == 3.0
     assert figures["dynamodb_requests_per_s"] == 120.0 and figures["poller_cpu_seconds_per_second"] == 0.2
     assert figures["model_invocation_seconds"] == 125.5 and figures["model_read_units_per_s"] > 0
-    early = idle_figures(usage, 10.0, 2.0, invocations, groups=4, run_seconds=135.0)
+    early = idle_figures(usage, 10.0, 2.0, invocations, groups=4, run_seconds=135.0, rest=False)
     assert early["model_invocation_seconds"] == 64.0 and not early["hot_standby"]
+    resting = idle_figures(usage, 10.0, 2.0, invocations, groups=4, run_seconds=135.0)
+    assert resting["model_invocation_seconds"] == 3.5 and resting["rests_when_quiet"]

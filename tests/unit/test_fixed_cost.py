@@ -25,6 +25,7 @@ from .test_poller_lease_loop import NOW, NoAlerts, Queue
 from .test_poller_lease_loop import store as store  # the moto store fixture of the poller loop tests
 
 DEFAULTS = StackDefaults()
+AWAKE = StackDefaults(poller_rests_when_quiet=False)  # every holder serves its minute (before duetime.quiet)
 
 
 def test_the_parts_add_up_to_the_fixed_cost_and_the_plan_prints_both_costs() -> None:
@@ -40,52 +41,73 @@ def test_the_parts_add_up_to_the_fixed_cost_and_the_plan_prints_both_costs() -> 
     )
 
 
-def test_a_poller_invocation_lasts_until_its_handover_second() -> None:
+def test_an_awake_poller_invocation_lasts_until_its_handover_second() -> None:
     # By default it hands over once the next one, a minute later, registered (0.5 s) and the holder renewed
     # (1 s on average), from a whole second >= 2 s on (2.5 s on average): 64 s, about one alive at a time.
-    assert poller_invocation_seconds(DEFAULTS, LeaseTimings()) == pytest.approx(64.0)
-    assert invocations_alive(DEFAULTS, LeaseTimings()) == pytest.approx(64.0 / 60)
+    assert poller_invocation_seconds(AWAKE, LeaseTimings()) == pytest.approx(64.0)
+    assert invocations_alive(AWAKE, LeaseTimings()) == pytest.approx(64.0 / 60)
     # With a hot standby: 135 s runs, retiring 12 s before the end, handing over at a whole second >= 2 s
     # later: 125.5 s, about two alive at a time.
-    hot = replace(DEFAULTS, poller_hot_standby=True)
+    hot = replace(AWAKE, poller_hot_standby=True)
     assert poller_invocation_seconds(hot, LeaseTimings()) == pytest.approx(125.5)
     assert invocations_alive(hot, LeaseTimings()) == pytest.approx(125.5 / 60)
     no_handover = LeaseTimings(retire_before=2.0, handover_lead=2.0, decide_before=0.5)
     assert poller_invocation_seconds(hot, no_handover) == 135.0  # never longer than its run
-    assert poller_invocation_seconds(replace(DEFAULTS, poller_run_seconds=50.0), LeaseTimings()) == 50.0
+    assert poller_invocation_seconds(replace(AWAKE, poller_run_seconds=50.0), LeaseTimings()) == 50.0
 
 
-def test_the_pollers_cost_follows_groups_memory_and_run_length() -> None:
-    base = fixed_monthly_cost(64)["monthly_fixed_parts"]["pollers_lambda_duration"]
+def test_awake_pollers_cost_follows_groups_memory_and_run_length() -> None:
+    base = fixed_monthly_cost(64, AWAKE)["monthly_fixed_parts"]["pollers_lambda_duration"]
     # 4 groups x 43,200 invocations x 64 s x 0.5 GB at the Arm price
     assert base == pytest.approx(4 * 43_200 * 64 * 0.5 * PRICES_USD["lambda_gb_second_arm64"], abs=0.01)
-    hot = fixed_monthly_cost(64, replace(DEFAULTS, poller_hot_standby=True))["monthly_fixed_parts"]
+    hot = fixed_monthly_cost(64, replace(AWAKE, poller_hot_standby=True))["monthly_fixed_parts"]
     assert hot["pollers_lambda_duration"] == pytest.approx(base * 125.5 / 64, abs=0.01)
-    one_group = fixed_monthly_cost(64, replace(DEFAULTS, poller_groups=1))["monthly_fixed_parts"]
+    one_group = fixed_monthly_cost(64, replace(AWAKE, poller_groups=1))["monthly_fixed_parts"]
     assert one_group["pollers_lambda_duration"] == pytest.approx(base / 4, abs=0.01)
-    small = fixed_monthly_cost(64, replace(DEFAULTS, poller_memory_mb=128))["monthly_fixed_parts"]
+    small = fixed_monthly_cost(64, replace(AWAKE, poller_memory_mb=128))["monthly_fixed_parts"]
     assert small["pollers_lambda_duration"] == pytest.approx(base / 4, abs=0.01)
-    shorter = fixed_monthly_cost(64, replace(DEFAULTS, poller_run_seconds=60.0))["monthly_fixed_parts"]
+    shorter = fixed_monthly_cost(64, replace(AWAKE, poller_run_seconds=60.0))["monthly_fixed_parts"]
     assert shorter["pollers_lambda_duration"] == pytest.approx(base * 60 / 64, abs=0.01)
 
 
-def test_idle_reads_follow_the_partitions_and_the_sweep_interval() -> None:
+def test_awake_idle_reads_follow_the_partitions_and_the_sweep_interval() -> None:
     timings = LeaseTimings()
-    parts = idle_dynamodb_per_second(64, DEFAULTS, timings, settle_s=30)
+    parts = idle_dynamodb_per_second(64, AWAKE, timings, settle_s=30)
     assert parts["marks_read"]["requests"] == pytest.approx(4 / 60)  # one BatchGetItem a group a reign
     assert parts["marks_read"]["read_units"] == pytest.approx(32 / 60)  # 64 marks, eventually consistent
     assert parts["due_index_queries"]["requests"] == 96  # 64 buckets, 2 in the first 30 s of a minute
     assert parts["reap_index_queries"]["requests"] == pytest.approx(64 / 5)
     assert parts["lease_writes"]["write_units"] == pytest.approx(4 * (1 / 2 + 3 / 60))
-    half = totals(idle_dynamodb_per_second(32, DEFAULTS, timings, settle_s=30))
+    half = totals(idle_dynamodb_per_second(32, AWAKE, timings, settle_s=30))
     full = totals(parts)
     assert half["read_units"] < full["read_units"]
-    slower = totals(idle_dynamodb_per_second(64, replace(DEFAULTS, sweep_interval_s=2.0), timings, 30))
+    slower = totals(idle_dynamodb_per_second(64, replace(AWAKE, sweep_interval_s=2.0), timings, 30))
     assert slower["read_units"] < full["read_units"]
-    cost = fixed_monthly_cost(64)["monthly_fixed_parts"]["sweeps_dynamodb_reads"]
+    cost = fixed_monthly_cost(64, AWAKE)["monthly_fixed_parts"]["sweeps_dynamodb_reads"]
     assert cost == pytest.approx(
         full["read_units"] * 30 * 86_400 * PRICES_USD["dynamodb_read_request_unit"], abs=0.01
     )
+
+
+def test_a_resting_groups_idle_invocation_lasts_the_settle_and_a_look() -> None:
+    # Each tick: take the lease, sweep, read the wake count, sweep until the 2 s settle passed, look, return.
+    assert poller_invocation_seconds(DEFAULTS, LeaseTimings()) == pytest.approx(3.5)
+    awake = fixed_monthly_cost(64, AWAKE)["monthly_fixed_parts"]
+    resting = fixed_monthly_cost(64)["monthly_fixed_parts"]
+    assert resting["pollers_lambda_duration"] == pytest.approx(
+        awake["pollers_lambda_duration"] * 3.5 / 64, abs=0.01
+    )
+    assert resting["sweeps_dynamodb_reads"] < awake["sweeps_dynamodb_reads"] / 5
+
+
+def test_a_resting_groups_idle_traffic_is_one_short_reign_a_tick() -> None:
+    parts = idle_dynamodb_per_second(64, DEFAULTS, LeaseTimings(), settle_s=30)
+    assert "busy_counts" not in parts  # no handover
+    assert parts["quiet_look_queries"]["requests"] == pytest.approx(64 * 3.5 / 60)  # a look a tick
+    assert parts["reap_index_queries"]["requests"] == pytest.approx(64 / 60)  # the first sweep recovers
+    assert parts["due_index_queries"]["requests"] == pytest.approx(64 * 1.5 * 3.5 / 60)  # 3.5 sweeps a tick
+    assert parts["lease_writes"]["requests"] == pytest.approx(4 * 2 / 60)  # take it, give it back
+    assert parts["mark_writes"]["requests"] == pytest.approx(64 / 60)  # each mark moves once a minute
 
 
 def test_provisioned_concurrency_is_the_peak_window_and_the_baseline() -> None:

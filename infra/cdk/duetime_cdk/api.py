@@ -12,6 +12,7 @@ from constructs import Construct
 from duetime.adapters.dynamodb.tables import TEAM_JOBS_INDEX
 from duetime_cdk.config import StackConfig
 from duetime_cdk.functions import DuetimeFunction, LambdaCode, allow
+from duetime_cdk.pollers import Pollers
 from duetime_cdk.queue import RunQueue
 from duetime_cdk.storage import Storage
 
@@ -30,8 +31,12 @@ class Api(Construct):
         code: LambdaCode,
         storage: Storage,
         queue: RunQueue,
+        pollers: Pollers,
         config: StackConfig,
     ) -> None:
+        """``pollers``: the api function wakes a quiet group's poller when a job is written due soon
+        (``duetime.wake``): it counts the wake on the group's lease (UpdateItem on the control table) and
+        may invoke the poller."""
         super().__init__(scope, id)
         jobs, runs, control = (storage.table_arn(t) for t in ("jobs", "runs", "control"))
         handler = DuetimeFunction(
@@ -41,6 +46,7 @@ class Api(Construct):
             handler="functions/api/handler.handler",
             service="api",
             timeout=cdk.Duration.seconds(29),
+            environment=pollers.wake_environment(),
             statements=[
                 allow(
                     ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:BatchGetItem"],
@@ -53,8 +59,9 @@ class Api(Construct):
                 allow(
                     ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:BatchGetItem"],
                     [control],
-                ),  # teams, token hashes, idempotency keys, marks
+                ),  # teams, token hashes, idempotency keys, marks, the pollers' wake counts
                 queue.allow_send(),
+                pollers.allow_wake(),
             ],
         ).function
         self.functions: list[lambda_.Function] = [handler]

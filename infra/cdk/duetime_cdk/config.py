@@ -44,6 +44,9 @@ class StackConfig(BaseModel):
     # Keep the next poller invocation waiting as a hot standby for the holder's whole run (a dead poller
     # replaced within seconds in any minute, at twice the pollers' Lambda cost); off: only in busy minutes.
     poller_hot_standby: bool = False
+    # A quiet group's holder gives the lease back until the next tick (duetime.quiet) and the API wakes it
+    # when a job is written due before then (duetime.wake); off: every holder serves its whole minute.
+    poller_rest_when_quiet: bool = True
     worker_max_concurrency: int = Field(default=100, ge=2, le=1000)
     worker_batch_size: int = Field(default=10, ge=1, le=10)
     peak_workers: int = Field(default=90, ge=1, le=1000)

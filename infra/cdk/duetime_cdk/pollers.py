@@ -7,6 +7,7 @@ import math
 import aws_cdk as cdk
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
@@ -54,7 +55,9 @@ class Pollers(Construct):
     Its rule invokes it every minute; each invocation may run 135 s, so one is always there to take the
     group's lease over. It hands the lease to the next invocation as soon as that one is ready and returns,
     unless ``hot_standby`` (or a busy minute) keeps the next one waiting to the end of the run
-    (``duetime.poller_lease``)."""
+    (``duetime.poller_lease``). A quiet group's holder gives the lease back and returns early
+    (``duetime.quiet``); the API wakes the group when a job is written due before the next tick
+    (``duetime.wake``): ``wake_environment`` and ``allow_wake`` are what it needs for that."""
 
     def __init__(
         self,
@@ -68,6 +71,7 @@ class Pollers(Construct):
         alerts: Alerts,
         worker: lambda_.IFunction,
         hot_standby: bool = False,
+        rest_when_quiet: bool = True,
     ) -> None:
         """``worker``: the worker alias the SQS event source invokes; pollers warm it before each minute
         that holds runs (``duetime.warmup``)."""
@@ -88,8 +92,11 @@ class Pollers(Construct):
             allow(["lambda:InvokeFunction"], [worker.function_arn]),  # warm-ups (asynchronous)
         ]
         self.functions: list[lambda_.Function] = []
+        self.labels: list[str] = []  # each group's label, as its rule's input names it
+        memory: list[int] = []
         for partitions in partition_groups:
             label = group_label(partitions)
+            memory_mb = poller_memory_mb(len(partitions))
             poller = DuetimeFunction(
                 self,
                 f"Poller{construct_name(label)}",
@@ -100,9 +107,10 @@ class Pollers(Construct):
                     "DUETIME_PARTITIONS": label,
                     "DUETIME_WORKER_FUNCTION_ARN": worker.function_arn,
                     "DUETIME_POLLER_HOT_STANDBY": "true" if hot_standby else "false",
+                    "DUETIME_POLLER_REST_WHEN_QUIET": "true" if rest_when_quiet else "false",
                 },
                 timeout=cdk.Duration.seconds(POLLER_TIMEOUT_SECONDS),
-                memory_mb=poller_memory_mb(len(partitions)),
+                memory_mb=memory_mb,
                 statements=statements,
             ).function
             rule = events.Rule(
@@ -124,6 +132,28 @@ class Pollers(Construct):
             # one is already there); none is retried (one that failed was a whole invocation's worth).
             poller.configure_async_invoke(max_event_age=cdk.Duration.seconds(60), retry_attempts=0)
             self.functions.append(poller)
+            self.labels.append(label)
+            memory.append(memory_mb)
+        # The function a wake invokes, whatever the group: the event names the group (its rule's input plus
+        # ``wake``; the handler serves the event's partitions, not DUETIME_PARTITIONS), and the API takes one
+        # function name. The one sized for the largest group (the first of equals: the first group's), so
+        # that it can preload any group's minute; like the rules, the function itself, not an alias.
+        self.waker = self.functions[memory.index(max(memory))]
+        self.rest_when_quiet = rest_when_quiet
+
+    def wake_environment(self) -> dict[str, str]:
+        """The settings the API's waker reads (``duetime.wiring.make_waker``): the function to invoke, the
+        deployed groups' labels (";"-separated: a label may hold a ",") and the run the rules ask for."""
+        return {
+            "DUETIME_POLLER_FUNCTION_NAME": self.waker.function_name,
+            "DUETIME_POLLER_GROUPS": ";".join(self.labels),
+            "DUETIME_POLLER_RUN_SECONDS": str(POLLER_RUN_SECONDS),
+            "DUETIME_POLLER_REST_WHEN_QUIET": "true" if self.rest_when_quiet else "false",  # else no wakes
+        }
+
+    def allow_wake(self) -> iam.PolicyStatement:
+        """Invoking the wakes' function (asynchronously), and no other."""
+        return allow(["lambda:InvokeFunction"], [self.waker.function_arn])
 
 
 def construct_name(label: str) -> str:

@@ -48,12 +48,15 @@ class DuetimeStack(cdk.Stack):
             code=code,
             partition_groups=config.partition_groups,
             hot_standby=config.poller_hot_standby,
+            rest_when_quiet=config.poller_rest_when_quiet,
             storage=storage,
             queue=queue,
             alerts=alerts,
             worker=self.workers.alias,
         )
-        self.api = Api(self, "Api", code=code, storage=storage, queue=queue, config=config)
+        self.api = Api(
+            self, "Api", code=code, storage=storage, queue=queue, pollers=self.pollers, config=config
+        )
         self.observability = Observability(
             self,
             "Observability",

@@ -14,6 +14,12 @@ Parts, a month of 30 days:
   standby (``poller_hot_standby``) it hands over only once it began to retire (``retire_before`` before its
   end). Every second of it is billed at its memory size. An idle installation has no busy minute (one
   whose holder keeps a hot standby whatever the setting).
+* **resting groups** (``poller_rests_when_quiet``, the default; ``duetime.quiet``): with nothing due in the
+  quiet horizon, each tick's invocation takes the free lease, loads the current minute, sweeps, reads the
+  lease's wake count, sweeps until ``settle`` has passed, looks ahead (per partition: the reap index once
+  and the due index once per minute bucket of the horizon), gives the lease back and returns: about
+  ``settle`` + 1.5 s (the sweep after the settle falls on the next whole second, the first one half a
+  second into the invocation). Nobody claims until the next tick; no handover, no standby.
 * **sweeps' DynamoDB**: the holder of each group reads its partitions' low-water marks once a reign (one
   BatchGetItem at each handover: it keeps them as it moves them), and sweeps every second (one Query per
   partition of the current minute's bucket, two in the 30 s the last
@@ -48,6 +54,7 @@ from duetime.bench.prices import PRICES_USD
 from duetime.ids import DEFAULT_POLLER_GROUPS
 from duetime.poller import PollerConfig
 from duetime.poller_lease import LeaseTimings
+from duetime.quiet import QuietTimings
 
 SECONDS_PER_DAY = 86_400
 DAYS_PER_MONTH = 30
@@ -91,19 +98,32 @@ class StackDefaults:
     poller_custom_metrics: int = 11
     event_source_long_polls: int = 5
     long_poll_seconds: float = 20.0
+    poller_rests_when_quiet: bool = True  # Settings.poller_rest_when_quiet (duetime.quiet)
 
     @property
     def alarm_metrics(self) -> int:
         return self.alarm_metrics_besides_pollers + self.alarm_metrics_per_poller_group * self.poller_groups
 
 
+QUIET = QuietTimings()
+QUIET_LOOK_QUERIES_PER_PARTITION = 1 + 2.5  # the reap index, and 2-3 minute buckets of a 90 s horizon
+
+
+def resting_invocation_seconds(stack: StackDefaults) -> float:
+    """Seconds an idle invocation of a resting group runs (module docstring)."""
+    return min(stack.poller_run_seconds, QUIET.settle.total_seconds() + 1.5)
+
+
 def poller_invocation_seconds(stack: StackDefaults, timings: LeaseTimings) -> float:
-    """Seconds one poller invocation runs in steady state; never longer than its run. It hands over at the
+    """Seconds one poller invocation of an idle installation runs in steady state; never longer than its
+    run. Resting groups: ``resting_invocation_seconds``. Otherwise: It hands over at the
     next whole second at least ``handover_lead`` after it offers (on average half a second past it) and
     returns then. Early handover (the default): it offers once the next invocation, started a tick after
     it, has registered (its second lease read, ``standby_poll`` in) and the holder has renewed (on average
     half of ``renew_every`` later). Hot standby: it offers once it starts retiring, ``retire_before``
     before its run ends."""
+    if stack.poller_rests_when_quiet:
+        return resting_invocation_seconds(stack)
     if stack.poller_hot_standby:
         handover = stack.poller_run_seconds - timings.retire_before + timings.handover_lead + 0.5
     else:
@@ -151,6 +171,8 @@ def idle_dynamodb_per_second(
     lease_reads = groups * ((alive - 1) / timings.standby_poll + HANDOVER_READS * ticks)
     lease_writes = groups * (1 / timings.renew_every + HANDOVER_WRITES * ticks)
     eventual, consistent, write = EVENTUALLY_CONSISTENT_READ_UNITS, CONSISTENT_READ_UNITS, SMALL_WRITE_UNITS
+    if stack.poller_rests_when_quiet:
+        return _resting_dynamodb_per_second(partitions, stack, settle_s)
     return {
         "marks_read": {  # once a reign: the holder keeps them as it moves them (``duetime.low_water``)
             "requests": groups * math.ceil(per_group / BATCH_GET_KEYS) * ticks,
@@ -178,6 +200,47 @@ def idle_dynamodb_per_second(
             "write_units": 0.0,
         },
         "lease_reads": {"requests": lease_reads, "read_units": lease_reads * consistent, "write_units": 0.0},
+        "lease_writes": {"requests": lease_writes, "read_units": 0.0, "write_units": lease_writes * write},
+        "mark_writes": {
+            "requests": partitions / 60,
+            "read_units": 0.0,
+            "write_units": partitions / 60 * write,
+        },
+    }
+
+
+def _resting_dynamodb_per_second(
+    partitions: int, stack: StackDefaults, settle_s: float
+) -> dict[str, dict[str, float]]:
+    """``idle_dynamodb_per_second`` for resting groups: one short invocation a tick a group, whose sweeps
+    and recovery run as a holder's do, plus the look ahead and four lease calls (read and take the free
+    lease, read the wake count, give it back)."""
+    groups = stack.poller_groups
+    ticks = stack.poller_ticks_per_minute / 60  # invocations a second, per group
+    per_group = math.ceil(partitions / groups)
+    seconds = resting_invocation_seconds(stack)
+    sweeps = max(1.0, seconds / stack.sweep_interval_s) * ticks  # per group, a second
+    due_queries = partitions * (1 + settle_s / 60) * sweeps
+    reap_queries = partitions * ticks  # the first sweep of each invocation recovers
+    look_queries = partitions * QUIET_LOOK_QUERIES_PER_PARTITION * ticks
+    preload_queries = partitions * ticks  # the current minute, loaded as the invocation starts
+    lease_reads, lease_writes = groups * 2 * ticks, groups * 2 * ticks
+    eventual, consistent, write = EVENTUALLY_CONSISTENT_READ_UNITS, CONSISTENT_READ_UNITS, SMALL_WRITE_UNITS
+
+    def reads(requests: float, units: float) -> dict[str, float]:
+        return {"requests": requests, "read_units": requests * units, "write_units": 0.0}
+
+    return {
+        "marks_read": {
+            "requests": groups * math.ceil(per_group / BATCH_GET_KEYS) * ticks,
+            "read_units": partitions * eventual * ticks,
+            "write_units": 0.0,
+        },
+        "due_index_queries": reads(due_queries, eventual),
+        "reap_index_queries": reads(reap_queries, eventual),
+        "quiet_look_queries": reads(look_queries, eventual),
+        "preload_queries": reads(preload_queries, eventual),
+        "lease_reads": reads(lease_reads, consistent),
         "lease_writes": {"requests": lease_writes, "read_units": 0.0, "write_units": lease_writes * write},
         "mark_writes": {
             "requests": partitions / 60,

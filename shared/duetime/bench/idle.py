@@ -32,6 +32,7 @@ from duetime.bench.prices import PRICES_AS_OF, PRICES_USD
 from duetime.ids import PARTITIONS
 from duetime.poller import PollerConfig
 from duetime.poller_lease import LeaseTimings, PollerShift, invocation_id
+from duetime.quiet import QuietTimings
 
 
 @dataclass
@@ -43,6 +44,7 @@ class Invocation:
     sweeps: int = 0
     handovers: int = 0
     takeovers: int = 0
+    rested: bool = False
 
 
 def partition_groups(groups: int, partitions: int = PARTITIONS) -> list[list[int]]:
@@ -60,12 +62,16 @@ def serve_one(
     record: Callable[[Invocation], None],
     clock: Callable[[], float] = time.monotonic,
     hot_standby: bool = False,
+    rest: bool = True,
 ) -> None:
-    """One poller invocation: a fresh poller (as a new execution environment has) serving its group."""
+    """One poller invocation: a fresh poller (as a new execution environment has) serving its group.
+    ``rest``: it gives the lease back once the group is quiet (``duetime.quiet``, the stack's default)."""
     invocation = Invocation(group, clock())
     record(invocation)
     timings = LeaseTimings(hot_standby=hot_standby)
-    shift = PollerShift(stack.poller().for_partitions(partitions), stack.store, timings, 1.0)
+    quiet = QuietTimings() if rest else None
+    poller = stack.poller().for_partitions(partitions)
+    shift = PollerShift(poller, stack.store, timings, 1.0, quiet=quiet)
     report = shift.serve(invocation_id("idle"), partitions, run_seconds, stop.wait, stop.is_set)
     invocation.ended = clock()
     invocation.stopped = stop.is_set()
@@ -74,6 +80,7 @@ def serve_one(
         report.handovers,
         report.takeovers,
     )
+    invocation.rested = report.rested
 
 
 def schedule_rule(
@@ -100,13 +107,14 @@ def run_idle(
     run_seconds: float = 135.0,
     seed: int = 11,
     hot_standby: bool = False,
+    rest: bool = True,
 ) -> dict[str, Any]:
     """Measure ``minutes`` of an idle installation of ``groups`` poller groups (after a warm-up of
     ``run_seconds`` + 10 s) and return the figures beside the model's. ``hot_standby``: the pollers keep
     the next invocation waiting to the end of each run (``LeaseTimings.hot_standby``)."""
     stack = BenchStack.create()
     try:
-        return _run_idle(stack, minutes, groups, run_seconds, random.Random(seed), hot_standby)
+        return _run_idle(stack, minutes, groups, run_seconds, random.Random(seed), hot_standby, rest)
     finally:
         stack.close()
 
@@ -118,6 +126,7 @@ def _run_idle(
     run_seconds: float,
     rng: random.Random,
     hot_standby: bool,
+    rest: bool = True,
 ) -> dict[str, Any]:
     stack.write_jobs([], stack.clock.now())  # every partition's low-water mark, and no job at all
     stop = threading.Event()
@@ -133,7 +142,7 @@ def _run_idle(
         def start() -> None:
             thread = threading.Thread(
                 target=serve_one,
-                args=(stack, group, partitions, run_seconds, stop, record, time.monotonic, hot_standby),
+                args=(stack, group, partitions, run_seconds, stop, record, time.monotonic, hot_standby, rest),
                 name=f"poller-{group}",
                 daemon=True,
             )
@@ -164,7 +173,7 @@ def _run_idle(
     stop.set()
     for thread in [*rules, *threads]:
         thread.join(timeout=30)
-    return idle_figures(usage, window, cpu, invocations, groups, run_seconds, hot_standby)
+    return idle_figures(usage, window, cpu, invocations, groups, run_seconds, hot_standby, rest)
 
 
 def _after_each_groups_first(invocations: list[Invocation]) -> list[Invocation]:
@@ -186,6 +195,7 @@ def idle_figures(
     groups: int,
     run_seconds: float,
     hot_standby: bool = False,
+    rest: bool = True,
 ) -> dict[str, Any]:
     """Measured requests and units a second, invocation lengths and CPU, beside the model's figures for
     the same groups, run length and handover. Invocation lengths count the steady state: invocations that
@@ -197,7 +207,10 @@ def idle_figures(
         if i.ended is not None and not i.stopped
     ]
     stack = StackDefaults(
-        poller_groups=groups, poller_run_seconds=run_seconds, poller_hot_standby=hot_standby
+        poller_groups=groups,
+        poller_run_seconds=run_seconds,
+        poller_hot_standby=hot_standby,
+        poller_rests_when_quiet=rest,
     )
     timings = LeaseTimings(hot_standby=hot_standby)
     settle_s = PollerConfig(partitions=[]).bucket_settle.total_seconds()
@@ -210,6 +223,8 @@ def idle_figures(
         "poller_groups": groups,
         "run_seconds": run_seconds,
         "hot_standby": hot_standby,
+        "rests_when_quiet": rest,
+        "invocations_rested": sum(i.rested for i in invocations),
         "invocations_ended": len(ended),
         "invocation_seconds_mean": round(sum(ended) / len(ended), 2) if ended else None,
         "invocation_seconds_min": round(min(ended), 2) if ended else None,

@@ -196,6 +196,14 @@ POLLER_LEASE_MINE = Condition(
     "so the next invocation takes it at once instead of waiting for it to expire.",
 )
 
+POLLER_QUIET_UNWOKEN = Condition(
+    "POLLER_QUIET_UNWOKEN",
+    "holder = :me AND (attribute_not_exists(wakes) OR wakes = :seen)",
+    "A holder that found its group quiet gives the lease back (and stops until the next tick) only if no "
+    "job write woke the group since it read the wake count, some seconds before it last read the indexes; "
+    "otherwise the job that woke it may not have shown in the due index yet, and the holder stays.",
+)
+
 POLLER_SUCCESSOR_VACANT = Condition(
     "POLLER_SUCCESSOR_VACANT",
     "attribute_exists(holder) AND holder <> :me AND (attribute_not_exists(successor) OR successor = :me)",
@@ -280,6 +288,7 @@ ALL_CONDITIONS = (
     POLLER_LEASE_FREE,
     POLLER_LEASE_HELD,
     POLLER_LEASE_MINE,
+    POLLER_QUIET_UNWOKEN,
     POLLER_SUCCESSOR_VACANT,
     POLLER_SUCCESSOR_IS_ME,
     POLLER_HANDOVER_OFFERABLE,

@@ -485,6 +485,16 @@ class DynamoStore(WorkerBatches):
         partiql.execute(self.client, moves)
         return candidates
 
+    def has_reap_work_before(self, partition: int, until: datetime) -> bool:
+        response = self.client.query(
+            TableName=self.names.runs,
+            IndexName=REAP_INDEX,
+            KeyConditionExpression="reap_shard = :shard AND reap_at < :until",
+            ExpressionAttributeValues={":shard": s(reap_shard(partition)), ":until": t(until)},
+            Limit=1,
+        )
+        return bool(response.get("Items"))
+
     def _next_check(self, run: Run, now: datetime) -> partiql.Statement:
         """The write that moves a live run's check on (``reap_checks.next_check``)."""
         key = run_key(run.run_id)
@@ -683,6 +693,25 @@ class DynamoStore(WorkerBatches):
             {":me": s(me), ":at": _ms(at)},
         )
 
+    def wake_poller_group(self, group: str) -> PollerLease:
+        response = self.client.update_item(
+            TableName=self.names.control,
+            Key=_lease_key(group),
+            UpdateExpression="ADD wakes :one",  # unconditional: a wake is counted whoever holds the lease
+            ExpressionAttributeValues={":one": n(1)},
+            ReturnValues="ALL_NEW",
+        )
+        return _item_to_lease(group, response.get("Attributes", {}))
+
+    def release_quiet_poller_lease(self, group: str, me: str, wakes_seen: int) -> bool:
+        released = self._lease_write(
+            group,
+            "REMOVE holder, since, expires_at, handover_at",
+            c.POLLER_QUIET_UNWOKEN,
+            {":me": s(me), ":seen": n(wakes_seen)},
+        )
+        return released is not None
+
     def _lease_write(
         self, group: str, update: str, condition: c.Condition, values: Item
     ) -> PollerLease | None:
@@ -817,6 +846,7 @@ def _item_to_lease(group: str, item: Item) -> PollerLease:
         expires_at=instant("expires_at"),
         successor=text("successor"),
         handover_at=instant("handover_at"),
+        wakes=int(item["wakes"]["N"]) if "wakes" in item else 0,
     )
 
 

@@ -129,3 +129,16 @@ class MemoryPollerLeases(Tables):
             lambda lease: lease.holder == me and lease.handover_at == to_millisecond(at),  # UNANSWERED
             lambda lease: replace(lease, handover_at=None, successor=None),
         )
+
+    def wake_poller_group(self, group: str) -> PollerLease:
+        woken = self._write(group, lambda lease: True, lambda lease: replace(lease, wakes=lease.wakes + 1))
+        assert woken is not None
+        return woken
+
+    def release_quiet_poller_lease(self, group: str, me: str, wakes_seen: int) -> bool:
+        released = self._write(
+            group,
+            lambda lease: lease.holder == me and lease.wakes == wakes_seen,  # POLLER_QUIET_UNWOKEN
+            lambda lease: replace(lease, holder=None, since=None, expires_at=None, handover_at=None),
+        )
+        return released is not None

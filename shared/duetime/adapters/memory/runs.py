@@ -177,6 +177,13 @@ class MemoryRuns(Tables):
             for run, reap_at in runs
         ]
 
+    def has_reap_work_before(self, partition: int, until: datetime) -> bool:
+        with self.lock:
+            return any(
+                self._runs[run_id].partition == partition and _before(reap_at, until)
+                for run_id, reap_at in self._reap_at.items()
+            )
+
     def requeue_expired_lease(
         self, candidate: ReapCandidate, now: datetime, queue_deadline: datetime
     ) -> Run | None:
