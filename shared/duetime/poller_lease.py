@@ -120,6 +120,7 @@ class GroupLease:
         timings: LeaseTimings | None = None,
         ready: Callable[[datetime], bool] = lambda now: True,
         busy: Callable[[], bool] = lambda: False,
+        stand_by: bool = True,
     ) -> None:
         self.store = store
         self.group = group
@@ -128,6 +129,7 @@ class GroupLease:
         self.t = timings or LeaseTimings()
         self.ready = ready
         self.busy = busy
+        self.stand_by = stand_by  # False (a woken invocation): end at once if another holds the lease
         self.role = Role.STANDBY
         self.term = 0
         self.reigns: list[ClaimWindow] = []  # the windows this invocation held, once they ended
@@ -211,6 +213,9 @@ class GroupLease:
         lease = self._call(self.store.read_poller_lease, self.group)
         if lease.holder == self.me and not lease.free_at(now):
             self._hold_from(lease, now)  # a write of ours whose answer was lost made us the holder
+            return
+        if not self.stand_by and not lease.free_at(now):
+            self.close(now)  # woken, but someone holds the group: it saw the wake (``duetime.wake``)
             return
         fit = self.ends_at is None or self.ends_at - now > t("retire_before") + 2 * t("handover_lead")
         if lease.free_at(now):
@@ -460,11 +465,18 @@ class PollerShift:
         now = poller.clock.now()
         ends_at = None if run_seconds is None else now + timedelta(seconds=max(0.0, run_seconds))
         gate = GroupLease(
-            self.leases, group, invocation, ends_at, self.timings, poller.ready_to_hold, poller.busy
+            self.leases,
+            group,
+            invocation,
+            ends_at,
+            self.timings,
+            poller.ready_to_hold,
+            poller.busy,
+            stand_by=not wake,
         )
         report = ShiftReport(group, invocation, list(poller.config.partitions))
         if wake and not self.leases.read_poller_lease(group).free_at(now):
-            report.woken_while_held = True
+            report.woken_while_held = True  # the usual case: returned before the poller did anything
             return report
         errors: list[Exception] = []
 

@@ -301,3 +301,18 @@ def test_a_standby_withdraws_only_its_own_registration(store: DynamoStore) -> No
     assert store.withdraw_poller_successor(GROUP, "s") is True
     assert store.read_poller_lease(GROUP).successor is None
     assert store.register_poller_successor(GROUP, "h") is None  # the holder is not its own successor
+
+
+def test_a_woken_invocation_that_finds_a_holder_ends_without_standing_by(store: DynamoStore) -> None:
+    """Several job writes may start several woken invocations at once: the one that takes the free lease
+    holds it, and the others end at their next look instead of standing by for their whole run."""
+    first = GroupLease(store, GROUP, "woken-1", at(135), TIMINGS, stand_by=False)
+    second = GroupLease(store, GROUP, "woken-2", at(135), TIMINGS, stand_by=False)
+    first.step(T0)
+    second.step(T0)
+    assert first.role is Role.HOLDER and second.done and not second.reigns
+    lease = store.read_poller_lease(GROUP)
+    assert lease.holder == "woken-1" and lease.successor is None  # nobody registered to stand by
+    standby = GroupLease(store, GROUP, "ticked", at(135), TIMINGS)  # a rule's invocation stands by as ever
+    standby.step(T0)
+    assert standby.role is Role.STANDBY and not standby.done
