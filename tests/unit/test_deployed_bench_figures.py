@@ -120,8 +120,23 @@ def test_changes_outside_the_window_are_left_out_and_unheld_time_is_counted() ->
         LeaseSample("0-15", at(12), lease(3, at(11.5))),
     ]
     changes = lease_changes(samples, at(0), at(60), every=1.0)
-    assert changes.handovers == [] and changes.takeovers == [("0-15", at(11.5))]
+    assert changes.handovers == [] and changes.takeovers == [] and changes.free_takes == [("0-15", at(11.5))]
     assert changes.unheld_seconds == 2.0
+
+
+def test_a_take_of_a_lease_given_back_or_still_unexpired_is_no_takeover() -> None:
+    """A rested group's next tick takes the lease its holder gave back: not a holder that died."""
+    samples = [
+        LeaseSample("0-15", at(0), lease(1, at(-2))),  # held until 4
+        LeaseSample("0-15", at(1), lease(2, at(0.8))),  # taken before 4: it was given back in between
+        LeaseSample("0-15", at(20), lease(2, at(0.8), holder=None)),  # rested
+        LeaseSample("0-15", at(61), lease(3, at(60.4))),  # the next tick
+        LeaseSample("0-15", at(70), lease(3, at(60.4), expires=7)),  # stopped renewing at 67.4
+        LeaseSample("0-15", at(71), lease(4, at(70.2))),  # taken over after it expired
+    ]
+    changes = lease_changes(samples, at(0), at(120), every=1.0)
+    assert changes.free_takes == [("0-15", at(0.8)), ("0-15", at(60.4))]
+    assert changes.takeovers == [("0-15", at(70.2))]
 
 
 def test_a_partition_belongs_to_the_group_whose_ranges_hold_it() -> None:

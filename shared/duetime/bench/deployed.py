@@ -168,7 +168,8 @@ class LeaseSample:
 @dataclass
 class LeaseChanges:
     handovers: list[tuple[str, datetime]] = field(default_factory=list)  # (group, agreed whole second)
-    takeovers: list[tuple[str, datetime]] = field(default_factory=list)  # (group, taken at): free or expired
+    takeovers: list[tuple[str, datetime]] = field(default_factory=list)  # (group, taken at): expired
+    free_takes: list[tuple[str, datetime]] = field(default_factory=list)  # (group, taken at): given back
     unseen: int = 0  # terms that came and went between two samples
     unheld_seconds: float = 0.0  # sampled time in which a group had no live holder
 
@@ -178,7 +179,10 @@ def lease_changes(
 ) -> LeaseChanges:
     """Who held each group's lease over [start, end], from samples taken every ``every`` s. A new term whose
     ``since`` is a whole second was handed over at that second (an acceptance sets ``since`` to the agreed
-    second); any other new term took a free or expired lease (``since`` = the store's now, in ms)."""
+    second); any other new term took a free or expired lease (``since`` = the store's now, in ms): a
+    ``free_take`` when the sample before shows the lease given back (a rested group's next tick, the end of
+    a run) or still unexpired at ``since`` (it can only have been given back), else a takeover of a holder
+    that stopped renewing (also when terms came and went unseen in between)."""
     changes = LeaseChanges()
     by_group: dict[str, list[LeaseSample]] = defaultdict(list)
     for sample in samples:
@@ -194,9 +198,19 @@ def lease_changes(
             if new_terms <= 0 or since is None or not start <= since < end:
                 continue
             changes.unseen += new_terms - 1
-            kind = changes.handovers if since.microsecond == 0 else changes.takeovers
+            if since.microsecond == 0:
+                kind = changes.handovers
+            elif new_terms == 1 and not _expired_before(before.lease, since):
+                kind = changes.free_takes
+            else:
+                kind = changes.takeovers
             kind.append((group, since))
     return changes
+
+
+def _expired_before(lease: PollerLease, since: datetime) -> bool:
+    """Whether ``lease`` had a holder whose lease had expired by ``since``."""
+    return lease.holder is not None and (lease.expires_at is None or lease.expires_at < since)
 
 
 def group_of(partition: int, groups: Sequence[str]) -> str | None:
@@ -535,6 +549,7 @@ def _measure(
         "run_statuses": dict(Counter(run.status.value for run in runs.values() if run)),
         "handovers": len(changes.handovers),
         "takeovers": len(changes.takeovers),
+        "free_lease_takes": len(changes.free_takes),
         "lease_terms_unseen": changes.unseen,
         "unheld_group_seconds": changes.unheld_seconds,
         "near_handover": near_handovers(planned, lateness, groups, changes.handovers),
