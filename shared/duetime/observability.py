@@ -13,25 +13,49 @@ class MetricsSink(Protocol):
     def add_metric(self, name: str, unit: str, value: float) -> None: ...
 
 
+def add_counts(metrics: MetricsSink, counts: dict[str, float], unit: str = "Count") -> None:
+    """Publish each count that is not zero. A custom metric is billed for every hour it gets a data point,
+    so an idle poller publishing zeros would pay for all of them (``bench/fixed_cost.py``); the stack's
+    alarms and dashboard read a missing data point as zero (``infra/cdk/duetime_cdk/observability.py``)."""
+    for name, value in counts.items():
+        if value:
+            metrics.add_metric(name, unit, value)
+
+
 def record_poll(metrics: MetricsSink, claimed: ClaimReport, recovered: RecoveryReport | None) -> None:
     """A sweep's claims (and its recovery); the preload's claims are ``record_fire``'s: each run claimed
-    is counted in ``RunsClaimed`` once, by whichever of the two claimed it."""
-    metrics.add_metric("RunsClaimed", "Count", claimed.runs_created)
-    metrics.add_metric("ClaimsLostToRace", "Count", claimed.lost_races)
-    metrics.add_metric("RunRowsAlreadyThere", "Count", claimed.existing_runs)
-    metrics.add_metric("MisfiredJobs", "Count", claimed.misfired_jobs)
-    metrics.add_metric("DueIndexQueries", "Count", claimed.queries)
+    is counted in ``RunsClaimed`` once, by whichever of the two claimed it. Zeros are not published."""
+    add_counts(
+        metrics,
+        {
+            "RunsClaimed": claimed.runs_created,
+            "ClaimsLostToRace": claimed.lost_races,
+            "RunRowsAlreadyThere": claimed.existing_runs,
+            "MisfiredJobs": claimed.misfired_jobs,
+            "DueIndexQueries": claimed.queries,
+        },
+    )
     if recovered is not None:
-        metrics.add_metric("LeasesExpired", "Count", recovered.leases_expired)
-        metrics.add_metric("RunsDead", "Count", recovered.dead)
-        metrics.add_metric("MessagesRecovered", "Count", recovered.messages_resent)
+        add_counts(
+            metrics,
+            {
+                "LeasesExpired": recovered.leases_expired,
+                "RunsDead": recovered.dead,
+                "MessagesRecovered": recovered.messages_resent,
+            },
+        )
 
 
 def record_fire(metrics: MetricsSink, fired: FireReport) -> None:
-    """The claims the minute preload made at their second."""
-    metrics.add_metric("RunsClaimed", "Count", fired.runs_created)
-    metrics.add_metric("ClaimsLostToRace", "Count", fired.lost_races)
-    metrics.add_metric("RunRowsAlreadyThere", "Count", fired.existing_runs)
+    """The claims the minute preload made at their second (zeros are not published)."""
+    add_counts(
+        metrics,
+        {
+            "RunsClaimed": fired.runs_created,
+            "ClaimsLostToRace": fired.lost_races,
+            "RunRowsAlreadyThere": fired.existing_runs,
+        },
+    )
 
 
 def record_poller_error(metrics: MetricsSink) -> None:

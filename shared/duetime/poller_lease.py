@@ -46,7 +46,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any, ParamSpec, TypeVar
 
-from duetime.observability import MetricsSink, record_fire, record_poll, record_poller_error
+from duetime.observability import MetricsSink, add_counts, record_fire, record_poll, record_poller_error
 from duetime.poller import ClaimReport, ClaimWindow, Poller, RecoveryReport
 from duetime.ports import PollerLease, PollerLeaseStore
 from duetime.preload import FireReport
@@ -537,9 +537,8 @@ class PollerShift:
         report.reigns, report.handovers, report.takeovers = gate.reigns, gate.handovers, gate.takeovers
         report.rested, report.quiet_looks = gate.rested, watch.looks if watch is not None else 0
         if metrics is not None:
-            metrics.add_metric("PollerHandovers", "Count", report.handovers)
-            metrics.add_metric("PollerTakeovers", "Count", report.takeovers)
-            metrics.add_metric("PollerHeldSeconds", "Seconds", report.held_seconds())
+            add_counts(metrics, {"PollerHandovers": report.handovers, "PollerTakeovers": report.takeovers})
+            add_counts(metrics, {"PollerHeldSeconds": report.held_seconds()}, unit="Seconds")
         if errors and not report.sweeps and (report.reigns or not gate.store_calls):
             raise ShiftFailed(
                 f"every poller tick of the invocation failed ({len(errors)} errors)"

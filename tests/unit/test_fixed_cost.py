@@ -128,7 +128,7 @@ def test_cloudwatch_and_sqs_parts() -> None:
     assert DEFAULTS.alarm_metrics == 21
     assert parts["alarms"] == pytest.approx(21 * 0.10)
     assert parts["dashboard"] == 3.0
-    assert parts["poller_custom_metrics"] == pytest.approx(11 * 0.30)
+    assert parts["poller_custom_metrics"] == pytest.approx(2 * 0.30)
     assert parts["sqs_idle_receives"] == pytest.approx(5 * 30 * 86_400 / 20 * 0.40 / 1e6, abs=0.01)
     no_dashboard = fixed_monthly_cost(64, replace(DEFAULTS, dashboards=0))
     assert no_dashboard["monthly_fixed_usd"] == pytest.approx(
@@ -150,6 +150,7 @@ def test_an_idle_poller_publishes_the_custom_metrics_the_fixed_cost_counts(store
     metrics = MetricNames()
     PollerShift(poller, store, LeaseTimings()).serve("idle", None, 20, clock.advance, metrics=metrics)
     assert len(metrics.names) == DEFAULTS.poller_custom_metrics, sorted(metrics.names)
+    assert metrics.names == {"DueIndexQueries", "PollerHeldSeconds"}  # no zeros
 
 
 def test_the_levers_savings_add_up_to_the_cost_left_with_all_of_them() -> None:

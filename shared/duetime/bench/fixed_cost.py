@@ -93,9 +93,10 @@ class StackDefaults:
     # pollers' Errors + 1), Lambda throttles (the pollers + worker + api + authorizer).
     alarm_metrics_besides_pollers: int = 13
     alarm_metrics_per_poller_group: int = 2
-    # Custom metrics (namespace duetime, dimension service=poller) an idle poller publishes: record_poll's
-    # five claim figures and three recovery figures, and PollerShift's handovers, takeovers, held seconds.
-    poller_custom_metrics: int = 11
+    # Custom metrics (namespace duetime, dimension service=poller) an idle poller publishes: zeros are not
+    # published (observability.add_counts), so only DueIndexQueries and PollerHeldSeconds (11 when every
+    # figure was published, zeros too).
+    poller_custom_metrics: int = 2
     event_source_long_polls: int = 5
     long_poll_seconds: float = 20.0
     poller_rests_when_quiet: bool = True  # Settings.poller_rest_when_quiet (duetime.quiet)
@@ -381,7 +382,7 @@ LEVERS = (
     ),
     Lever(
         "quiet_observability",
-        "publish poller metrics only when non-zero, the dashboard optional",
+        "no poller metrics at idle, the dashboard optional",
         {"poller_custom_metrics": 0, "dashboards": 0},
     ),
 )
