@@ -36,6 +36,7 @@ class Call:
     received_at: float
     status: int = 0
     replayed: bool = False
+    answered_at: float | None = None  # when the target finished with it (the caller may have gone by then)
 
 
 @dataclass
@@ -84,6 +85,7 @@ class DemoTarget:
         finally:
             with self.lock:
                 self.in_flight[group] -= 1
+                call.answered_at = time.time()
 
 
 class JsonRequestHandler(BaseHTTPRequestHandler):

@@ -14,6 +14,7 @@ import random
 import threading
 import time
 from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -24,6 +25,7 @@ from duetime.bench.faults import Faults, FaultyQueue, PollerCrash
 from duetime.bench.fleet import FleetSpec, WorkerFleet
 from duetime.bench.harness import BenchStack, wait_until
 from duetime.claim_plan import initial_state
+from duetime.demo_target import Call
 from duetime.ids import make_run_id, new_job_id
 from duetime.models import Job, JobSpec, Team
 from duetime.poller import Poller, PollerConfig
@@ -46,6 +48,36 @@ BEHAVIOURS: list[
     ("status=400", {}),
     ("sleep=0.5", {}),
 ]
+
+
+def call_timeout(call: Call) -> float:
+    """How long the worker of ``call`` waits for it: its job's timeout (found by its query's behaviour)."""
+    query = "&".join(f"{k}={v}" for k, v in call.query.items() if k != "group")
+    for behaviour, extra in BEHAVIOURS:
+        if behaviour == query:
+            return float(extra.get("timeout_seconds", JobSpec.model_fields["timeout_seconds"].default))
+    return float(JobSpec.model_fields["timeout_seconds"].default)
+
+
+def max_in_flight_while_waited(calls: Sequence[Call], timeout: Callable[[Call], float]) -> dict[str, int]:
+    """Each team's most calls in flight at once while duetime waited for them: a call counts from its
+    arrival until it was answered or its job's timeout passed, whichever came first. A call past its timeout
+    was given up by its worker, whose slot then went to another run; the target may still be working on it
+    (the slow behaviour sleeps 2 s under a 1 s timeout), but the team's cap is on duetime's calls."""
+    edges: dict[str, list[tuple[float, int]]] = defaultdict(list)
+    for call in calls:
+        team = call.query.get("group", "")
+        ends = [call.received_at + timeout(call)]
+        if call.answered_at is not None:
+            ends.append(call.answered_at)
+        edges[team] += [(call.received_at, 1), (min(ends), -1)]
+    most: dict[str, int] = defaultdict(int)
+    for team, team_edges in edges.items():
+        current = 0
+        for _, change in sorted(team_edges):  # at one instant an end (-1) comes before a start (+1)
+            current += change
+            most[team] = max(most[team], current)
+    return most
 
 
 def chaos_jobs(stack: BenchStack, created: datetime) -> list[Job]:
@@ -201,11 +233,8 @@ def check(
     changed = [run for run, keys in keys_by_run.items() if keys != {run}]
     if changed:
         violations.append(f"{len(changed)} runs whose repeats carried another idempotency key")
-    over_cap = {
-        team: stack.sink.recorder.max_in_flight[team]
-        for team, cap in TEAMS.items()
-        if stack.sink.recorder.max_in_flight[team] > cap
-    }
+    waited = max_in_flight_while_waited(calls, call_timeout)
+    over_cap = {team: waited[team] for team, cap in TEAMS.items() if waited[team] > cap}
     if over_cap:
         violations.append(f"team concurrency over the cap: {over_cap}")
     behind = [
@@ -233,7 +262,9 @@ def check(
         "repeat_calls_same_key": repeats,
         "stale_writes_rejected": sum(1 for r in reports if r.outcome is WorkOutcome.STALE),
         "duplicate_messages_dropped": sum(1 for r in reports if r.outcome is WorkOutcome.DUPLICATE),
-        "max_in_flight": {team: stack.sink.recorder.max_in_flight[team] for team in TEAMS},
+        "max_in_flight": {team: waited[team] for team in TEAMS},
+        # at the target, counting calls duetime had given up on (past their timeout) until they answered
+        "max_in_flight_at_target": {team: stack.sink.recorder.max_in_flight[team] for team in TEAMS},
         "caps": TEAMS,
         "run_statuses": dict(sorted(statuses.items())),
         "violations": violations,
