@@ -22,18 +22,14 @@ runs the deployed pattern."""
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from duetime.poller import ClaimReport, Poller
+from duetime.poller import MINUTE, ClaimReport, Poller
 from duetime.ports import JobStore, PollerLeaseStore, RunStore
 from duetime.preload import FireReport
 from duetime.timeutil import minute_bucket
 from duetime.wake import QUIET_HORIZON
-
-log = logging.getLogger(__name__)
-MINUTE = timedelta(minutes=1)
 
 
 @dataclass(frozen=True)

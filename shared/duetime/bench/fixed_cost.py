@@ -156,11 +156,12 @@ def idle_dynamodb_per_second(
 ) -> dict[str, dict[str, float]]:
     """Requests, read units and write units a second an idle installation spends, by what spends them
     (see the module's docstring). ``settle_s``: how long a past minute's bucket is still read."""
+    if stack.poller_rests_when_quiet:
+        return _resting_dynamodb_per_second(partitions, stack, settle_s)
     sweeps = 1 / stack.sweep_interval_s
     groups = stack.poller_groups
     alive = invocations_alive(stack, timings)
     ticks = stack.poller_ticks_per_minute / 60  # handovers (and invocation starts) a second, per group
-    per_group = math.ceil(partitions / groups)
     due_queries = partitions * (1 + settle_s / 60) * sweeps
     reap_queries = partitions * sweeps / RECOVER_EVERY_SWEEPS
     preload_queries = (
@@ -172,14 +173,8 @@ def idle_dynamodb_per_second(
     lease_reads = groups * ((alive - 1) / timings.standby_poll + HANDOVER_READS * ticks)
     lease_writes = groups * (1 / timings.renew_every + HANDOVER_WRITES * ticks)
     eventual, consistent, write = EVENTUALLY_CONSISTENT_READ_UNITS, CONSISTENT_READ_UNITS, SMALL_WRITE_UNITS
-    if stack.poller_rests_when_quiet:
-        return _resting_dynamodb_per_second(partitions, stack, settle_s)
     return {
-        "marks_read": {  # once a reign: the holder keeps them as it moves them (``duetime.low_water``)
-            "requests": groups * math.ceil(per_group / BATCH_GET_KEYS) * ticks,
-            "read_units": partitions * eventual * ticks,
-            "write_units": 0.0,
-        },
+        "marks_read": _marks_read(partitions, groups, ticks),
         "due_index_queries": {
             "requests": due_queries,
             "read_units": due_queries * eventual,
@@ -202,11 +197,27 @@ def idle_dynamodb_per_second(
         },
         "lease_reads": {"requests": lease_reads, "read_units": lease_reads * consistent, "write_units": 0.0},
         "lease_writes": {"requests": lease_writes, "read_units": 0.0, "write_units": lease_writes * write},
-        "mark_writes": {
-            "requests": partitions / 60,
-            "read_units": 0.0,
-            "write_units": partitions / 60 * write,
-        },
+        "mark_writes": _mark_writes(partitions),
+    }
+
+
+def _marks_read(partitions: int, groups: int, reigns_per_second: float) -> dict[str, float]:
+    """The holders read their partitions' low-water marks once a reign (one BatchGetItem a group), and keep
+    them as they move them (``duetime.low_water``)."""
+    per_group = math.ceil(partitions / groups)
+    return {
+        "requests": groups * math.ceil(per_group / BATCH_GET_KEYS) * reigns_per_second,
+        "read_units": partitions * EVENTUALLY_CONSISTENT_READ_UNITS * reigns_per_second,
+        "write_units": 0.0,
+    }
+
+
+def _mark_writes(partitions: int) -> dict[str, float]:
+    """Each partition's mark moves once a minute, as its last minute's bucket settles."""
+    return {
+        "requests": partitions / 60,
+        "read_units": 0.0,
+        "write_units": partitions / 60 * SMALL_WRITE_UNITS,
     }
 
 
@@ -218,7 +229,6 @@ def _resting_dynamodb_per_second(
     lease, read the wake count, give it back)."""
     groups = stack.poller_groups
     ticks = stack.poller_ticks_per_minute / 60  # invocations a second, per group
-    per_group = math.ceil(partitions / groups)
     seconds = resting_invocation_seconds(stack)
     sweeps = max(1.0, seconds / stack.sweep_interval_s) * ticks  # per group, a second
     due_queries = partitions * (1 + settle_s / 60) * sweeps
@@ -232,22 +242,14 @@ def _resting_dynamodb_per_second(
         return {"requests": requests, "read_units": requests * units, "write_units": 0.0}
 
     return {
-        "marks_read": {
-            "requests": groups * math.ceil(per_group / BATCH_GET_KEYS) * ticks,
-            "read_units": partitions * eventual * ticks,
-            "write_units": 0.0,
-        },
+        "marks_read": _marks_read(partitions, groups, ticks),
         "due_index_queries": reads(due_queries, eventual),
         "reap_index_queries": reads(reap_queries, eventual),
         "quiet_look_queries": reads(look_queries, eventual),
         "preload_queries": reads(preload_queries, eventual),
         "lease_reads": reads(lease_reads, consistent),
         "lease_writes": {"requests": lease_writes, "read_units": 0.0, "write_units": lease_writes * write},
-        "mark_writes": {
-            "requests": partitions / 60,
-            "read_units": 0.0,
-            "write_units": partitions / 60 * write,
-        },
+        "mark_writes": _mark_writes(partitions),
     }
 
 
