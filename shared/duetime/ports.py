@@ -92,6 +92,11 @@ class JobStore(Protocol):
         """
         ...
 
+    def count_due(self, partition: int, bucket: str) -> int:
+        """How many rows the due index holds for (partition, minute bucket), whatever their fire time: for
+        forecasts (``duetime.prescale``). Reads keys only, never items; may be slightly stale."""
+        ...
+
     def claim(self, claims: Sequence[Claim], now: datetime) -> ClaimOutcome:
         """Carry out claims atomically per job: create each run row (queued, with a queue deadline;
         condition RUN_IS_NEW) and move the job's schedule to ``plan.next_state`` (condition
@@ -346,6 +351,26 @@ class RunMessage:
 class RunQueue(Protocol):
     def send(self, messages: Sequence[RunMessage], delay_seconds: int = 0) -> None:
         """Queue run messages (batches of 10); raises if any message could not be sent."""
+        ...
+
+
+class RunBacklog(Protocol):
+    def waiting_runs(self) -> int:
+        """Runs waiting in the run queue for a worker (messages visible now; approximate, as SQS counts
+        them). Runs being worked and messages still delayed are not counted."""
+        ...
+
+
+class ProvisionedWorkers(Protocol):
+    """The worker's provisioned concurrency (on AWS: the worker alias's provisioned concurrency config)."""
+
+    def provisioned(self) -> int:
+        """The workers requested now (0 when none are provisioned), whether or not all are allocated yet."""
+        ...
+
+    def provision(self, workers: int) -> None:
+        """Request exactly ``workers`` provisioned workers; 0 removes the provisioning. Raises when the
+        platform refuses (e.g. over the account's unreserved concurrency); the caller asks again later."""
         ...
 
 

@@ -67,6 +67,13 @@ class Settings(BaseModel):
     poller_function_name: str = ""
     poller_groups: str = ""
     poller_run_seconds: float = Field(default=135, ge=0, le=840)  # what a woken invocation serves
+    # Provisioned workers from the forecast (duetime.prescale): never more than this many, never fewer than
+    # the baseline; the due index is read this many minutes ahead. The rest of the policy (the worker rate,
+    # the event source's own workers) by DUETIME_PRESCALE_POLICY, a JSON object of PrescalePolicy's fields.
+    prescale_max_workers: int = Field(default=90, ge=1, le=10_000)
+    prescale_baseline_workers: int = Field(default=0, ge=0, le=10_000)
+    prescale_lookahead_minutes: int = Field(default=10, ge=1, le=60)
+    prescale_policy: str = ""
     allow_private_targets: bool = False  # SSRF guard: permit loopback/private targets (local use only)
     max_body_bytes: int = Field(default=64 * 1024, ge=1024)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 import os
 from datetime import timedelta
 from typing import Any
@@ -14,13 +15,16 @@ from duetime.adapters.dynamodb.rate_limits import DynamoRateLimiter
 from duetime.adapters.dynamodb.store import DynamoStore
 from duetime.adapters.dynamodb.tables import TableNames
 from duetime.adapters.http_target import HttpTargetCaller
+from duetime.adapters.lambda_provisioning import LambdaProvisionedWorkers
 from duetime.adapters.lambda_starter import LambdaPollerStarter
 from duetime.adapters.lambda_warmer import LambdaWorkerWarmer
-from duetime.adapters.sqs import SqsRunQueue
+from duetime.adapters.sqs import SqsRunBacklog, SqsRunQueue
 from duetime.adapters.store_clock import StoreClock
+from duetime.clock import SystemClock
 from duetime.poller import Poller, PollerConfig
 from duetime.poller_lease import LeaseTimings, PollerShift
 from duetime.ports import AlertSink
+from duetime.prescale import PrescalePolicy, Prescaler
 from duetime.quiet import QuietTimings
 from duetime.service import JobService
 from duetime.settings import Settings
@@ -106,6 +110,30 @@ def worker() -> Worker:
         HttpTargetCaller(allow_private=s.allow_private_targets),
         make_store_clock(store),
         worker_config(s),
+    )
+
+
+def prescale_policy(s: Settings) -> PrescalePolicy:
+    """The prescaler's policy: the stack's bounds and look-ahead, the rest from ``prescale_policy`` (JSON)."""
+    fields = json.loads(s.prescale_policy) if s.prescale_policy else {}
+    fields.update(
+        max_workers=s.prescale_max_workers,
+        baseline_workers=s.prescale_baseline_workers,
+        lookahead_minutes=s.prescale_lookahead_minutes,
+    )
+    return PrescalePolicy.model_validate(fields)
+
+
+@functools.cache
+def prescaler() -> Prescaler:
+    """The prescaler of the worker alias ``worker_function_arn`` (``duetime.prescale``)."""
+    s = settings()
+    return Prescaler(
+        make_store(s),
+        LambdaProvisionedWorkers(client("lambda"), s.worker_function_arn),
+        SqsRunBacklog(client("sqs"), s.run_queue_url),
+        SystemClock(),
+        prescale_policy(s),
     )
 
 

@@ -42,7 +42,8 @@ CDK_JSON_CONTEXT: dict[str, Any] = json.loads((CDK_DIR / "cdk.json").read_text()
 
 
 def assert_is_the_throwaway_stack(template: Mapping[str, Any]) -> None:
-    """Tables deleted with the stack, alerts mailed to THROWAWAY's address, one rule per THROWAWAY group."""
+    """Tables deleted with the stack, alerts mailed to THROWAWAY's address, one rule per THROWAWAY group
+    (and the prescaler's)."""
     resources = template["Resources"].values()
 
     def of_type(kind: str) -> list[dict[str, Any]]:
@@ -57,8 +58,12 @@ def assert_is_the_throwaway_stack(template: Mapping[str, Any]) -> None:
     ]
     assert subscriptions == [("email", "oncall@example.com")]
     rules = of_type("AWS::Events::Rule")
-    groups = sorted(json.loads(r["Properties"]["Targets"][0]["Input"])["partitions"] for r in rules)
+    poller_rules = [r for r in rules if "Input" in r["Properties"]["Targets"][0]]
+    groups = sorted(json.loads(r["Properties"]["Targets"][0]["Input"])["partitions"] for r in poller_rules)
     assert groups == ["0-31", "32-63"]
+    prescaler_rules = [r["Properties"]["ScheduleExpression"] for r in rules if r not in poller_rules]
+    assert prescaler_rules == ["rate(5 minutes)"]  # forecast_scaling, the default
+    assert not of_type("AWS::ApplicationAutoScaling::ScalableTarget")
 
 
 def app_with(context: dict[str, Any], environ: dict[str, str]) -> tuple[cdk.Stack, Template]:
@@ -148,6 +153,7 @@ def test_the_cdks_own_context_keys_are_left_to_the_cdk() -> None:
     ("key", "value", "why"),
     [
         ("deletion_protection", "ture", "valid boolean"),
+        ("forecast_scaling", "yes please", "valid boolean"),
         ("stack_name", "Duetime_Test", "CloudFormation stack name"),
         ("stack_name", "1Duetime", "CloudFormation stack name"),
         ("stack_name", "D" * 129, "CloudFormation stack name"),
@@ -160,6 +166,28 @@ def test_the_cdks_own_context_keys_are_left_to_the_cdk() -> None:
 def test_a_bad_value_fails_the_synth_naming_the_setting(key: str, value: str, why: str) -> None:
     with pytest.raises(ContextError, match=rf"^bad CDK context:\n  {key}: .*{why}.*\(given: '{value}'\)"):
         StackConfig.from_mapping({key: value})
+
+
+def test_scheduled_scaling_and_forecast_scaling_are_exclusive_and_the_error_names_both() -> None:
+    for context in ({"scheduled_scaling": "true"}, {"scheduled_scaling": "true", "forecast_scaling": "true"}):
+        with pytest.raises(ContextError) as refused:
+            StackConfig.from_mapping(context)
+        message = str(refused.value)
+        assert message.startswith("bad CDK context:\n  ")
+        assert "forecast_scaling" in message and "scheduled_scaling" in message
+    chosen = StackConfig.from_mapping({"scheduled_scaling": "true", "forecast_scaling": "false"})
+    assert (chosen.scheduled_scaling, chosen.forecast_scaling) == (True, False)
+    default = StackConfig.from_mapping({})
+    assert (default.scheduled_scaling, default.forecast_scaling) == (False, True)
+    neither = StackConfig.from_mapping({"forecast_scaling": "false"})
+    assert (neither.scheduled_scaling, neither.forecast_scaling) == (False, False)
+
+
+def test_the_scaling_mode_reaches_the_template() -> None:
+    prescaler = "functions/prescaler/handler.handler"
+    _, scheduled = app_with({**THROWAWAY, "scheduled_scaling": "true", "forecast_scaling": "false"}, {})
+    assert len(scheduled.find_resources("AWS::ApplicationAutoScaling::ScalableTarget")) == 1
+    assert scheduled.find_resources("AWS::Lambda::Function", {"Properties": {"Handler": prescaler}}) == {}
 
 
 def test_settings_are_parsed_from_the_strings_the_command_line_gives() -> None:

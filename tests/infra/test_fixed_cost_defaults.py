@@ -1,6 +1,7 @@
 """`duetime plan`'s fixed cost counts what the default stack really keeps running: its StackDefaults are
-checked here against the synthesized template (pollers, memory, run length, provisioned concurrency, the
-dashboard, every alarm metric, the event source's maximum concurrency)."""
+checked here against the synthesized template (pollers, memory, run length, provisioned concurrency: the
+prescaler by default, the scheduled window otherwise, the dashboard, every alarm metric, the event source's
+maximum concurrency)."""
 
 from __future__ import annotations
 
@@ -29,9 +30,11 @@ from duetime.bench.fixed_cost import StackDefaults  # noqa: E402
 DEFAULTS = StackDefaults()
 
 
-@pytest.fixture(scope="module")
-def template() -> Template:
-    app = cdk.App(context={"deletion_protection": "false"})
+PRESCALER = "functions/prescaler/handler.handler"
+
+
+def synth(**context: str) -> Template:
+    app = cdk.App(context={"deletion_protection": "false", **context})
     try:
         config = StackConfig.from_context(app.node)
     except ContextError as exc:
@@ -39,9 +42,35 @@ def template() -> Template:
     return Template.from_stack(DuetimeStack(app, "DuetimeFixedCost", config=config))
 
 
+@pytest.fixture(scope="module")
+def template() -> Template:
+    return synth()
+
+
+@pytest.fixture(scope="module")
+def scheduled() -> Template:
+    """The stack with the scheduled window instead of the prescaler (``forecast_scaling=False``)."""
+    return synth(scheduled_scaling="true", forecast_scaling="false")
+
+
 def functions(template: Template, handler: str) -> list[dict[str, Any]]:
     found = template.find_resources("AWS::Lambda::Function", {"Properties": {"Handler": handler}})
     return [resource["Properties"] for resource in found.values()]
+
+
+def rules_of(template: Template, handler: str) -> list[dict[str, Any]]:
+    """The properties of the EventBridge rules whose (first) target is a function of ``handler``."""
+    found = template.find_resources("AWS::Lambda::Function", {"Properties": {"Handler": handler}})
+    return [
+        rule["Properties"]
+        for rule in template.find_resources("AWS::Events::Rule").values()
+        if rule["Properties"]["Targets"][0]["Arn"].get("Fn::GetAtt", [None])[0] in found
+    ]
+
+
+def rate_minutes(expression: str) -> float:
+    amount, unit = re.fullmatch(r"rate\((\d+) (minutes?|hours?)\)", expression).groups()  # type: ignore[union-attr]
+    return float(amount) * (60 if unit.startswith("hour") else 1)
 
 
 def cron_minute_of_day(expression: str) -> int:
@@ -53,10 +82,10 @@ def test_the_pollers_are_the_groups_memory_and_run_length_the_fixed_cost_counts(
     pollers = functions(template, "functions/poller/handler.handler")
     assert len(pollers) == DEFAULTS.poller_groups
     assert {p.get("MemorySize", 128) for p in pollers} == {DEFAULTS.poller_memory_mb}
-    rules = template.find_resources("AWS::Events::Rule").values()
+    rules = rules_of(template, "functions/poller/handler.handler")
     assert len(rules) == DEFAULTS.poller_groups
-    assert {r["Properties"]["ScheduleExpression"] for r in rules} == {"rate(1 minute)"}
-    inputs = [r["Properties"]["Targets"][0]["Input"] for r in rules]
+    assert {r["ScheduleExpression"] for r in rules} == {"rate(1 minute)"}
+    inputs = [r["Targets"][0]["Input"] for r in rules]
     assert all(f'"run_seconds":{DEFAULTS.poller_run_seconds:g}' in i.replace(" ", "") for i in inputs)
     # The handover the fixed cost assumes (early, or at the end of the run with a hot standby):
     hot_standby = {p["Environment"]["Variables"]["DUETIME_POLLER_HOT_STANDBY"] for p in pollers}
@@ -65,10 +94,31 @@ def test_the_pollers_are_the_groups_memory_and_run_length_the_fixed_cost_counts(
     assert rest == {"true" if DEFAULTS.poller_rests_when_quiet else "false"}
 
 
-def test_provisioned_concurrency_is_the_peak_window_and_the_baseline(template: Template) -> None:
-    (worker,) = functions(template, "functions/worker/handler.handler")
+def test_provisioned_concurrency_is_set_by_the_prescaler_or_the_schedule_as_the_fixed_cost_assumes(
+    template: Template,
+) -> None:
+    prescalers = functions(template, PRESCALER)
+    targets = template.find_resources("AWS::ApplicationAutoScaling::ScalableTarget")
+    if DEFAULTS.forecast_scaling:
+        assert len(prescalers) == 1 and not targets
+    else:
+        assert not prescalers and len(targets) == 1
+
+
+def test_the_prescaler_is_the_interval_and_memory_the_fixed_cost_counts(template: Template) -> None:
+    (prescaler,) = functions(template, PRESCALER)
+    assert prescaler["MemorySize"] == DEFAULTS.prescaler_memory_mb
+    (rule,) = rules_of(template, PRESCALER)
+    assert rate_minutes(rule["ScheduleExpression"]) == DEFAULTS.prescaler_interval_minutes
+    variables = prescaler["Environment"]["Variables"]
+    assert variables["DUETIME_PRESCALE_MAX_WORKERS"] == str(DEFAULTS.peak_workers)
+    assert variables["DUETIME_PRESCALE_BASELINE_WORKERS"] == str(DEFAULTS.baseline_provisioned_workers)
+
+
+def test_the_scheduled_window_and_the_baseline_when_forecast_scaling_is_off(scheduled: Template) -> None:
+    (worker,) = functions(scheduled, "functions/worker/handler.handler")
     assert worker["MemorySize"] == DEFAULTS.worker_memory_mb
-    (target,) = template.find_resources("AWS::ApplicationAutoScaling::ScalableTarget").values()
+    (target,) = scheduled.find_resources("AWS::ApplicationAutoScaling::ScalableTarget").values()
     up, down = sorted(
         target["Properties"]["ScheduledActions"],
         key=lambda a: a["ScalableTargetAction"]["MinCapacity"],

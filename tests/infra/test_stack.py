@@ -53,6 +53,29 @@ def resources(template: Template, kind: str) -> dict[str, Any]:
     return found
 
 
+POLLER = "functions/poller/handler.handler"
+PRESCALER = "functions/prescaler/handler.handler"
+
+
+def function_ids(template: Template, handler: str) -> list[str]:
+    """The logical ids of the functions of ``handler``."""
+    return [
+        name
+        for name, f in resources(template, "AWS::Lambda::Function").items()
+        if f["Properties"]["Handler"] == handler
+    ]
+
+
+def rules_of(template: Template, handler: str) -> list[dict[str, Any]]:
+    """The properties of the EventBridge rules whose (first) target is a function of ``handler``."""
+    ids = function_ids(template, handler)
+    return [
+        r["Properties"]
+        for r in resources(template, "AWS::Events::Rule").values()
+        if r["Properties"]["Targets"][0]["Arn"].get("Fn::GetAtt", [None])[0] in ids
+    ]
+
+
 def test_tables_are_on_demand_with_pitr_ttl_and_the_indexes_the_code_queries(template: Template) -> None:
     tables = resources(template, "AWS::DynamoDB::GlobalTable")
     assert len(tables) == 3
@@ -102,15 +125,16 @@ def test_run_queue_has_a_dead_letter_queue_and_a_visibility_above_the_worker_tim
 
 
 def test_one_eventbridge_rule_per_partition_group_ticks_its_poller_every_minute(template: Template) -> None:
-    rules = resources(template, "AWS::Events::Rule")
-    inputs = sorted(json.loads(r["Properties"]["Targets"][0]["Input"])["partitions"] for r in rules.values())
+    rules = rules_of(template, POLLER)
+    inputs = sorted(json.loads(r["Targets"][0]["Input"])["partitions"] for r in rules)
     assert inputs == ["0-15", "16-31", "32-47", "48-63"]
-    assert {r["Properties"]["ScheduleExpression"] for r in rules.values()} == {"rate(1 minute)"}
+    assert {r["ScheduleExpression"] for r in rules} == {"rate(1 minute)"}
+    # Besides them, the prescaler's rule only.
+    assert len(resources(template, "AWS::Events::Rule")) == len(rules) + len(rules_of(template, PRESCALER))
     split = [[*range(0, 8), *range(32, 40)], [*range(8, 32), *range(40, 64)]]
     _, custom = synth(deletion_protection="false", partition_groups=split)
-    custom_rules = custom.find_resources("AWS::Events::Rule").values()
     # A group of two ranges keeps both in its label (it used to become "0-39": partitions it does not own).
-    labels = sorted(json.loads(r["Properties"]["Targets"][0]["Input"])["partitions"] for r in custom_rules)
+    labels = sorted(json.loads(r["Targets"][0]["Input"])["partitions"] for r in rules_of(custom, POLLER))
     assert labels == ["0-7,32-39", "8-31,40-63"]
 
 
@@ -120,11 +144,14 @@ def test_poller_invocations_overlap_so_a_standby_can_take_the_lease_over(templat
         for f in resources(template, "AWS::Lambda::Function").values()
         if f["Properties"]["Handler"] == "functions/poller/handler.handler"
     ]
-    rules = resources(template, "AWS::Events::Rule").values()
-    run_seconds = {json.loads(r["Properties"]["Targets"][0]["Input"])["run_seconds"] for r in rules}
+    run_seconds = {json.loads(r["Targets"][0]["Input"])["run_seconds"] for r in rules_of(template, POLLER)}
     assert len(pollers) == 4 and run_seconds == {135}
     assert all(p["Timeout"] >= 135 + 10 for p in pollers)  # the handler stops 10 s before the timeout
-    configs = [c["Properties"] for c in resources(template, "AWS::Lambda::EventInvokeConfig").values()]
+    configs = [
+        c["Properties"]
+        for c in resources(template, "AWS::Lambda::EventInvokeConfig").values()
+        if c["Properties"]["FunctionName"]["Ref"] in function_ids(template, POLLER)
+    ]
     assert [(c["MaximumEventAgeInSeconds"], c["MaximumRetryAttempts"]) for c in configs] == [(60, 0)] * 4
 
 
@@ -175,8 +202,16 @@ def test_workers_take_sqs_batches_with_partial_failures_and_a_concurrency_cap(te
     )
 
 
-def test_workers_are_scaled_up_before_midnight_and_really_down_after(template: Template) -> None:
-    targets = resources(template, "AWS::ApplicationAutoScaling::ScalableTarget")
+@pytest.fixture(scope="module")
+def scheduled() -> Template:
+    """The stack with the worker's provisioned concurrency on the daily schedule instead of the forecast."""
+    return synth(deletion_protection="false", scheduled_scaling="true", forecast_scaling="false")[1]
+
+
+def test_with_scheduled_scaling_workers_are_scaled_up_before_midnight_and_really_down_after(
+    scheduled: Template,
+) -> None:
+    targets = resources(scheduled, "AWS::ApplicationAutoScaling::ScalableTarget")
     (target,) = targets.values()
     actions = {a["ScheduledActionName"]: a for a in target["Properties"]["ScheduledActions"]}
     assert target["Properties"]["ScalableDimension"] == "lambda:function:ProvisionedConcurrency"
@@ -187,23 +222,136 @@ def test_workers_are_scaled_up_before_midnight_and_really_down_after(template: T
     assert up["ScalableTargetAction"] == {"MinCapacity": 90, "MaxCapacity": 90}
     assert down["ScalableTargetAction"] == {"MinCapacity": 0, "MaxCapacity": 0}  # pollers warm one instead
     assert target["Properties"]["MinCapacity"] == 0  # Lambda's provisioned concurrency may go to 0
+    assert function_ids(scheduled, PRESCALER) == []  # the schedule alone sets it
 
 
 def test_a_provisioned_baseline_of_workers_is_a_setting() -> None:
-    _, template = synth(deletion_protection="false", baseline_workers="2")
+    _, template = synth(
+        deletion_protection="false", baseline_workers="2", scheduled_scaling="true", forecast_scaling="false"
+    )
     (target,) = resources(template, "AWS::ApplicationAutoScaling::ScalableTarget").values()
     down = next(a for a in target["Properties"]["ScheduledActions"] if a["Schedule"] == "cron(15 0 * * ? *)")
     assert down["ScalableTargetAction"] == {"MinCapacity": 2, "MaxCapacity": 2}
+    _, forecast = synth(deletion_protection="false", baseline_workers="2", peak_workers="40")
+    (prescaler,) = [
+        resources(forecast, "AWS::Lambda::Function")[f] for f in function_ids(forecast, PRESCALER)
+    ]
+    variables = prescaler["Properties"]["Environment"]["Variables"]
+    assert (variables["DUETIME_PRESCALE_BASELINE_WORKERS"], variables["DUETIME_PRESCALE_MAX_WORKERS"]) == (
+        "2",
+        "40",
+    )
 
 
-def test_localstack_deployments_can_leave_out_scheduled_scaling() -> None:
-    _, template = synth(deletion_protection="false", scheduled_scaling="false")
+def test_provisioned_workers_can_be_left_out_altogether() -> None:
+    _, template = synth(deletion_protection="false", forecast_scaling="false")
     template.resource_count_is("AWS::ApplicationAutoScaling::ScalableTarget", 0)
+    assert function_ids(template, PRESCALER) == []
+    assert len(resources(template, "AWS::Events::Rule")) == 4  # the pollers' only
+
+
+# --- the prescaler (forecast_scaling, the default) ------------------------------------------------------
+
+
+def role_statements(template: Template, handler: str) -> list[tuple[list[str], list[Any]]]:
+    """Each statement of the roles of the functions of ``handler``: its actions and its resources."""
+    roles = [
+        f["Properties"]["Role"]["Fn::GetAtt"][0]
+        for f in resources(template, "AWS::Lambda::Function").values()
+        if f["Properties"]["Handler"] == handler
+    ]
+    found = []
+    for policy in resources(template, "AWS::IAM::Policy").values():
+        if not any({"Ref": role} in policy["Properties"]["Roles"] for role in roles):
+            continue
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            assert statement["Effect"] == "Allow"
+            actions, targets = statement["Action"], statement["Resource"]
+            found.append(
+                (
+                    [actions] if isinstance(actions, str) else actions,
+                    targets if isinstance(targets, list) else [targets],
+                )
+            )
+    return found
+
+
+def test_by_default_the_prescaler_alone_sets_the_workers_provisioned_concurrency(template: Template) -> None:
+    """No Application Auto Scaling target (it would fight the prescaler over the alias's provisioned
+    concurrency config); one prescaler, ticked every 5 minutes, told the alias and the bounds."""
+    template.resource_count_is("AWS::ApplicationAutoScaling::ScalableTarget", 0)
+    functions = resources(template, "AWS::Lambda::Function")
+    (prescaler_id,) = function_ids(template, PRESCALER)
+    prescaler = functions[prescaler_id]["Properties"]
+    assert (prescaler["MemorySize"], prescaler["Timeout"]) == (256, 60)
+    assert prescaler["Environment"]["Variables"]["POWERTOOLS_SERVICE_NAME"] == "prescaler"
+    (alias_id,) = [
+        k for k, a in resources(template, "AWS::Lambda::Alias").items() if a["Properties"]["Name"] == "live"
+    ]
+    variables = prescaler["Environment"]["Variables"]
+    assert variables["DUETIME_WORKER_FUNCTION_ARN"] == {"Ref": alias_id}  # the alias's ARN, ...:live
+    assert variables["DUETIME_PRESCALE_MAX_WORKERS"] == "90"  # peak_workers
+    assert variables["DUETIME_PRESCALE_BASELINE_WORKERS"] == "0"  # baseline_workers
+    assert {"DUETIME_JOBS_TABLE", "DUETIME_RUN_QUEUE_URL"} <= set(variables)  # LambdaCode's
+    (rule,) = rules_of(template, PRESCALER)
+    assert rule["ScheduleExpression"] == "rate(5 minutes)" and rule["State"] == "ENABLED"
+    (target,) = rule["Targets"]
+    assert target["Arn"] == {"Fn::GetAtt": [prescaler_id, "Arn"]}  # the function itself, no input
+    assert target["RetryPolicy"] == {"MaximumRetryAttempts": 0, "MaximumEventAgeInSeconds": 60}
+    (invoke_config,) = [
+        c["Properties"]
+        for c in resources(template, "AWS::Lambda::EventInvokeConfig").values()
+        if c["Properties"]["FunctionName"] == {"Ref": prescaler_id}
+    ]
+    assert (invoke_config["MaximumRetryAttempts"], invoke_config["MaximumEventAgeInSeconds"]) == (0, 300)
+
+
+def test_the_prescaler_may_count_the_due_index_set_the_workers_and_read_the_queue_depth_only(
+    template: Template,
+) -> None:
+    """Least privilege (LocalStack does not enforce IAM: only this test can tell): Query on the jobs
+    table's ``due`` index, the provisioned concurrency calls on the worker alias (and the function's
+    unqualified ARN, which IAM may evaluate too), GetQueueAttributes on the run queue."""
+    tables = resources(template, "AWS::DynamoDB::GlobalTable")
+    (jobs,) = [name for name in tables if "Jobs" in name]
+    (alias_id,) = [
+        k for k, a in resources(template, "AWS::Lambda::Alias").items() if a["Properties"]["Name"] == "live"
+    ]
+    (worker_id,) = function_ids(template, "functions/worker/handler.handler")
+    queues = resources(template, "AWS::SQS::Queue")
+    (runs_queue,) = [k for k, q in queues.items() if "RedrivePolicy" in q["Properties"]]
+    statements = role_statements(template, PRESCALER)
+    own = [
+        (actions, resources_)
+        for actions, resources_ in statements
+        if not all(a.startswith(("logs:", "xray:")) for a in actions)
+    ]
+    assert own == [
+        (["dynamodb:Query"], [{"Fn::Join": ["", [{"Fn::GetAtt": [jobs, "Arn"]}, "/index/due"]]}]),
+        (
+            [
+                "lambda:GetProvisionedConcurrencyConfig",
+                "lambda:PutProvisionedConcurrencyConfig",
+                "lambda:DeleteProvisionedConcurrencyConfig",
+            ],
+            [{"Ref": alias_id}, {"Fn::GetAtt": [worker_id, "Arn"]}],
+        ),
+        (["sqs:GetQueueAttributes"], [{"Fn::GetAtt": [runs_queue, "Arn"]}]),
+    ]
+    wildcards = [actions for actions, resources_ in statements if "*" in resources_]
+    assert wildcards == [["xray:PutTraceSegments", "xray:PutTelemetryRecords"]]  # the DuetimeFunction's own
+
+
+def test_the_prescaler_and_scheduled_scaling_are_exclusive() -> None:
+    with pytest.raises(ContextError, match="forecast_scaling and scheduled_scaling"):
+        StackConfig.from_context(cdk.App(context={"scheduled_scaling": "true"}).node)
+    config = StackConfig.from_mapping({"scheduled_scaling": "true", "forecast_scaling": "false"})
+    assert (config.scheduled_scaling, config.forecast_scaling) == (True, False)
 
 
 def test_functions_are_arm64_python313_with_tracing(template: Template) -> None:
     functions = resources(template, "AWS::Lambda::Function")
-    assert len(functions) == 7  # 4 pollers, worker, api, authorizer
+    assert len(functions) == 8  # 4 pollers, worker, api, authorizer, prescaler
     for function in functions.values():
         props = function["Properties"]
         assert props["Runtime"] == "python3.13" and props["Architectures"] == ["arm64"]
@@ -255,12 +403,23 @@ def test_alarms_cover_lateness_dead_runs_dlq_poller_errors_and_throttles(templat
         "runs went dead (out of attempts)",
         "run messages reached the dead-letter queue",
         "a poller invocation or tick failed",
+        "the prescaler failed: a busy minute may find no workers provisioned ahead",
         "a poller died and a standby took its partitions over",
         "Lambda throttled a duetime function",
         "DynamoDB throttled duetime's tables",
     }
     lateness = alarms["start lateness p99 over 5 s"]
     assert lateness["Threshold"] == 5 and lateness["ExtendedStatistic"] == "p99"
+    # Every function's throttles, the prescaler's too.
+    throttled = {
+        q["MetricStat"]["Metric"]["Dimensions"][0]["Value"]["Ref"]
+        for q in alarms["Lambda throttled a duetime function"]["Metrics"]
+        if "MetricStat" in q
+    }
+    assert throttled == set(resources(template, "AWS::Lambda::Function"))
+    (prescaler,) = template.find_resources("AWS::Lambda::Function", {"Properties": {"Handler": PRESCALER}})
+    failed = alarms["the prescaler failed: a busy minute may find no workers provisioned ahead"]
+    assert (failed["MetricName"], failed["Dimensions"][0]["Value"]["Ref"]) == ("Errors", prescaler)
     assert all(a["AlarmActions"] for a in alarms.values())
     template.resource_count_is("AWS::CloudWatch::Dashboard", 1)
 
@@ -386,7 +545,7 @@ def api_wake(template: Template) -> tuple[dict[str, Any], dict[str, str]]:
         for f in resources(template, "AWS::Lambda::Function").values()
         if f["Properties"]["Handler"] == "functions/api/handler.handler"
     ]
-    targets = [r["Properties"]["Targets"][0] for r in resources(template, "AWS::Events::Rule").values()]
+    targets = [r["Targets"][0] for r in rules_of(template, POLLER)]
     pollers = {json.loads(t["Input"])["partitions"]: t["Arn"]["Fn::GetAtt"] for t in targets}
     # The rules target the poller functions themselves (an alias would be a Ref, not the function's Arn).
     assert all(arn[1] == "Arn" for arn in pollers.values())
@@ -402,8 +561,7 @@ def test_the_api_function_may_wake_a_quiet_group_by_invoking_its_poller(template
     environment, pollers = api_wake(template)
     assert environment["DUETIME_POLLER_GROUPS"] == "0-15;16-31;32-47;48-63"
     assert sorted(environment["DUETIME_POLLER_GROUPS"].split(";")) == sorted(pollers)
-    rules = resources(template, "AWS::Events::Rule").values()
-    [run_seconds] = {json.loads(r["Properties"]["Targets"][0]["Input"])["run_seconds"] for r in rules}
+    [run_seconds] = {json.loads(r["Targets"][0]["Input"])["run_seconds"] for r in rules_of(template, POLLER)}
     assert environment["DUETIME_POLLER_RUN_SECONDS"] == str(run_seconds) == "135"
     # Any group's poller may serve a woken group (the event names it): the first group's, as all are sized
     # alike. Invoked by its name, unqualified, as the rules invoke it; the role names its ARN only.
@@ -478,12 +636,12 @@ def x86_64_asset(directory: Path) -> Path:
 
 
 # What LocalStack community cannot create or never runs, and what goes with it: the TeamAuthorizer and its
-# function (role, policy, log group, API Gateway's permission to invoke it), the dashboard, and the
-# worker's scheduled scaling.
+# function (role, policy, log group, API Gateway's permission to invoke it) and the dashboard. (The worker's
+# scheduled scaling is off by default; the prescaler, which sets provisioned concurrency with the Lambda
+# API, stays.)
 LEFT_OUT_ON_LOCALSTACK = {
     "AWS::ApiGateway::Authorizer": 1,
     "AWS::CloudWatch::Dashboard": 1,
-    "AWS::ApplicationAutoScaling::ScalableTarget": 1,
     "AWS::Lambda::Function": 1,
     "AWS::IAM::Role": 1,
     "AWS::IAM::Policy": 1,
@@ -511,22 +669,24 @@ def test_a_localstack_stack_leaves_out_only_what_localstack_cannot_create(
     expected = {k: n - LEFT_OUT_ON_LOCALSTACK.get(k, 0) for k, n in counts(template).items()}
     assert counts(local) == {k: n for k, n in expected.items() if n}
     # Everything else is there: tables, queues, pollers and their rules, the worker and its event source, the
-    # API with its three methods and stage, the alarms and the topic.
+    # prescaler and its rule, the API with its three methods and stage, the alarms and the topic.
     for kind, count in {
         "AWS::DynamoDB::GlobalTable": 3,
         "AWS::SQS::Queue": 2,
-        "AWS::Lambda::Function": 6,  # 4 pollers, worker, api
-        "AWS::Events::Rule": 4,
+        "AWS::Lambda::Function": 7,  # 4 pollers, worker, api, prescaler
+        "AWS::Events::Rule": 5,
         "AWS::Lambda::EventSourceMapping": 1,
         "AWS::ApiGateway::RestApi": 1,
         "AWS::ApiGateway::Method": 3,
         "AWS::ApiGateway::Stage": 1,
-        "AWS::CloudWatch::Alarm": 7,
+        "AWS::CloudWatch::Alarm": 8,
         "AWS::SNS::Topic": 1,
     }.items():
         local.resource_count_is(kind, count)
     methods = [m["Properties"] for m in resources(local, "AWS::ApiGateway::Method").values()]
     assert {m.get("AuthorizationType", "NONE") for m in methods} == {"NONE"}  # the api function checks
+    (rule,) = rules_of(local, PRESCALER)  # LocalStack's Lambda keeps provisioned concurrency configs
+    assert rule["ScheduleExpression"] == "rate(5 minutes)"
     for function in resources(local, "AWS::Lambda::Function").values():
         assert function["Properties"]["Architectures"] == ["x86_64"]  # what the asset is built for
     assert nag_findings(stack) == []
@@ -536,10 +696,16 @@ def test_a_localstack_stack_leaves_out_only_what_localstack_cannot_create(
 def test_localstack_settings_are_validated(tmp_path: Path) -> None:
     local = StackConfig.model_validate({"localstack": "true"})
     assert (local.team_authorizer, local.dashboard, local.scheduled_scaling) == (False, False, False)
+    assert local.forecast_scaling is True
     default = StackConfig()
-    assert (default.team_authorizer, default.dashboard, default.scheduled_scaling) == (True, True, True)
+    assert (default.team_authorizer, default.dashboard, default.scheduled_scaling) == (True, True, False)
+    assert default.forecast_scaling is True
     with pytest.raises(ValidationError, match="LocalStack community"):
         StackConfig.model_validate({"localstack": "true", "scheduled_scaling": "true"})
+    with pytest.raises(ValidationError, match="LocalStack community"):
+        StackConfig.model_validate(
+            {"localstack": "true", "scheduled_scaling": "true", "forecast_scaling": "false"}
+        )
     with pytest.raises(ValidationError, match="localstack"):
         StackConfig.model_validate({"localstack": "ture"})
     with pytest.raises(ValidationError, match=r"no finished Lambda build \(no \.built\)"):

@@ -3,7 +3,9 @@ of its own (real Lambda processes, no Docker), and one job goes the whole way a 
 
 API Gateway -> api Lambda -> DynamoDB -> EventBridge-invoked poller Lambda -> SQS -> worker Lambda -> an HTTP
 target on 127.0.0.1, with the idempotency and signature headers; a run that fails on its last attempt
-goes dead and its alert reaches the SNS topic. TERM then stops everything the script started.
+goes dead and its alert reaches the SNS topic. The prescaler, invoked as its rule would, provisions workers
+on the worker's alias ahead of a busy minute and removes them once it is gone. TERM then stops everything
+the script started.
 """
 
 from __future__ import annotations
@@ -198,6 +200,71 @@ def test_a_job_runs_end_to_end_and_a_dead_run_alerts_on_sns(
     assert wait_until(alerted, RUN_SECONDS), f"no alert for {dead_run}: {alerts}"
     alert = next(a for a in alerts if a.get("run_id") == dead_run)
     assert alert["kind"] == "run_dead" and alert["team"] == "local"
+
+
+def prescaler_function(deployed: Deployed) -> dict[str, Any]:
+    """The deployed prescaler's configuration (found by its handler)."""
+    for page in deployed.aws("lambda").get_paginator("list_functions").paginate():
+        for function in page["Functions"]:
+            if function.get("Handler") == "functions/prescaler/handler.handler":
+                return dict(function)
+    raise AssertionError("no prescaler function was deployed")
+
+
+def invoke(deployed: Deployed, function_name: str) -> dict[str, Any]:
+    response = deployed.aws("lambda").invoke(FunctionName=function_name, Payload=b"{}")
+    payload = json.loads(response["Payload"].read())
+    assert "FunctionError" not in response, payload
+    return dict(payload)
+
+
+@pytest.mark.timeout(DEPLOY_SECONDS + 300)
+def test_the_prescaler_provisions_workers_ahead_of_a_busy_minute_and_removes_them_after(
+    deployed: Deployed, target: DemoTargetServer
+) -> None:
+    lambda_ = deployed.aws("lambda")
+    prescaler = prescaler_function(deployed)
+    name, variables = prescaler["FunctionName"], prescaler["Environment"]["Variables"]
+    function_arn, alias = variables["DUETIME_WORKER_FUNCTION_ARN"].rsplit(":", 1)
+    assert alias == "live"
+
+    def requested() -> int:
+        try:
+            config = lambda_.get_provisioned_concurrency_config(FunctionName=function_arn, Qualifier=alias)
+        except lambda_.exceptions.ProvisionedConcurrencyConfigNotFoundException:
+            return 0
+        return int(config["RequestedProvisionedConcurrentExecutions"])
+
+    idle = invoke(deployed, name)
+    assert (idle["provisioned_after"], requested()) == (0, 0)
+
+    # One job makes a "busy" minute once a worker starts a run a minute and the event source brings none:
+    # ceil(1 / 60 / (1/60) * 1.1) = 2 workers. (The stack's own policy needs thousands of runs in a minute.)
+    small = {"worker_starts_per_second": 1 / 60, "on_demand_workers": 0}
+    lambda_.update_function_configuration(
+        FunctionName=name,
+        Environment={"Variables": {**variables, "DUETIME_PRESCALE_POLICY": json.dumps(small)}},
+    )
+    lambda_.get_waiter("function_updated_v2").wait(FunctionName=name)
+    at = (datetime.now(UTC) + timedelta(minutes=4)).replace(second=0, microsecond=0).isoformat()
+    job = deployed.client.request(
+        "POST",
+        "/v1/jobs",
+        {"name": "prescaled", "schedule": {"at": at}, "target": {"url": target.url}, "exact": True},
+    )
+    try:
+        raised = invoke(deployed, name)
+        assert (raised["busiest_runs"], raised["workers_needed"], raised["provisioned_after"]) == (1, 2, 2)
+        assert requested() == 2  # on the worker's alias, as the event source invokes it
+
+        deployed.client.request("DELETE", f"/v1/jobs/{job['id']}")  # the busy minute goes away
+        lowered = invoke(deployed, name)
+        assert (lowered["busiest_runs"], lowered["provisioned_after"]) == (0, 0)
+        assert requested() == 0
+    finally:
+        lambda_.update_function_configuration(FunctionName=name, Environment={"Variables": variables})
+        with contextlib.suppress(lambda_.exceptions.ResourceNotFoundException):
+            lambda_.delete_provisioned_concurrency_config(FunctionName=function_arn, Qualifier=alias)
 
 
 @pytest.mark.timeout(STOP_SECONDS * 2 + 60)

@@ -171,6 +171,19 @@ def test_a_row_is_filed_under_the_minute_it_was_written_in_when_its_fire_time_is
     assert [j.id for j in subject.store.due_jobs(partition, minute_bucket(T0), T0, 10)] == [job.id]
 
 
+def test_count_due_counts_a_bucket_whatever_the_fire_times_and_skips_paused_jobs(subject: Subject) -> None:
+    bucket = minute_bucket(T0)
+    for job_id, fire_at in zip(ids_in_partition(9, 4), (at(0), at(30), at(59), at(59)), strict=True):
+        subject.put_job(a_job(fire_at, job_id), at(-30))
+    (paused,) = ids_in_partition(9, 1)
+    subject.put_job(a_job(at(10), paused, paused=True), at(-30))
+    subject.put_job(a_job(at(60), ids_in_partition(9, 1)[0]), at(-30))  # the next minute
+
+    assert subject.store.count_due(9, bucket) == 4
+    assert subject.store.count_due(9, minute_bucket(at(60))) == 1
+    assert subject.store.count_due(8, bucket) == 0
+
+
 def test_a_paused_job_is_not_due_but_is_still_stored(subject: Subject) -> None:
     job = a_job(at(5), paused=True)
     subject.put_job(job, at(-30))

@@ -26,6 +26,7 @@ from .test_poller_lease_loop import store as store  # the moto store fixture of 
 
 DEFAULTS = StackDefaults()
 AWAKE = StackDefaults(poller_rests_when_quiet=False)  # every holder serves its minute (before duetime.quiet)
+SCHEDULED = StackDefaults(forecast_scaling=False)  # peak_workers from 23:55 to 00:15 every day
 
 
 def test_the_parts_add_up_to_the_fixed_cost_and_the_plan_prints_both_costs() -> None:
@@ -110,23 +111,43 @@ def test_a_resting_groups_idle_traffic_is_one_short_reign_a_tick() -> None:
     assert parts["mark_writes"]["requests"] == pytest.approx(64 / 60)  # each mark moves once a minute
 
 
-def test_provisioned_concurrency_is_the_peak_window_and_the_baseline() -> None:
-    parts = fixed_monthly_cost(64)["monthly_fixed_parts"]
+def test_forecast_scaling_provisions_nothing_at_idle_and_pays_for_its_looks() -> None:
+    fixed = fixed_monthly_cost(64)
+    parts, quantities = fixed["monthly_fixed_parts"], fixed["fixed_cost_quantities"]
+    assert DEFAULTS.forecast_scaling
+    assert parts["provisioned_concurrency_peak"] == parts["provisioned_concurrency_baseline"] == 0
+    assert quantities["provisioned_gb_seconds_per_month"] == 0
+    assert quantities["prescaler_invocations_per_month"] == 30 * 1440 / 5  # every 5 minutes
+    assert quantities["prescaler_count_queries_per_second"] == pytest.approx(64 * 11 / 300, abs=0.001)
+    reads = 64 * 11 / 300 * 0.5 * 30 * 86_400 * PRICES_USD["dynamodb_read_request_unit"]
+    assert parts["prescaler_dynamodb_reads"] == pytest.approx(reads, abs=0.01)
+    assert 0 < parts["prescaler_lambda"] < 0.5
+    scheduled = fixed_monthly_cost(64, SCHEDULED)
+    assert scheduled["monthly_fixed_parts"]["prescaler_lambda"] == 0
+    assert fixed["monthly_fixed_usd"] < scheduled["monthly_fixed_usd"] - 10  # the daily window's $10.80 went
+
+
+def test_scheduled_scaling_provisions_the_peak_window_and_the_baseline() -> None:
+    parts = fixed_monthly_cost(64, SCHEDULED)["monthly_fixed_parts"]
     price = PRICES_USD["lambda_provisioned_concurrency_gb_second_arm64"]
     assert parts["provisioned_concurrency_peak"] == pytest.approx(90 * 1.0 * 20 * 60 * 30 * price, abs=0.01)
     assert parts["provisioned_concurrency_baseline"] == 0  # none outside the peak: pollers warm one
-    one = fixed_monthly_cost(64, replace(DEFAULTS, baseline_provisioned_workers=1))["monthly_fixed_parts"]
+    one = fixed_monthly_cost(64, replace(SCHEDULED, baseline_provisioned_workers=1))["monthly_fixed_parts"]
     assert one["provisioned_concurrency_baseline"] == pytest.approx(1420 * 60 * 30 * price, abs=0.01)  # 1 GB
-    fewer = fixed_monthly_cost(64, replace(DEFAULTS, peak_workers=45))["monthly_fixed_parts"]
+    fewer = fixed_monthly_cost(64, replace(SCHEDULED, peak_workers=45))["monthly_fixed_parts"]
     assert fewer["provisioned_concurrency_peak"] == pytest.approx(
         parts["provisioned_concurrency_peak"] / 2, abs=0.01
     )
+    forecast_baseline = fixed_monthly_cost(64, replace(DEFAULTS, baseline_provisioned_workers=1))
+    assert forecast_baseline["monthly_fixed_parts"]["provisioned_concurrency_baseline"] == pytest.approx(
+        1440 * 60 * 30 * price, abs=0.01
+    )  # the prescaler keeps the baseline all day
 
 
 def test_cloudwatch_and_sqs_parts() -> None:
     parts = fixed_monthly_cost(64)["monthly_fixed_parts"]
-    assert DEFAULTS.alarm_metrics == 21
-    assert parts["alarms"] == pytest.approx(21 * 0.10)
+    assert DEFAULTS.alarm_metrics == 23
+    assert parts["alarms"] == pytest.approx(23 * 0.10)
     assert parts["dashboard"] == 3.0
     assert parts["poller_custom_metrics"] == pytest.approx(2 * 0.30)
     assert parts["sqs_idle_receives"] == pytest.approx(5 * 30 * 86_400 / 20 * 0.40 / 1e6, abs=0.01)

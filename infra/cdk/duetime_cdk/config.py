@@ -49,9 +49,11 @@ class StackConfig(BaseModel):
     poller_rest_when_quiet: bool = True
     worker_max_concurrency: int = Field(default=100, ge=2, le=1000)
     worker_batch_size: int = Field(default=10, ge=1, le=10)
+    # The most workers ever provisioned: the prescaler's ceiling, or the scheduled peak window's workers.
     peak_workers: int = Field(default=90, ge=1, le=1000)
-    # Workers kept provisioned outside the peak window. 0 by default: pollers warm a worker before each
-    # minute that holds runs (duetime.warmup), so a warm one need not be paid for all day.
+    # Workers kept provisioned when nothing is forecast (outside the peak window, with scheduled_scaling). 0
+    # by default: pollers warm a worker before each minute that holds runs (duetime.warmup), so a warm one
+    # need not be paid for all day.
     baseline_workers: int = Field(default=0, ge=0, le=1000)
     peak_scale_up: str = "cron(55 23 * * ? *)"
     peak_scale_down: str = "cron(15 0 * * ? *)"
@@ -61,9 +63,15 @@ class StackConfig(BaseModel):
     lambda_asset: Path = Field(default=ROOT / "build" / "lambda", validate_default=True)
     lambda_architecture: Literal["arm64", "x86_64"] = "arm64"
     # A LocalStack (community) deployment: leaves out what LocalStack cannot create or run: the API
-    # Gateway Lambda authorizer (the api function checks tokens itself), the dashboard, scheduled scaling.
+    # Gateway Lambda authorizer (the api function checks tokens itself), the dashboard, scheduled scaling
+    # (forecast_scaling stays: LocalStack's Lambda keeps provisioned concurrency configs).
     localstack: bool = False
-    scheduled_scaling: bool = True  # off on LocalStack (Application Auto Scaling for Lambda is not there)
+    # The prescaler (duetime.prescale) provisions workers only ahead of minutes the due index shows busy.
+    forecast_scaling: bool = True
+    # Instead: peak_workers provisioned from peak_scale_up to peak_scale_down every day, idle or not, by
+    # Application Auto Scaling (not on LocalStack, which does not have it for Lambda). Not both: they would
+    # set the same alias's provisioned concurrency.
+    scheduled_scaling: bool = False
     allow_private_targets: bool = False  # SSRF guard; only for LocalStack smoke tests
     api_rate_limit: int = Field(default=100, ge=1)
     api_burst_limit: int = Field(default=200, ge=1)
@@ -139,6 +147,11 @@ class StackConfig(BaseModel):
                     "does not have: leave it unset (or false) with localstack=true"
                 )
             self.scheduled_scaling = False
+        if self.forecast_scaling and self.scheduled_scaling:
+            raise ValueError(
+                "forecast_scaling and scheduled_scaling both set the worker alias's provisioned concurrency: "
+                "turn one off (scheduled_scaling=true needs forecast_scaling=false)"
+            )
         return self
 
     @property

@@ -61,8 +61,8 @@ def _total(label: str, metrics: Sequence[cloudwatch.IMetric]) -> cloudwatch.Math
 
 class Observability(Construct):
     """Alarms (to the alerts topic) on start lateness p99 > 5 s, dead runs, dead letters, poller errors,
-    poller takeovers (a holder died) and Lambda and DynamoDB throttles; a dashboard of runs, lateness,
-    failures and queues, unless left out."""
+    prescaler errors (when there is one), poller takeovers (a holder died) and Lambda and DynamoDB
+    throttles; a dashboard of runs, lateness, failures and queues, unless left out."""
 
     def __init__(
         self,
@@ -74,6 +74,7 @@ class Observability(Construct):
         tables: list[dynamodb.TableV2],
         pollers: list[lambda_.Function],
         functions: list[lambda_.Function],
+        prescaler: lambda_.Function | None = None,
         dashboard: bool = True,
     ) -> None:
         super().__init__(scope, id)
@@ -109,6 +110,17 @@ class Observability(Construct):
                 ),
                 "a poller invocation or tick failed",
                 periods=2,
+            ),
+            *(
+                [
+                    self._any_in(
+                        "PrescalerErrors",
+                        prescaler.metric_errors(period=MINUTE, statistic="Sum"),
+                        "the prescaler failed: a busy minute may find no workers provisioned ahead",
+                    )
+                ]
+                if prescaler
+                else []
             ),
             self._any_in(
                 "PollerTakeovers",

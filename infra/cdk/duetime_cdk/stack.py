@@ -1,5 +1,5 @@
 """The duetime stack: the composition root of the capabilities, each a construct owning its resources,
-roles and IAM statements (storage, queue, alerts, pollers, workers, API, observability)."""
+roles and IAM statements (storage, queue, alerts, pollers, workers, prescaler, API, observability)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from duetime_cdk.config import StackConfig
 from duetime_cdk.functions import LambdaCode
 from duetime_cdk.observability import Alerts, Observability
 from duetime_cdk.pollers import Pollers
+from duetime_cdk.prescaling import Prescaler
 from duetime_cdk.queue import RunQueue
 from duetime_cdk.storage import Storage
 from duetime_cdk.workers import Workers
@@ -42,6 +43,21 @@ class DuetimeStack(cdk.Stack):
         self.workers = Workers(
             self, "Workers", code=code, storage=storage, queue=queue, alerts=alerts, config=config
         )
+        # The worker alias's provisioned concurrency: set by the prescaler from the forecast, or (Workers)
+        # by Application Auto Scaling on a daily schedule; StackConfig allows one of the two at most.
+        self.prescaler = (
+            Prescaler(
+                self,
+                "Prescaler",
+                code=code,
+                storage=storage,
+                queue=queue,
+                worker=self.workers.alias,
+                config=config,
+            )
+            if config.forecast_scaling
+            else None
+        )
         self.pollers = Pollers(
             self,
             "Pollers",
@@ -64,7 +80,13 @@ class DuetimeStack(cdk.Stack):
             queue=queue,
             tables=[storage.tables["jobs"], storage.tables["runs"]],
             pollers=self.pollers.functions,
-            functions=[*self.pollers.functions, self.workers.function, *self.api.functions],
+            functions=[
+                *self.pollers.functions,
+                self.workers.function,
+                *self.api.functions,
+                *([self.prescaler.function] if self.prescaler else []),
+            ],
+            prescaler=self.prescaler.function if self.prescaler else None,
             dashboard=config.dashboard,
         )
         self._outputs()

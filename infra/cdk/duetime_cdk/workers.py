@@ -1,4 +1,5 @@
-"""The worker: an SQS event source on an alias whose provisioned concurrency follows the daily peak."""
+"""The worker: an SQS event source on an alias whose provisioned concurrency the prescaler sets from the
+forecast, or a daily schedule raises for the peak."""
 
 from __future__ import annotations
 
@@ -17,8 +18,11 @@ from duetime_cdk.storage import Storage
 class Workers(Construct):
     """The worker leases a run, takes a concurrency slot of its team, calls the target and records the
     result; it re-queues retries and publishes failed and dead runs. SQS feeds the alias ``live`` (partial
-    batch failures, a concurrency cap); with ``scheduled_scaling`` its provisioned concurrency is raised to
-    ``peak_workers`` before the midnight peak and lowered after it."""
+    batch failures, a concurrency cap). Its provisioned concurrency is set in one of two ways, never both:
+    with ``forecast_scaling`` (the default) the prescaler (``prescaling.Prescaler``) sets it with the Lambda
+    API ahead of minutes the due index shows busy, and nothing here scales the alias; with
+    ``scheduled_scaling`` an Application Auto Scaling target raises it to ``peak_workers`` before the midnight
+    peak and lowers it to ``baseline_workers`` after it, every day."""
 
     def __init__(
         self,

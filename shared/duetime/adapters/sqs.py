@@ -54,6 +54,20 @@ class SqsRunQueue:
                 raise RuntimeError(f"SQS refused {len(entries)} run messages after retries")
 
 
+class SqsRunBacklog:
+    """Implements ``duetime.ports.RunBacklog``: SQS's ApproximateNumberOfMessages (visible messages)."""
+
+    def __init__(self, client: Any, queue_url: str) -> None:
+        self.client = client
+        self.queue_url = queue_url
+
+    def waiting_runs(self) -> int:
+        attributes = self.client.get_queue_attributes(
+            QueueUrl=self.queue_url, AttributeNames=["ApproximateNumberOfMessages"]
+        )["Attributes"]
+        return int(attributes["ApproximateNumberOfMessages"])
+
+
 class ConcurrentRunQueue:
     """A ``RunQueue`` that sends batches of 10 on several threads at once (SQS scales with parallel
     senders), so a poller can claim the next batch while the last one is still being sent. ``send``

@@ -271,13 +271,18 @@ def invocation_figures(messages: Iterable[str]) -> tuple[dict[str, Any], list[fl
 class StackInfo:
     stack: DeployedStack
     created_at: str
-    functions: dict[str, list[str]]  # "poller" | "worker" | "api" -> function names
+    functions: dict[str, list[str]]  # "poller" | "worker" | "api" | "prescaler" -> function names
     groups: list[str]  # the pollers' partition groups
     poller_run_seconds: list[int]  # what the EventBridge rules ask each poller invocation to run
 
 
 def _kind(logical_id: str) -> str:
-    for prefix, kind in (("Pollers", "poller"), ("Workers", "worker"), ("Api", "api")):
+    for prefix, kind in (
+        ("Pollers", "poller"),
+        ("Workers", "worker"),
+        ("Api", "api"),
+        ("Prescaler", "prescaler"),
+    ):
         if logical_id.startswith(prefix):
             return kind
     return "other"
@@ -310,7 +315,7 @@ def find_stack(endpoint: str) -> StackInfo | None:
             if kind == "poller":
                 variables = lambdas.get_function_configuration(FunctionName=name)["Environment"]["Variables"]
                 groups.append(variables["DUETIME_PARTITIONS"])
-        elif resource["ResourceType"] == "AWS::Events::Rule":
+        elif resource["ResourceType"] == "AWS::Events::Rule" and kind == "poller":  # not the prescaler's
             for target in events.list_targets_by_rule(Rule=name)["Targets"]:
                 run_seconds.append(json.loads(target.get("Input") or "{}").get("run_seconds"))
     return StackInfo(stack, str(described["CreationTime"]), dict(functions), sorted(groups), run_seconds)

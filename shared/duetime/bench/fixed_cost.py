@@ -30,8 +30,11 @@ Parts, a month of 30 days:
   lease writes and one read. Empty Queries and small items, by DynamoDB's rules: 0.5 read unit an
   eventually consistent read (an index Query, the marks), 1 a consistent one (the lease), 1 write unit a
   write of an item under 1 KB with no index.
-* **provisioned concurrency**: ``peak_workers`` for the pre-scaling window a day, and the scalable
-  target's minimum (``baseline_provisioned_workers``) for the rest of the day.
+* **provisioned concurrency**: with ``forecast_scaling`` (the default) the prescaler provisions workers only
+  ahead of a minute the due index shows busy: none at idle, and ``baseline_provisioned_workers`` all day.
+  With the scheduled window instead, ``peak_workers`` for ``prescale_minutes_per_day`` every day.
+* **the prescaler**: an invocation every 5 minutes counting the due index over the look-ahead
+  (``prescaler_month``).
 * **CloudWatch**: the dashboard, every alarm metric, the custom metrics the pollers publish every sweep
   and invocation (idle or not), and an X-Ray trace per poller invocation.
 * **SQS**: the worker's event source mapping long-polls the empty queue. Assumption: 5 concurrent long
@@ -83,15 +86,25 @@ class StackDefaults:
     poller_hot_standby: bool = False  # StackConfig.poller_hot_standby
     poller_ticks_per_minute: float = 1.0  # each group's rule: rate(1 minute)
     sweep_interval_s: float = 1.0  # Settings.poll_interval_seconds
-    peak_workers: int = 90  # StackConfig.peak_workers: provisioned before the midnight peak
+    peak_workers: int = 90  # StackConfig.peak_workers: the most workers ever provisioned
+    # StackConfig.forecast_scaling: the prescaler (duetime.prescale) provisions workers only ahead of a minute
+    # the due index shows busy; off, the scheduled window (peak_scale_up to peak_scale_down) every day.
+    forecast_scaling: bool = True
+    prescaler_interval_minutes: float = 5.0  # the prescaler's rule: rate(5 minutes)
+    prescaler_memory_mb: int = 256
+    prescale_lookahead_minutes: int = 10  # Settings.prescale_lookahead_minutes: buckets counted a tick
+    # One look: 704 COUNT Queries (64 partitions x 11 minutes), 0.60-0.70 s of CPU on the bench machine
+    # against DynamoDB Local, at 256 MB's share of a vCPU (256 / 1,769) about 4.5 s; 5 s assumed.
+    prescaler_invocation_seconds: float = 5.0
     worker_memory_mb: int = 1024  # Workers: memory_mb=1024
     prescale_minutes_per_day: float = 20.0  # peak_scale_up cron(55 23) to peak_scale_down cron(15 0)
     baseline_provisioned_workers: int = 0  # StackConfig.baseline_workers: the rest of the day
     dashboards: int = 1
     # Observability's alarms, each metric a metric-math alarm reads counted: latency p99 (1), dead runs
     # (2), dead letters (1), poller takeovers (1), DynamoDB throttles (2 tables x 2), poller errors (the
-    # pollers' Errors + 1), Lambda throttles (the pollers + worker + api + authorizer).
-    alarm_metrics_besides_pollers: int = 13
+    # pollers' Errors + 1), prescaler errors (1), Lambda throttles (the pollers + worker + api + authorizer
+    # + prescaler).
+    alarm_metrics_besides_pollers: int = 15
     alarm_metrics_per_poller_group: int = 2
     # Custom metrics (namespace duetime, dimension service=poller) an idle poller publishes: zeros are not
     # published (observability.add_counts), so only DueIndexQueries and PollerHeldSeconds (11 when every
@@ -273,6 +286,29 @@ def provisioned_concurrency_month(stack: StackDefaults, peak_minutes_per_day: fl
     }
 
 
+def prescaler_month(partitions: int, stack: StackDefaults) -> dict[str, float]:
+    """The prescaler (``duetime.prescale``, ``forecast_scaling``): an invocation every
+    ``prescaler_interval_minutes`` counting the due index (a Query per partition and minute of the look-ahead,
+    the current one included: 0.5 read unit each when empty), one GetProvisionedConcurrencyConfig and one
+    GetQueueAttributes, an X-Ray trace. At idle it never changes the provisioned workers."""
+    if not stack.forecast_scaling:
+        return {"invocations": 0.0, "usd_lambda": 0.0, "count_queries_per_second": 0.0, "usd_reads": 0.0}
+    invocations = MINUTES_PER_DAY * DAYS_PER_MONTH / stack.prescaler_interval_minutes
+    gb_seconds = invocations * stack.prescaler_invocation_seconds * stack.prescaler_memory_mb / 1024
+    queries = partitions * (stack.prescale_lookahead_minutes + 1) * invocations / SECONDS_PER_MONTH
+    return {
+        "invocations": invocations,
+        "usd_lambda": gb_seconds * PRICES_USD["lambda_gb_second_arm64"]
+        + invocations
+        * (PRICES_USD["lambda_request"] + PRICES_USD["xray_trace_recorded"] + PRICES_USD["sqs_request"]),
+        "count_queries_per_second": queries,
+        "usd_reads": queries
+        * EVENTUALLY_CONSISTENT_READ_UNITS
+        * SECONDS_PER_MONTH
+        * PRICES_USD["dynamodb_read_request_unit"],
+    }
+
+
 def fixed_monthly_cost(
     partitions: int, stack: StackDefaults | None = None, without: frozenset[str] = frozenset()
 ) -> dict[str, Any]:
@@ -290,7 +326,10 @@ def fixed_monthly_cost(
         if name not in without
     }
     idle = totals(dynamodb)
-    provisioned = provisioned_concurrency_month(stack, stack.prescale_minutes_per_day)
+    # Forecast scaling provisions nothing on a day without a busy minute; the schedule, its window every day.
+    peak_minutes = 0.0 if stack.forecast_scaling else stack.prescale_minutes_per_day
+    provisioned = provisioned_concurrency_month(stack, peak_minutes)
+    prescaler = prescaler_month(partitions, stack)
     receives_per_month = stack.event_source_long_polls * SECONDS_PER_MONTH / stack.long_poll_seconds
     parts = {
         "pollers_lambda_duration": pollers["usd_duration"],
@@ -308,6 +347,8 @@ def fixed_monthly_cost(
         "poller_custom_metrics": stack.poller_custom_metrics * PRICES_USD["cloudwatch_custom_metric_month"],
         "poller_xray_traces": pollers["invocations"] * PRICES_USD["xray_trace_recorded"],
         "sqs_idle_receives": receives_per_month * PRICES_USD["sqs_request"],
+        "prescaler_lambda": prescaler["usd_lambda"],
+        "prescaler_dynamodb_reads": prescaler["usd_reads"],
     }
     return {
         "monthly_fixed_usd": round(sum(parts.values()), 2),
@@ -326,8 +367,8 @@ def fixed_monthly_cost(
             "idle_dynamodb_requests_per_second": round(idle["requests"], 2),
             "provisioned_gb_seconds_per_month": round(
                 (
-                    stack.peak_workers * stack.prescale_minutes_per_day
-                    + stack.baseline_provisioned_workers * (MINUTES_PER_DAY - stack.prescale_minutes_per_day)
+                    stack.peak_workers * peak_minutes
+                    + stack.baseline_provisioned_workers * (MINUTES_PER_DAY - peak_minutes)
                 )
                 * 60
                 * DAYS_PER_MONTH
@@ -336,6 +377,8 @@ def fixed_monthly_cost(
             ),
             "alarm_metrics": stack.alarm_metrics,
             "sqs_idle_receives_per_month": receives_per_month,
+            "prescaler_invocations_per_month": prescaler["invocations"],
+            "prescaler_count_queries_per_second": round(prescaler["count_queries_per_second"], 3),
         },
     }
 
@@ -375,12 +418,6 @@ LEVERS = (
         "128 MB pollers while no spike is forecast (512 MB for the peak's claims), once the sweep levers "
         "above have made an idle sweep cheap in CPU too (`duetime bench idle` measures its CPU)",
         {"poller_memory_mb": 128},
-    ),
-    Lever(
-        "prescale_from_the_forecast",
-        "provisioned workers only for minutes the /v1/load forecast shows over the baseline, and no "
-        "provisioned baseline (none on a day without a spike)",
-        {"peak_workers": 0, "baseline_provisioned_workers": 0},
     ),
     Lever(
         "quiet_observability",

@@ -149,6 +149,22 @@ class DynamoStore(WorkerBatches):
             query["ExclusiveStartKey"] = response["LastEvaluatedKey"]
         return items
 
+    def count_due(self, partition: int, bucket: str) -> int:
+        query: dict[str, Any] = {
+            "TableName": self.names.jobs,
+            "IndexName": DUE_INDEX,
+            "KeyConditionExpression": "due_bucket = :bucket",
+            "ExpressionAttributeValues": {":bucket": s(f"{partition:02d}#{bucket}")},
+            "Select": "COUNT",
+        }
+        count = 0
+        while True:  # a COUNT still reads (and pages) at most 1 MB of the index at a time
+            response = self.client.query(**query)
+            count += int(response.get("Count", 0))
+            if "LastEvaluatedKey" not in response:
+                return count
+            query["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
     def claim(self, claims: Sequence[Claim], now: datetime) -> ClaimOutcome:
         pending = list(claims)
         created: list[Run] = []

@@ -101,6 +101,11 @@ class MemoryJobs(Tables):
             rows.append(MemoryDueRow(int(fire_at.timestamp()), row.job.id, row.job.state.version, row.job))
         return rows
 
+    def count_due(self, partition: int, bucket: str) -> int:
+        wanted = f"{partition:02d}#{bucket}"
+        with self.lock:
+            return sum(1 for row in self._jobs.values() if row.bucket == wanted and row.key is not None)
+
     def _due(
         self, partition: int, bucket: str, until: datetime, limit: int, after: str | None
     ) -> list[_JobRow]:

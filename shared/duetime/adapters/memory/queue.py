@@ -23,7 +23,7 @@ from datetime import datetime, timedelta
 from duetime.adapters.sqs import ReceivedMessage, decode, encode
 from duetime.clock import Clock
 from duetime.models import MAX_SQS_DELAY_SECONDS
-from duetime.ports import RunMessage, RunQueue
+from duetime.ports import RunBacklog, RunMessage, RunQueue
 
 
 @dataclass
@@ -90,6 +90,12 @@ class MemoryQueue:
         message = self._messages.get(receipt_handle.partition("#")[0])
         return message if message is not None and message.receipt_handle == receipt_handle else None
 
+    def waiting_runs(self) -> int:
+        """Messages visible now (``duetime.ports.RunBacklog``)."""
+        now = self.clock.now()
+        with self._lock:
+            return sum(1 for message in self._messages.values() if message.visible_at <= now)
+
     def pending(self) -> list[RunMessage]:
         """Every message not yet deleted, visible or not, in the order sent (for tests to look at)."""
         with self._lock:
@@ -98,4 +104,9 @@ class MemoryQueue:
 
 def _implements_the_port(queue: MemoryQueue) -> RunQueue:
     """Never called: mypy checks here that ``MemoryQueue`` keeps ``RunQueue``'s signature."""
+    return queue
+
+
+def _implements_the_backlog(queue: MemoryQueue) -> RunBacklog:
+    """Never called: mypy checks here that ``MemoryQueue`` keeps ``RunBacklog``'s signature."""
     return queue

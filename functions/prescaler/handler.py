@@ -1,0 +1,19 @@
+"""Prescaler Lambda: EventBridge invokes it every 5 minutes; it counts the due index over the next minutes
+and sets the worker alias's provisioned concurrency ahead of a busy minute, lowering it once the queue has
+drained (``duetime.prescale``). A failed call is logged and raised; the next invocation looks again."""
+
+from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from duetime import wiring
+
+logger = Logger(service="duetime-prescaler")
+tracer = Tracer(service="duetime-prescaler")
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+def handler(event: dict, context: LambdaContext) -> dict:
+    decision = wiring.prescaler().tick().summary()
+    logger.info("prescaled", extra=decision)
+    return decision

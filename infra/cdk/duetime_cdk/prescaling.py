@@ -1,0 +1,86 @@
+"""The prescaler: one function and one EventBridge rule that set the worker alias's provisioned concurrency
+from the due index's forecast (``forecast_scaling``)."""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_lambda as lambda_
+from constructs import Construct
+
+from duetime.adapters.dynamodb.tables import DUE_INDEX
+from duetime_cdk.config import StackConfig
+from duetime_cdk.functions import DuetimeFunction, LambdaCode, allow
+from duetime_cdk.queue import RunQueue
+from duetime_cdk.storage import Storage
+
+PRESCALER_INTERVAL = cdk.Duration.minutes(5)
+PRESCALER_MEMORY_MB = 256
+PRESCALER_TIMEOUT = cdk.Duration.seconds(60)
+
+# Lambda API calls on provisioned concurrency: on the alias, whose configuration they set. IAM may evaluate
+# such a call against the function's unqualified ARN as well, so the role names both.
+PROVISIONED_CONCURRENCY_ACTIONS = [
+    "lambda:GetProvisionedConcurrencyConfig",
+    "lambda:PutProvisionedConcurrencyConfig",
+    "lambda:DeleteProvisionedConcurrencyConfig",
+]
+
+
+class Prescaler(Construct):
+    """Every 5 minutes the prescaler counts the ``due`` index's rows for the next 10 minutes (a
+    ``Select=COUNT`` Query per partition and minute bucket: keys only), and sets the worker alias's
+    provisioned concurrency with the Lambda API (Get/Put/DeleteProvisionedConcurrencyConfig on ``live``):
+    raised at once ahead of a busy minute, up to ``peak_workers``; lowered, down to ``baseline_workers``, only
+    once the run queue's depth (``sqs:GetQueueAttributes``) says the fewer workers can start what waits
+    (``duetime.prescale``). It owns the alias's provisioned concurrency: no Application Auto Scaling target
+    (``scheduled_scaling``) may set it as well. A tick is never retried, and a late one is dropped once the
+    next is due: each look starts from what it reads."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        code: LambdaCode,
+        storage: Storage,
+        queue: RunQueue,
+        worker: lambda_.Alias,
+        config: StackConfig,
+    ) -> None:
+        """``worker``: the worker alias (``live``) the SQS event source invokes, whose provisioned
+        concurrency the prescaler sets."""
+        super().__init__(scope, id)
+        self.function = DuetimeFunction(
+            self,
+            "Prescaler",
+            code=code,
+            handler="functions/prescaler/handler.handler",
+            service="prescaler",
+            timeout=PRESCALER_TIMEOUT,
+            memory_mb=PRESCALER_MEMORY_MB,
+            environment={
+                "DUETIME_WORKER_FUNCTION_ARN": worker.function_arn,  # qualified: ...:function:<name>:live
+                "DUETIME_PRESCALE_MAX_WORKERS": str(config.peak_workers),
+                "DUETIME_PRESCALE_BASELINE_WORKERS": str(config.baseline_workers),
+            },
+            statements=[
+                allow(["dynamodb:Query"], [storage.index_arn("jobs", DUE_INDEX)]),  # Select=COUNT
+                allow(PROVISIONED_CONCURRENCY_ACTIONS, [worker.function_arn, worker.lambda_.function_arn]),
+                allow(["sqs:GetQueueAttributes"], [queue.queue.queue_arn]),  # the runs waiting
+            ],
+        ).function
+        self.rule = events.Rule(
+            self,
+            "Tick",
+            schedule=events.Schedule.rate(PRESCALER_INTERVAL),
+            description="duetime prescaler tick: provisioned workers from the due index's forecast",
+        )
+        # Neither EventBridge nor Lambda's async queue retries a tick: each look starts from what it reads,
+        # and the next is at most 5 minutes away. EventBridge keeps an undelivered one 60 s (the smallest
+        # maximum event age it takes); Lambda's queue drops one that waited as long as the interval.
+        self.rule.add_target(
+            targets.LambdaFunction(self.function, retry_attempts=0, max_event_age=cdk.Duration.seconds(60))
+        )
+        self.function.configure_async_invoke(max_event_age=PRESCALER_INTERVAL, retry_attempts=0)
