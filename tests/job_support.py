@@ -10,10 +10,14 @@ from typing import Any
 
 from duetime.adapters.dynamodb.catalog import DynamoCatalog
 from duetime.adapters.dynamodb.store import DynamoStore
+from duetime.adapters.memory import MemoryStore
+from duetime.claim_plan import initial_state
 from duetime.clock import ManualClock
-from duetime.models import Job, Team
+from duetime.ids import new_job_id
+from duetime.models import Job, JobSpec, Team
 from duetime.ports import RunMessage
 from duetime.service import JobService
+from duetime.timeutil import ceil_seconds
 
 
 class _NoQueue:
@@ -23,9 +27,18 @@ class _NoQueue:
         raise AssertionError(f"creating a job queued {messages}")
 
 
-def create_job(store: DynamoStore, team: str, body: dict[str, Any], now: datetime) -> Job:
+def create_job(store: DynamoStore | MemoryStore, team: str, body: dict[str, Any], now: datetime) -> Job:
     """The job ``POST /v1/jobs`` would create for ``team`` at ``now`` (the team is created if missing;
-    private target addresses are allowed, as ``duetime local`` allows them)."""
+    private target addresses are allowed, as ``duetime local`` allows them). On the in-memory twin, which has
+    no catalog: the same job (spec validated as the service validates it, initial state from ``now``),
+    written as the catalog writes it."""
+    if isinstance(store, MemoryStore):
+        spec = JobSpec.model_validate(body, context={"now": now})
+        stamp = ceil_seconds(now)
+        job = Job(**spec.model_dump(), id=new_job_id(), team=team, created_at=stamp, updated_at=stamp)
+        job = job.model_copy(update={"state": initial_state(job, stamp)})
+        store.put_job(job, now)
+        return job
     record = store.get_team(team)
     if record is None:
         record = Team(team_id=team)

@@ -59,14 +59,15 @@ class ClaimReport:
     lost_races: int = 0
     misfired_jobs: int = 0
     dropped_runs: int = 0
-    transactions: int = 0
-    existing_runs: int = 0  # run rows a claim found already there (left alone; the schedule moved on)
+    write_requests: int = 0  # requests the claims' writes took
+    existing_runs: int = 0  # run rows a claim found already there (left alone)
+    runs_requeued: int = 0  # of those, rows whose claim moved the schedule: sent again
     disabled_team_jobs: int = 0  # due jobs of disabled teams: claimed without runs
     runs: list[Run] = field(default_factory=list)
 
 
 class SweepFailed(Exception):
-    """A sweep's claims committed but queueing their runs failed (the cause); ``report`` counts the runs,
+    """A sweep's claims were written but queueing their runs failed (the cause); ``report`` counts the runs,
     which exist: their queue deadline brings them back."""
 
     def __init__(self, report: ClaimReport) -> None:
@@ -153,14 +154,16 @@ def claim_due_jobs(
     outcome = store.claim(claims, now)
     report.claimed_jobs = outcome.claimed_jobs
     report.lost_races = outcome.lost_races
-    report.transactions = outcome.transactions
+    report.write_requests = outcome.write_requests
     report.existing_runs = outcome.existing_runs
     report.runs = outcome.runs
     report.runs_created = len(outcome.runs)
-    if outcome.runs:
-        # If we die between the commit and this send, the runs' queue deadline brings them back.
+    report.runs_requeued = len(outcome.requeued)
+    to_send = [*outcome.runs, *outcome.requeued]
+    if to_send:
+        # If we die between the writes and this send, the runs' queue deadline brings them back.
         try:
-            queue.send([RunMessage(run.run_id, run.attempt) for run in outcome.runs])
+            queue.send([RunMessage(run.run_id, run.attempt) for run in to_send])
         except Exception as exc:
             raise SweepFailed(report) from exc
     return report

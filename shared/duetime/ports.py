@@ -17,11 +17,14 @@ from duetime.models import Job, Run, RunResult, RunStatus, Team
 
 @dataclass(frozen=True)
 class ClaimOutcome:
-    runs: list[Run] = field(default_factory=list)  # created, in state queued
-    claimed_jobs: int = 0  # plans whose transaction committed (a skip may commit with no run)
-    lost_races: int = 0  # plans another poller (or an edit) got to first
-    transactions: int = 0
-    existing_runs: int = 0  # run rows found already there: left as they were, the schedule still moved
+    runs: list[Run] = field(default_factory=list)  # created by this claim, in state queued: to send
+    claimed_jobs: int = 0  # plans whose schedule move landed (a skip may move it with no run)
+    lost_races: int = 0  # plans whose job another poller (or an edit) moved first
+    write_requests: int = 0  # requests the writes took (a batch of up to 25 writes each)
+    existing_runs: int = 0  # run rows found already there: left as they were
+    # Of those, the rows of claims whose move landed: their message may never have been sent (a claim cut
+    # between its two steps), so they are sent again; a worker drops a message for a run not waiting.
+    requeued: list[Run] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -98,13 +101,21 @@ class JobStore(Protocol):
         ...
 
     def claim(self, claims: Sequence[Claim], now: datetime) -> ClaimOutcome:
-        """Carry out claims atomically per job: create each run row (queued, with a queue deadline;
-        condition RUN_IS_NEW) and move the job's schedule to ``plan.next_state`` (condition
-        JOB_UNCHANGED_SINCE_READ), in one transaction per job. Several jobs share a transaction, sized by
-        DynamoDB's limits (actions and bytes); when it is cancelled, the claims whose job had moved are
-        lost races and dropped, and the rest are retried. A run row that already exists (a restored table,
-        a row written by hand) is left as it is and not created again, but its claim still moves the
-        schedule: a job is never held back by a row in its way.
+        """Carry out claims in ordered steps, never as one atomic write: read the jobs' versions (a claim
+        whose job moved since the poller read it, by another poller, an edit or a deletion, is a lost race
+        and writes nothing), then create each current claim's run rows (queued, with a queue deadline;
+        condition RUN_IS_NEW), then move each job's schedule to ``plan.next_state`` (condition
+        JOB_UNCHANGED_SINCE_READ), whether its rows were new or already there. Claims of many jobs share
+        requests.
+
+        What the order keeps: one run per nominal time (the run id is the job id and the nominal time), and
+        no nominal time lost: the schedule moves past a time only once its row exists. A claim cut between
+        the steps leaves a queued row and an unmoved job; the next claim of that job finds the row in its
+        way, moves the schedule and returns the row in ``requeued`` to be sent. A row a claim created is
+        always returned in ``runs`` to be sent, even when its move then lost (an edit landing in the
+        milliseconds between the read and the move: the run for the time that was due is kept, and the
+        edit's schedule stands). A row already there (a restored table, a row written by hand) is left as
+        it is and not created again, and its claim still moves the schedule.
         """
         ...
 

@@ -45,10 +45,11 @@ class FireReport:
     fired: int = 0
     runs_created: int = 0
     lost_races: int = 0
-    transactions: int = 0
-    existing_runs: int = 0  # run rows a claim found already there (left alone; the schedule moved on)
+    write_requests: int = 0  # requests the claims' writes took
+    existing_runs: int = 0  # run rows a claim found already there (left alone)
+    runs_requeued: int = 0  # of those, rows whose claim moved the schedule: sent again
     max_lateness_seconds: float = 0.0  # claim time minus the earliest fire time fired
-    claim_seconds: float = 0.0  # time spent in the claim transactions themselves
+    claim_seconds: float = 0.0  # time spent in the claims' writes themselves
 
 
 @dataclass
@@ -262,9 +263,11 @@ class MinutePreload:
             report.runs_created += len(outcome.runs)
             report.lost_races += outcome.lost_races
             report.existing_runs += outcome.existing_runs
-            report.transactions += outcome.transactions
-            if outcome.runs:
-                messages = [RunMessage(run.run_id, run.attempt) for run in outcome.runs]
+            report.runs_requeued += len(outcome.requeued)
+            report.write_requests += outcome.write_requests
+            to_send = [*outcome.runs, *outcome.requeued]
+            if to_send:
+                messages = [RunMessage(run.run_id, run.attempt) for run in to_send]
                 sends.append(self._sender.submit(self.queue.send, messages))
         for sent in sends:
             try:

@@ -1,4 +1,5 @@
-"""Claims on DynamoDB Local: one run per (job, nominal time), the schedule moves in the same write."""
+"""Claims on DynamoDB Local: one run per (job, nominal time); the run rows are written first, then the
+schedule moves, so a claim cut between the two is finished by the next one."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from collections import Counter
 from datetime import timedelta
 from typing import Any
 
+import pytest
+
 from duetime.clock import ManualClock
 from duetime.ids import PARTITIONS
 from duetime.models import RunStatus
@@ -14,7 +17,7 @@ from duetime.models import RunStatus
 from .conftest import Stack
 
 
-def test_a_claim_creates_a_queued_run_and_moves_the_due_time_in_one_write(stack: Stack) -> None:
+def test_a_claim_creates_a_queued_run_and_moves_the_due_time(stack: Stack) -> None:
     job = stack.job_due_now("team-a", "http://127.0.0.1:9/never")
     report = stack.poller().claim()
     assert report.runs_created == 1 and report.claimed_jobs == 1
@@ -111,7 +114,7 @@ def test_a_paused_job_is_not_in_the_due_index(stack: Stack) -> None:
     assert stack.poller().claim().due_rows == 0
 
 
-def test_a_cancelled_batch_is_retried_for_the_claims_that_did_not_lose(stack: Stack) -> None:
+def test_a_claim_of_a_job_edited_since_it_was_read_writes_nothing_for_it(stack: Stack) -> None:
     from duetime.claim_plan import make_claim, plan_claim
 
     jobs = [stack.job_due_now("team-a", "http://127.0.0.1:9/never") for _ in range(5)]
@@ -126,9 +129,55 @@ def test_a_cancelled_batch_is_retried_for_the_claims_that_did_not_lose(stack: St
     )
     outcome = stack.store.claim(claims, now)
     assert outcome.claimed_jobs == 4 and outcome.lost_races == 1
-    assert outcome.transactions == 2  # the first was cancelled, the rest went through in the second
+    assert outcome.write_requests == 2  # one request of 4 run rows, then one of 4 schedule moves
     assert {run.job_id for run in outcome.runs} == {j.id for j in jobs} - {jobs[2].id}
-    assert stack.store.get_run(claims[2].runs[0].run_id) is None  # nothing half-written
+    assert stack.store.get_run(claims[2].runs[0].run_id) is None  # nothing written for it
+
+    again = stack.poller().claim()  # the next sweep reads the edited job, still due at the same time
+
+    assert (again.runs_created, again.existing_runs, again.claimed_jobs) == (1, 0, 1)
+
+
+def test_a_claim_cut_between_its_run_rows_and_its_schedule_moves_is_finished_by_the_next_sweep(
+    stack: Stack,
+) -> None:
+    job = stack.job_due_now("team-a", "http://127.0.0.1:9/never")
+
+    class CutAfterTheRows:
+        """The poller's DynamoDB client, dying on the claim's second request (the schedule moves)."""
+
+        def __init__(self, client: Any) -> None:
+            self.client, self.batches = client, 0
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.client, name)
+
+        def batch_execute_statement(self, **request: Any) -> Any:
+            self.batches += 1
+            if self.batches == 2:
+                raise ConnectionError("the poller died between the two steps of its claim")
+            return self.client.batch_execute_statement(**request)
+
+    real = stack.store.client
+    stack.store.client = CutAfterTheRows(real)
+    try:
+        with pytest.raises(ConnectionError):
+            stack.poller().claim()
+    finally:
+        stack.store.client = real
+    run_id = f"{job.id}@{job.state.next_nominal_at:%Y-%m-%dT%H:%M:%SZ}"
+    cut = stack.store.get_run(run_id)
+    assert cut is not None and cut.status is RunStatus.QUEUED  # the row is there, never sent
+    unmoved = stack.store.get_job(job.id)
+    assert unmoved is not None and unmoved.state == job.state
+    assert stack.messages() == []
+
+    report = stack.poller().claim()
+
+    assert (report.runs_created, report.existing_runs, report.runs_requeued) == (0, 1, 1)
+    assert [m.run_id for m in stack.messages()] == [run_id]  # sent now, not at its queue deadline
+    moved = stack.store.get_job(job.id)
+    assert moved is not None and moved.state.version == job.state.version + 1
 
 
 def test_preloaded_jobs_are_claimed_at_their_second_not_at_the_next_sweep(stack: Stack) -> None:

@@ -91,7 +91,8 @@ def check_of(store: DynamoStore, run: Run) -> str | None:
 def test_a_lease_and_its_heartbeats_write_nothing_to_the_reap_index(store: DynamoStore) -> None:
     writes = IndexWrites(store.client, store.names.runs)
     run = claimed_run(store)
-    assert sum(writes.take()) > 0  # the claim puts the run in the index
+    assert writes.take() == [-1, -1]  # the claim's two batches: its run row, then its schedule move
+    assert check_of(store, run) is not None  # the claim put the run in the index
 
     assert store.acquire_lease(run.run_id, 1, "worker-a", at(2), at(2) + LEASE) is not None
     for beat in (22, 42):

@@ -26,7 +26,7 @@ from duetime.adapters.dynamodb.store import DynamoStore
 from duetime.adapters.dynamodb.tables import TableNames, create_tables
 from duetime.adapters.memory import MemoryStore
 from duetime.claim_plan import make_claim, plan_claim
-from duetime.ids import new_job_id, partition_of
+from duetime.ids import make_run_id, new_job_id, partition_of
 from duetime.models import Job, Run, RunResult, RunStatus, Team
 from duetime.ports import ClaimOutcome, ResultWrite
 from duetime.timeutil import minute_bucket
@@ -79,6 +79,12 @@ def ids_in_partition(partition: int, count: int) -> list[str]:
         if partition_of(job_id) == partition:
             ids.append(job_id)
     return ids
+
+
+def claim_run_id(job: Job) -> str:
+    """The run id a claim of ``job``'s next nominal time creates."""
+    assert job.state.next_nominal_at is not None
+    return make_run_id(job.id, job.state.next_nominal_at)
 
 
 def claim(subject: Subject, job: Job, now: datetime) -> ClaimOutcome:
@@ -252,9 +258,32 @@ def test_a_run_row_in_the_way_is_left_alone_and_the_schedule_still_moves(subject
     outcome = claim(subject, restored, at(4))
 
     assert (outcome.claimed_jobs, outcome.existing_runs, outcome.lost_races, outcome.runs) == (1, 1, 0, [])
+    assert [r.run_id for r in outcome.requeued] == [run.run_id]  # sent again; its worker drops the message
     assert stored(subject, run.run_id).status is RunStatus.RUNNING  # left as it was
     moved = subject.store.get_job(job.id)
     assert moved is not None and moved.state.version == 6 and moved.state.next_fire_at == at(60)
+
+
+def test_a_claim_whose_job_was_edited_since_it_was_read_writes_nothing(subject: Subject) -> None:
+    job = a_job(T0)
+    subject.put_job(job, at(-30))
+    edited = job.model_copy(update={"state": job.state.model_copy(update={"version": 1})})
+    subject.put_job(edited, at(0))  # e.g. paused or moved, after the poller read the row (or preloaded it)
+
+    outcome = claim(subject, job, at(1))
+
+    assert (outcome.claimed_jobs, outcome.lost_races, outcome.runs, outcome.requeued) == (0, 1, [], [])
+    assert subject.store.get_run(claim_run_id(job)) is None  # no run for the time the edit took away
+    assert subject.store.get_job(job.id).state == edited.state
+
+
+def test_a_claim_of_a_deleted_job_is_a_lost_race(subject: Subject) -> None:
+    job = a_job(T0)
+
+    outcome = claim(subject, job, at(1))  # never stored (or deleted since it was read)
+
+    assert (outcome.claimed_jobs, outcome.lost_races, outcome.runs) == (0, 1, [])
+    assert subject.store.get_run(claim_run_id(job)) is None and subject.store.get_job(job.id) is None
 
 
 def test_a_low_water_mark_is_set_once_and_only_moves_forward(subject: Subject) -> None:

@@ -1,7 +1,8 @@
 """One error must not end a loop: the worker's heartbeat, the poller's loop and its Lambda handler carry on
 through a failed store call, and every run claimed is counted once, whichever path claimed it.
 
-On moto with a manual clock: the heartbeat's and the poller's waits move the clock instead of sleeping."""
+On the in-memory twin with a manual clock: the heartbeat's and the poller's waits move the clock instead of
+sleeping."""
 
 from __future__ import annotations
 
@@ -15,14 +16,11 @@ from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 from typing import Any
 
-import boto3
 import pytest
 from botocore.exceptions import ClientError
-from moto import mock_aws
 
 from duetime import wiring
-from duetime.adapters.dynamodb.store import DynamoStore
-from duetime.adapters.dynamodb.tables import TableNames, create_tables
+from duetime.adapters.memory import MemoryStore
 from duetime.claim_plan import Claim
 from duetime.clock import ManualClock
 from duetime.ids import make_run_id, partition_of
@@ -54,7 +52,7 @@ class FlakyStore:
     Records the ``now`` of every lease extension tried."""
 
     def __init__(
-        self, store: DynamoStore, extend_failures: int = 0, due_failures: int = 0, claim_failures: int = 0
+        self, store: MemoryStore, extend_failures: int = 0, due_failures: int = 0, claim_failures: int = 0
     ) -> None:
         self.store = store
         self.extend_failures = extend_failures
@@ -92,7 +90,7 @@ class FlakyStore:
     def claim(self, claims: Sequence[Claim], now: datetime) -> ClaimOutcome:
         if self.claim_failures:
             self.claim_failures -= 1
-            raise throttled("TransactWriteItems")
+            raise throttled("BatchExecuteStatement")
         return self.store.claim(claims, now)
 
 
@@ -135,16 +133,14 @@ def poll(condition: Callable[[], bool], timeout: float = 5.0) -> bool:
 
 
 @pytest.fixture
-def store() -> Iterator[DynamoStore]:
-    with mock_aws():
-        client = boto3.client("dynamodb", region_name="us-east-1")
-        create_tables(client, TableNames())
-        store = DynamoStore(client)
-        store.put_team(Team(team_id="team-a", max_concurrency=5))
-        yield store
+def store() -> Iterator[MemoryStore]:
+    """The in-memory twin (moto's PartiQL cannot parse the claim's batched writes)."""
+    store = MemoryStore()
+    store.put_team(Team(team_id="team-a", max_concurrency=5))
+    yield store
 
 
-def job_due_at(store: DynamoStore, at: datetime) -> Job:
+def job_due_at(store: MemoryStore, at: datetime) -> Job:
     """An exact 1-minute job whose first run is due at ``at``."""
     spec = {
         "name": "every minute",
@@ -215,7 +211,7 @@ class Worked:
     queue: Queue  # what the worker queued
 
 
-def work(store: DynamoStore, runs: FlakyStore, seconds: float = 150) -> Worked:
+def work(store: MemoryStore, runs: FlakyStore, seconds: float = 150) -> Worked:
     """Claim a run and have a worker whose run store is ``runs`` process it; its target takes ``seconds``
     (150: longer than two leases)."""
     clock = ManualClock(NOW)
@@ -230,7 +226,7 @@ def work(store: DynamoStore, runs: FlakyStore, seconds: float = 150) -> Worked:
 
 
 def test_a_heartbeat_that_fails_twice_keeps_the_lease_and_the_run_is_not_repeated(
-    store: DynamoStore, caplog: pytest.LogCaptureFixture
+    store: MemoryStore, caplog: pytest.LogCaptureFixture
 ) -> None:
     with caplog.at_level(logging.WARNING, logger="duetime.worker"):
         worked = work(store, FlakyStore(store, extend_failures=2))
@@ -252,7 +248,7 @@ def test_a_heartbeat_that_fails_twice_keeps_the_lease_and_the_run_is_not_repeate
 
 
 def test_a_heartbeat_that_keeps_failing_stops_once_the_lease_has_expired(
-    store: DynamoStore, caplog: pytest.LogCaptureFixture
+    store: MemoryStore, caplog: pytest.LogCaptureFixture
 ) -> None:
     flaky = FlakyStore(store, extend_failures=1_000_000)
     with caplog.at_level(logging.WARNING, logger="duetime.worker"):
@@ -275,7 +271,7 @@ class StolenLease(FlakyStore):
         return set()  # someone else holds the run now
 
 
-def test_a_lease_the_store_says_is_lost_ends_the_heartbeat_at_once(store: DynamoStore) -> None:
+def test_a_lease_the_store_says_is_lost_ends_the_heartbeat_at_once(store: MemoryStore) -> None:
     stolen = StolenLease(store)
     report = work(store, stolen, seconds=30).report
     assert len(stolen.extends_tried) == 1 and report.heartbeats == 0 and report.heartbeat_errors == 0
@@ -316,7 +312,7 @@ def run_loop(poller: Poller, clock: ManualClock, stop: Callable[[], bool], most:
 
 
 def test_a_poller_tick_that_raises_is_logged_counted_and_the_loop_claims_on_the_next_tick(
-    store: DynamoStore, caplog: pytest.LogCaptureFixture
+    store: MemoryStore, caplog: pytest.LogCaptureFixture
 ) -> None:
     job = job_due_at(store, NOW)
     clock = ManualClock(NOW + timedelta(seconds=1))
@@ -332,7 +328,7 @@ def test_a_poller_tick_that_raises_is_logged_counted_and_the_loop_claims_on_the_
     assert len(failed) == 1 and failed[0].exc_info is not None
 
 
-def test_rows_the_preload_failed_to_claim_are_left_to_the_sweep(store: DynamoStore) -> None:
+def test_rows_the_preload_failed_to_claim_are_left_to_the_sweep(store: MemoryStore) -> None:
     job = job_due_at(store, NOW)
     clock = ManualClock(NOW)
     queue = Queue()
@@ -346,7 +342,7 @@ def test_rows_the_preload_failed_to_claim_are_left_to_the_sweep(store: DynamoSto
 
 
 @pytest.mark.parametrize("preload", [True, False], ids=["by-the-preload", "by-the-sweep"])
-def test_runs_claimed_before_their_send_failed_are_counted_once(store: DynamoStore, preload: bool) -> None:
+def test_runs_claimed_before_their_send_failed_are_counted_once(store: MemoryStore, preload: bool) -> None:
     job = job_due_at(store, NOW)
     clock = ManualClock(NOW)
     queue = Queue(failures=1)
@@ -377,7 +373,7 @@ def emf_values(out: str, name: str) -> list[float]:
 
 @pytest.fixture
 def poller_handler(
-    store: DynamoStore, monkeypatch: pytest.MonkeyPatch
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
 ) -> Callable[[Poller, ManualClock, float], dict[str, Any]]:
     """Invoke the poller handler on the given poller (its group's lease in ``store``), with time (its waits
     too) on the manual clock."""
@@ -394,7 +390,7 @@ def poller_handler(
 
 
 def test_runs_the_minute_preload_claims_are_counted_in_runs_claimed_once(
-    store: DynamoStore, poller_handler: Any, capsys: pytest.CaptureFixture[str]
+    store: MemoryStore, poller_handler: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
     job = job_due_at(store, NOW)
     clock = ManualClock(NOW)
@@ -406,7 +402,7 @@ def test_runs_the_minute_preload_claims_are_counted_in_runs_claimed_once(
 
 
 def test_a_tick_that_raises_in_the_lambda_handler_is_counted_and_the_invocation_goes_on(
-    store: DynamoStore,
+    store: MemoryStore,
     poller_handler: Any,
     capsys: pytest.CaptureFixture[str],
     caplog: pytest.LogCaptureFixture,
@@ -425,7 +421,7 @@ def test_a_tick_that_raises_in_the_lambda_handler_is_counted_and_the_invocation_
     assert any(r.message.startswith("poller tick failed") and r.exc_info for r in caplog.records)
 
 
-def test_an_invocation_whose_every_tick_fails_fails(store: DynamoStore, poller_handler: Any) -> None:
+def test_an_invocation_whose_every_tick_fails_fails(store: MemoryStore, poller_handler: Any) -> None:
     """A poller that got nothing done all invocation is reported as a failed invocation too (Lambda's
     Errors metric, which the PollerErrors alarm watches); single failed ticks are not."""
     job = job_due_at(store, NOW)

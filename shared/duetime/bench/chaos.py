@@ -21,7 +21,7 @@ from typing import Any
 from duetime.adapters.alerts import StoredAlerts
 from duetime.adapters.dynamodb.codec import item_to_run
 from duetime.adapters.sqs import SqsRunQueue
-from duetime.bench.faults import Faults, FaultyQueue, PollerCrash
+from duetime.bench.faults import Faults, FaultyQueue, PollerCrash, attach_claim_cut
 from duetime.bench.fleet import FleetSpec, WorkerFleet
 from duetime.bench.harness import BenchStack, wait_until
 from duetime.claim_plan import initial_state
@@ -112,6 +112,7 @@ def run_chaos(seed: int, minutes: float, dynamodb_fault_rate: float = 0.05) -> d
         jobs = chaos_jobs(stack, created)
         stack.write_jobs(jobs, created)
         faults.attach_dynamodb(stack.dynamodb)
+        attach_claim_cut(faults, stack.dynamodb, stack.names.jobs, rate=0.05)
 
         base = FleetSpec(
             stack.names,

@@ -63,6 +63,21 @@ class Faults:
         return AWSResponse(request.url, 500, _headers(), _Body(body))
 
 
+def attach_claim_cut(faults: Faults, client: Any, jobs_table: str, rate: float) -> None:
+    """Now and then the poller 'dies' between the two steps of a claim: its run rows are written, its
+    schedule moves are not (the request that would move them raises ``PollerCrash``). The next claim of
+    those jobs must find the rows in its way, move the schedules and send the runs."""
+
+    def cut(params: dict[str, Any], **_: Any) -> None:
+        statements = params.get("Statements") or []
+        moves = statements and statements[0].get("Statement", "").startswith(f'UPDATE "{jobs_table}"')
+        if moves and faults.chance(rate):
+            faults.count("poller_killed_between_claim_steps")
+            raise PollerCrash("injected: the poller died between its run rows and its schedule moves")
+
+    client.meta.events.register("provide-client-params.dynamodb.BatchExecuteStatement", cut)
+
+
 class PollerCrash(BaseException):
     """The poller process 'dies' right after a claim committed, before its messages were sent. A
     ``BaseException``, like ``SystemExit``: the poller loop survives errors (``except Exception``), but

@@ -71,7 +71,7 @@ MIDNIGHT = datetime(2026, 1, 1, tzinfo=UTC)
 BATCH = 10  # the worker's SQS batch (StackConfig.worker_batch_size)
 SLOTS_PER_KEY = 25  # adapters/dynamodb/worker_batches.py: a team's slots per partition key
 STATEMENTS_PER_BATCH = 25  # BatchExecuteStatement
-CLAIM_ACTIONS = 100  # TransactWriteItems: actions a transaction holds
+CLAIM_STATEMENTS = 25  # BatchExecuteStatement: the claim's writes a request holds
 
 
 def midnight_jobs(
@@ -220,29 +220,24 @@ class SimStore(MemoryStore):
         m, sim = self.sim.model, self.sim
         sim.spend(m.poller_cpu_s(len(claims) * (m.claim_cpu_us + m.row_build_cpu_us)))
         outcome = super().claim(claims, now)
-        # DynamoStore packs the claims into transactions of up to 100 actions, claim_concurrency at once.
-        transactions: list[list[Claim]] = [[]]
-        actions = 0
-        for claim in claims:
-            size = len(claim.runs) + 1
-            if transactions[-1] and actions + size > CLAIM_ACTIONS:
-                transactions.append([])
-                actions = 0
-            transactions[-1].append(claim)
-            actions += size
+        # DynamoStore writes the claims' run rows, then their schedule moves, each step in requests of 25
+        # statements (BatchExecuteStatement), claim_concurrency requests at once; a claim counts as claimed
+        # when the request moving its schedule returns.
+        request_s = m.ddb_batch_statement_ms / 1000
+        rows = sum(len(claim.runs) for claim in claims)
+        row_requests = math.ceil(rows / CLAIM_STATEMENTS)
         start = sim.now()
-        elapsed = 0.0
-        for first in range(0, len(transactions), m.claim_concurrency):
+        elapsed = math.ceil(row_requests / m.claim_concurrency) * request_s
+        moves = [claims[i : i + CLAIM_STATEMENTS] for i in range(0, len(claims), CLAIM_STATEMENTS)]
+        for first in range(0, len(moves), m.claim_concurrency):
             at = start + elapsed
             round_s = 0.0
-            for transaction in transactions[first : first + m.claim_concurrency]:
-                wait = 0.0
-                for claim in transaction:
-                    wait = max(wait, self._claim_writes(claim, at))
-                round_s = max(round_s, m.ddb_transact_ms / 1000 + wait)
+            for request in moves[first : first + m.claim_concurrency]:
+                wait = max((self._claim_writes(claim, at) for claim in request), default=0.0)
+                round_s = max(round_s, request_s + wait)
             elapsed += round_s
-            for transaction in transactions[first : first + m.claim_concurrency]:
-                for claim in transaction:  # counted when its transaction's round ends
+            for request in moves[first : first + m.claim_concurrency]:
+                for claim in request:
                     sim.claimed_at(partition_of(claim.plan.job.id), len(claim.runs), start + elapsed)
         sim.spend(elapsed)
         return outcome
@@ -952,7 +947,7 @@ def _pct(values: list[float], q: float) -> float | None:
 
 
 DECIDED_BY_MODEL = {
-    "seconds_to_all_claimed": "model: poller CPU per claim over its vCPU share, ddb_transact_ms, "
+    "seconds_to_all_claimed": "model: poller CPU per claim over its vCPU share, ddb_batch_statement_ms, "
     "claim_concurrency, key throttling; code: order, chunks, sweeps, what is claimed",
     "seconds_to_all_started": "model: esm_initial, esm_scale_per_minute, max_concurrency, cold_start_ms, "
     "the worker's latencies and CPU, target_ms; code: the requests each batch makes",

@@ -19,13 +19,12 @@ LAMBDA_MB_PER_VCPU = 1769  # AWS Lambda docs: "at 1,769 MB, a function has the e
 @dataclass(frozen=True)
 class AwsModel:
     # DynamoDB per-call latencies (ms). AWS: "single-digit millisecond" reads and writes at any scale; a
-    # TransactWriteItems of 100 actions and a Query page of ~1,000 rows are taken above that (assumptions).
+    # BatchExecuteStatement of 25 writes and a Query page of ~1,000 rows are taken above that (assumptions).
     ddb_read_ms: float = 4.0  # GetItem
     ddb_write_ms: float = 6.0  # one UpdateItem / PutItem
     ddb_batch_get_ms: float = 8.0  # BatchGetItem (up to 100 keys)
     ddb_batch_statement_ms: float = 10.0  # BatchExecuteStatement (up to 25 conditional writes)
     ddb_query_ms: float = 10.0  # one Query page (the due index: up to 1,000 rows / 1 MB)
-    ddb_transact_ms: float = 30.0  # TransactWriteItems of up to 100 actions (50 claims)
     # DynamoDB: 1,000 write units per second per partition; a key's writes all land on one partition. A
     # write beyond it is throttled and retried by the SDK: modelled as a token bucket per key holding one
     # second of units, the write waiting for the units it lacks.
@@ -36,7 +35,7 @@ class AwsModel:
     sqs_receive_ms: float = 20.0
     sqs_delete_ms: float = 20.0
     sqs_senders: int = 8  # SqsRunQueue's sender threads (adapters/sqs.py)
-    claim_concurrency: int = 4  # DynamoStore's claim transactions in flight
+    claim_concurrency: int = 4  # DynamoStore's claim requests in flight
     # Lambda's SQS event source (docs, "Configuring scaling behavior for SQS event source mappings"): five
     # concurrent batches when messages appear, then up to 300 more a minute, up to 1,000; the stack's
     # MaximumConcurrency (worker_max_concurrency) caps it at 100.
@@ -55,7 +54,7 @@ class AwsModel:
     teams: int = 500  # teams the midnight jobs belong to (1,000 jobs each at 500,000), default caps
     # CPU on this machine's cores, measured once (BENCHMARKS.md), divided by the function's vCPU share:
     worker_cpu_ms_per_run: float = 2.4  # "A worker's batch": the workers' share of client CPU per run
-    # Planning and transaction-building per claim, measured on this machine: 414 us with every schedule new
+    # Planning and write-building per claim, measured on this machine: 414 us with every schedule new
     # to the poller, 125 us once its next cron instant is cached (schedule.cron_next_after): midnight's case.
     claim_cpu_us: float = 125.0
     row_build_cpu_us: float = 45.0  # "Preload memory": DueRow.job() per fired row (32-49 us)

@@ -1,7 +1,7 @@
 """`duetime plan`'s midnight estimate: how long a spike takes to claim and to start, how fast a worker starts
 runs, how many workers it needs and how hard its busiest keys are written, by arithmetic on the same AWS
 model `duetime bench midnight --simulate` charges the real code against (``midnight_model.AwsModel``, its
-defaults and flags), and on the code's own sizes (a sweep's page, a claim transaction, an SQS batch).
+defaults and flags), and on the code's own sizes (a sweep's page, a claim's requests, an SQS batch).
 
 The simulation runs the code; this is the arithmetic of what the simulation found the code does, so the two
 can be compared (the simulation prints both). What each term leaves out is said next to it.
@@ -16,18 +16,18 @@ from duetime.bench.midnight_model import AwsModel
 from duetime.poller import PollerConfig
 
 SQS_BATCH = 10  # runs a worker gets per invocation (the event source's batch size)
-CLAIMS_PER_TRANSACTION = 50  # DynamoStore: 100 actions, a run's put and its job's update per claim
+CLAIM_STATEMENTS = 25  # DynamoStore: a request of run rows, then one of schedule moves, 25 claims each
 SWEEP_PAGE = PollerConfig.page_size  # rows a sweep claims of one partition at once
 
 
 def poller_claims_per_s(model: AwsModel, loaded: bool = False) -> float:
     """One poller's claims a second when the spike keeps it busy: each claim's CPU (planning it, building
     the job from its row, and loading the row unless ``loaded``: the preload read it before its second) at
-    the poller's vCPU share, plus its share of the transactions' latency (``claim_concurrency``
-    transactions of 50 in flight). Left out: the sweeps' re-reads of rows the preload holds, and waits on
-    throttled keys."""
+    the poller's vCPU share, plus its share of the writes' latency (two requests of 25 claims, the run rows
+    then the schedule moves, ``claim_concurrency`` requests in flight). Left out: the sweeps' re-reads of
+    rows the preload holds, and waits on throttled keys."""
     cpu_us = model.claim_cpu_us + model.row_build_cpu_us + (0 if loaded else model.load_cpu_us_per_row)
-    commit_us = model.ddb_transact_ms * 1000 / (CLAIMS_PER_TRANSACTION * model.claim_concurrency)
+    commit_us = 2 * model.ddb_batch_statement_ms * 1000 / (CLAIM_STATEMENTS * model.claim_concurrency)
     return 1e6 / (model.poller_cpu_s(cpu_us) * 1e6 + commit_us)
 
 

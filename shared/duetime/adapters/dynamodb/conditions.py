@@ -34,7 +34,8 @@ JOB_UNCHANGED_SINCE_READ = Condition(
     "JOB_UNCHANGED_SINCE_READ",
     "version = :expected_version",
     "The claim moves the job's next due time forward only if nobody moved it (or edited the job) since "
-    "the poller read it: of two pollers, exactly one commits.",
+    "the poller read it: of two pollers, exactly one moves it. A deleted job fails it too.",
+    '"version" = :expected_version',
 )
 
 RUN_WAITING_FOR_ATTEMPT = Condition(

@@ -33,13 +33,18 @@ def read_team(client: Any, names: TableNames, team_id: str) -> Team | None:
     return Team.model_validate_json(item["team"]["S"]) if item else None
 
 
-def batch_get(client: Any, table: str, keys: Sequence[Item], consistent: bool = False) -> list[Item]:
-    """Every item found for ``keys``, 100 keys per BatchGetItem, retrying what DynamoDB left unprocessed."""
+def batch_get(
+    client: Any, table: str, keys: Sequence[Item], consistent: bool = False, attributes: Sequence[str] = ()
+) -> list[Item]:
+    """Every item found for ``keys`` (only ``attributes`` of each when given), 100 keys per BatchGetItem,
+    retrying what DynamoDB left unprocessed."""
     found: list[Item] = []
     for start in range(0, len(keys), 100):
-        request: dict[str, Any] = {
-            table: {"Keys": list(keys[start : start + 100]), "ConsistentRead": consistent}
-        }
+        read: dict[str, Any] = {"Keys": list(keys[start : start + 100]), "ConsistentRead": consistent}
+        if attributes:
+            read["ProjectionExpression"] = ", ".join(f"#a{i}" for i in range(len(attributes)))
+            read["ExpressionAttributeNames"] = {f"#a{i}": name for i, name in enumerate(attributes)}
+        request: dict[str, Any] = {table: read}
         while request:
             response = client.batch_get_item(RequestItems=request)
             found.extend(response.get("Responses", {}).get(table, []))

@@ -11,24 +11,20 @@ import json
 import logging
 import math
 import random
-import time
 import zlib
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from botocore.exceptions import ClientError
 
-from duetime.adapters.aws_limits import TRANSACT_WRITE_MAX_ACTIONS, TRANSACT_WRITE_MAX_BYTES, item_size
 from duetime.adapters.dynamodb import conditions as c
 from duetime.adapters.dynamodb import partiql
 from duetime.adapters.dynamodb.codec import (
     Item,
     item_to_job,
     item_to_run,
-    job_to_item,
     n,
     reap_shard,
     run_key,
@@ -58,8 +54,6 @@ from duetime.timeutil import iso_z, parse_iso_z
 
 log = logging.getLogger(__name__)
 
-ITEM_SLACK = 64  # bytes per claim on top of AWS's item-size rules, for rounding in DynamoDB's own count
-CLAIM_ROUNDS = 6  # a cancelled batch is retried for the claims that did not lose their condition
 _STATUS = {"#status": "status"}
 _OWNER = {"#owner": "owner"}
 
@@ -94,7 +88,7 @@ class DynamoStore(WorkerBatches):
         self.names = names or TableNames()
         self.lease_check = lease_check  # a waiting run's reap check: its message visible + this
         self._marks_known: set[int] = set()  # partitions whose low-water mark is known to exist
-        # A midnight second holds thousands of claims: their transactions go out a few at a time.
+        # A midnight second holds thousands of claims: their batched writes go out a few requests at a time.
         self._claim_pool = ThreadPoolExecutor(max_workers=claim_concurrency, thread_name_prefix="claim")
 
     # --- jobs -------------------------------------------------------------------------------------------
@@ -166,144 +160,88 @@ class DynamoStore(WorkerBatches):
             query["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 
     def claim(self, claims: Sequence[Claim], now: datetime) -> ClaimOutcome:
-        pending = list(claims)
+        """A consistent read of the jobs' versions, then two ordered steps, each one BatchExecuteStatement per
+        25 writes (a few at once): every current claim's run rows (INSERT, ``RUN_IS_NEW``), then its
+        schedule move (UPDATE, ``JOB_UNCHANGED_SINCE_READ``), whether its rows were new or already there.
+        No transaction: each write is billed once (a transaction bills each item twice), and the order keeps
+        what the transaction kept (``ports.JobStore.claim``)."""
+        current = self._current_versions(claims)
+        fresh = [claim for claim in claims if current.get(claim.plan.job.id) == claim.plan.job.state.version]
+        stale = len(claims) - len(fresh)  # lost races found by the read: nothing written for them
+        inserts = [(index, run) for index, claim in enumerate(fresh) for run in claim.runs]
+        run_rows, schedule_moves = self.claim_statements(fresh, now)
+        written = self._execute_in_parallel(run_rows)
+        moved = self._execute_in_parallel(schedule_moves)
         created: list[Run] = []
-        committed = lost = existing = transactions = 0
-        for round_number in range(CLAIM_ROUNDS):
-            if not pending:
-                break
-            if round_number:
-                time.sleep(random.uniform(0.005, 0.02) * round_number)  # conflicts: let the other side finish
-            retry: list[Claim] = []
-            batches = self._batches(pending, now)
-            outcomes = (
-                self._claim_pool.map(lambda b: self._claim_batch(b), batches)
-                if len(batches) > 1
-                else [self._claim_batch(b) for b in batches]
-            )
-            for batch, outcome in zip(batches, outcomes, strict=True):
-                transactions += 1
-                if outcome is None:
-                    committed += len(batch)
-                    created.extend(run for entry in batch for run in entry.claim.runs)
-                    continue
-                lost += outcome.lost
-                existing += outcome.existing_runs
-                retry.extend(outcome.retry)
-            pending = retry
-        if pending:
-            log.warning(
-                "claims left for the next poll after repeated conflicts", extra={"count": len(pending)}
-            )
+        requeued: list[Run] = []
+        for (index, run), new in zip(inserts, written, strict=True):
+            if new:
+                created.append(run)  # queued whatever the move: a row once written is always sent
+            elif moved[index]:
+                requeued.append(run)  # in the way of a move that landed: perhaps never sent (a cut claim)
+        existing = len(inserts) - len(created)
         if existing:
-            log.warning(
-                "claims found their run rows already there; the rows were left as they were and the "
-                "schedules moved on",
-                extra={"count": existing},
+            log.info(
+                "claims found run rows already there (a claim cut between its steps, a concurrent poller, a "
+                "restored table); the rows were left as they were",
+                extra={"count": existing, "requeued": len(requeued)},
             )
+        batch = partiql.BATCH_STATEMENTS_MAX
         return ClaimOutcome(
             runs=created,
-            claimed_jobs=committed,
-            lost_races=lost,
-            transactions=transactions,
+            claimed_jobs=sum(moved),
+            lost_races=stale + len(moved) - sum(moved),
+            write_requests=math.ceil(len(inserts) / batch) + math.ceil(len(fresh) / batch),
             existing_runs=existing,
+            requeued=requeued,
         )
 
-    def claim_items(self, claim: Claim, now: datetime) -> list[dict[str, Any]]:
-        """The TransactWriteItems entries of one claim: a Put per run (RUN_IS_NEW), then the schedule
-        update (JOB_UNCHANGED_SINCE_READ), always last."""
-        items: list[dict[str, Any]] = [
-            {
-                "Put": {
-                    "TableName": self.names.runs,
-                    "Item": run_to_item(run, self.lease_check),
-                    "ConditionExpression": c.RUN_IS_NEW.expression,
-                }
-            }
+    def _current_versions(self, claims: Sequence[Claim]) -> dict[str, int]:
+        """Each claimed job's version as stored now (a consistent BatchGetItem of the key and the version;
+        a deleted job is missing). A claim read from the due index or the preload may be older than an edit
+        that landed since: it must not write a run row for a time the edit moved or paused."""
+        keys = [{"job_id": s(job_id)} for job_id in dict.fromkeys(claim.plan.job.id for claim in claims)]
+        wanted = ("job_id", "version")
+        items = batch_get(self.client, self.names.jobs, keys, consistent=True, attributes=wanted)
+        return {item["job_id"]["S"]: int(item["version"]["N"]) for item in items}
+
+    def claim_statements(
+        self, claims: Sequence[Claim], now: datetime
+    ) -> tuple[list[partiql.Statement], list[partiql.Statement]]:
+        """The claims' writes, in the order ``claim`` makes them: every run row (claim by claim), then every
+        schedule move (one a claim)."""
+        rows = [
+            partiql.insert(self.names.runs, run_to_item(run, self.lease_check), c.RUN_IS_NEW)
+            for claim in claims
             for run in claim.runs
         ]
-        items.append({"Update": self._schedule_update(claim, now)})
-        return items
+        return rows, [self._schedule_move(claim, now) for claim in claims]
 
-    def _entry(self, claim: Claim, now: datetime) -> _ClaimEntry:
-        items = self.claim_items(claim, now)
-        # AWS counts an Update by the item it writes: the job as stored after the move, not the request.
-        job_after = job_to_item(claim.plan.job.model_copy(update={"state": claim.plan.next_state}), now)
-        size = sum(item_size(i["Put"]["Item"]) for i in items[:-1]) + item_size(job_after) + ITEM_SLACK
-        return _ClaimEntry(claim, items, size)
+    def _execute_in_parallel(self, statements: Sequence[partiql.Statement]) -> list[bool]:
+        """``partiql.execute`` for many statements, a request of 25 per thread of the claim pool."""
+        size = partiql.BATCH_STATEMENTS_MAX
+        chunks = [statements[i : i + size] for i in range(0, len(statements), size)]
+        if len(chunks) <= 1:
+            return partiql.execute(self.client, statements) if statements else []
+        results = self._claim_pool.map(lambda chunk: partiql.execute(self.client, chunk), chunks)
+        return [written for chunk in results for written in chunk]
 
-    def _batches(self, claims: Sequence[Claim], now: datetime) -> list[list[_ClaimEntry]]:
-        """Pack claims into transactions within AWS's limits: at most 100 actions and 4 MB of items (DynamoDB
-        Local enforces neither the way AWS does). A claim never spans two transactions."""
-        batches: list[list[_ClaimEntry]] = []
-        current: list[_ClaimEntry] = []
-        actions = size = 0
-        for claim in claims:
-            entry = self._entry(claim, now)
-            over = (
-                actions + len(entry.items) > TRANSACT_WRITE_MAX_ACTIONS
-                or size + entry.size > TRANSACT_WRITE_MAX_BYTES
-            )
-            if current and over:
-                batches.append(current)
-                current, actions, size = [], 0, 0
-            current.append(entry)
-            actions += len(entry.items)
-            size += entry.size
-        if current:
-            batches.append(current)
-        return batches
-
-    def _claim_batch(self, batch: list[_ClaimEntry]) -> _Cancelled | None:
-        """One TransactWriteItems for a batch: None when it committed, else what its cancellation says.
-
-        DynamoDB lists a reason per action, in the order of the actions. Per claim: a failed condition on
-        the schedule update (the job moved since it was read) is a lost race; a failed condition on a run
-        Put means that run row already exists, so the claim is retried without it and still moves the
-        schedule; anything else (a conflict with a concurrent transaction) is retried as it was."""
-        items = [item for entry in batch for item in entry.items]
-        try:
-            self.client.transact_write_items(TransactItems=items)
-            return None
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") != "TransactionCanceledException":
-                raise
-            reasons = [r.get("Code", "None") for r in exc.response.get("CancellationReasons") or []]
-        if len(reasons) != len(items):  # no per-action reasons: retry everything as it was
-            return _Cancelled(retry=[entry.claim for entry in batch])
-        cancelled = _Cancelled()
-        position = 0
-        for entry in batch:
-            mine = reasons[position : position + len(entry.items)]
-            position += len(entry.items)
-            run_reasons, schedule_reason = mine[:-1], mine[-1]
-            if schedule_reason == "ConditionalCheckFailed":
-                cancelled.lost += 1
-                continue
-            existing = {i for i, r in enumerate(run_reasons) if r == "ConditionalCheckFailed"}
-            if existing:
-                cancelled.existing_runs += len(existing)
-                runs = tuple(run for i, run in enumerate(entry.claim.runs) if i not in existing)
-                cancelled.retry.append(replace(entry.claim, runs=runs))
-            else:
-                cancelled.retry.append(entry.claim)
-        return cancelled
-
-    def _schedule_update(self, claim: Claim, now: datetime) -> dict[str, Any]:
+    def _schedule_move(self, claim: Claim, now: datetime) -> partiql.Statement:
+        """The claim's schedule move: the job's next due time and the due index's keys, if it is still the
+        version the poller read (``JOB_UNCHANGED_SINCE_READ``)."""
         job = claim.plan.job
         values, removes = scheduling_attributes(job, claim.plan.next_state, now)
         values["updated_at"] = t(now)
-        sets = ", ".join(f"{name} = :{name}" for name in values)
-        expression = f"SET {sets}" + (f" REMOVE {', '.join(removes)}" if removes else "")
-        attribute_values = {f":{name}": value for name, value in values.items()}
-        attribute_values[":expected_version"] = n(job.state.version)
-        return {
-            "TableName": self.names.jobs,
-            "Key": {"job_id": s(job.id)},
-            "UpdateExpression": expression,
-            "ConditionExpression": c.JOB_UNCHANGED_SINCE_READ.expression,
-            "ExpressionAttributeValues": attribute_values,
-        }
+        bound: Item = {f":{name}": value for name, value in values.items()}
+        bound[":expected_version"] = n(job.state.version)
+        return partiql.update(
+            self.names.jobs,
+            {"job_id": s(job.id)},
+            c.JOB_UNCHANGED_SINCE_READ,
+            bound,
+            sets=tuple(values),
+            removes=tuple(removes),
+        )
 
     # --- low-water marks ----------------------------------------------------------------------------------
 
@@ -873,22 +811,3 @@ def _passed(instant: datetime, now: datetime) -> bool:
 
 def _mark_key(partition: int) -> Item:
     return {"pk": s(f"partition#{partition:02d}"), "sk": s("watermark")}
-
-
-@dataclass(frozen=True)
-class _ClaimEntry:
-    """A claim with its transaction actions and its size as AWS counts it."""
-
-    claim: Claim
-    items: list[dict[str, Any]]
-    size: int
-
-
-@dataclass
-class _Cancelled:
-    """What a cancelled claim transaction says: claims lost to a race, claims to retry (without run rows
-    that turned out to exist already), and how many such rows there were."""
-
-    lost: int = 0
-    existing_runs: int = 0
-    retry: list[Claim] = field(default_factory=list)

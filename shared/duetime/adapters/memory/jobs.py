@@ -2,19 +2,22 @@
 
 A job is held as the DynamoDB store holds its item: instants to the whole second, and while it is scheduled
 and not paused a due-index entry ``(due bucket, due key)`` with the same keys as the ``due`` GSI
-(``codec.due_bucket``, ``codec.due_key``). A claim is one atomic step per job under the lock: the
-schedule moves only if the job's version is the one read (JOB_UNCHANGED_SINCE_READ), and each run row is
-created only if it is new (RUN_IS_NEW); a row already there is left as it is and the schedule still moves.
-Claims are not packed into transactions by size: ``transactions`` counts one per claimed batch.
+(``codec.due_bucket``, ``codec.due_key``). A claim is ordered steps, as on DynamoDB: the jobs' versions
+are read (a claim of a job moved since writes nothing), each run row is created only if it is new
+(RUN_IS_NEW; a row already there is left as it is), then the schedule moves only if the job's version is
+still the one read (JOB_UNCHANGED_SINCE_READ), whether the rows were new or not.
+``write_requests`` counts what DynamoStore's batches of 25 writes would take.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from duetime.adapters.dynamodb.codec import due_bucket, due_key
+from duetime.adapters.dynamodb.partiql import BATCH_STATEMENTS_MAX as BATCH
 from duetime.adapters.memory.stored import Tables, maybe_second, to_second
 from duetime.claim_plan import Claim
 from duetime.ids import partition_of
@@ -123,31 +126,49 @@ class MemoryJobs(Tables):
         return rows[:limit]
 
     def claim(self, claims: Sequence[Claim], now: datetime) -> ClaimOutcome:
+        """``ports.JobStore.claim``: the jobs' versions read, then every current claim's run rows
+        (RUN_IS_NEW), then its schedule move (JOB_UNCHANGED_SINCE_READ); each under the lock on its own, as
+        DynamoDB makes each write of a batch on its own."""
         created: list[Run] = []
-        committed = lost = existing = 0
+        in_the_way: list[tuple[int, Run]] = []
+        with self.lock:  # the versions read first: a claim of a job moved since it was read writes nothing
+            stored = {claim.plan.job.id: self._jobs.get(claim.plan.job.id) for claim in claims}
+        fresh = [
+            claim
+            for claim in claims
+            if (row := stored[claim.plan.job.id]) is not None
+            and row.job.state.version == claim.plan.job.state.version
+        ]
         with self.lock:
-            for claim in claims:
-                job = claim.plan.job
-                row = self._jobs.get(job.id)
-                if row is None or row.job.state.version != job.state.version:
-                    lost += 1  # JOB_UNCHANGED_SINCE_READ
-                    continue
-                committed += 1
+            for index, claim in enumerate(fresh):
                 for run in claim.runs:
                     if run.run_id in self._runs:
-                        existing += 1  # RUN_IS_NEW failed: the row stays as it is
-                        continue
-                    self._create_run(run)
-                    created.append(run)
-                moved = row.job.model_copy(update={"state": claim.plan.next_state, "updated_at": now})
-                self._jobs[job.id] = _row(stored_job(moved), now)
+                        in_the_way.append((index, run))  # RUN_IS_NEW failed: the row stays as it is
+                    else:
+                        self._create_run(run)
+                        created.append(run)
+        moved = [self._move_schedule(claim, now) for claim in fresh]
+        runs = sum(len(claim.runs) for claim in fresh)
         return ClaimOutcome(
             runs=created,
-            claimed_jobs=committed,
-            lost_races=lost,
-            transactions=1 if claims else 0,
-            existing_runs=existing,
+            claimed_jobs=sum(moved),
+            lost_races=len(claims) - sum(moved),
+            write_requests=math.ceil(runs / BATCH) + math.ceil(len(fresh) / BATCH),
+            existing_runs=len(in_the_way),
+            requeued=[run for index, run in in_the_way if moved[index]],
         )
+
+    def _move_schedule(self, claim: Claim, now: datetime) -> bool:
+        """JOB_UNCHANGED_SINCE_READ: the job moves only from the version its claim read (a deleted job
+        fails too)."""
+        job = claim.plan.job
+        with self.lock:
+            row = self._jobs.get(job.id)
+            if row is None or row.job.state.version != job.state.version:
+                return False
+            moved = row.job.model_copy(update={"state": claim.plan.next_state, "updated_at": now})
+            self._jobs[job.id] = _row(stored_job(moved), now)
+            return True
 
     def _create_run(self, run: Run) -> None:
         """A new queued run row, with its instants to the second; in the reap index at its queue deadline."""
