@@ -72,6 +72,7 @@ BATCH = 10  # the worker's SQS batch (StackConfig.worker_batch_size)
 SLOTS_PER_KEY = 25  # adapters/dynamodb/worker_batches.py: a team's slots per partition key
 STATEMENTS_PER_BATCH = 25  # BatchExecuteStatement
 CLAIM_STATEMENTS = 25  # BatchExecuteStatement: the claim's writes a request holds
+VERSION_READ_KEYS = 100  # BatchGetItem: the jobs' versions a claim reads first, a request
 
 
 def midnight_jobs(
@@ -220,14 +221,16 @@ class SimStore(MemoryStore):
         m, sim = self.sim.model, self.sim
         sim.spend(m.poller_cpu_s(len(claims) * (m.claim_cpu_us + m.row_build_cpu_us)))
         outcome = super().claim(claims, now)
-        # DynamoStore writes the claims' run rows, then their schedule moves, each step in requests of 25
-        # statements (BatchExecuteStatement), claim_concurrency requests at once; a claim counts as claimed
-        # when the request moving its schedule returns.
+        # DynamoStore reads the jobs' versions (a BatchGetItem per 100), then writes the claims' run rows,
+        # then their schedule moves, each step in requests of 25 statements (BatchExecuteStatement),
+        # claim_concurrency requests at once; a claim counts as claimed when the request moving its schedule
+        # returns.
         request_s = m.ddb_batch_statement_ms / 1000
         rows = sum(len(claim.runs) for claim in claims)
         row_requests = math.ceil(rows / CLAIM_STATEMENTS)
         start = sim.now()
-        elapsed = math.ceil(row_requests / m.claim_concurrency) * request_s
+        elapsed = math.ceil(len(claims) / VERSION_READ_KEYS) * m.ddb_batch_get_ms / 1000
+        elapsed += math.ceil(row_requests / m.claim_concurrency) * request_s
         moves = [claims[i : i + CLAIM_STATEMENTS] for i in range(0, len(claims), CLAIM_STATEMENTS)]
         for first in range(0, len(moves), m.claim_concurrency):
             at = start + elapsed

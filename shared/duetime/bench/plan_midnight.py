@@ -17,17 +17,19 @@ from duetime.poller import PollerConfig
 
 SQS_BATCH = 10  # runs a worker gets per invocation (the event source's batch size)
 CLAIM_STATEMENTS = 25  # DynamoStore: a request of run rows, then one of schedule moves, 25 claims each
+VERSION_READ_KEYS = 100  # DynamoStore: the jobs' versions are read first, a BatchGetItem per 100 claims
 SWEEP_PAGE = PollerConfig.page_size  # rows a sweep claims of one partition at once
 
 
 def poller_claims_per_s(model: AwsModel, loaded: bool = False) -> float:
     """One poller's claims a second when the spike keeps it busy: each claim's CPU (planning it, building
     the job from its row, and loading the row unless ``loaded``: the preload read it before its second) at
-    the poller's vCPU share, plus its share of the writes' latency (two requests of 25 claims, the run rows
-    then the schedule moves, ``claim_concurrency`` requests in flight). Left out: the sweeps' re-reads of
-    rows the preload holds, and waits on throttled keys."""
+    the poller's vCPU share, plus its share of the claim's latency (a read of 100 jobs' versions, then two
+    requests of 25 claims, the run rows then the schedule moves, ``claim_concurrency`` in flight). Left
+    out: the sweeps' re-reads of rows the preload holds, and waits on throttled keys."""
     cpu_us = model.claim_cpu_us + model.row_build_cpu_us + (0 if loaded else model.load_cpu_us_per_row)
     commit_us = 2 * model.ddb_batch_statement_ms * 1000 / (CLAIM_STATEMENTS * model.claim_concurrency)
+    commit_us += model.ddb_batch_get_ms * 1000 / VERSION_READ_KEYS  # the versions, read before the writes
     return 1e6 / (model.poller_cpu_s(cpu_us) * 1e6 + commit_us)
 
 
