@@ -430,6 +430,9 @@ class Run(BaseModel):
     finished_at: datetime | None = None
     updated_at: datetime
     expires_at_epoch: int  # DynamoDB TTL: 30 days after creation
+    # Whether the run has an entry of its own in the store's reap index as last read (a store that covers the
+    # runs of a claim by one reap ticket leaves their rows without one): its result then leaves the index.
+    in_reap_index: bool = Field(default=True, exclude=True)
 
 
 class Team(BaseModel):

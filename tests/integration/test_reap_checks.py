@@ -6,23 +6,22 @@ index, and a live run's check moves once per lease, not once per heartbeat."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
-import boto3
 import pytest
 
 from duetime.adapters.dynamodb.codec import job_to_item, run_key
 from duetime.adapters.dynamodb.store import DynamoStore
-from duetime.adapters.dynamodb.tables import REAP_INDEX, TableNames, create_tables
+from duetime.adapters.dynamodb.tables import REAP_INDEX
 from duetime.claim_plan import make_claim, plan_claim
 from duetime.ids import partition_of
 from duetime.models import Run, RunResult, RunStatus
 from duetime.timeutil import iso_z, minute_bucket
 
 from ..twin_support import T0, a_job, at
+from .dynamo_tables import store_on_fresh_tables
 
 LEASE = timedelta(seconds=60)
 DEADLINE = timedelta(minutes=10)
@@ -63,13 +62,8 @@ class IndexWrites:
 
 @pytest.fixture
 def store() -> Iterator[DynamoStore]:
-    client = boto3.session.Session().client("dynamodb")
-    prefix = f"r{uuid.uuid4().hex[:10]}"
-    names = TableNames(f"{prefix}-jobs", f"{prefix}-runs", f"{prefix}-control")
-    create_tables(client, names)
-    yield DynamoStore(client, names, lease_check=LEASE)
-    for table in (names.jobs, names.runs, names.control):
-        client.delete_table(TableName=table)
+    with store_on_fresh_tables(LEASE) as fresh:
+        yield fresh
 
 
 def claimed_run(store: DynamoStore) -> Run:

@@ -23,7 +23,7 @@ from duetime.demo_target import DemoTargetServer
 from duetime.ids import PARTITIONS, partition_of
 from duetime.local import EMULATORS_SCRIPT, ensure_emulators, local_environment
 from duetime.models import Job, Team
-from duetime.poller import Poller, PollerConfig
+from duetime.poller import Poller, PollerConfig, RecoveryReport, recover_runs
 from duetime.timeutil import minute_bucket
 
 BENCH_TEAM = Team(team_id="bench", max_concurrency=10_000, exact_quota=1_000_000, signing_secret="bench")
@@ -78,6 +78,14 @@ class BenchStack:
         queue = ConcurrentRunQueue(SqsRunQueue(self.sqs, self.queue_url))
         config = PollerConfig(partitions=list(range(PARTITIONS)))
         return Poller(self.store, self.store, queue, StoredAlerts(self.store), self.clock, config)
+
+    def settle_reap_checks(self, poller: Poller) -> RecoveryReport:
+        """One pass of the reaper over every partition at the instant the first checks of all runs claimed so
+        far have come (a lease from now; call it once the workers stopped). A run's check comes a lease after
+        its claim, and a bench ends sooner: without this pass the reap index's reads and the reap tickets'
+        deletes (``reap_tickets``) would be left off the bill the ledger counts."""
+        at = self.clock.now() + self.store.lease_check + timedelta(seconds=1)
+        return recover_runs(self.store, poller.queue, poller.alerts, poller.config, at)
 
     def fleet(self, processes: int, threads: int) -> WorkerFleet:
         return WorkerFleet(FleetSpec(self.names, self.queue_url, threads), processes)

@@ -169,6 +169,7 @@ def _run_spike(
     stop.set()
     poller_thread.join(timeout=60)
     fleet.stop()
+    stack.settle_reap_checks(poller)
     cpu_ms = (time.process_time() - cpu_before + fleet.cpu_seconds) * 1000
     usage = merge_usage([stack.ledger.snapshot(), *fleet.usage])
 

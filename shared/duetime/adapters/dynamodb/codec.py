@@ -106,9 +106,10 @@ def run_key(run_id: str) -> Item:
     return {"job_id": s(job_id), "occurrence": s(occurrence)}
 
 
-def run_to_item(run: Run, lease_check: timedelta = DEFAULT_LEASE_CHECK) -> Item:
+def run_to_item(run: Run, lease_check: timedelta = DEFAULT_LEASE_CHECK, own_reap_entry: bool = True) -> Item:
     """A new run row (always queued: claims and triggers create runs), in the reap index at its first check
-    (``reap_checks``): its message is sent as it is created."""
+    (``reap_checks``): its message is sent as it is created. Without ``own_reap_entry`` the row stays out of
+    the index: a reap ticket covers it (``reap_tickets``)."""
     item: Item = {
         **run_key(run.run_id),
         "run_id": s(run.run_id),
@@ -135,6 +136,7 @@ def run_to_item(run: Run, lease_check: timedelta = DEFAULT_LEASE_CHECK) -> Item:
     }
     if run.queue_deadline is not None:
         item["queue_deadline"] = t(run.queue_deadline)
+    if run.queue_deadline is not None and own_reap_entry:
         item["reap_shard"] = s(reap_shard(run.partition))
         item["reap_at"] = t(waiting_check(run.created_at, run.queue_deadline, lease_check))
     return item
@@ -166,4 +168,5 @@ def item_to_run(item: Item) -> Run:
         finished_at=_opt_time(item, "finished_at"),
         updated_at=parse_iso_z(item["updated_at"]["S"]),
         expires_at_epoch=int(item["ttl"]["N"]),
+        in_reap_index="reap_at" in item,
     )

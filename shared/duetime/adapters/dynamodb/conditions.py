@@ -95,6 +95,31 @@ WAIT_OUTLIVES_CHECK = Condition(
     '"status" = :status AND "attempt" = :attempt AND "queue_deadline" = :deadline',
 )
 
+# --- reap tickets (``reap_tickets.py``): a claim's runs of one shard share one entry until their check ---
+RUN_UNCOVERED_AS_READ = Condition(
+    "RUN_UNCOVERED_AS_READ",
+    "#status = :status AND attempt = :attempt AND attribute_not_exists(reap_at)",
+    "At its ticket's check, a run still alive gets an entry of its own only while it is in the state the "
+    "reaper read and still has none: a run that moved on meanwhile (a result, a new attempt, an entry its "
+    "own write set) is a lost race, and the ticket stays for the next pass to read it again.",
+    '"status" = :status AND "attempt" = :attempt AND "reap_at" IS MISSING',
+)
+
+RUN_FINISHED = Condition(
+    "RUN_FINISHED",
+    "attribute_exists(finished_at)",
+    "A finished run found at its check (adopted from a ticket while its call ran, so its worker did not know "
+    "of its entry) leaves the index; a run sent again by hand since then has no finished_at and keeps it.",
+    '"finished_at" IS NOT MISSING',
+)
+
+TICKET_IS_NEW = Condition(
+    "TICKET_IS_NEW",
+    "attribute_not_exists(job_id)",
+    "A reap ticket's key is random; the condition only keeps a (vanishingly unlikely) collision from "
+    "replacing another claim's ticket.",
+)
+
 
 SLOT_FREE = Condition(
     "SLOT_FREE",
@@ -275,6 +300,9 @@ ALL_CONDITIONS = (
     WAIT_EXPIRED,
     LEASE_OUTLIVES_CHECK,
     WAIT_OUTLIVES_CHECK,
+    RUN_UNCOVERED_AS_READ,
+    RUN_FINISHED,
+    TICKET_IS_NEW,
     SLOT_FREE,
     SLOT_IS_NEW,
     SLOT_HELD,

@@ -12,7 +12,8 @@ import logging
 import math
 import random
 import zlib
-from collections.abc import Callable, Sequence
+from collections import defaultdict
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -40,6 +41,13 @@ from duetime.adapters.dynamodb.reap_checks import (
     next_check,
     waiting_check,
 )
+from duetime.adapters.dynamodb.reap_tickets import (
+    is_ticket,
+    listed_run_ids,
+    ticket_items,
+    ticket_key,
+    ticketed_run_ids,
+)
 from duetime.adapters.dynamodb.tables import DUE_INDEX, REAP_INDEX, TableNames
 from duetime.adapters.dynamodb.worker_batches import (
     SLOT_GROUPS_SEARCHED,
@@ -48,6 +56,7 @@ from duetime.adapters.dynamodb.worker_batches import (
     slot_key,
 )
 from duetime.claim_plan import Claim
+from duetime.ids import partition_of, split_run_id
 from duetime.models import Job, JobSpec, Run, RunResult, RunStatus, Team
 from duetime.ports import Alert, ClaimOutcome, PollerLease, ReapCandidate
 from duetime.timeutil import iso_z, parse_iso_z
@@ -160,23 +169,31 @@ class DynamoStore(WorkerBatches):
             query["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 
     def claim(self, claims: Sequence[Claim], now: datetime) -> ClaimOutcome:
-        """A consistent read of the jobs' versions, then two ordered steps, each one BatchExecuteStatement per
-        25 writes (a few at once): every current claim's run rows (INSERT, ``RUN_IS_NEW``), then its
-        schedule move (UPDATE, ``JOB_UNCHANGED_SINCE_READ``), whether its rows were new or already there.
-        No transaction: each write is billed once (a transaction bills each item twice), and the order keeps
-        what the transaction kept (``ports.JobStore.claim``)."""
+        """A consistent read of the jobs' versions, then three ordered steps, each one BatchExecuteStatement
+        per 25 writes (a few at once): every current claim's run rows (INSERT, ``RUN_IS_NEW``), the reap
+        tickets of the rows that carry no reap entry of their own (``reap_tickets``: the rows of a shard with
+        several runs, and every row found in the way), then each claim's schedule move (UPDATE,
+        ``JOB_UNCHANGED_SINCE_READ``), whether its rows were new or already there. No transaction: each write
+        is billed once (a transaction bills each item twice), and the order keeps what the transaction kept
+        (``ports.JobStore.claim``): a schedule moves only past rows that exist and the reaper can find."""
         current = self._current_versions(claims)
         fresh = [claim for claim in claims if current.get(claim.plan.job.id) == claim.plan.job.state.version]
         stale = len(claims) - len(fresh)  # lost races found by the read: nothing written for them
         inserts = [(index, run) for index, claim in enumerate(fresh) for run in claim.runs]
-        run_rows, schedule_moves = self.claim_statements(fresh, now)
+        ticketed = ticketed_run_ids(run for _, run in inserts)
+        run_rows, schedule_moves = self.claim_statements(fresh, now, ticketed)
         written = self._execute_in_parallel(run_rows)
+        # A row found in the way may have been made by a claim that died before its ticket: ticket it too.
+        uncovered = [
+            run for (_, run), new in zip(inserts, written, strict=True) if not new or run.run_id in ticketed
+        ]
+        tickets = self._write_tickets(uncovered)
         moved = self._execute_in_parallel(schedule_moves)
         created: list[Run] = []
         requeued: list[Run] = []
         for (index, run), new in zip(inserts, written, strict=True):
             if new:
-                created.append(run)  # queued whatever the move: a row once written is always sent
+                created.append(run.model_copy(update={"in_reap_index": run.run_id not in ticketed}))
             elif moved[index]:
                 requeued.append(run)  # in the way of a move that landed: perhaps never sent (a cut claim)
         existing = len(inserts) - len(created)
@@ -191,10 +208,22 @@ class DynamoStore(WorkerBatches):
             runs=created,
             claimed_jobs=sum(moved),
             lost_races=stale + len(moved) - sum(moved),
-            write_requests=math.ceil(len(inserts) / batch) + math.ceil(len(fresh) / batch),
+            write_requests=sum(math.ceil(k / batch) for k in (len(inserts), tickets, len(fresh))),
             existing_runs=existing,
             requeued=requeued,
         )
+
+    def _write_tickets(self, runs: Sequence[Run]) -> int:
+        """The reap tickets of ``runs`` (``reap_tickets.ticket_items``), written before any schedule moves
+        past them; how many. A ticket not written raises, and the claim moves no schedule: its rows are then
+        found in the way by the next claim, which tickets them."""
+        if not runs:
+            return 0
+        items = ticket_items(runs, self.lease_check, max(run.expires_at_epoch for run in runs))
+        statements = [partiql.insert(self.names.runs, item, c.TICKET_IS_NEW) for item in items]
+        if not all(self._execute_in_parallel(statements)):
+            raise partiql.StatementFailed("TicketExists", "a reap ticket's random key was taken")
+        return len(items)
 
     def _current_versions(self, claims: Sequence[Claim]) -> dict[str, int]:
         """Each claimed job's version as stored now (a consistent BatchGetItem of the key and the version;
@@ -206,12 +235,14 @@ class DynamoStore(WorkerBatches):
         return {item["job_id"]["S"]: int(item["version"]["N"]) for item in items}
 
     def claim_statements(
-        self, claims: Sequence[Claim], now: datetime
+        self, claims: Sequence[Claim], now: datetime, ticketed: Collection[str] = ()
     ) -> tuple[list[partiql.Statement], list[partiql.Statement]]:
-        """The claims' writes, in the order ``claim`` makes them: every run row (claim by claim), then every
-        schedule move (one a claim)."""
+        """The claims' writes, in the order ``claim`` makes them: every run row (claim by claim; those in
+        ``ticketed`` without a reap entry of their own), then every schedule move (one a claim)."""
         rows = [
-            partiql.insert(self.names.runs, run_to_item(run, self.lease_check), c.RUN_IS_NEW)
+            partiql.insert(
+                self.names.runs, run_to_item(run, self.lease_check, run.run_id not in ticketed), c.RUN_IS_NEW
+            )
             for claim in claims
             for run in claim.runs
         ]
@@ -351,8 +382,8 @@ class DynamoStore(WorkerBatches):
     ) -> bool:
         item = self._update_run(
             run_id,
-            "SET #status = :queued, queue_deadline = :deadline, reap_at = :check, updated_at = :now "
-            "REMOVE #owner, lease_expires_at",
+            "SET #status = :queued, queue_deadline = :deadline, reap_shard = :shard, reap_at = :check, "
+            "updated_at = :now REMOVE #owner, lease_expires_at",
             c.LEASE_OWNED,
             {
                 ":running": s(RunStatus.RUNNING),
@@ -360,6 +391,7 @@ class DynamoStore(WorkerBatches):
                 ":owner": s(owner),
                 ":attempt": n(attempt),
                 ":deadline": t(queue_deadline),
+                ":shard": _shard_of(run_id),
                 ":check": t(waiting_check(now, queue_deadline, self.lease_check)),
                 ":now": t(now),
             },
@@ -388,7 +420,7 @@ class DynamoStore(WorkerBatches):
             assert retry_at is not None and queue_deadline is not None
             update = (
                 "SET #status = :new_status, #result = :result, updated_at = :now, attempt = :next_attempt, "
-                "retry_at = :retry_at, queue_deadline = :deadline, reap_at = :check "
+                "retry_at = :retry_at, queue_deadline = :deadline, reap_shard = :shard, reap_at = :check "
                 "REMOVE #owner, lease_expires_at"
             )
             values.update(
@@ -396,21 +428,21 @@ class DynamoStore(WorkerBatches):
                     ":next_attempt": n(run.attempt + 1),
                     ":retry_at": t(retry_at),
                     ":deadline": t(queue_deadline),
+                    ":shard": _shard_of(run.run_id),
                     ":check": t(waiting_check(retry_at, queue_deadline, self.lease_check)),
                 }
             )
         else:
-            update = (
-                "SET #status = :new_status, #result = :result, updated_at = :now, finished_at = :now "
-                "REMOVE lease_expires_at, reap_shard, reap_at"
-            )
+            update = "SET #status = :new_status, #result = :result, updated_at = :now, finished_at = :now "
+            update += "REMOVE lease_expires_at" + (", reap_shard, reap_at" if run.in_reap_index else "")
         item = self._update_run(run.run_id, update, c.LEASE_OWNED, values, {"#result": "result"})
         return item is not None
 
     def runs_needing_attention(self, partition: int, now: datetime, limit: int) -> list[ReapCandidate]:
         """The runs of the reap index's checks that have come (``reap_checks``): each read consistently;
         those whose lease expired or whose queue deadline passed are the candidates, and the others get
-        their next check here (25 a request, under ``LEASE_OUTLIVES_CHECK`` or ``WAIT_OUTLIVES_CHECK``)."""
+        their next check here (25 a request, under ``LEASE_OUTLIVES_CHECK`` or ``WAIT_OUTLIVES_CHECK``).
+        A ticket's check reads the runs it lists (``_settle_tickets``)."""
         response = self.client.query(
             TableName=self.names.runs,
             IndexName=REAP_INDEX,
@@ -423,21 +455,90 @@ class DynamoStore(WorkerBatches):
             return []
         candidates: list[ReapCandidate] = []
         moves: list[partiql.Statement] = []
+        tickets: list[Item] = []
         for item in batch_get(self.client, self.names.runs, keys, consistent=True):
             if "reap_at" not in item or item["reap_at"]["S"] >= t(now)["S"]:
                 continue  # finished, or its check moved since the index was read (the index lags)
+            if is_ticket(item):
+                tickets.append(item)
+                continue
             run = item_to_run(item)
             needs_attention_at = needs_reaper_at(run)
-            if needs_attention_at is None:
-                continue
-            if _passed(needs_attention_at, now):
+            if needs_attention_at is None:  # finished, its entry adopted during its call (reap_tickets)
+                moves.append(self._leave_reap_index(run))
+            elif _passed(needs_attention_at, now):
                 candidates.append(
                     ReapCandidate(run.run_id, run.status, run.attempt, run.max_attempts, needs_attention_at)
                 )
             else:
                 moves.append(self._next_check(run, now))
         partiql.execute(self.client, moves)
+        return candidates + self._settle_tickets(tickets, now)
+
+    def _settle_tickets(self, tickets: Sequence[Item], now: datetime) -> list[ReapCandidate]:
+        """The checks of reap tickets (``reap_tickets``): every run they list read consistently; each run
+        still alive and without an entry of its own adopted (``RUN_UNCOVERED_AS_READ``) at its next check,
+        or at the instant it needed the reaper when that passed (then it is a candidate); every ticket whose
+        runs all needed nothing or were adopted deleted. A ticket with a lost race stays for the next pass."""
+        if not tickets:
+            return []
+        listed: dict[str, list[int]] = defaultdict(list)  # a run found in the way may be on two tickets
+        for i, ticket in enumerate(tickets):
+            for run_id in listed_run_ids(ticket):
+                listed[run_id].append(i)
+        runs = batch_get(
+            self.client, self.names.runs, [run_key(run_id) for run_id in listed], consistent=True
+        )
+        adoptions: list[partiql.Statement] = []
+        adopted: list[tuple[str, ReapCandidate | None]] = []
+        for item in runs:
+            if "reap_at" in item:
+                continue  # an entry of its own covers it
+            run = item_to_run(item)
+            needs_attention_at = needs_reaper_at(run)
+            if needs_attention_at is None:
+                continue  # finished: the common case, nothing written
+            if _passed(needs_attention_at, now):
+                check = needs_attention_at
+                candidate = ReapCandidate(run.run_id, run.status, run.attempt, run.max_attempts, check)
+            else:
+                check, candidate = next_check(run, now, self.lease_check), None
+            adoptions.append(self._adopt(run, check))
+            adopted.append((run.run_id, candidate))
+        unsettled: set[int] = set()
+        candidates: list[ReapCandidate] = []
+        for (run_id, candidate), written in zip(
+            adopted, partiql.execute(self.client, adoptions), strict=True
+        ):
+            if not written:
+                unsettled.update(listed[run_id])
+            elif candidate is not None:
+                candidates.append(candidate)
+        settled = [ticket_key(ticket) for i, ticket in enumerate(tickets) if i not in unsettled]
+        _delete_items(self.client, self.names.runs, settled)
         return candidates
+
+    def _adopt(self, run: Run, check: datetime) -> partiql.Statement:
+        """A ticketed run's own entry, at ``check`` (``RUN_UNCOVERED_AS_READ``)."""
+        values: Item = {
+            ":status": s(run.status),
+            ":attempt": n(run.attempt),
+            ":reap_shard": s(reap_shard(run.partition)),
+            ":reap_at": t(check),
+        }
+        return partiql.update(
+            self.names.runs,
+            run_key(run.run_id),
+            c.RUN_UNCOVERED_AS_READ,
+            values,
+            sets=("reap_shard", "reap_at"),
+        )
+
+    def _leave_reap_index(self, run: Run) -> partiql.Statement:
+        """A finished run's entry removed (``RUN_FINISHED``)."""
+        return partiql.update(
+            self.names.runs, run_key(run.run_id), c.RUN_FINISHED, {}, removes=("reap_shard", "reap_at")
+        )
 
     def has_reap_work_before(self, partition: int, until: datetime) -> bool:
         response = self.client.query(
@@ -466,7 +567,7 @@ class DynamoStore(WorkerBatches):
         item = self._update_run(
             candidate.run_id,
             "SET #status = :queued, attempt = :next_attempt, queue_deadline = :deadline, "
-            "reap_at = :check, updated_at = :now REMOVE #owner, lease_expires_at",
+            "reap_shard = :shard, reap_at = :check, updated_at = :now REMOVE #owner, lease_expires_at",
             c.LEASE_EXPIRED,
             {
                 ":running": s(RunStatus.RUNNING),
@@ -474,6 +575,7 @@ class DynamoStore(WorkerBatches):
                 ":attempt": n(candidate.attempt),
                 ":next_attempt": n(candidate.attempt + 1),
                 ":deadline": t(queue_deadline),
+                ":shard": _shard_of(candidate.run_id),
                 ":check": t(waiting_check(now, queue_deadline, self.lease_check)),
                 ":now": t(now),
             },
@@ -502,9 +604,10 @@ class DynamoStore(WorkerBatches):
     ) -> Run | None:
         item = self._update_run(
             candidate.run_id,
-            "SET queue_deadline = :deadline, reap_at = :check, updated_at = :now",
+            "SET queue_deadline = :deadline, reap_shard = :shard, reap_at = :check, updated_at = :now",
             c.WAIT_EXPIRED,
             {
+                ":shard": _shard_of(candidate.run_id),
                 ":status": s(candidate.status),
                 ":attempt": n(candidate.attempt),
                 ":deadline": t(queue_deadline),
@@ -807,6 +910,21 @@ def _item_to_lease(group: str, item: Item) -> PollerLease:
 def _passed(instant: datetime, now: datetime) -> bool:
     """``instant < now`` as the store's conditions compare them: stored instants are to the second."""
     return t(instant)["S"] < t(now)["S"]
+
+
+def _shard_of(run_id: str) -> dict[str, str]:
+    """The reap shard of a run, from its job id (a run lives in its job's partition)."""
+    return s(reap_shard(partition_of(split_run_id(run_id)[0])))
+
+
+def _delete_items(client: Any, table: str, keys: Sequence[Item]) -> None:
+    """Unconditional deletes, 25 a BatchWriteItem, retrying what DynamoDB left unprocessed."""
+    for start in range(0, len(keys), 25):
+        request: dict[str, Any] = {
+            table: [{"DeleteRequest": {"Key": key}} for key in keys[start : start + 25]]
+        }
+        while request:
+            request = client.batch_write_item(RequestItems=request).get("UnprocessedItems") or {}
 
 
 def _mark_key(partition: int) -> Item:

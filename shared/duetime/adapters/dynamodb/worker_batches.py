@@ -24,7 +24,7 @@ from typing import Any
 
 from duetime.adapters.dynamodb import conditions as c
 from duetime.adapters.dynamodb import partiql
-from duetime.adapters.dynamodb.codec import Item, item_to_run, n, run_key, s, t
+from duetime.adapters.dynamodb.codec import Item, item_to_run, n, reap_shard, run_key, s, t
 from duetime.adapters.dynamodb.reads import batch_get
 from duetime.adapters.dynamodb.reap_checks import waiting_check
 from duetime.adapters.dynamodb.tables import TableNames
@@ -171,16 +171,20 @@ class WorkerBatches:
                         ":next_attempt": n(write.run.attempt + 1),
                         ":retry_at": t(write.retry_at),
                         ":queue_deadline": t(write.queue_deadline),
+                        ":reap_shard": s(reap_shard(write.run.partition)),
                         ":reap_at": t(waiting_check(write.retry_at, write.queue_deadline, self.lease_check)),
                     }
                 )
-                sets: tuple[str, ...] = ("result", "updated_at", "retry_at", "queue_deadline", "reap_at")
+                sets: tuple[str, ...] = ("result", "updated_at", "retry_at", "queue_deadline", "reap_shard")
+                sets += ("reap_at",)
                 removes: tuple[str, ...] = ("owner", "lease_expires_at")
                 set_from = {"attempt": ":next_attempt"}  # the condition compares the old one, ":attempt"
             else:
                 values[":finished_at"] = t(now)
                 sets = ("result", "updated_at", "finished_at")
-                removes = ("lease_expires_at", "reap_shard", "reap_at")
+                # A ticketed run has no entry to remove (reap_tickets): the write then leaves the index alone.
+                in_index = write.run.in_reap_index
+                removes = ("lease_expires_at", "reap_shard", "reap_at") if in_index else ("lease_expires_at",)
                 set_from = {}
             statement = partiql.update(
                 self.names.runs,
