@@ -1,5 +1,5 @@
-"""Reap tickets on DynamoDB Local (``duetime.adapters.dynamodb.reap_tickets``): a claim's runs of one shard
-share one reap index entry until their first check. The contract suite holds the promise (a dead worker's
+"""Reap tickets on DynamoDB Local (``duetime.adapters.dynamodb.reap_tickets``): the runs of a claim share
+one reap index entry until their first check. The contract suite holds the promise (a dead worker's
 run and a lost message are found, never before they need it) for every store; these tests hold the ticket
 to its own rules: a run is always covered by its own entry or by a ticket, finished runs cost the index
 nothing, and a ticket leaves only once every run it lists needs nothing from it."""
@@ -86,7 +86,7 @@ def lease(store: DynamoStore, run: Run, owner: str, now: float) -> Run:
     return leased[run.run_id]
 
 
-def test_a_claim_of_several_runs_of_a_shard_covers_them_with_one_ticket_under_1_kb(
+def test_a_claim_of_several_runs_covers_them_with_one_ticket_under_1_kb(
     store: DynamoStore,
 ) -> None:
     runs = claim(store, jobs_of_one_partition(TICKET_RUNS_MAX))
@@ -99,11 +99,36 @@ def test_a_claim_of_several_runs_of_a_shard_covers_them_with_one_ticket_under_1_
     assert item_size(ticket) <= 1024  # one write unit in, one out, one read unit at its check
 
 
-def test_a_shards_runs_below_the_ticket_threshold_carry_their_own_entries(store: DynamoStore) -> None:
+def test_a_claims_runs_below_the_ticket_threshold_carry_their_own_entries(store: DynamoStore) -> None:
     runs = claim(store, jobs_of_one_partition(TICKET_RUNS_MIN - 1))
 
     assert sorted(e["run_id"]["S"] for e in entries(store)) == sorted(run.run_id for run in runs)
     assert all(run.in_reap_index for run in runs)
+
+
+def test_a_claim_of_more_runs_than_a_ticket_holds_fills_its_tickets_evenly(store: DynamoStore) -> None:
+    runs = claim(store, jobs_of_one_partition(TICKET_RUNS_MAX + 1))
+
+    tickets = entries(store)
+    assert sorted(len(listed_run_ids(ticket)) for ticket in tickets) == [9, 10]
+    assert sorted(r for ticket in tickets for r in listed_run_ids(ticket)) == sorted(
+        run.run_id for run in runs
+    )
+
+
+def test_a_ticket_in_the_first_runs_shard_covers_runs_of_other_partitions(store: DynamoStore) -> None:
+    first, second, third = claim(store, [jobs_of_one_partition(1, p)[0] for p in (7, 8, 9)])
+    lease(store, second, "worker-dies", 20)  # a partition-8 run whose worker dies; its lease ends at T0 + 80
+    for run in (first, third):
+        store.record_results([ResultWrite(lease(store, run, "a", 5), RunStatus.SUCCEEDED, OK)], "a", at(6))
+    (ticket,) = entries(store, 7)
+    assert sorted(listed_run_ids(ticket)) == sorted(run.run_id for run in (first, second, third))
+
+    assert store.runs_needing_attention(7, at(62), 100) == []  # shard 7's reaper settles the ticket
+    assert entries(store, 7) == []
+    assert [e["run_id"]["S"] for e in entries(store, 8)] == [second.run_id]  # adopted into its own shard
+    (candidate,) = store.runs_needing_attention(8, at(81), 100)
+    assert candidate.run_id == second.run_id
 
 
 def test_finished_runs_cost_the_index_nothing_and_their_ticket_leaves_at_its_check(

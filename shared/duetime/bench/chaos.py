@@ -20,6 +20,7 @@ from typing import Any
 
 from duetime.adapters.alerts import StoredAlerts
 from duetime.adapters.dynamodb.codec import item_to_run
+from duetime.adapters.dynamodb.reap_tickets import is_ticket
 from duetime.adapters.sqs import SqsRunQueue
 from duetime.bench.faults import Faults, FaultyQueue, PollerCrash, attach_claim_cut
 from duetime.bench.fleet import FleetSpec, WorkerFleet
@@ -81,6 +82,9 @@ def max_in_flight_while_waited(calls: Sequence[Call], timeout: Callable[[Call], 
 
 
 def chaos_jobs(stack: BenchStack, created: datetime) -> list[Job]:
+    """Two teams' jobs of every behaviour. The four exact ones on a 1-minute rate are due at the same second,
+    so each minute's claim of them is covered by a reap ticket (``reap_tickets``: 3 or more runs a claim) and
+    the faults reach the tickets' checks and adoptions too."""
     jobs = []
     for team in TEAMS:
         for i, (query, extra) in enumerate(BEHAVIOURS):
@@ -113,6 +117,14 @@ def run_chaos(seed: int, minutes: float, dynamodb_fault_rate: float = 0.05) -> d
         stack.write_jobs(jobs, created)
         faults.attach_dynamodb(stack.dynamodb)
         attach_claim_cut(faults, stack.dynamodb, stack.names.jobs, rate=0.05)
+        tickets_written: list[int] = []  # the claims' reap tickets, counted as their requests are made
+
+        def count_tickets(params: dict[str, Any], **_: Any) -> None:
+            tickets_written.append(sum("'runs': ?" in s["Statement"] for s in params["Statements"]))
+
+        stack.dynamodb.meta.events.register(
+            "provide-client-params.dynamodb.BatchExecuteStatement", count_tickets
+        )
 
         base = FleetSpec(
             stack.names,
@@ -173,7 +185,9 @@ def run_chaos(seed: int, minutes: float, dynamodb_fault_rate: float = 0.05) -> d
         stop.set()
         poller_thread.join(timeout=30)
         fleet.stop()
-        return check(stack, jobs, expected, fleet.reports, faults.counts, chaos_end, settled)
+        return check(
+            stack, jobs, expected, fleet.reports, faults.counts, chaos_end, settled, sum(tickets_written)
+        )
     finally:
         stack.close()
 
@@ -190,14 +204,23 @@ def expected_runs(jobs: list[Job], created: datetime, end: datetime) -> dict[str
 
 
 def _runs(stack: BenchStack) -> dict[str, Any]:
+    return _scan_runs_table(stack)[0]
+
+
+def _scan_runs_table(stack: BenchStack) -> tuple[dict[str, Any], int]:
+    """The runs by id, and how many reap tickets (``reap_tickets``) are still in the table."""
     runs: dict[str, Any] = {}
+    tickets = 0
     kwargs: dict[str, Any] = {"TableName": stack.names.runs, "ConsistentRead": True}
     while True:  # inspecting the result of the experiment, not the product's read path
         page = stack.dynamodb.scan(**kwargs)
         for item in page.get("Items", []):
-            runs[item["run_id"]["S"]] = item_to_run(item)
+            if is_ticket(item):
+                tickets += 1
+            else:
+                runs[item["run_id"]["S"]] = item_to_run(item)
         if "LastEvaluatedKey" not in page:
-            return runs
+            return runs, tickets
         kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
 
@@ -214,8 +237,9 @@ def check(
     faults: Counter[str],
     chaos_end: datetime,
     settled: bool,
+    tickets_written: int = 0,
 ) -> dict[str, Any]:
-    runs = _runs(stack)
+    runs, tickets_left = _scan_runs_table(stack)
     violations: list[str] = []
     lost = [r for r in expected if r not in runs or not runs[r].status.terminal]
     if lost:
@@ -268,5 +292,7 @@ def check(
         "max_in_flight_at_target": {team: stack.sink.recorder.max_in_flight[team] for team in TEAMS},
         "caps": TEAMS,
         "run_statuses": dict(sorted(statuses.items())),
+        "reap_tickets_written": tickets_written,
+        "reap_tickets_left": tickets_left,  # checks still to come, a lease after the last claims at most
         "violations": violations,
     }

@@ -48,6 +48,7 @@ from duetime.adapters.dynamodb.reap_checks import (
     next_check,
     waiting_check,
 )
+from duetime.adapters.dynamodb.reap_tickets import TICKET_RUNS_MAX, ticketed_run_ids
 from duetime.adapters.memory import MemoryAlerts, MemoryQueue, MemoryStore
 from duetime.adapters.memory.jobs import MemoryDueRow, _JobRow
 from duetime.adapters.memory.runs import _KEEP
@@ -170,6 +171,13 @@ class SimStore(MemoryStore):
         self._checks: dict[str, datetime] = {}
         self._check_heaps: dict[int, list[tuple[datetime, str]]] = defaultdict(list)
         self.check_moves = 0
+        # Its reap tickets (``reap_tickets``): the runs a claim created without an entry of their own, and per
+        # partition a heap of (check, run ids) of the tickets that cover them.
+        self._ticketed: set[str] = set()
+        self._creating_ticketed: set[str] = set()
+        self._ticket_heaps: dict[int, list[tuple[datetime, tuple[str, ...]]]] = defaultdict(list)
+        self.tickets_written = 0
+        self.ticket_adoptions = 0
 
     # --- bulk set-up (not part of the timeline) --------------------------------------------------------
 
@@ -220,7 +228,10 @@ class SimStore(MemoryStore):
     def claim(self, claims: Sequence[Claim], now: datetime) -> ClaimOutcome:
         m, sim = self.sim.model, self.sim
         sim.spend(m.poller_cpu_s(len(claims) * (m.claim_cpu_us + m.row_build_cpu_us)))
+        self._creating_ticketed = ticketed_run_ids(run for claim in claims for run in claim.runs)
         outcome = super().claim(claims, now)
+        tickets = self._write_tickets([run for run in outcome.runs if run.run_id in self._creating_ticketed])
+        self._creating_ticketed = set()
         # DynamoStore reads the jobs' versions (a BatchGetItem per 100), then writes the claims' run rows,
         # then their schedule moves, each step in requests of 25 statements (BatchExecuteStatement),
         # claim_concurrency requests at once; a claim counts as claimed when the request moving its schedule
@@ -231,6 +242,7 @@ class SimStore(MemoryStore):
         start = sim.now()
         elapsed = math.ceil(len(claims) / VERSION_READ_KEYS) * m.ddb_batch_get_ms / 1000
         elapsed += math.ceil(row_requests / m.claim_concurrency) * request_s
+        elapsed += math.ceil(math.ceil(tickets / CLAIM_STATEMENTS) / m.claim_concurrency) * request_s
         moves = [claims[i : i + CLAIM_STATEMENTS] for i in range(0, len(claims), CLAIM_STATEMENTS)]
         for first in range(0, len(moves), m.claim_concurrency):
             at = start + elapsed
@@ -245,9 +257,28 @@ class SimStore(MemoryStore):
         sim.spend(elapsed)
         return outcome
 
+    def _write_tickets(self, runs: Sequence[Run]) -> int:
+        """The reap tickets of a claim's ticketed runs, as ``DynamoStore`` writes them (``ticket_items``): up
+        to ``TICKET_RUNS_MAX`` runs each, filled evenly, each 1 write unit on the shard key of its first run;
+        how many."""
+        if not runs:
+            return 0
+        count = math.ceil(len(runs) / TICKET_RUNS_MAX)
+        for i in range(count):
+            chunk = runs[i * len(runs) // count : (i + 1) * len(runs) // count]
+            assert chunk[0].queue_deadline is not None
+            check = _check(chunk[0].created_at, chunk[0].queue_deadline)
+            heapq.heappush(
+                self._ticket_heaps[chunk[0].partition], (check, tuple(run.run_id for run in chunk))
+            )
+            self.sim.meter.write(f"reap:p{chunk[0].partition:02d}", 1, self.sim.now())
+        self.tickets_written += count
+        return count
+
     def _claim_writes(self, claim: Claim, at: float) -> float:
         """The index writes of one claim that land on shared keys: the due entry leaves its bucket and
-        enters the next one, each run enters its partition's reap shard. The wait for the slowest."""
+        enters the next one, each run with an entry of its own enters its partition's reap shard (a ticket
+        covers the others: ``_write_tickets``). The wait for the slowest."""
         job = claim.plan.job
         meter = self.sim.meter
         partition = partition_of(job.id)
@@ -258,8 +289,9 @@ class SimStore(MemoryStore):
         if claim.plan.next_state.next_fire_at is not None:
             fire = claim.plan.next_state.next_fire_at
             wait = max(wait, meter.write(f"due:{due_bucket(job.id, fire, fire)}", 1, at))
-        if claim.runs:
-            wait = max(wait, meter.write(f"reap:p{partition:02d}", len(claim.runs), at))
+        own_entries = sum(1 for run in claim.runs if run.run_id not in self._creating_ticketed)
+        if own_entries:
+            wait = max(wait, meter.write(f"reap:p{partition:02d}", own_entries, at))
         return wait
 
     def low_water_marks(self, partitions: Sequence[int]) -> dict[int, str]:
@@ -284,9 +316,13 @@ class SimStore(MemoryStore):
         self._runs[run.run_id] = stored
         if stored.queue_deadline is not None:
             self._reap_at[run.run_id] = stored.queue_deadline
-            self._set_check(run.run_id, _check(stored.created_at, stored.queue_deadline))
+            if run.run_id in self._creating_ticketed:
+                self._ticketed.add(run.run_id)  # its ticket's check stands for its own
+            else:
+                self._set_check(run.run_id, _check(stored.created_at, stored.queue_deadline))
 
     def _set_check(self, run_id: str, check: datetime | None) -> None:
+        self._ticketed.discard(run_id)  # a write that gives a run a check gives it an entry of its own
         if check is None:
             self._checks.pop(run_id, None)
             return
@@ -335,7 +371,8 @@ class SimStore(MemoryStore):
 
     def record_results(self, results: Sequence[ResultWrite], owner: str, now: datetime) -> set[str]:
         recorded = super().record_results(results, owner, now)
-        wait = self._reap_writes(list(recorded), 1)  # the result takes the run out of its reap shard
+        in_index = [run_id for run_id in recorded if run_id not in self._ticketed]
+        wait = self._reap_writes(in_index, 1)  # the result takes a run with its own entry out of its shard
         for write in results:
             if write.run.run_id in recorded:  # a retry waits with its check; a finished run has none
                 waits = write.retry_at is not None and write.queue_deadline is not None
@@ -381,6 +418,7 @@ class SimStore(MemoryStore):
             check, run_id = heapq.heappop(heap)
             if self._checks.get(run_id) == check:
                 due.append(run_id)
+        settled, adopted = self._settle_tickets(partition, now, limit - len(due))
         moved: list[str] = []
         for run_id in due:
             run = self._runs[run_id]
@@ -397,8 +435,36 @@ class SimStore(MemoryStore):
         if moved:
             spent += math.ceil(len(moved) / STATEMENTS_PER_BATCH) * m.ddb_batch_statement_ms / 1000
             spent += self._reap_writes(moved, 2)
+        if settled[0]:  # the runs they list read, the live ones adopted, the tickets deleted (1 unit each)
+            spent += math.ceil(settled[1] / 100) * m.ddb_batch_get_ms / 1000
+            spent += math.ceil(len(adopted) / STATEMENTS_PER_BATCH) * m.ddb_batch_statement_ms / 1000
+            spent += math.ceil(settled[0] / 25) * m.ddb_write_ms / 1000
+            spent += self._reap_writes(adopted, 1)
+            spent += self.sim.meter.write(f"reap:p{partition:02d}", settled[0], self.sim.now())
         self.sim.spend(spent)
         return super().runs_needing_attention(partition, now, limit)
+
+    def _settle_tickets(self, partition: int, now: datetime, limit: int) -> tuple[tuple[int, int], list[str]]:
+        """The tickets of ``partition`` whose check came (up to ``limit``), as ``DynamoStore`` settles them:
+        ((tickets, runs listed), the live runs adopted at their next check or the instant they needed it)."""
+        heap = self._ticket_heaps[partition]
+        tickets = listed = 0
+        adopted: list[str] = []
+        while heap and heap[0][0] < now and tickets < limit:
+            _, run_ids = heapq.heappop(heap)
+            tickets += 1
+            listed += len(run_ids)
+            for run_id in run_ids:
+                run = self._runs[run_id]
+                needs_at = needs_reaper_at(run)
+                if run_id not in self._ticketed or needs_at is None:
+                    self._ticketed.discard(run_id)
+                    continue  # an entry of its own, or finished
+                check = needs_at if needs_at < now else next_check(run, now, DEFAULT_LEASE_CHECK)
+                self._set_check(run_id, check)
+                adopted.append(run_id)
+        self.ticket_adoptions += len(adopted)
+        return (tickets, listed), adopted
 
     # --- teams and slots ----------------------------------------------------------------------------------
 
@@ -903,6 +969,8 @@ def run_midnight(
         "workers_needed": math.ceil(jobs / window / worker_rate) if worker_rate == worker_rate else None,
         "deferred_runs": sim.deferred,
         "reap_check_moves": sim.store.check_moves,  # live runs whose reap check came (2 write units each)
+        "reap_tickets": sim.store.tickets_written,  # one entry for up to 18 runs of a shard (reap_tickets)
+        "reap_ticket_adoptions": sim.store.ticket_adoptions,  # ticketed runs still alive at their check
         "failed_messages": sim.failed_messages,
         "poller_errors": len(sim.errors),
         "plan": {

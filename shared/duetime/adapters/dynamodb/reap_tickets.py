@@ -1,12 +1,16 @@
-"""Reap tickets: one reap index entry for the runs of a shard that a claim creates together.
+"""Reap tickets: one reap index entry for the runs a claim creates together.
 
 A run row that carries its own reap entry (``reap_shard``, ``reap_at``: ``reap_checks``) pays the index twice:
 1 write unit as the claim puts it in, 1 as the result takes it out. Almost every run finishes long before its
 first check, so at a spike nearly all of those units buy nothing. A claim that creates ``TICKET_RUNS_MIN`` or
-more runs of one shard writes their rows without an entry and one *ticket* per ``TICKET_RUNS_MAX`` of them
-instead: an item of the runs table (key ``~reap-ticket-<random>`` / ``ticket``) in the reap index at the
-runs' first check, listing their run ids. Under 1 KB, a ticket costs 2 write units in and 2 out, for up to 18
-runs: about 0.22 a run instead of 2.
+more runs writes their rows without an entry and a *ticket* per ``TICKET_RUNS_MAX`` of them instead: an item
+of the runs table (key ``~reap-ticket-<random>`` / ``ticket``) in the reap index at the runs' first check,
+listing their run ids. Under 1 KB, a ticket costs 2 write units in and 2 out, for up to 18 runs: about 0.22 a
+run instead of 2.
+
+A ticket lives in the reap shard of the first run it lists; the others may be of other partitions. Whoever
+reaps that shard settles the whole ticket, and every shard is reaped: a poller reaps the shards of the
+partitions it claims, so a ticket stays with the poller group whose claim wrote it.
 
 The rules that keep every unfinished run findable (``DynamoStore.claim`` and ``runs_needing_attention``):
 
@@ -28,14 +32,14 @@ The rules that keep every unfinished run findable (``DynamoStore.claim`` and ``r
   entry only when the run has one (``Run.in_reap_index``, known from the lease); a run adopted during its
   call finishes still in the index, and the reaper removes it at its check (``RUN_FINISHED``).
 
-Runs the API creates (a trigger, a retry by hand) carry their own entry, as do the runs of a shard that a
-claim creates fewer than ``TICKET_RUNS_MIN`` of: at two runs, two entries cost what one ticket does.
+Runs the API creates (a trigger, a retry by hand) carry their own entry, as do the runs of a claim that
+creates fewer than ``TICKET_RUNS_MIN``: at two runs, two entries cost what one ticket does.
 """
 
 from __future__ import annotations
 
+import math
 import secrets
-from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 
@@ -44,41 +48,38 @@ from duetime.adapters.dynamodb.reap_checks import waiting_check
 from duetime.models import Run
 
 TICKET_RUNS_MAX = 18  # 18 run ids of 47 characters keep a ticket under 1 KB: 1 write unit, 1 read unit
-TICKET_RUNS_MIN = 3  # a shard's runs in one claim below this carry their own entries
+TICKET_RUNS_MIN = 3  # a claim's runs below this carry their own entries
 TICKET_OCCURRENCE = "ticket"
 TICKET_KEY_PREFIX = "~reap-ticket-"  # no job id starts with "~" (ULIDs are Crockford base32)
 _RUNS = "runs"  # the run ids, space separated
 
 
 def ticketed_run_ids(runs: Iterable[Run]) -> set[str]:
-    """The runs (of one claim) whose rows go without an entry of their own: those of every shard with at
-    least ``TICKET_RUNS_MIN`` of them. Manual runs are never claimed, so never ticketed."""
-    by_shard: dict[int, list[str]] = defaultdict(list)
-    for run in runs:
-        by_shard[run.partition].append(run.run_id)
-    return {run_id for ids in by_shard.values() if len(ids) >= TICKET_RUNS_MIN for run_id in ids}
+    """The runs (of one claim) whose rows go without an entry of their own: all of them from
+    ``TICKET_RUNS_MIN`` on. Manual runs are never claimed, so never ticketed."""
+    run_ids = {run.run_id for run in runs}
+    return run_ids if len(run_ids) >= TICKET_RUNS_MIN else set()
 
 
 def ticket_items(runs: Sequence[Run], lease_check: timedelta, ttl_epoch: int) -> list[Item]:
-    """The tickets that cover ``runs``: one per ``TICKET_RUNS_MAX`` runs of a shard, in the index at the
-    earliest first check among them."""
-    by_shard: dict[int, list[Run]] = defaultdict(list)
-    for run in dict((run.run_id, run) for run in runs).values():
-        by_shard[run.partition].append(run)
+    """The tickets that cover ``runs``: as few as hold ``TICKET_RUNS_MAX`` each, filled evenly (so none
+    covers fewer than ``TICKET_RUNS_MIN`` of a claim's tickets), each in the shard of its first run and
+    in the index at the earliest first check among its runs."""
+    distinct = list(dict((run.run_id, run) for run in runs).values())
+    count = math.ceil(len(distinct) / TICKET_RUNS_MAX)
     items = []
-    for partition, shard_runs in by_shard.items():
-        for start in range(0, len(shard_runs), TICKET_RUNS_MAX):
-            chunk = shard_runs[start : start + TICKET_RUNS_MAX]
-            items.append(
-                {
-                    "job_id": s(f"{TICKET_KEY_PREFIX}{secrets.token_hex(8)}"),
-                    "occurrence": s(TICKET_OCCURRENCE),
-                    "reap_shard": s(reap_shard(partition)),
-                    "reap_at": t(min(_first_check(run, lease_check) for run in chunk)),
-                    _RUNS: s(" ".join(run.run_id for run in chunk)),
-                    "ttl": n(ttl_epoch),
-                }
-            )
+    for i in range(count):
+        chunk = distinct[i * len(distinct) // count : (i + 1) * len(distinct) // count]
+        items.append(
+            {
+                "job_id": s(f"{TICKET_KEY_PREFIX}{secrets.token_hex(8)}"),
+                "occurrence": s(TICKET_OCCURRENCE),
+                "reap_shard": s(reap_shard(chunk[0].partition)),
+                "reap_at": t(min(_first_check(run, lease_check) for run in chunk)),
+                _RUNS: s(" ".join(run.run_id for run in chunk)),
+                "ttl": n(ttl_epoch),
+            }
+        )
     return items
 
 
