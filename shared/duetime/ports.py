@@ -198,8 +198,8 @@ class RunStore(Protocol):
     def runs_needing_attention(self, partition: int, now: datetime, limit: int) -> list[ReapCandidate]:
         """Non-terminal runs whose lease or queue deadline passed, from the reap index (no Scan), up to
         ``limit`` index entries read. An index that holds checks rather than deadlines (the DynamoDB store's,
-        ``adapters/dynamodb/reap_checks.py``) moves the checks of runs still alive here; either way a run is
-        returned once it needs the reaper and never before."""
+        ``adapters/dynamodb/reap_checks.py``, with its reap tickets for the runs of a claim) moves the checks
+        of runs still alive here; either way a run is returned once it needs the reaper and never before."""
         ...
 
     def has_reap_work_before(self, partition: int, until: datetime) -> bool:

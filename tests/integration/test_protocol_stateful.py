@@ -1,6 +1,7 @@
 """Hypothesis stateful test of the claim / lease / result protocol on the real store adapter (DynamoDB
 Local), with an injected clock and arbitrary interleavings of pollers, workers, duplicated and dropped
-messages, heartbeats, lease expiry and the reaper."""
+messages, heartbeats, lease expiry and the reaper. Three jobs fall due at the same second, so every claim of
+them is covered by a reap ticket (``reap_tickets``) and the reaper's passes settle tickets and adopt runs."""
 
 from __future__ import annotations
 
@@ -13,12 +14,13 @@ from hypothesis import HealthCheck, settings
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from duetime.adapters.dynamodb.catalog import DynamoCatalog
+from duetime.adapters.dynamodb.reap_tickets import listed_run_ids
 from duetime.adapters.dynamodb.store import DynamoStore
 from duetime.adapters.dynamodb.tables import TableNames, create_tables
 from duetime.claim_plan import DEFAULT_QUEUE_DEADLINE, PlannedRun, new_run
 from duetime.clock import ManualClock
 from duetime.ids import is_manual_run_id
-from duetime.models import RunResult, RunStatus
+from duetime.models import Run, RunResult, RunStatus
 from duetime.poller import PollerConfig, claim_due_jobs, recover_runs
 from duetime.ports import Alert, RunMessage
 from duetime.service import JobService
@@ -28,6 +30,7 @@ from .conftest import new_clients
 
 LEASE = timedelta(seconds=60)
 WORKERS = ["w1", "w2", "w3"]
+JOBS = 3  # due at the same second: a claim of them writes a reap ticket
 DYNAMODB, _ = new_clients()
 
 
@@ -56,28 +59,25 @@ class Protocol(RuleBasedStateMachine):
         self.clock = ManualClock(datetime(2026, 12, 1, 10, 0, 30, tzinfo=UTC))
         self.queue = ListQueue()
         self.team = f"t{uuid.uuid4().hex[:8]}"
-        self.job = create_job(
-            self.store,
-            self.team,
-            {
-                "name": "p",
-                "schedule": {"rate": "1 minute"},
-                "target": {"url": "https://example.com"},
-                "exact": True,
-                "retry": {"max_attempts": 3, "backoff_seconds": [0]},
-            },
-            self.clock.now(),
-        )
+        spec = {
+            "name": "p",
+            "schedule": {"rate": "1 minute"},
+            "target": {"url": "https://example.com"},
+            "exact": True,
+            "retry": {"max_attempts": 3, "backoff_seconds": [0]},
+        }
+        self.jobs = [create_job(self.store, self.team, spec, self.clock.now()) for _ in range(JOBS)]
+        self.job = self.jobs[0]  # the one triggered by hand and given rows in the way
         self.catalog = DynamoCatalog(DYNAMODB, self.names)
         self.service = JobService(self.catalog, self.store, self.queue, self.clock)
         team_record = self.store.get_team(self.team)
         assert team_record is not None
         self.team_record = team_record
         self.config = PollerConfig(partitions=list(range(64)), preload_lead=None)
-        self.held: dict[str, tuple[str, int]] = {}  # worker -> (run id, attempt) it believes it holds
+        self.held: dict[str, Run] = {}  # worker -> the run as its lease handed it over
         self.terminal_writes: dict[str, int] = {}  # run id -> accepted terminal result writes
         self.claimed_nominals: set[str] = set()
-        self.last_next_nominal = self.job.state.next_nominal_at
+        self.last_next_nominal = {job.id: job.state.next_nominal_at for job in self.jobs}
 
     @rule(seconds=st.sampled_from([1, 20, 45, 61, 130]))
     def advance(self, seconds: int) -> None:
@@ -89,9 +89,10 @@ class Protocol(RuleBasedStateMachine):
         for run in report.runs:
             assert run.run_id not in self.claimed_nominals, "a second run for one nominal time"
             self.claimed_nominals.add(run.run_id)
-        job = self.store.get_job(self.job.id)
-        assert job is not None and job.state.next_fire_at is not None
-        assert job.state.next_fire_at > self.clock.now(), "after a poll the job's next due time is ahead"
+        for job_id in self.last_next_nominal:
+            job = self.store.get_job(job_id)
+            assert job is not None and job.state.next_fire_at is not None
+            assert job.state.next_fire_at > self.clock.now(), "after a poll the job's next due time is ahead"
 
     @rule()
     def trigger(self) -> None:
@@ -140,32 +141,29 @@ class Protocol(RuleBasedStateMachine):
         now = self.clock.now()
         run = self.store.acquire_lease(message.run_id, message.attempt, worker, now, now + LEASE)
         if run is not None:
-            for other, (run_id, attempt) in self.held.items():
-                if run_id == run.run_id and other != worker:
-                    assert attempt < run.attempt, "two workers were handed the same attempt"
-            self.held[worker] = (run.run_id, run.attempt)
+            for other, held in self.held.items():
+                if held.run_id == run.run_id and other != worker:
+                    assert held.attempt < run.attempt, "two workers were handed the same attempt"
+            self.held[worker] = run
 
     @precondition(lambda self: self.held)
     @rule(data=st.data())
     def heartbeat(self, data: st.DataObject) -> None:
         worker = data.draw(st.sampled_from(sorted(self.held)))
         if worker in self.held:
-            run_id, attempt = self.held[worker]
-            now = self.clock.now()
-            self.store.extend_lease(run_id, attempt, worker, now, now + LEASE)
+            held, now = self.held[worker], self.clock.now()
+            self.store.extend_lease(held.run_id, held.attempt, worker, now, now + LEASE)
 
     @precondition(lambda self: self.held)
     @rule(data=st.data(), succeed=st.booleans())
     def finish(self, data: st.DataObject, succeed: bool) -> None:
         worker = data.draw(st.sampled_from(sorted(self.held)))
-        run_id, attempt = self.held.pop(worker)
+        held = self.held.pop(worker)  # the worker's view: the run as leased, perhaps stale by now
+        run_id, attempt = held.run_id, held.attempt
         run = self.store.get_run(run_id)
         assert run is not None
-        stale_view = run.model_copy(update={"attempt": attempt})
         status = RunStatus.SUCCEEDED if succeed else RunStatus.FAILED
-        accepted = self.store.record_result(
-            stale_view, worker, status, RunResult(duration_ms=1), self.clock.now()
-        )
+        accepted = self.store.record_result(held, worker, status, RunResult(duration_ms=1), self.clock.now())
         current = self.store.get_run(run_id)
         assert current is not None
         if accepted:
@@ -185,31 +183,48 @@ class Protocol(RuleBasedStateMachine):
 
     @invariant()
     def no_run_is_forgotten_by_the_reaper(self) -> None:
-        """Every run that is not finished has a check in the reap index, and the check comes no later than
-        the run could need the reaper: its lease expiry while running, its queue deadline while waiting
-        (``reap_checks``: leases and heartbeats leave the check where it is, so this is what keeps a dead
-        worker's run from being found late)."""
-        items = DYNAMODB.query(
+        """Every run that is not finished is covered, by a check of its own in the reap index or by a reap
+        ticket there that lists it (``reap_tickets``), and the check comes no later than the run could need
+        the reaper: its lease expiry while running, its queue deadline while waiting (``reap_checks``:
+        leases and heartbeats leave the check where it is, so this is what keeps a dead worker's run from
+        being found late). A finished run may keep an entry it was given during its call (its worker did not
+        know of it); the reaper removes it at that check."""
+        tickets = DYNAMODB.scan(  # test inspection: the few tickets of a small table
             TableName=self.names.runs,
-            KeyConditionExpression="job_id = :job",
-            ExpressionAttributeValues={":job": {"S": self.job.id}},
+            FilterExpression="occurrence = :ticket",
+            ExpressionAttributeValues={":ticket": {"S": "ticket"}},
             ConsistentRead=True,
         )["Items"]
-        for item in items:
-            status = RunStatus(item["status"]["S"])
-            if status.terminal:
-                assert "reap_at" not in item, "a finished run is still in the reap index"
-                continue
-            assert "reap_shard" in item and "reap_at" in item, f"a {status} run is not in the reap index"
-            needs_reaper_at = item["lease_expires_at" if status is RunStatus.RUNNING else "queue_deadline"]
-            assert item["reap_at"]["S"] <= needs_reaper_at["S"], "the reaper would find this run late"
+        ticket_checks: dict[str, str] = {}
+        for ticket in tickets:
+            for run_id in listed_run_ids(ticket):
+                ticket_checks[run_id] = min(ticket["reap_at"]["S"], ticket_checks.get(run_id, "~"))
+        for job_id in self.last_next_nominal:
+            items = DYNAMODB.query(
+                TableName=self.names.runs,
+                KeyConditionExpression="job_id = :job",
+                ExpressionAttributeValues={":job": {"S": job_id}},
+                ConsistentRead=True,
+            )["Items"]
+            for item in items:
+                status = RunStatus(item["status"]["S"])
+                if status.terminal:
+                    continue
+                own = item["reap_at"]["S"] if "reap_at" in item and "reap_shard" in item else None
+                checks = [c for c in (own, ticket_checks.get(item["run_id"]["S"])) if c is not None]
+                assert checks, f"a {status} run is neither in the reap index nor on a ticket"
+                needs_reaper_at = item[
+                    "lease_expires_at" if status is RunStatus.RUNNING else "queue_deadline"
+                ]
+                assert min(checks) <= needs_reaper_at["S"], "the reaper would find this run late"
 
     @invariant()
     def the_schedule_only_moves_forward(self) -> None:
-        job = self.store.get_job(self.job.id)
-        assert job is not None and job.state.next_nominal_at is not None
-        assert self.last_next_nominal is not None and job.state.next_nominal_at >= self.last_next_nominal
-        self.last_next_nominal = job.state.next_nominal_at
+        for job_id, last in self.last_next_nominal.items():
+            job = self.store.get_job(job_id)
+            assert job is not None and job.state.next_nominal_at is not None
+            assert last is not None and job.state.next_nominal_at >= last
+            self.last_next_nominal[job_id] = job.state.next_nominal_at
 
 
 Protocol.TestCase.settings = settings(
@@ -225,13 +240,15 @@ def test_the_stale_worker_interleaving_step_by_step() -> None:
     try:
         machine.advance(61)
         machine.poll()
-        assert len(machine.queue.messages) == 1
+        assert len(machine.queue.messages) == JOBS
         first = machine.queue.messages.pop()
+        machine.queue.messages.clear()  # the other jobs' messages are lost: the reaper sends them again
         now = machine.clock.now()
-        assert machine.store.acquire_lease(first.run_id, 1, "w1", now, now + LEASE) is not None
-        machine.held["w1"] = (first.run_id, 1)
+        leased = machine.store.acquire_lease(first.run_id, 1, "w1", now, now + LEASE)
+        assert leased is not None
+        machine.held["w1"] = leased
         machine.reap(wait=True)
-        second = machine.queue.messages.pop()
+        (second,) = [m for m in machine.queue.messages if m.run_id == first.run_id]
         assert second == RunMessage(first.run_id, 2)
         now = machine.clock.now()
         assert machine.store.acquire_lease(second.run_id, 2, "w2", now, now + LEASE) is not None

@@ -62,7 +62,9 @@ def test_each_poller_preloads_its_groups_share_of_the_spike_at_the_measured_byte
 
 def test_a_spike_too_hot_for_a_partition_key_is_flagged() -> None:
     plan = capacity_plan(PlanInputs(spike_jobs=2_000_000, partitions=16))
-    assert any("reap-index shard key" in w for w in plan["warnings"])
+    assert any("due-index bucket key" in w for w in plan["warnings"])
+    # A reap ticket covers 18 runs of a claim (reap_tickets): the reap shard is no longer the hot key.
+    assert not any("reap-index shard key" in w for w in plan["warnings"])
 
 
 def test_counts_and_prescale_minutes() -> None:

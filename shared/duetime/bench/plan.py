@@ -7,6 +7,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from duetime.adapters.dynamodb.reap_tickets import TICKET_RUNS_MAX
 from duetime.bench.fixed_cost import StackDefaults, fixed_monthly_cost, lever_savings
 from duetime.bench.midnight_model import AwsModel
 from duetime.bench.plan_midnight import midnight_estimate
@@ -15,21 +16,23 @@ from duetime.ids import DEFAULT_POLLER_GROUPS
 
 PARTITION_WRITE_LIMIT = 1000  # DynamoDB: write units per second per partition (key)
 # Measured by `duetime bench spike --jobs 5000` (BENCHMARKS.md, "Every write a run makes"): per run, by AWS's
-# billing rules. The reads include the per-second sweeps of a 20-s spike spread over its runs (an upper bound:
-# the run's own path reads ~2.2: the claim's consistent read of its job's version 1, the worker's consistent
-# read of its batch 1).
-MEASURED_WRITE_UNITS_PER_RUN = 10.0
-MEASURED_READ_UNITS_PER_RUN = 2.4
+# billing rules, the reap tickets' checks settled. The reads include the per-second sweeps of a 20-s spike
+# spread over its runs (an upper bound: the run's own path reads ~3.1: the claim's consistent read of its
+# job's version 1, the worker's consistent read of its batch 1, the reaper's read of it at its ticket's check
+# 1, the ticket itself 1/18).
+MEASURED_WRITE_UNITS_PER_RUN = 8.25
+MEASURED_READ_UNITS_PER_RUN = 3.6
 MEASURED_SQS_REQUESTS_PER_RUN = 0.4
 # Measured by `duetime bench preload --jobs 125000` (BENCHMARKS.md, "Preload memory"; 125,000 is a default
 # group's share of 500,000 jobs due in one minute): the Python heap the minute preload holds per due job, a
 # compact row (412 bytes at 20,000 jobs; 5,003 while it held whole models).
 MEASURED_PRELOAD_BYTES_PER_JOB = 422
-# Index writes per run that land on one partition key: the due bucket loses the job's entry (1); the
-# partition's reap shard gains the run at its claim (1) and drops it at the result (1). A lease writes
-# nothing to it (the index holds checks, not lease expiries: ``adapters/dynamodb/reap_checks.py``).
+# Index writes per run that land on one partition key: the due bucket loses the job's entry (1); at a peak a
+# claim holds many runs, so a reap ticket covers 18 of them (``adapters/dynamodb/reap_tickets.py``): a reap
+# shard gains it at the claim (1) and loses it at the runs' check (1). A lease writes nothing to it (the
+# index holds checks, not lease expiries: ``adapters/dynamodb/reap_checks.py``).
 DUE_KEY_WRITES_PER_CLAIM = 1
-REAP_KEY_WRITES_PER_RUN = 2
+REAP_KEY_WRITES_PER_RUN = 2 / TICKET_RUNS_MAX
 
 _SUFFIX = {"": 1, "k": 1_000, "m": 1_000_000, "b": 1_000_000_000}
 

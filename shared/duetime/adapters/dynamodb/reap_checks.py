@@ -18,6 +18,9 @@ Now the entry is a *check*, an instant never later than the run could need the r
   (``LEASE_OUTLIVES_CHECK`` or ``WAIT_OUTLIVES_CHECK``, ``conditions.py``): its lease expiry (running) or
   its next waiting check. A finished run has left the index.
 
+The runs a claim creates together start with one entry for many, a reap ticket (``reap_tickets``), at the
+same first check; at that check the runs still alive get entries of their own and go on as below.
+
 So a dead worker's run is found when its lease expires, as before (once its check has moved to the expiry,
 one reaper pass later at most), and a run that finishes within ``lease_check`` of its message pays 2 index
 writes (in at the claim, out at the result) instead of 4. Only runs still running or waiting at their check

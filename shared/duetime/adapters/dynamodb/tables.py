@@ -14,7 +14,9 @@ runs     PK job_id, SK occurrence: a run is its job and its occurrence, which is
          reap_shard = "p<partition:02d>", reap_at = the run's next check: never later than it could need
          the reaper (its lease expiry while running, its queue deadline while waiting), and left alone by
          leases and heartbeats (``reap_checks``). Terminal runs drop both attributes and leave the index.
-         TTL attribute ``ttl`` (30 days).
+         The runs of a claim of 3 or more carry neither: a reap ticket covers them, an item of this table
+         (``~reap-ticket-<random>``, ``ticket``) in the same index at their first check, listing their run
+         ids (``reap_tickets``). TTL attribute ``ttl`` (30 days).
 control  PK pk, SK sk.         Teams ("team#<id>", "team") with their exact-job counter, concurrency slots
          in groups of 25 per key ("team#<id>#slots#<group>", "slot#NNNNN"), API token hashes
          ("token#<sha256>", "token"), create idempotency keys ("idem#<team>#<key>", "idem"), per-partition
