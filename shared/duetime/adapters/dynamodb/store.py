@@ -171,7 +171,7 @@ class DynamoStore(WorkerBatches):
     def claim(self, claims: Sequence[Claim], now: datetime) -> ClaimOutcome:
         """A consistent read of the jobs' versions, then three ordered steps, each one BatchExecuteStatement
         per 25 writes (a few at once): every current claim's run rows (INSERT, ``RUN_IS_NEW``), the reap
-        tickets of the rows that carry no reap entry of their own (``reap_tickets``: the rows of a shard with
+        tickets of the rows that carry no reap entry of their own (``reap_tickets``: the rows of a claim of
         several runs, and every row found in the way), then each claim's schedule move (UPDATE,
         ``JOB_UNCHANGED_SINCE_READ``), whether its rows were new or already there. No transaction: each write
         is billed once (a transaction bills each item twice), and the order keeps what the transaction kept
@@ -192,7 +192,7 @@ class DynamoStore(WorkerBatches):
         created: list[Run] = []
         requeued: list[Run] = []
         for (index, run), new in zip(inserts, written, strict=True):
-            if new:
+            if new:  # queued whatever the move: a row once written is always sent
                 created.append(run.model_copy(update={"in_reap_index": run.run_id not in ticketed}))
             elif moved[index]:
                 requeued.append(run)  # in the way of a move that landed: perhaps never sent (a cut claim)
