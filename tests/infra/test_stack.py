@@ -507,13 +507,27 @@ def test_the_worker_may_make_the_batched_writes_of_its_batch_on_aws(template: Te
 
 
 def test_every_poller_may_read_and_move_reap_checks_on_aws(template: Template) -> None:
-    """The reaper reads the runs at their checks (BatchGetItem) and moves live runs' checks by PartiQL
-    (PartiQLUpdate): without these every reaper pass is refused on AWS and no dead worker's run comes back
-    (LocalStack does not enforce IAM, so only this test can tell)."""
+    """The reaper reads the runs at their checks (BatchGetItem), moves live runs' checks by PartiQL
+    (PartiQLUpdate) and deletes settled reap tickets (BatchWriteItem): without these every reaper pass is
+    refused on AWS and no dead worker's run comes back (LocalStack does not enforce IAM, so only this test
+    can tell)."""
     granted, runs, _ = granted_to_tables(template, "functions/poller/handler.handler")
     assert {"dynamodb:BatchGetItem", "dynamodb:PartiQLUpdate", "dynamodb:UpdateItem"} <= granted[runs]
+    assert "dynamodb:BatchWriteItem" in granted[runs]
+    assert not any("PartiQLDelete" in a or "PartiQLSelect" in a for a in granted[runs])
+
+
+def test_every_poller_may_make_the_writes_of_a_claim_on_aws(template: Template) -> None:
+    """A claim reads its jobs' versions (BatchGetItem on the jobs table), writes the run rows and their
+    reap tickets (PartiQL INSERT into the runs table) and moves the schedules (PartiQL UPDATE of the jobs
+    table), all by BatchExecuteStatement, which IAM authorizes per statement: without these no poller
+    claims anything on AWS (LocalStack does not enforce IAM, so only this test can tell)."""
+    granted, runs, _ = granted_to_tables(template, "functions/poller/handler.handler")
+    [jobs] = [name for name in resources(template, "AWS::DynamoDB::GlobalTable") if "Jobs" in name]
+    assert {"dynamodb:BatchGetItem", "dynamodb:PartiQLUpdate"} <= granted[jobs]
+    assert "dynamodb:PartiQLInsert" in granted[runs]
     assert not any(
-        "PartiQLDelete" in a or "PartiQLSelect" in a or "PartiQLInsert" in a for a in granted[runs]
+        "PartiQLDelete" in a or "PartiQLSelect" in a or "PartiQLInsert" in a for a in granted[jobs]
     )
 
 

@@ -79,11 +79,17 @@ class Pollers(Construct):
         jobs, runs, control = (storage.table_arn(t) for t in ("jobs", "runs", "control"))
         statements = [
             allow(["dynamodb:Query"], [storage.index_arn("jobs", DUE_INDEX)]),
-            allow(["dynamodb:UpdateItem"], [jobs]),  # claim: move the schedule
-            allow(["dynamodb:PutItem", "dynamodb:UpdateItem"], [runs]),  # claim, reap
+            # A claim reads its jobs' versions (BatchGetItem), then writes the run rows and their reap
+            # tickets (PartiQL INSERT) and moves the schedules (PartiQL UPDATE), in BatchExecuteStatements,
+            # which IAM authorizes per statement (store.claim, reap_tickets.py).
+            allow(["dynamodb:BatchGetItem", "dynamodb:UpdateItem", "dynamodb:PartiQLUpdate"], [jobs]),
+            allow(
+                ["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:PartiQLInsert"], [runs]
+            ),  # claim, reap
             # The reaper reads each run at its check and moves live runs' checks by PartiQL
-            # BatchExecuteStatement, which IAM authorizes per statement as PartiQLUpdate (reap_checks.py).
-            allow(["dynamodb:BatchGetItem", "dynamodb:PartiQLUpdate"], [runs]),
+            # BatchExecuteStatement, which IAM authorizes per statement as PartiQLUpdate (reap_checks.py);
+            # at a reap ticket's check it deletes the ticket (BatchWriteItem).
+            allow(["dynamodb:BatchGetItem", "dynamodb:PartiQLUpdate", "dynamodb:BatchWriteItem"], [runs]),
             allow(["dynamodb:Query"], [storage.index_arn("runs", REAP_INDEX)]),
             allow(["dynamodb:PutItem", "dynamodb:UpdateItem"], [control]),  # low-water marks
             allow(["dynamodb:BatchGetItem", "dynamodb:GetItem"], [control]),  # read the marks
