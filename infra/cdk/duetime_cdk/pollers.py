@@ -83,9 +83,7 @@ class Pollers(Construct):
             # tickets (PartiQL INSERT) and moves the schedules (PartiQL UPDATE), in BatchExecuteStatements,
             # which IAM authorizes per statement (store.claim, reap_tickets.py).
             allow(["dynamodb:BatchGetItem", "dynamodb:UpdateItem", "dynamodb:PartiQLUpdate"], [jobs]),
-            allow(
-                ["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:PartiQLInsert"], [runs]
-            ),  # claim, reap
+            allow(["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:PartiQLInsert"], [runs]),
             # The reaper reads each run at its check and moves live runs' checks by PartiQL
             # BatchExecuteStatement, which IAM authorizes per statement as PartiQLUpdate (reap_checks.py);
             # at a reap ticket's check it deletes the ticket (BatchWriteItem).

@@ -48,7 +48,7 @@ from duetime.adapters.dynamodb.reap_checks import (
     next_check,
     waiting_check,
 )
-from duetime.adapters.dynamodb.reap_tickets import TICKET_RUNS_MAX, ticketed_run_ids
+from duetime.adapters.dynamodb.reap_tickets import ticket_chunks, ticketed_run_ids
 from duetime.adapters.memory import MemoryAlerts, MemoryQueue, MemoryStore
 from duetime.adapters.memory.jobs import MemoryDueRow, _JobRow
 from duetime.adapters.memory.runs import _KEEP
@@ -233,9 +233,9 @@ class SimStore(MemoryStore):
         tickets = self._write_tickets([run for run in outcome.runs if run.run_id in self._creating_ticketed])
         self._creating_ticketed = set()
         # DynamoStore reads the jobs' versions (a BatchGetItem per 100), then writes the claims' run rows,
-        # then their schedule moves, each step in requests of 25 statements (BatchExecuteStatement),
-        # claim_concurrency requests at once; a claim counts as claimed when the request moving its schedule
-        # returns.
+        # then their reap tickets, then their schedule moves, each step in requests of 25 statements
+        # (BatchExecuteStatement), claim_concurrency requests at once; a claim counts as claimed when the
+        # request moving its schedule returns.
         request_s = m.ddb_batch_statement_ms / 1000
         rows = sum(len(claim.runs) for claim in claims)
         row_requests = math.ceil(rows / CLAIM_STATEMENTS)
@@ -258,22 +258,18 @@ class SimStore(MemoryStore):
         return outcome
 
     def _write_tickets(self, runs: Sequence[Run]) -> int:
-        """The reap tickets of a claim's ticketed runs, as ``DynamoStore`` writes them (``ticket_items``): up
-        to ``TICKET_RUNS_MAX`` runs each, filled evenly, each 1 write unit on the shard key of its first run;
-        how many."""
-        if not runs:
-            return 0
-        count = math.ceil(len(runs) / TICKET_RUNS_MAX)
-        for i in range(count):
-            chunk = runs[i * len(runs) // count : (i + 1) * len(runs) // count]
+        """The reap tickets of a claim's ticketed runs, as ``DynamoStore`` writes them (``ticket_chunks``),
+        each 1 write unit on the shard key of its first run; how many."""
+        chunks = ticket_chunks(runs)
+        for chunk in chunks:
             assert chunk[0].queue_deadline is not None
             check = _check(chunk[0].created_at, chunk[0].queue_deadline)
             heapq.heappush(
                 self._ticket_heaps[chunk[0].partition], (check, tuple(run.run_id for run in chunk))
             )
             self.sim.meter.write(f"reap:p{chunk[0].partition:02d}", 1, self.sim.now())
-        self.tickets_written += count
-        return count
+        self.tickets_written += len(chunks)
+        return len(chunks)
 
     def _claim_writes(self, claim: Claim, at: float) -> float:
         """The index writes of one claim that land on shared keys: the due entry leaves its bucket and
@@ -418,7 +414,7 @@ class SimStore(MemoryStore):
             check, run_id = heapq.heappop(heap)
             if self._checks.get(run_id) == check:
                 due.append(run_id)
-        settled, adopted = self._settle_tickets(partition, now, limit - len(due))
+        (tickets, listed), adopted = self._settle_tickets(partition, now, limit - len(due))
         moved: list[str] = []
         for run_id in due:
             run = self._runs[run_id]
@@ -435,12 +431,12 @@ class SimStore(MemoryStore):
         if moved:
             spent += math.ceil(len(moved) / STATEMENTS_PER_BATCH) * m.ddb_batch_statement_ms / 1000
             spent += self._reap_writes(moved, 2)
-        if settled[0]:  # the runs they list read, the live ones adopted, the tickets deleted (1 unit each)
-            spent += math.ceil(settled[1] / 100) * m.ddb_batch_get_ms / 1000
+        if tickets:  # the runs they list read, the live ones adopted, the tickets deleted (1 unit each)
+            spent += math.ceil(listed / 100) * m.ddb_batch_get_ms / 1000
             spent += math.ceil(len(adopted) / STATEMENTS_PER_BATCH) * m.ddb_batch_statement_ms / 1000
-            spent += math.ceil(settled[0] / 25) * m.ddb_write_ms / 1000
+            spent += math.ceil(tickets / 25) * m.ddb_write_ms / 1000
             spent += self._reap_writes(adopted, 1)
-            spent += self.sim.meter.write(f"reap:p{partition:02d}", settled[0], self.sim.now())
+            spent += self.sim.meter.write(f"reap:p{partition:02d}", tickets, self.sim.now())
         self.sim.spend(spent)
         return super().runs_needing_attention(partition, now, limit)
 
@@ -969,7 +965,7 @@ def run_midnight(
         "workers_needed": math.ceil(jobs / window / worker_rate) if worker_rate == worker_rate else None,
         "deferred_runs": sim.deferred,
         "reap_check_moves": sim.store.check_moves,  # live runs whose reap check came (2 write units each)
-        "reap_tickets": sim.store.tickets_written,  # one entry for up to 18 runs of a shard (reap_tickets)
+        "reap_tickets": sim.store.tickets_written,  # one entry for up to 18 runs of a claim (reap_tickets)
         "reap_ticket_adoptions": sim.store.ticket_adoptions,  # ticketed runs still alive at their check
         "failed_messages": sim.failed_messages,
         "poller_errors": len(sim.errors),

@@ -95,7 +95,7 @@ WAIT_OUTLIVES_CHECK = Condition(
     '"status" = :status AND "attempt" = :attempt AND "queue_deadline" = :deadline',
 )
 
-# --- reap tickets (``reap_tickets.py``): a claim's runs of one shard share one entry until their check ---
+# --- reap tickets (``reap_tickets.py``): a claim's runs share one index entry until their first check ---
 RUN_UNCOVERED_AS_READ = Condition(
     "RUN_UNCOVERED_AS_READ",
     "#status = :status AND attempt = :attempt AND attribute_not_exists(reap_at)",

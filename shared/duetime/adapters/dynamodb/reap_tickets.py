@@ -61,15 +61,19 @@ def ticketed_run_ids(runs: Iterable[Run]) -> set[str]:
     return run_ids if len(run_ids) >= TICKET_RUNS_MIN else set()
 
 
-def ticket_items(runs: Sequence[Run], lease_check: timedelta, ttl_epoch: int) -> list[Item]:
-    """The tickets that cover ``runs``: as few as hold ``TICKET_RUNS_MAX`` each, filled evenly (so none
-    covers fewer than ``TICKET_RUNS_MIN`` of a claim's tickets), each in the shard of its first run and
-    in the index at the earliest first check among its runs."""
-    distinct = list(dict((run.run_id, run) for run in runs).values())
+def ticket_chunks(runs: Sequence[Run]) -> list[list[Run]]:
+    """The runs each ticket of ``runs`` lists: as few tickets as hold ``TICKET_RUNS_MAX`` each, filled evenly
+    (so a claim of ``TICKET_RUNS_MIN`` or more never gets a ticket of fewer), each run once."""
+    distinct = list({run.run_id: run for run in runs}.values())
     count = math.ceil(len(distinct) / TICKET_RUNS_MAX)
+    return [distinct[i * len(distinct) // count : (i + 1) * len(distinct) // count] for i in range(count)]
+
+
+def ticket_items(runs: Sequence[Run], lease_check: timedelta, ttl_epoch: int) -> list[Item]:
+    """The tickets that cover ``runs`` (``ticket_chunks``), each in the shard of its first run and in the
+    index at the earliest first check among its runs."""
     items = []
-    for i in range(count):
-        chunk = distinct[i * len(distinct) // count : (i + 1) * len(distinct) // count]
+    for chunk in ticket_chunks(runs):
         items.append(
             {
                 "job_id": s(f"{TICKET_KEY_PREFIX}{secrets.token_hex(8)}"),

@@ -175,8 +175,9 @@ class WorkerBatches:
                         ":reap_at": t(waiting_check(write.retry_at, write.queue_deadline, self.lease_check)),
                     }
                 )
+                # A ticketed run joins the index here (reap_tickets): the shard is set with the check.
                 sets: tuple[str, ...] = ("result", "updated_at", "retry_at", "queue_deadline", "reap_shard")
-                sets += ("reap_at",)
+                sets = (*sets, "reap_at")
                 removes: tuple[str, ...] = ("owner", "lease_expires_at")
                 set_from = {"attempt": ":next_attempt"}  # the condition compares the old one, ":attempt"
             else:
