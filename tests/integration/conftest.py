@@ -10,6 +10,7 @@ import socket
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -138,6 +139,16 @@ class Stack:
                 return taken
             taken.extend(decode(m.body) for m in batch)
             self.consumer.delete([m.receipt_handle for m in batch])
+
+
+@contextmanager
+def hooked(client: Any, event: str, handler: Callable[..., None]) -> Iterator[None]:
+    """``handler`` registered on ``client``'s botocore ``event`` for the block."""
+    client.meta.events.register(event, handler)
+    try:
+        yield
+    finally:
+        client.meta.events.unregister(event, handler)
 
 
 def new_clients() -> tuple[Any, Any]:

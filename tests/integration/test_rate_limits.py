@@ -20,7 +20,7 @@ from duetime.rate_limit import Decision, micros
 from duetime.service import JobService
 
 from .api_support import JOB, make_call
-from .conftest import Stack, new_clients
+from .conftest import Stack, hooked, new_clients
 
 HAMMER_SECONDS = 2.5
 THREADS = 16
@@ -139,11 +139,8 @@ def counted_writes(client: Any) -> Iterator[list[str]]:
     def record(params: dict[str, Any], **_: Any) -> None:
         sent.append(by_expression[params["ConditionExpression"]])
 
-    client.meta.events.register("provide-client-params.dynamodb.UpdateItem", record)
-    try:
+    with hooked(client, "provide-client-params.dynamodb.UpdateItem", record):
         yield sent
-    finally:
-        client.meta.events.unregister("provide-client-params.dynamodb.UpdateItem", record)
 
 
 def test_a_request_costs_one_conditional_write_and_never_more_than_two(stack: Stack) -> None:

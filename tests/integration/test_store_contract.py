@@ -596,6 +596,28 @@ def test_only_the_holder_extends_or_frees_a_slot(subject: Subject) -> None:
     assert store.acquire_slots(team, ["run-4", "run-5"], at(31), at(91)) == {"run-4": taken["run-1"]}
 
 
+def test_a_slot_that_changed_hands_keeps_no_other_slot_of_its_batch_from_being_extended_or_freed(
+    subject: Subject,
+) -> None:
+    """A batch's slots may share an item (the DynamoDB store writes an item's slots at once): when one of
+    them passed to another run after its lease, the batch's others are still extended and freed."""
+    team = Team(team_id="team-s", max_concurrency=5)
+    store = subject.store
+    taken = store.acquire_slots(team, [f"run-{i}" for i in range(5)], T0, at(10))
+    assert sorted(taken.values()) == [0, 1, 2, 3, 4]
+    lapsed = "run-2"
+    kept = {run_id: slot for run_id, slot in taken.items() if run_id != lapsed}
+    assert store.extend_slots("team-s", kept, at(100)) == set(kept)
+    assert store.acquire_slot(team, "other", at(11), at(100)) == taken[lapsed]  # run-2's lease passed
+
+    assert store.extend_slots("team-s", taken, at(120)) == set(kept)  # all but the lapsed one
+    store.release_slots("team-s", taken)  # frees the four still held; the other run keeps its slot
+
+    assert store.extend_slot("team-s", taken[lapsed], "other", at(130))
+    again = store.acquire_slots(team, [f"next-{i}" for i in range(5)], at(12), at(60))
+    assert sorted(again.values()) == sorted(kept.values())
+
+
 def test_reap_work_is_seen_before_a_lease_expiry_and_gone_once_the_run_finished(subject: Subject) -> None:
     """What a quiet group's poller asks before it rests (``duetime.quiet``): may a run of the partition
     need the reaper before an instant? Both stores answer the same here: a leased run's lease expiry."""

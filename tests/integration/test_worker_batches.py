@@ -12,11 +12,14 @@ from datetime import timedelta
 from typing import Any
 
 from duetime.adapters.dynamodb.codec import run_key, s
+from duetime.adapters.dynamodb.worker_batches import SLOTS_PER_ITEM
+from duetime.bench.accounting import item_size
+from duetime.ids import make_manual_run_id, new_job_id
 from duetime.models import Run, RunResult, RunStatus, Team
 from duetime.ports import ResultWrite, RunMessage
 from duetime.worker import WorkOutcome, WorkReport
 
-from .conftest import Stack, wait_until
+from .conftest import Stack, hooked, wait_until
 
 OWNER = "worker-a"
 
@@ -31,11 +34,8 @@ def requests_of(client: Any) -> Iterator[Counter[str]]:
         with lock:
             sent[model.name] += 1
 
-    client.meta.events.register("before-call.dynamodb", count)
-    try:
+    with hooked(client, "before-call.dynamodb", count):
         yield sent
-    finally:
-        client.meta.events.unregister("before-call.dynamodb", count)
 
 
 def claimed(stack: Stack, *urls: str, team: str = "team-a") -> list[RunMessage]:
@@ -166,6 +166,51 @@ def test_batches_racing_for_a_teams_slots_never_pass_its_cap(stack: Stack) -> No
     slots = [slot for batch in taken for slot in batch.values()]
     assert len(slots) == len(set(slots)) <= 7  # never one slot twice, never past the cap
     assert len(slots) >= 4  # the first batch to come got all it asked for at least
+
+
+@contextmanager
+def slot_statements_of(stack: Stack) -> Iterator[list[str]]:
+    """The PartiQL statements on the control table (slot writes) the stack's client sends in batches."""
+    texts: list[str] = []
+    table = f'"{stack.names.control}"'
+
+    def keep(params: dict[str, Any], **_: Any) -> None:
+        texts.extend(st["Statement"] for st in params["Statements"] if table in st["Statement"])
+
+    with hooked(stack.dynamodb, "provide-client-params.dynamodb.BatchExecuteStatement", keep):
+        yield texts
+
+
+def test_a_batch_takes_extends_and_frees_its_slots_with_one_write_per_item_of_five(stack: Stack) -> None:
+    team = Team(team_id="wide", max_concurrency=10_000)
+    now, until = stack.clock.now(), stack.clock.now() + timedelta(seconds=60)
+    runs = [f"run-{i}" for i in range(10)]
+    with slot_statements_of(stack) as taking:
+        taken = stack.store.acquire_slots(team, runs, now, until)
+    assert len(taken) == 10 and len(set(taken.values())) == 10
+    assert len(taking) == 2  # a group's items are all free: two items of five slots each
+    assert len({slot // SLOTS_PER_ITEM for slot in taken.values()}) == 2
+
+    with slot_statements_of(stack) as extending:
+        assert stack.store.extend_slots(team.team_id, taken, until + timedelta(seconds=60)) == set(runs)
+    with slot_statements_of(stack) as freeing:
+        stack.store.release_slots(team.team_id, taken)
+    assert (len(extending), len(freeing)) == (2, 2)
+    assert stack.store.acquire_slots(team, ["again"], now, until)  # and they are free again
+
+
+def test_slot_item_stays_under_one_kilobyte(stack: Stack) -> None:
+    """Each slot write is billed one write unit only while the item, before and after, is under 1 KB:
+    five slots held by the longest run ids (a manual run's) of a team with a long id."""
+    team = Team(team_id="t" * 64, max_concurrency=5)
+    now, until = stack.clock.now(), stack.clock.now() + timedelta(seconds=60)
+    longest = [make_manual_run_id(new_job_id(), now) for _ in range(5)]
+    assert {len(run_id) for run_id in longest} == {65}
+    assert len(stack.store.acquire_slots(team, longest, now, until)) == 5
+    items = stack.dynamodb.scan(TableName=stack.names.control)["Items"]
+    (item,) = [i for i in items if i["pk"]["S"].startswith(f"team#{team.team_id}#slots#")]
+    assert [f"holder_{k}" in item for k in range(5)] == [True] * 5
+    assert item_size(item) < 1024, item_size(item)
 
 
 # --- the worker -------------------------------------------------------------------------------------------

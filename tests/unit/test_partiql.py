@@ -15,9 +15,9 @@ def statement(run: int) -> partiql.Statement:
     return partiql.update(
         "runs",
         {"job_id": s(f"job-{run}"), "occurrence": s("o")},
-        conditions.SLOT_HELD,
-        {":run_id": s(f"run-{run}"), ":slot_expires_at": s("t")},
-        sets=("slot_expires_at",),
+        conditions.SLOT_HELD.for_slots([0]),
+        {":run_0": s(f"run-{run}"), ":until_0": s("t")},
+        sets=("until_0",),
     )
 
 
@@ -70,3 +70,15 @@ def test_a_statement_refused_for_good_fails_the_call_at_once() -> None:
     with pytest.raises(partiql.StatementFailed):
         partiql.execute(client, [statement(i) for i in range(2)], sleep=lambda _: None)
     assert len(client.requests) == 1
+
+
+def test_a_write_to_several_slots_of_an_item_binds_each_slots_holder_and_holds_all_their_conditions() -> None:
+    statement = partiql.update(
+        "control",
+        {"pk": s("team#t#slots#0"), "sk": s("slot#00005")},
+        conditions.SLOT_HELD.for_slots([1, 3]),
+        {":run_1": s("r1"), ":run_3": s("r3")},
+        removes=("holder_1", "until_1", "holder_3", "until_3"),
+    )
+    assert statement.text.endswith('AND (("holder_1" = ?) AND ("holder_3" = ?))')
+    assert [p["S"] for p in statement.parameters] == ["team#t#slots#0", "slot#00005", "r1", "r3"]

@@ -49,6 +49,7 @@ from duetime.adapters.dynamodb.reap_checks import (
     waiting_check,
 )
 from duetime.adapters.dynamodb.reap_tickets import ticket_chunks, ticketed_run_ids
+from duetime.adapters.dynamodb.worker_batches import SLOTS_PER_ITEM, SLOTS_PER_KEY
 from duetime.adapters.memory import MemoryAlerts, MemoryQueue, MemoryStore
 from duetime.adapters.memory.jobs import MemoryDueRow, _JobRow
 from duetime.adapters.memory.runs import _KEEP
@@ -70,7 +71,6 @@ from duetime.worker import Worker, WorkReport, _Call, _Flight
 
 MIDNIGHT = datetime(2026, 1, 1, tzinfo=UTC)
 BATCH = 10  # the worker's SQS batch (StackConfig.worker_batch_size)
-SLOTS_PER_KEY = 25  # adapters/dynamodb/worker_batches.py: a team's slots per partition key
 STATEMENTS_PER_BATCH = 25  # BatchExecuteStatement
 CLAIM_STATEMENTS = 25  # BatchExecuteStatement: the claim's writes a request holds
 VERSION_READ_KEYS = 100  # BatchGetItem: the jobs' versions a claim reads first, a request
@@ -469,8 +469,10 @@ class SimStore(MemoryStore):
         return super().get_team(team_id)
 
     def _slot_writes(self, team_id: str, slots: Sequence[int]) -> float:
+        """The slot writes' wait on their keys: one write per item of SLOTS_PER_ITEM slots, as the store."""
         at = self.sim.now()
-        groups = Counter(slot // SLOTS_PER_KEY for slot in slots)
+        items = {slot - slot % SLOTS_PER_ITEM for slot in slots}
+        groups = Counter(first // SLOTS_PER_KEY for first in items)
         return max(
             (self.sim.meter.write(f"slots:{team_id}#{g}", n, at) for g, n in groups.items()), default=0.0
         )

@@ -6,6 +6,7 @@ Placeholders (``:name``) are filled by the write that uses the condition.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 
@@ -15,6 +16,16 @@ class Condition:
     expression: str
     why: str
     partiql: str = ""  # the same condition as a PartiQL WHERE clause, for batched writes (``partiql.py``)
+
+    def for_slots(self, slots: Iterable[int]) -> Condition:
+        """A slot condition (written for slot ``{k}`` of an item) held by each of ``slots`` at once."""
+        ks = list(slots)
+        return Condition(
+            self.name,
+            " AND ".join(f"({self.expression.format(k=k)})" for k in ks),
+            self.why,
+            " AND ".join(f"({self.partiql.format(k=k)})" for k in ks),
+        )
 
 
 JOB_IS_NEW = Condition(
@@ -121,26 +132,31 @@ TICKET_IS_NEW = Condition(
 )
 
 
+# A team's slots live SLOTS_PER_ITEM to an item, each slot a pair of attributes ("holder_<k>",
+# "until_<k>"), so a worker takes, extends and frees a batch's slots with one write per item rather than
+# one per slot (``worker_batches.py``). The slot conditions are written for one slot, ``{k}``; a write to
+# several slots of an item holds all of theirs at once (``Condition.for_slots``), so it takes or frees
+# them all or none.
 SLOT_FREE = Condition(
     "SLOT_FREE",
-    "attribute_not_exists(holder) OR slot_expires_at < :now OR holder = :run_id",
+    "attribute_not_exists(holder_{k}) OR until_{k} < :now OR holder_{k} = :run_{k}",
     "A concurrency slot can be taken when it is empty or its holder's lease expired (a dead worker never "
     "leaks a slot); the same run may take it again.",
-    '"holder" IS MISSING OR "slot_expires_at" < :now OR "holder" = :run_id',
+    '"holder_{k}" IS MISSING OR "until_{k}" < :now OR "holder_{k}" = :run_{k}',
 )
 
 SLOT_IS_NEW = Condition(
     "SLOT_IS_NEW",
     "attribute_not_exists(sk)",
-    "A slot's item is made by the first run to take that slot (a batched INSERT, whose condition this "
-    "is): of two workers making it at once, one holds the slot and the other lost the race.",
+    "A slot item is made by the first batch to take slots of it (a batched INSERT, whose condition this "
+    "is): of two workers making it at once, one holds its slots and the other lost the race.",
 )
 
 SLOT_HELD = Condition(
     "SLOT_HELD",
-    "holder = :run_id",
+    "holder_{k} = :run_{k}",
     "Only the run holding a slot extends or frees it.",
-    '"holder" = :run_id',
+    '"holder_{k}" = :run_{k}',
 )
 
 WATERMARK_BEHIND = Condition(

@@ -38,7 +38,7 @@ RETRYABLE = frozenset(
 )
 STATEMENT_RETRIES = 3
 RETRY_BASE_SECONDS = 0.05
-_PLACEHOLDER = re.compile(r":[a-z_]+")
+_PLACEHOLDER = re.compile(r":[a-z_][a-z0-9_]*")
 
 
 class StatementFailed(Exception):

@@ -51,6 +51,7 @@ from duetime.adapters.dynamodb.reap_tickets import (
 from duetime.adapters.dynamodb.tables import DUE_INDEX, REAP_INDEX, TableNames
 from duetime.adapters.dynamodb.worker_batches import (
     SLOT_GROUPS_SEARCHED,
+    SLOTS_PER_ITEM,
     SLOTS_PER_KEY,
     WorkerBatches,
     slot_key,
@@ -658,22 +659,28 @@ class DynamoStore(WorkerBatches):
         return written is not None
 
     def _take_slot(self, team_id: str, slot: int, run_id: str, now: datetime, lease_until: datetime) -> bool:
-        values = {":run_id": s(run_id), ":until": t(lease_until), ":now": t(now)}
-        update = "SET holder = :run_id, slot_expires_at = :until"
-        return self._slot_write(team_id, slot, update, c.SLOT_FREE.expression, values)
+        k = slot % SLOTS_PER_ITEM
+        values = {f":run_{k}": s(run_id), ":until": t(lease_until), ":now": t(now)}
+        update = f"SET holder_{k} = :run_{k}, until_{k} = :until"
+        return self._slot_write(team_id, slot, update, c.SLOT_FREE.for_slots([k]).expression, values)
 
     def _free_slots(self, team: Team, group: int, now: datetime) -> list[int]:
         """The free slots of one group, shuffled (one consistent Query of its partition key)."""
-        return self.slot_group_state(team, group, now)[0]
+        free = self.slot_group_state(team, group, now)[0]
+        random.shuffle(free)
+        return free
 
     def extend_slot(self, team_id: str, slot: int, run_id: str, lease_until: datetime) -> bool:
-        values = {":run_id": s(run_id), ":until": t(lease_until)}
-        update = "SET slot_expires_at = :until"
-        return self._slot_write(team_id, slot, update, c.SLOT_HELD.expression, values)
+        k = slot % SLOTS_PER_ITEM
+        values = {f":run_{k}": s(run_id), ":until": t(lease_until)}
+        update = f"SET until_{k} = :until"
+        return self._slot_write(team_id, slot, update, c.SLOT_HELD.for_slots([k]).expression, values)
 
     def release_slot(self, team_id: str, slot: int, run_id: str) -> None:
-        update = "REMOVE holder, slot_expires_at"
-        self._slot_write(team_id, slot, update, c.SLOT_HELD.expression, {":run_id": s(run_id)})
+        k = slot % SLOTS_PER_ITEM
+        update = f"REMOVE holder_{k}, until_{k}"
+        condition = c.SLOT_HELD.for_slots([k]).expression
+        self._slot_write(team_id, slot, update, condition, {f":run_{k}": s(run_id)})
 
     # --- poller leases (one item per partition group; see ``duetime.poller_lease``) ----------------------
 

@@ -3,8 +3,9 @@
 The writes are the single-run writes of ``store.py`` under the same named conditions (``conditions.py``),
 made for up to 25 runs a request (``partiql.py``); each succeeds or fails on its own. Per batch of runs of
 one team, on the common path: one consistent BatchGetItem and one batch to take the leases, one Query and
-one batch to take the slots, one batch to record the results and one to free the slots; a heartbeat is one
-batch for the leases and one for the slots.
+one batch to take the slots, one batch to record the results and one to free the slots, where a slot batch
+has one statement per item of five slots (``SLOTS_PER_ITEM``); a heartbeat is one batch for the leases and
+one for the slots.
 
 A batch of one run makes the single-run write instead (``store.py``): one UpdateItem, where a batch needs
 a read and a write to take a lease, and one guess at a free slot before any Query.
@@ -33,10 +34,15 @@ from duetime.ports import ResultWrite
 from duetime.timeutil import iso_z, parse_iso_z
 
 # A team's concurrency slots live in groups of SLOTS_PER_KEY per partition key ("team#<id>#slots#<group>"),
-# so a big team's starts (two slot writes each) spread over keys instead of meeting one partition's
-# 1,000 WCU/s: a group sees at most 2 x 25 writes per call-duration. A worker reads up to
-# SLOT_GROUPS_SEARCHED groups, so for caps up to 100 "no free slot" means "at the cap".
+# so a big team's starts spread over keys instead of meeting one partition's 1,000 WCU/s. Within a group,
+# SLOTS_PER_ITEM slots share an item ("slot#<its first slot>"), slot k of it being the attributes
+# "holder_<k>" and "until_<k>": a batch's runs take, extend and free their slots with one write per item,
+# not one per slot (a batch of 10 runs of one team: 2 writes to take, 2 to free, instead of 10 and 10).
+# Five slots keep the item under 1 KB (one write unit) whatever the run ids (65 bytes at most) and team id
+# (``test_slot_item_stays_under_one_kilobyte``). A worker reads up to SLOT_GROUPS_SEARCHED groups, so for
+# caps up to 100 "no free slot" means "at the cap" (or lost races).
 SLOTS_PER_KEY = 25
+SLOTS_PER_ITEM = 5
 SLOT_GROUPS_SEARCHED = 4
 _WAITING = (RunStatus.QUEUED.value, RunStatus.RETRY_WAIT.value)
 
@@ -46,7 +52,31 @@ def slot_group_key(team_id: str, group: int) -> str:
 
 
 def slot_key(team_id: str, slot: int) -> Item:
-    return {"pk": s(slot_group_key(team_id, slot // SLOTS_PER_KEY)), "sk": s(f"slot#{slot:05d}")}
+    """The key of the item that holds ``slot`` (named by the item's first slot)."""
+    first = slot - slot % SLOTS_PER_ITEM
+    return {"pk": s(slot_group_key(team_id, slot // SLOTS_PER_KEY)), "sk": s(f"slot#{first:05d}")}
+
+
+def by_item(slots: Mapping[str, int]) -> dict[int, dict[str, int]]:
+    """Run id -> slot, split by the item each slot lives in (keyed by the item's first slot). A batch naming
+    one slot twice is refused, as DynamoDB refuses a batch naming one item twice."""
+    if len(set(slots.values())) != len(slots):
+        raise ValueError(f"a batch names the same slot twice: {sorted(slots.values())}")
+    items: dict[int, dict[str, int]] = {}
+    for run_id, slot in slots.items():
+        items.setdefault(slot - slot % SLOTS_PER_ITEM, {})[run_id] = slot
+    return items
+
+
+def fill_items(run_ids: Sequence[str], free: Sequence[int]) -> dict[str, int]:
+    """Give ``run_ids`` free slots, items with the most free slots first (random among equals), so the
+    batch touches as few items, that is as few writes, as it can."""
+    items: dict[int, list[int]] = {}
+    for slot in free:
+        items.setdefault(slot - slot % SLOTS_PER_ITEM, []).append(slot)
+    order = sorted(items.values(), key=lambda cells: (-len(cells), random.random()))
+    chosen = [slot for cells in order for slot in cells]
+    return dict(zip(run_ids, chosen, strict=False))
 
 
 class WorkerBatches:
@@ -216,39 +246,49 @@ class WorkerBatches:
             if not wanted:
                 break
             free, existing = self.slot_group_state(team, group, now)
-            pairs = list(zip(wanted, free, strict=False))
+            items = by_item(fill_items(wanted, free))
             statements = [
-                self._take_slot_statement(team.team_id, slot, run_id, slot in existing, now, lease_until)
-                for run_id, slot in pairs
+                self._take_slots_statement(team.team_id, first, cells, first in existing, now, lease_until)
+                for first, cells in items.items()
             ]
-            for (run_id, slot), written in zip(pairs, partiql.execute(self.client, statements), strict=True):
+            for cells, written in zip(items.values(), partiql.execute(self.client, statements), strict=True):
                 if written:
-                    taken[run_id] = slot
+                    taken.update(cells)
             wanted = [run_id for run_id in wanted if run_id not in taken]
         return taken
 
-    def _take_slot_statement(
-        self, team_id: str, slot: int, run_id: str, exists: bool, now: datetime, lease_until: datetime
+    def _take_slots_statement(
+        self,
+        team_id: str,
+        first: int,
+        cells: Mapping[str, int],
+        exists: bool,
+        now: datetime,
+        lease_until: datetime,
     ) -> partiql.Statement:
-        key = slot_key(team_id, slot)
+        """Take ``cells`` (run id -> slot) of the item whose first slot is ``first``: all or none."""
+        key = slot_key(team_id, first)
+        ks = {slot % SLOTS_PER_ITEM: run_id for run_id, slot in cells.items()}
         if not exists:  # SLOT_IS_NEW: the INSERT fails when another worker made the item meanwhile
-            return partiql.insert(
-                self.names.control,
-                {**key, "holder": s(run_id), "slot_expires_at": t(lease_until)},
-                c.SLOT_IS_NEW,
-            )
-        values = {
-            ":run_id": s(run_id),
-            ":holder": s(run_id),
-            ":slot_expires_at": t(lease_until),
-            ":now": t(now),
-        }
+            holders = {f"holder_{k}": s(run_id) for k, run_id in ks.items()}
+            expiries = {f"until_{k}": t(lease_until) for k in ks}
+            return partiql.insert(self.names.control, {**key, **holders, **expiries}, c.SLOT_IS_NEW)
+        values: Item = {":now": t(now), ":until": t(lease_until)}
+        values.update({f":run_{k}": s(run_id) for k, run_id in ks.items()})
         return partiql.update(
-            self.names.control, key, c.SLOT_FREE, values, sets=("holder", "slot_expires_at")
+            self.names.control,
+            key,
+            c.SLOT_FREE.for_slots(ks),
+            values,
+            set_from={
+                **{f"holder_{k}": f":run_{k}" for k in ks},
+                **{f"until_{k}": ":until" for k in ks},
+            },
         )
 
     def slot_group_state(self, team: Team, group: int, now: datetime) -> tuple[list[int], set[int]]:
-        """One group's free slots (shuffled) and the slots whose item exists (one consistent Query)."""
+        """One group's free slots (in order) and the first slots of its items that exist (one consistent
+        Query of the group's key)."""
         held: set[int] = set()
         existing: set[int] = set()
         kwargs: dict[str, Any] = {
@@ -260,52 +300,82 @@ class WorkerBatches:
         while True:
             response = self.client.query(**kwargs)
             for item in response.get("Items", []):
-                slot = int(item["sk"]["S"].split("#")[1])
-                existing.add(slot)
-                if "holder" in item and parse_iso_z(item["slot_expires_at"]["S"]) >= now:
-                    held.add(slot)
+                first = int(item["sk"]["S"].split("#")[1])
+                existing.add(first)
+                for k in range(SLOTS_PER_ITEM):
+                    if f"holder_{k}" in item and parse_iso_z(item[f"until_{k}"]["S"]) >= now:
+                        held.add(first + k)
             if "LastEvaluatedKey" not in response:
                 break
             kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
         first = group * SLOTS_PER_KEY
         last = min(team.max_concurrency, first + SLOTS_PER_KEY)
-        free = [slot for slot in range(first, last) if slot not in held]
-        random.shuffle(free)
-        return free, existing
+        return [slot for slot in range(first, last) if slot not in held], existing
 
     def extend_slots(self, team_id: str, slots: Mapping[str, int], lease_until: datetime) -> set[str]:
         if len(slots) == 1:
             ((run_id, slot),) = slots.items()
             return {run_id} if self.extend_slot(team_id, slot, run_id, lease_until) else set()
-        statements = [
-            partiql.update(
-                self.names.control,
-                slot_key(team_id, slot),
-                c.SLOT_HELD,
-                {":run_id": s(run_id), ":slot_expires_at": t(lease_until)},
-                sets=("slot_expires_at",),
-            )
-            for run_id, slot in slots.items()
-        ]
-        written = partiql.execute(self.client, statements)
-        return {run_id for run_id, ok in zip(slots, written, strict=True) if ok}
+
+        def extend(ks: Sequence[int]) -> tuple[dict[str, str], list[str]]:
+            return {f"until_{k}": ":until" for k in ks}, []
+
+        def extend_one(run_id: str, slot: int) -> bool:
+            return self.extend_slot(team_id, slot, run_id, lease_until)
+
+        return self._write_held_slots(team_id, slots, extend, {":until": t(lease_until)}, extend_one)
 
     def release_slots(self, team_id: str, slots: Mapping[str, int]) -> None:
         if len(slots) == 1:
             ((run_id, slot),) = slots.items()
             self.release_slot(team_id, slot, run_id)
             return
-        statements = [
-            partiql.update(
-                self.names.control,
-                slot_key(team_id, slot),
-                c.SLOT_HELD,
-                {":run_id": s(run_id)},
-                removes=("holder", "slot_expires_at"),
+
+        def release(ks: Sequence[int]) -> tuple[dict[str, str], list[str]]:
+            return {}, [name for k in ks for name in (f"holder_{k}", f"until_{k}")]
+
+        def release_one(run_id: str, slot: int) -> bool:
+            self.release_slot(team_id, slot, run_id)
+            return True
+
+        self._write_held_slots(team_id, slots, release, {}, release_one)
+
+    def _write_held_slots(
+        self,
+        team_id: str,
+        slots: Mapping[str, int],
+        change: Callable[[Sequence[int]], tuple[dict[str, str], list[str]]],
+        values: Item,
+        one_by_one: Callable[[str, int], bool],
+    ) -> set[str]:
+        """One SLOT_HELD write per item for the slots (run id -> slot) the batch holds in it, all or none:
+        ``change`` gives the write's SETs (attribute -> value name) and REMOVEs for the item's slot numbers
+        ``k``. Returns the run ids whose slots were written. An item whose write failed (one of its slots
+        changed hands after its lease passed) is written again slot by slot under each slot's own
+        condition, so the slots still held are extended or freed all the same (rare: an UpdateItem each)."""
+        items = by_item(slots)
+        statements = []
+        for first, cells in items.items():
+            ks = [slot % SLOTS_PER_ITEM for slot in cells.values()]
+            sets, removes = change(ks)
+            holders = {f":run_{slot % SLOTS_PER_ITEM}": s(run_id) for run_id, slot in cells.items()}
+            statements.append(
+                partiql.update(
+                    self.names.control,
+                    slot_key(team_id, first),
+                    c.SLOT_HELD.for_slots(ks),
+                    {**values, **holders},
+                    removes=removes,
+                    set_from=sets,
+                )
             )
-            for run_id, slot in slots.items()
-        ]
-        partiql.execute(self.client, statements)
+        done: set[str] = set()
+        for cells, written in zip(items.values(), partiql.execute(self.client, statements), strict=True):
+            if written:
+                done.update(cells)
+            else:
+                done.update(run_id for run_id, slot in cells.items() if one_by_one(run_id, slot))
+        return done
 
 
 def _as_stored(instant: datetime) -> datetime:
