@@ -20,7 +20,7 @@ PARTITION_WRITE_LIMIT = 1000  # DynamoDB: write units per second per partition (
 # spread over its runs (an upper bound: the run's own path reads ~3.1: the claim's consistent read of its
 # job's version 1, the worker's consistent read of its batch 1, the reaper's read of it at its ticket's check
 # 1, the ticket itself 1/18).
-MEASURED_WRITE_UNITS_PER_RUN = 8.25
+MEASURED_WRITE_UNITS_PER_RUN = 6.72
 MEASURED_READ_UNITS_PER_RUN = 3.6
 MEASURED_SQS_REQUESTS_PER_RUN = 0.4
 # Measured by `duetime bench preload --jobs 125000` (BENCHMARKS.md, "Preload memory"; 125,000 is a default

@@ -18,7 +18,8 @@ runs     PK job_id, SK occurrence: a run is its job and its occurrence, which is
          (``~reap-ticket-<random>``, ``ticket``) in the same index at their first check, listing their run
          ids (``reap_tickets``). TTL attribute ``ttl`` (30 days).
 control  PK pk, SK sk.         Teams ("team#<id>", "team") with their exact-job counter, concurrency slots
-         in groups of 25 per key ("team#<id>#slots#<group>", "slot#NNNNN"), API token hashes
+         in groups of 25 per key ("team#<id>#slots#<group>"), five to an item ("slot#<first slot>", with
+         "holder_<k>" and "until_<k>" for each of its slots k), API token hashes
          ("token#<sha256>", "token"), create idempotency keys ("idem#<team>#<key>", "idem"), per-partition
          low-water marks ("partition#NN", "watermark"), one poller lease per partition group
          ("poller#<group>", "lease": holder, term, since, expires_at, successor, handover_at; instants to

@@ -2,7 +2,7 @@
 
 A slot is ``(team, number)`` with a holder and an expiry, kept once made (freeing it removes the holder,
 as the DynamoDB store's slot items stay). A slot may be taken when it has no holder, its holder's lease
-passed (``slot_expires_at < now``, to the second) or the same run holds it (SLOT_FREE); only its holder
+passed (its expiry ``< now``, to the second) or the same run holds it (SLOT_FREE); only its holder
 extends or frees it (SLOT_HELD). Unlike ``DynamoStore``, which guesses a random slot and then searches a
 few groups of 25, the twin searches every slot below the cap, lowest first: ``None`` means the team is at
 its cap, for any cap (the contract allows the DynamoDB store to say so a little early for caps over 100).
