@@ -473,27 +473,32 @@ def test_the_api_function_may_update_the_control_table_where_each_teams_api_rate
 def granted_to_tables(template: Template, handler: str) -> tuple[dict[str, set[str]], str, str]:
     """The actions the functions of ``handler`` may take on each resource named by ``Fn::GetAtt`` (a
     table's ARN), and the runs and control tables' logical ids."""
+    tables = resources(template, "AWS::DynamoDB::GlobalTable")
+    [runs] = [name for name in tables if "Runs" in name]
+    [control] = [name for name in tables if "Control" in name]
+    granted: dict[str, set[str]] = {}
+    for actions, target in role_grants(template, handler):
+        if isinstance(target, dict) and "Fn::GetAtt" in target:
+            granted.setdefault(target["Fn::GetAtt"][0], set()).update(actions)
+    return granted, runs, control
+
+
+def role_grants(template: Template, handler: str) -> list[tuple[list[str], Any]]:
+    """Each (actions, resource) of the policies of the roles of ``handler``'s functions."""
     roles = [
         f["Properties"]["Role"]["Fn::GetAtt"][0]
         for f in resources(template, "AWS::Lambda::Function").values()
         if f["Properties"]["Handler"] == handler
     ]
-    tables = resources(template, "AWS::DynamoDB::GlobalTable")
-    [runs] = [name for name in tables if "Runs" in name]
-    [control] = [name for name in tables if "Control" in name]
-    granted: dict[str, set[str]] = {}
+    grants: list[tuple[list[str], Any]] = []
     for policy in resources(template, "AWS::IAM::Policy").values():
         if not any({"Ref": role} in policy["Properties"]["Roles"] for role in roles):
             continue
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
             actions = [statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"]
-            targets = (
-                statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
-            )
-            for target in targets:
-                if isinstance(target, dict) and "Fn::GetAtt" in target:
-                    granted.setdefault(target["Fn::GetAtt"][0], set()).update(actions)
-    return granted, runs, control
+            targets = statement["Resource"]
+            grants.extend((actions, t) for t in (targets if isinstance(targets, list) else [targets]))
+    return grants
 
 
 def test_the_worker_may_make_the_batched_writes_of_its_batch_on_aws(template: Template) -> None:
@@ -534,21 +539,11 @@ def test_every_poller_may_make_the_writes_of_a_claim_on_aws(template: Template) 
 def lambda_grants(template: Template, handler: str) -> list[tuple[list[str], Any]]:
     """Each statement of the roles of the functions of ``handler`` naming a ``lambda:`` action, as its
     actions and each resource."""
-    roles = [
-        f["Properties"]["Role"]["Fn::GetAtt"][0]
-        for f in resources(template, "AWS::Lambda::Function").values()
-        if f["Properties"]["Handler"] == handler
+    return [
+        (actions, t)
+        for actions, t in role_grants(template, handler)
+        if any(a.startswith("lambda:") for a in actions)
     ]
-    grants: list[tuple[list[str], Any]] = []
-    for policy in resources(template, "AWS::IAM::Policy").values():
-        if not any({"Ref": role} in policy["Properties"]["Roles"] for role in roles):
-            continue
-        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
-            actions = [statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"]
-            if any(a.startswith("lambda:") for a in actions):
-                targets = statement["Resource"]
-                grants.extend((actions, t) for t in (targets if isinstance(targets, list) else [targets]))
-    return grants
 
 
 def api_wake(template: Template) -> tuple[dict[str, Any], dict[str, str]]:

@@ -1,0 +1,255 @@
+"""Each deployed function's role grants every DynamoDB request its code makes.
+
+LocalStack does not enforce IAM, so a request the code starts making (a new PartiQL verb, a batch read, a
+table it never touched) passes every other test and fails only on AWS: that is how the pollers once went
+without the grants of the claims without a transaction. Here the real handlers run on DynamoDB Local
+while a botocore hook turns each request into the IAM actions AWS authorizes it by (a PartiQL statement
+in a BatchExecuteStatement is authorized per statement, as PartiQLInsert / PartiQLUpdate / PartiQLDelete /
+PartiQLSelect on its table; a Query of an index needs the index's ARN), and the synthesized template must
+grant each of them to the role of the function that made it.
+
+The paths run are the common ones of each function (what a test here can drive), not every branch: a
+request only a rare branch makes is covered only if that branch runs here.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import boto3
+import pytest
+
+from duetime import wiring
+from duetime.adapters.clients import client
+from duetime.adapters.dynamodb.catalog import DynamoCatalog
+from duetime.service import JobService
+
+from ..infra.test_stack import resources, role_grants, synth
+from ..lambda_support import LambdaContext, load_handler
+from .api_support import JOB, make_call, serving
+from .conftest import Stack, hooked
+from .test_handlers import deployed, sqs_event  # noqa: F401 (deployed: a fixture)
+
+# (action, table role, True for an index of it)
+Need = tuple[str, str, bool]
+
+_PARTIQL = re.compile(r'^\s*(INSERT\s+INTO|UPDATE|DELETE\s+FROM|SELECT\s.*?\sFROM)\s+"([^"]+)"', re.I | re.S)
+_TRANSACT = {
+    "Put": "PutItem",
+    "Update": "UpdateItem",
+    "Delete": "DeleteItem",
+    "ConditionCheck": "ConditionCheckItem",
+}
+METHOD_ARN = "arn:aws:execute-api:us-east-1:123456789012:abc123/v1-stage/GET/v1/jobs"
+HANDLERS = {
+    "poller": "functions/poller/handler.handler",
+    "worker": "functions/worker/handler.handler",
+    "api": "functions/api/handler.handler",
+    "authorizer": "functions/authorizer/handler.handler",
+}
+
+
+def needs_of(operation: str, params: dict[str, Any]) -> list[tuple[str, str, bool]]:
+    """The IAM actions (with their table's name) that AWS checks for one request."""
+    if operation in ("BatchExecuteStatement", "ExecuteStatement"):
+        statements = params.get("Statements") or [params]
+        found = []
+        for statement in statements:
+            match = _PARTIQL.match(statement["Statement"])
+            assert match, f"a PartiQL statement this test cannot read: {statement['Statement']}"
+            verb = match.group(1).split()[0].capitalize()
+            found.append((f"dynamodb:PartiQL{verb}", match.group(2), False))
+        return found
+    if operation in ("BatchGetItem", "BatchWriteItem"):
+        return [(f"dynamodb:{operation}", table, False) for table in params["RequestItems"]]
+    if operation == "TransactWriteItems":
+        return [
+            (f"dynamodb:{_TRANSACT[kind]}", body["TableName"], False)
+            for entry in params["TransactItems"]
+            for kind, body in entry.items()
+        ]
+    if operation == "TransactGetItems":
+        return [("dynamodb:GetItem", entry["Get"]["TableName"], False) for entry in params["TransactItems"]]
+    return [(f"dynamodb:{operation}", params["TableName"], "IndexName" in params)]
+
+
+@contextmanager
+def recording(*clients: Any) -> Iterator[set[tuple[str, str, bool]]]:
+    """Every DynamoDB request ``clients`` make in the block, as ``needs_of`` reads it."""
+    made: set[tuple[str, str, bool]] = set()
+
+    def keep(params: dict[str, Any], model: Any, **_: Any) -> None:
+        made.update(needs_of(model.name, params))
+
+    with _all_hooked(list(clients), keep):
+        yield made
+
+
+@contextmanager
+def _all_hooked(clients: list[Any], handler: Any) -> Iterator[None]:
+    if not clients:
+        yield
+        return
+    with hooked(clients[0], "provide-client-params.dynamodb", handler), _all_hooked(clients[1:], handler):
+        yield
+
+
+def grants(template: Any, handler: str) -> list[tuple[list[str], str, bool]]:
+    """Each (actions, table role, index) the roles of ``handler``'s functions are granted on a table."""
+    roles_of_tables = {
+        name: next(role for role in ("jobs", "runs", "control") if role in name.lower())
+        for name in resources(template, "AWS::DynamoDB::GlobalTable")
+    }
+    found: list[tuple[list[str], str, bool]] = []
+    for actions, target in role_grants(template, handler):
+        table, index = _table_of(target)
+        if table in roles_of_tables:
+            found.append((actions, roles_of_tables[table], index))
+    return found
+
+
+def _table_of(resource: Any) -> tuple[str | None, bool]:
+    """A resource as (table logical id, whether it names the table's indexes)."""
+    if isinstance(resource, dict) and "Fn::GetAtt" in resource:
+        return resource["Fn::GetAtt"][0], False
+    if isinstance(resource, dict) and "Fn::Join" in resource:
+        parts = resource["Fn::Join"][1]
+        if parts and isinstance(parts[0], dict) and "Fn::GetAtt" in parts[0]:
+            return parts[0]["Fn::GetAtt"][0], any(isinstance(p, str) and "/index/" in p for p in parts[1:])
+    return None, False
+
+
+def missing(template: Any, handler: str, made: set[Need]) -> list[Need]:
+    granted = grants(template, handler)
+    return sorted(
+        need
+        for need in made
+        if not any(
+            role == need[1] and index == need[2] and any(fnmatch.fnmatchcase(need[0], a) for a in actions)
+            for actions, role, index in granted
+        )
+    )
+
+
+@pytest.fixture(scope="module")
+def template() -> Any:
+    return synth(deletion_protection="false")[1]
+
+
+@pytest.fixture
+def handlers_env(deployed: Stack, monkeypatch: pytest.MonkeyPatch) -> Iterator[Stack]:  # noqa: F811
+    """The handlers wired to the test stack (``deployed``) with 2-s leases, so that reap checks come within
+    the test, and alerts to an SNS topic as deployed (without one they are kept in the control table)."""
+    topic = boto3.client("sns").create_topic(Name=f"{deployed.names.jobs}-alerts")["TopicArn"]
+    monkeypatch.setenv("DUETIME_LEASE_SECONDS", "2")
+    monkeypatch.setenv("DUETIME_ALERTS_TOPIC_ARN", topic)
+    for cached in (wiring.settings, wiring.poller_shift, wiring.worker, wiring.api_rate_limiter):
+        cached.cache_clear()  # ``deployed`` clears them again when it ends
+    yield deployed
+
+
+def as_roles(stack: Stack, made: set[tuple[str, str, bool]]) -> set[Need]:
+    names = {stack.names.jobs: "jobs", stack.names.runs: "runs", stack.names.control: "control"}
+    return {(action, names[table], index) for action, table, index in made}
+
+
+def poll(seconds: int = 3) -> None:
+    load_handler("poller").handler(
+        {"detail-type": "Scheduled Event", "detail": {"partitions": "0-63", "run_seconds": seconds}},
+        LambdaContext(),
+    )
+
+
+def test_each_functions_role_grants_every_dynamodb_request_its_code_makes(
+    template: Any, handlers_env: Stack, target
+) -> None:
+    stack = handlers_env
+    shared = client("dynamodb")
+    made: dict[str, set[Need]] = {}
+
+    # The API: jobs created (one an exact job, one again under the same idempotency key), read, listed,
+    # changed, paused, resumed, previewed, their runs listed, one deleted, one triggered and its run read.
+    service = JobService(DynamoCatalog(stack.dynamodb, stack.names), stack.store, stack.queue, stack.clock)
+    with serving(stack, service):
+        _, token = service.create_team("iam", exact_quota=10)
+        with recording(stack.dynamodb, shared) as api_requests:
+            call = make_call(token)
+            created = call("POST", "/v1/jobs", JOB, headers={"Idempotency-Key": "k1"})
+            assert created.status == 201, created.body
+            assert call("POST", "/v1/jobs", JOB, headers={"Idempotency-Key": "k1"}).status in (200, 201)
+            exact = call("POST", "/v1/jobs", {**JOB, "name": "exact", "exact": True})
+            assert exact.status == 201, exact.body
+            job_id = created.body["id"]
+            for method, path, body in [
+                ("GET", f"/v1/jobs/{job_id}", None),
+                ("GET", "/v1/jobs", None),
+                ("PATCH", f"/v1/jobs/{job_id}", {"name": "renamed"}),
+                ("POST", f"/v1/jobs/{job_id}/pause", None),
+                ("POST", f"/v1/jobs/{job_id}/resume", None),
+                ("GET", f"/v1/jobs/{job_id}/runs", None),
+                ("GET", f"/v1/jobs/{job_id}/preview", None),
+                ("DELETE", f"/v1/jobs/{exact.body['id']}", None),
+            ]:
+                answer = call(method, path, body)
+                assert answer.status < 300, (method, path, answer.body)
+            triggered = call("POST", f"/v1/jobs/{job_id}/trigger")
+            assert triggered.status == 201, triggered.body
+            assert call("GET", f"/v1/runs/{triggered.body['run_id']}").status == 200
+        made["api"] = as_roles(stack, api_requests)
+
+        with recording(stack.dynamodb, shared) as authorizer_requests:
+            policy = load_handler("authorizer").handler(
+                {
+                    "type": "TOKEN",
+                    "authorizationToken": f"Bearer {token}",
+                    "methodArn": METHOD_ARN,
+                },
+                LambdaContext(),
+            )
+            assert policy["principalId"] == "iam"
+        made["authorizer"] = as_roles(stack, authorizer_requests)
+
+    # The poller: three jobs due at one second (their claim writes a reap ticket), the minute preload,
+    # sweeps, marks and its group's lease.
+    for url in (target.url, target.url, target.url + "?status=503"):
+        stack.job_due_now("team-a", url)
+    with recording(stack.dynamodb, shared) as poller_requests:
+        poll()
+    messages = stack.messages()
+    scheduled = [
+        json.dumps({"run_id": m.run_id, "attempt": m.attempt}) for m in messages if "~" not in m.run_id
+    ]
+    triggered = [json.dumps({"run_id": m.run_id, "attempt": m.attempt}) for m in messages if "~" in m.run_id]
+    assert (len(scheduled), len(triggered)) == (3, 1), messages
+
+    # The worker: a batch of two runs of one team (one fails and waits to retry; their slots taken and freed
+    # in a batch), and a batch of one (the API's triggered run); the third scheduled run's message is left
+    # alone, so that it is still queued at its reap check.
+    with recording(stack.dynamodb, shared) as worker_requests:
+        load_handler("worker").handler(sqs_event(scheduled[:2]), LambdaContext())
+        load_handler("worker").handler(sqs_event(triggered), LambdaContext())
+    made["worker"] = as_roles(stack, worker_requests)
+
+    # The poller again, once the reap checks have come: the ticket is settled (its runs read, the live
+    # ones given a check of their own, the ticket deleted), and lost messages are sent again.
+    time.sleep(3)
+    with recording(stack.dynamodb, shared) as poller_again:
+        poll()
+    made["poller"] = as_roles(stack, poller_requests | poller_again)
+
+    # The paths ran as they do at a spike: a claim by batched statements with a ticket, settled later;
+    # a batch's leases and slots by batched statements.
+    assert {("dynamodb:PartiQLInsert", "runs", False), ("dynamodb:BatchWriteItem", "runs", False)} <= made[
+        "poller"
+    ]
+    assert {("dynamodb:PartiQLUpdate", "runs", False), ("dynamodb:PartiQLInsert", "control", False)} <= made[
+        "worker"
+    ]
+    gaps = {name: missing(template, HANDLERS[name], requests) for name, requests in made.items()}
+    assert gaps == {name: [] for name in made}, json.dumps(gaps, indent=1)
