@@ -485,20 +485,9 @@ def granted_to_tables(template: Template, handler: str) -> tuple[dict[str, set[s
 
 def role_grants(template: Template, handler: str) -> list[tuple[list[str], Any]]:
     """Each (actions, resource) of the policies of the roles of ``handler``'s functions."""
-    roles = [
-        f["Properties"]["Role"]["Fn::GetAtt"][0]
-        for f in resources(template, "AWS::Lambda::Function").values()
-        if f["Properties"]["Handler"] == handler
+    return [
+        (actions, target) for actions, targets in role_statements(template, handler) for target in targets
     ]
-    grants: list[tuple[list[str], Any]] = []
-    for policy in resources(template, "AWS::IAM::Policy").values():
-        if not any({"Ref": role} in policy["Properties"]["Roles"] for role in roles):
-            continue
-        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
-            actions = [statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"]
-            targets = statement["Resource"]
-            grants.extend((actions, t) for t in (targets if isinstance(targets, list) else [targets]))
-    return grants
 
 
 def test_the_worker_may_make_the_batched_writes_of_its_batch_on_aws(template: Template) -> None:
