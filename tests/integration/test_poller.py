@@ -54,7 +54,12 @@ def test_concurrent_pollers_on_the_same_partitions_never_create_two_runs(stack: 
     assert sum(r.lost_races for r in reports) + len(jobs) == sum(r.due_rows for r in reports)
     messages = stack.messages()
     per_run = Counter(m.run_id for m in messages)
-    assert len(per_run) == len(jobs) and set(per_run.values()) == {1}
+    assert len(per_run) == len(jobs)  # every run sent
+    # The one repeat the claims allow: a row a racing poller found in its way is sent again when that
+    # poller's schedule move landed (the row's maker may have died before sending it; ``DynamoStore.claim``).
+    # Rare (the race must fall between the other poller's row and its move) and harmless: a run's lease is
+    # taken once per attempt, so the second message is dropped. Any other repeat fails here.
+    assert sum(per_run.values()) == len(jobs) + sum(r.runs_requeued for r in reports)
     for job in jobs[:10]:
         stored = stack.store.get_job(job.id)
         assert stored is not None and stored.state.version == job.state.version + 1
