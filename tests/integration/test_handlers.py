@@ -25,11 +25,20 @@ def deployed(stack: Stack, monkeypatch: pytest.MonkeyPatch) -> Iterator[Stack]:
         "DUETIME_ALLOW_PRIVATE_TARGETS": "true",  # the test's target listens on 127.0.0.1
     }.items():
         monkeypatch.setenv(key, value)
-    for cached in (wiring.settings, wiring.poller_shift, wiring.worker, wiring.api_rate_limiter):
-        cached.cache_clear()
+    forget_wiring()
     yield stack
-    for cached in (wiring.settings, wiring.poller_shift, wiring.worker, wiring.api_rate_limiter):
-        cached.cache_clear()
+    forget_wiring()
+
+
+def forget_wiring() -> None:
+    """Drop every object ``wiring`` made and kept (settings, services, stores on the tables of a test that
+    ended), so the next handler call wires itself to the current environment."""
+    for value in vars(wiring).values():
+        if (
+            callable(getattr(value, "cache_clear", None))
+            and getattr(value, "__module__", "") == wiring.__name__
+        ):
+            value.cache_clear()
 
 
 def sqs_event(bodies: list[str]) -> dict[str, Any]:

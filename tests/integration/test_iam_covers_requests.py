@@ -25,7 +25,6 @@ from typing import Any
 import boto3
 import pytest
 
-from duetime import wiring
 from duetime.adapters.clients import client
 from duetime.adapters.dynamodb.catalog import DynamoCatalog
 from duetime.service import JobService
@@ -34,7 +33,7 @@ from ..infra.test_stack import resources, role_grants, synth
 from ..lambda_support import LambdaContext, load_handler
 from .api_support import JOB, make_call, serving
 from .conftest import Stack, hooked
-from .test_handlers import deployed, sqs_event  # noqa: F401 (deployed: a fixture)
+from .test_handlers import deployed, forget_wiring, sqs_event  # noqa: F401 (deployed: a fixture)
 
 # (action, table role, True for an index of it)
 Need = tuple[str, str, bool]
@@ -149,8 +148,7 @@ def handlers_env(deployed: Stack, monkeypatch: pytest.MonkeyPatch) -> Iterator[S
     topic = boto3.client("sns").create_topic(Name=f"{deployed.names.jobs}-alerts")["TopicArn"]
     monkeypatch.setenv("DUETIME_LEASE_SECONDS", "2")
     monkeypatch.setenv("DUETIME_ALERTS_TOPIC_ARN", topic)
-    for cached in (wiring.settings, wiring.poller_shift, wiring.worker, wiring.api_rate_limiter):
-        cached.cache_clear()  # ``deployed`` clears them again when it ends
+    forget_wiring()  # ``deployed`` does it again when it ends
     yield deployed
 
 
