@@ -19,7 +19,7 @@ import json
 import re
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 import boto3
@@ -86,17 +86,10 @@ def recording(*clients: Any) -> Iterator[set[tuple[str, str, bool]]]:
     def keep(params: dict[str, Any], model: Any, **_: Any) -> None:
         made.update(needs_of(model.name, params))
 
-    with _all_hooked(list(clients), keep):
+    with ExitStack() as hooks:
+        for one in clients:
+            hooks.enter_context(hooked(one, "provide-client-params.dynamodb", keep))
         yield made
-
-
-@contextmanager
-def _all_hooked(clients: list[Any], handler: Any) -> Iterator[None]:
-    if not clients:
-        yield
-        return
-    with hooked(clients[0], "provide-client-params.dynamodb", handler), _all_hooked(clients[1:], handler):
-        yield
 
 
 def grants(template: Any, handler: str) -> list[tuple[list[str], str, bool]]:
