@@ -195,6 +195,20 @@ class RunStore(Protocol):
         stale and their results are discarded."""
         ...
 
+    def record_results_and_free_slots(
+        self,
+        results: Sequence[ResultWrite],
+        owner: str,
+        now: datetime,
+        slots: Mapping[str, Mapping[str, int]],
+    ) -> set[str]:
+        """``record_results``, and ``TeamStore.release_slots`` for each team's slots (team id -> run id ->
+        slot), of a store that keeps both (every store here does), in as few requests as it can: the end
+        of a worker's wave of calls. The slots are freed whether or not their results are recorded; a
+        failure to free one is not raised (a slot comes back by itself when its lease passes). Raises as
+        ``record_results`` does."""
+        ...
+
     def runs_needing_attention(self, partition: int, now: datetime, limit: int) -> list[ReapCandidate]:
         """Non-terminal runs whose lease or queue deadline passed, from the reap index (no Scan), up to
         ``limit`` index entries read. An index that holds checks rather than deadlines (the DynamoDB store's,

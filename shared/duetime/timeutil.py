@@ -35,7 +35,21 @@ def iso_z(value: datetime) -> str:
 
 
 def parse_iso_z(text: str) -> datetime:
-    """Parse the ``iso_z`` form back into an aware UTC datetime."""
+    """Parse the ``iso_z`` form back into an aware UTC datetime. The exact form (every stored instant) goes
+    through ``fromisoformat`` (C, ~40x faster than ``strptime``, which a worker's batch calls hundreds of
+    times); anything else is left to ``strptime``, so what is accepted, and how, is unchanged."""
+    if (
+        len(text) == 20
+        and text.isascii()
+        and text[4] == text[7] == "-"
+        and text[10] == "T"
+        and text[13] == text[16] == ":"
+        and text[19] == "Z"
+    ):
+        try:
+            return datetime.fromisoformat(text)
+        except ValueError:
+            pass
     return datetime.strptime(text, ISO_Z).replace(tzinfo=UTC)
 
 

@@ -10,8 +10,8 @@ One message = one attempt; an SQS batch (up to 10 messages) is worked as a batch
    lease still has a heartbeat left (a worker held up since step 1 does not call: ``LeaseLapsedBeforeCall``),
    while one heartbeat extends every lease and slot still in flight every 20 s (a failed heartbeat is
    retried sooner, with backoff, for as long as the leases may still be held);
-4. as calls end, record their results together (one request per wave of calls that ended) only where this
-   worker still owns the attempt, free their slots; retry with backoff, or end as succeeded / failed /
+4. as calls end, record their results only where this worker still owns the attempt, and free their slots,
+   together (one request per wave of calls that ended); retry with backoff, or end as succeeded / failed /
    dead (with an alert).
 
 A slow target delays no other run of its batch: the others are called at once and recorded as they end.
@@ -248,8 +248,8 @@ class Worker:
     def _land(
         self, wave: list[tuple[_Call, Future[TargetResponse]]], started: datetime, flight: _Flight
     ) -> dict[str, WorkReport | Exception]:
-        """Record the results of the calls that just ended (one request), free their slots (one per team),
-        then queue their retries and publish their alerts."""
+        """Record the results of the calls that just ended and free their slots (one request), then queue
+        their retries and publish their alerts."""
         outcomes: dict[str, WorkReport | Exception] = {}
         answered: list[tuple[_Call, TargetResponse, ResultWrite]] = []
         now = self.clock.now()
@@ -264,12 +264,13 @@ class Worker:
                 except Exception as exc:  # the call itself failed: the message comes back
                     log.exception("run failed", extra={"run_id": call.run.run_id})
                     outcomes[call.run.run_id] = exc
-            recorded = self.runs.record_results([write for _, _, write in answered], self.owner, now)
+            writes = [write for _, _, write in answered]
+            slots = _slots_by_team([call for call, _ in wave])
+            recorded = self.runs.record_results_and_free_slots(writes, self.owner, now, slots)
         except Exception as exc:
             log.exception("recording results failed")
+            self._release_slots([call for call, _ in wave])  # the failed request may not have freed them
             return {call.run.run_id: outcomes.get(call.run.run_id, exc) for call, _ in wave}
-        finally:
-            self._release_slots([call for call, _ in wave])
         for call, response, write in answered:
             try:
                 outcome = self._after_record(write, recorded, now)
@@ -291,10 +292,7 @@ class Worker:
         return outcomes
 
     def _release_slots(self, calls: list[_Call]) -> None:
-        by_team: dict[str, dict[str, int]] = {}
-        for call in calls:
-            by_team.setdefault(call.team.team_id, {})[call.run.run_id] = call.slot
-        for team_id, slots in by_team.items():
+        for team_id, slots in _slots_by_team(calls).items():
             try:
                 self.team_store.release_slots(team_id, slots)
             except Exception:  # the slots come back by themselves when their leases pass
@@ -426,3 +424,11 @@ class Worker:
             )
             return WorkOutcome.DEAD if write.status is RunStatus.DEAD else WorkOutcome.FAILED
         return WorkOutcome.SUCCEEDED
+
+
+def _slots_by_team(calls: Sequence[_Call]) -> dict[str, dict[str, int]]:
+    """The slots ``calls`` hold: team id -> run id -> slot."""
+    by_team: dict[str, dict[str, int]] = {}
+    for call in calls:
+        by_team.setdefault(call.team.team_id, {})[call.run.run_id] = call.slot
+    return by_team

@@ -533,6 +533,34 @@ def test_batched_results_keep_each_runs_condition(subject: Subject) -> None:
     assert stored(subject, three.run_id).status is RunStatus.QUEUED
 
 
+def test_a_wave_records_its_results_and_frees_its_slots_together_whatever_each_result(
+    subject: Subject,
+) -> None:
+    """The end of a worker's wave (``record_results_and_free_slots``): each result under its own condition,
+    and every slot freed, the stale run's too; a slot that changed hands stays its new holder's."""
+    store = subject.store
+    one, two, three = queued_runs(subject, 3)
+    leased = store.acquire_leases([(run.run_id, 1) for run in (one, two, three)], "worker-a", at(2), at(62))
+    assert store.return_to_queue(three.run_id, 1, "worker-a", at(3), at(603))  # no longer ours
+    team = Team(team_id="team-s", max_concurrency=4)
+    slots = store.acquire_slots(team, [one.run_id, two.run_id, three.run_id, "lapsed"], at(2), at(4))
+    ours = {run_id: slot for run_id, slot in slots.items() if run_id != "lapsed"}
+    assert store.extend_slots("team-s", ours, at(62)) == set(ours)
+    assert store.acquire_slot(team, "other", at(5), at(65)) == slots["lapsed"]  # its lease passed
+    results = [ResultWrite(leased[run.run_id], RunStatus.SUCCEEDED, OK) for run in (one, two, three)]
+
+    recorded = store.record_results_and_free_slots(results, "worker-a", at(10), {"team-s": slots})
+
+    assert recorded == {one.run_id, two.run_id}
+    assert [stored(subject, run.run_id).status for run in (one, two, three)] == [
+        RunStatus.SUCCEEDED,
+        RunStatus.SUCCEEDED,
+        RunStatus.QUEUED,
+    ]
+    again = store.acquire_slots(team, [f"next-{i}" for i in range(4)], at(11), at(71))
+    assert sorted(again.values()) == sorted(ours.values())  # "other" keeps the slot it took
+
+
 def test_a_batch_naming_one_item_twice_is_refused(subject: Subject) -> None:
     one, two = queued_runs(subject, 2)
     lease(subject, one)

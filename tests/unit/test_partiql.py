@@ -72,6 +72,14 @@ def test_a_statement_refused_for_good_fails_the_call_at_once() -> None:
     assert len(client.requests) == 1
 
 
+def test_a_statement_refused_for_good_is_its_own_outcome_and_every_other_statement_is_made() -> None:
+    client = Client({"job-1": ["ValidationError"]})
+    done = partiql.outcomes(client, [statement(i) for i in range(30)], sleep=lambda _: None)
+    assert isinstance(done[1], partiql.StatementFailed) and done[1].code == "ValidationError"
+    assert done[:1] + done[2:] == [True] * 29
+    assert [len(request) for request in client.requests] == [25, 5]
+
+
 def test_a_write_to_several_slots_of_an_item_binds_each_slots_holder_and_holds_all_their_conditions() -> None:
     statement = partiql.update(
         "control",

@@ -5,7 +5,7 @@ theirs (their messages come back; the other runs of the batch go on)."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -38,9 +38,15 @@ class Counting:
         self.lease_calls.append(len(attempts))
         return self.store.acquire_leases(attempts, *args)
 
-    def record_results(self, results: Sequence[ResultWrite], owner: str, now: datetime) -> set[str]:
+    def record_results_and_free_slots(
+        self,
+        results: Sequence[ResultWrite],
+        owner: str,
+        now: datetime,
+        slots: Mapping[str, Mapping[str, int]],
+    ) -> set[str]:
         self.result_calls.append(len(results))
-        return self.store.record_results(results, owner, now)
+        return self.store.record_results_and_free_slots(results, owner, now, slots)
 
     def acquire_slots(self, team: Team, *args: Any) -> dict[str, int]:
         if team.team_id == self.slots_fail_for:

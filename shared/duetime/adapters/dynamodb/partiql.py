@@ -39,6 +39,7 @@ RETRYABLE = frozenset(
 STATEMENT_RETRIES = 3
 RETRY_BASE_SECONDS = 0.05
 _PLACEHOLDER = re.compile(r":[a-z_][a-z0-9_]*")
+_RNG = random.Random()  # one for the process: a Random seeded from os.urandom each call showed in profiles
 
 
 class StatementFailed(Exception):
@@ -104,16 +105,33 @@ def execute(
     rng: random.Random | None = None,
 ) -> list[bool]:
     """Run ``statements``, 25 per request; for each, True when it was written, False when its condition
-    failed (or, for an INSERT, its item existed).
+    failed (or, for an INSERT, its item existed). A statement that failed otherwise (``outcomes``) raises
+    ``StatementFailed``, after every statement was made: each is a write of its own."""
+    written: list[bool] = []
+    for outcome in outcomes(client, statements, sleep, rng):
+        if isinstance(outcome, StatementFailed):
+            raise outcome
+        written.append(outcome)
+    return written
+
+
+def outcomes(
+    client: Any,
+    statements: Sequence[Statement],
+    sleep: Callable[[float], object] = time.sleep,
+    rng: random.Random | None = None,
+) -> list[bool | StatementFailed]:
+    """Run ``statements``, 25 per request; for each, True when it was written, False when its condition
+    failed (or, for an INSERT, its item existed), or the ``StatementFailed`` that stopped it.
 
     A statement that failed for a passing reason (throttled, an internal error, a conflict with a
     transaction: the SDK retries a whole request, never a statement of one) is sent again, alone with the
     others that failed so, up to ``STATEMENT_RETRIES`` times with jittered backoff: a throttled key at the
     midnight peak costs its statement a few tens of milliseconds, not its run's lease. Any other failure,
-    or one that outlasts the retries, raises ``StatementFailed`` (after the statements that were made:
-    each is a write of its own)."""
-    rng = rng or random.Random()
-    written: list[bool] = [False] * len(statements)
+    or one that outlasts the retries, is that statement's ``StatementFailed``; the request itself failing
+    (the SDK's retries spent) raises."""
+    rng = rng or _RNG
+    done: list[bool | StatementFailed] = [False] * len(statements)
     for start in range(0, len(statements), BATCH_STATEMENTS_MAX):
         pending = list(range(start, min(start + BATCH_STATEMENTS_MAX, len(statements))))
         for retry in range(STATEMENT_RETRIES + 1):
@@ -125,14 +143,14 @@ def execute(
                 error = answer.get("Error")
                 code = (error or {}).get("Code", "?")
                 if error is None:
-                    written[index] = True
+                    done[index] = True
                 elif code in ("ConditionalCheckFailed", "DuplicateItem"):
-                    written[index] = False
+                    done[index] = False
                 elif code in RETRYABLE and retry < STATEMENT_RETRIES:
                     again.append(index)
                 else:
-                    raise StatementFailed(code, (error or {}).get("Message", ""))
+                    done[index] = StatementFailed(code, (error or {}).get("Message", ""))
             if not again:
                 break
             pending = again
-    return written
+    return done

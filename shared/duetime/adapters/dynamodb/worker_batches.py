@@ -3,9 +3,9 @@
 The writes are the single-run writes of ``store.py`` under the same named conditions (``conditions.py``),
 made for up to 25 runs a request (``partiql.py``); each succeeds or fails on its own. Per batch of runs of
 one team, on the common path: one consistent BatchGetItem and one batch to take the leases, one Query and
-one batch to take the slots, one batch to record the results and one to free the slots, where a slot batch
-has one statement per item of five slots (``SLOTS_PER_ITEM``); a heartbeat is one batch for the leases and
-one for the slots.
+one batch to take the slots, and one batch that records the results and frees the slots together
+(``record_results_and_free_slots``), where slots are written with one statement per item of five slots
+(``SLOTS_PER_ITEM``); a heartbeat is one batch for the leases and one for the slots.
 
 A batch of one run makes the single-run write instead (``store.py``): one UpdateItem, where a batch needs
 a read and a write to take a lease, and one guess at a free slot before any Query.
@@ -17,6 +17,7 @@ itself is conditional all the same (``RUN_WAITING_FOR_ATTEMPT``): the read only 
 
 from __future__ import annotations
 
+import logging
 import math
 import random
 from collections.abc import Callable, Mapping, Sequence
@@ -32,6 +33,8 @@ from duetime.adapters.dynamodb.tables import TableNames
 from duetime.models import Run, RunStatus, Team
 from duetime.ports import ResultWrite
 from duetime.timeutil import iso_z, parse_iso_z
+
+log = logging.getLogger(__name__)
 
 # A team's concurrency slots live in groups of SLOTS_PER_KEY per partition key ("team#<id>#slots#<group>"),
 # so a big team's starts spread over keys instead of meeting one partition's 1,000 WCU/s. Within a group,
@@ -184,51 +187,85 @@ class WorkerBatches:
                 one.run, owner, one.status, one.result, now, one.retry_at, one.queue_deadline
             )
             return {one.run.run_id} if recorded else set()
-        statements = []
-        for write in results:
-            values: Item = {
-                ":running": s(RunStatus.RUNNING),
-                ":owner": s(owner),
-                ":attempt": n(write.run.attempt),
-                ":status": s(write.status),
-                ":result": s(write.result.model_dump_json(exclude_none=True)),
-                ":updated_at": t(now),
-            }
-            if write.status is RunStatus.RETRY_WAIT:
-                assert write.retry_at is not None and write.queue_deadline is not None
-                values.update(
-                    {
-                        ":next_attempt": n(write.run.attempt + 1),
-                        ":retry_at": t(write.retry_at),
-                        ":queue_deadline": t(write.queue_deadline),
-                        ":reap_shard": s(reap_shard(write.run.partition)),
-                        ":reap_at": t(waiting_check(write.retry_at, write.queue_deadline, self.lease_check)),
-                    }
-                )
-                # A ticketed run joins the index here (reap_tickets): the shard is set with the check.
-                sets: tuple[str, ...] = ("result", "updated_at", "retry_at", "queue_deadline", "reap_shard")
-                sets = (*sets, "reap_at")
-                removes: tuple[str, ...] = ("owner", "lease_expires_at")
-                set_from = {"attempt": ":next_attempt"}  # the condition compares the old one, ":attempt"
-            else:
-                values[":finished_at"] = t(now)
-                sets = ("result", "updated_at", "finished_at")
-                # A ticketed run has no entry to remove (reap_tickets): the write then leaves the index alone.
-                in_index = write.run.in_reap_index
-                removes = ("lease_expires_at", "reap_shard", "reap_at") if in_index else ("lease_expires_at",)
-                set_from = {}
-            statement = partiql.update(
-                self.names.runs,
-                run_key(write.run.run_id),
-                c.LEASE_OWNED,
-                values,
-                sets=("status", *sets),  # ":status" is the new one; the condition reads ":running"
-                removes=removes,
-                set_from=set_from,
-            )
-            statements.append(statement)
+        statements = [self._result_statement(write, owner, now) for write in results]
         written = partiql.execute(self.client, statements)
         return {write.run.run_id for write, ok in zip(results, written, strict=True) if ok}
+
+    def record_results_and_free_slots(
+        self,
+        results: Sequence[ResultWrite],
+        owner: str,
+        now: datetime,
+        slots: Mapping[str, Mapping[str, int]],
+    ) -> set[str]:
+        """The results' writes and the slots' releases in one request (up to 25 writes; a wave of 10 runs
+        of one team is 10 + 2): each under its own condition, as ``record_results`` and ``release_slots``
+        make them. A slot item whose release failed its condition is freed slot by slot (as
+        ``release_slots``); one that failed otherwise is left to its lease's expiry (logged). A result that
+        failed otherwise raises, after the slots were freed."""
+        result_statements = [self._result_statement(write, owner, now) for write in results]
+        releases = [
+            (team_id, cells, statement)
+            for team_id, team_slots in slots.items()
+            for cells, statement in self._held_slot_statements(team_id, team_slots, _release, {})
+        ]
+        done = partiql.outcomes(self.client, [*result_statements, *(statement for *_, statement in releases)])
+        for (team_id, cells, _), outcome in zip(releases, done[len(result_statements) :], strict=True):
+            if isinstance(outcome, partiql.StatementFailed):
+                log.warning("freeing slots failed; they come back when their leases pass: %s", outcome)
+            elif not outcome:
+                for run_id, slot in cells.items():
+                    self.release_slot(team_id, slot, run_id)
+        recorded: set[str] = set()
+        for write, outcome in zip(results, done[: len(result_statements)], strict=True):
+            if isinstance(outcome, partiql.StatementFailed):
+                raise outcome
+            if outcome:
+                recorded.add(write.run.run_id)
+        return recorded
+
+    def _result_statement(self, write: ResultWrite, owner: str, now: datetime) -> partiql.Statement:
+        """``record_result``'s write (LEASE_OWNED) as a PartiQL statement."""
+        values: Item = {
+            ":running": s(RunStatus.RUNNING),
+            ":owner": s(owner),
+            ":attempt": n(write.run.attempt),
+            ":status": s(write.status),
+            ":result": s(write.result.model_dump_json(exclude_none=True)),
+            ":updated_at": t(now),
+        }
+        if write.status is RunStatus.RETRY_WAIT:
+            assert write.retry_at is not None and write.queue_deadline is not None
+            values.update(
+                {
+                    ":next_attempt": n(write.run.attempt + 1),
+                    ":retry_at": t(write.retry_at),
+                    ":queue_deadline": t(write.queue_deadline),
+                    ":reap_shard": s(reap_shard(write.run.partition)),
+                    ":reap_at": t(waiting_check(write.retry_at, write.queue_deadline, self.lease_check)),
+                }
+            )
+            # A ticketed run joins the index here (reap_tickets): the shard is set with the check.
+            sets: tuple[str, ...] = ("result", "updated_at", "retry_at", "queue_deadline", "reap_shard")
+            sets = (*sets, "reap_at")
+            removes: tuple[str, ...] = ("owner", "lease_expires_at")
+            set_from = {"attempt": ":next_attempt"}  # the condition compares the old one, ":attempt"
+        else:
+            values[":finished_at"] = t(now)
+            sets = ("result", "updated_at", "finished_at")
+            # A ticketed run has no entry to remove (reap_tickets): the write then leaves the index alone.
+            in_index = write.run.in_reap_index
+            removes = ("lease_expires_at", "reap_shard", "reap_at") if in_index else ("lease_expires_at",)
+            set_from = {}
+        return partiql.update(
+            self.names.runs,
+            run_key(write.run.run_id),
+            c.LEASE_OWNED,
+            values,
+            sets=("status", *sets),  # ":status" is the new one; the condition reads ":running"
+            removes=removes,
+            set_from=set_from,
+        )
 
     # --- team concurrency slots -------------------------------------------------------------------------
 
@@ -331,14 +368,11 @@ class WorkerBatches:
             self.release_slot(team_id, slot, run_id)
             return
 
-        def release(ks: Sequence[int]) -> tuple[dict[str, str], list[str]]:
-            return {}, [name for k in ks for name in (f"holder_{k}", f"until_{k}")]
-
         def release_one(run_id: str, slot: int) -> bool:
             self.release_slot(team_id, slot, run_id)
             return True
 
-        self._write_held_slots(team_id, slots, release, {}, release_one)
+        self._write_held_slots(team_id, slots, _release, {}, release_one)
 
     def _write_held_slots(
         self,
@@ -348,34 +382,50 @@ class WorkerBatches:
         values: Item,
         one_by_one: Callable[[str, int], bool],
     ) -> set[str]:
-        """One SLOT_HELD write per item for the slots (run id -> slot) the batch holds in it, all or none:
-        ``change`` gives the write's SETs (attribute -> value name) and REMOVEs for the item's slot numbers
-        ``k``. Returns the run ids whose slots were written. An item whose write failed (one of its slots
-        changed hands after its lease passed) is written again slot by slot under each slot's own
-        condition, so the slots still held are extended or freed all the same (rare: an UpdateItem each)."""
-        items = by_item(slots)
-        statements = []
-        for first, cells in items.items():
-            ks = [slot % SLOTS_PER_ITEM for slot in cells.values()]
-            sets, removes = change(ks)
-            holders = {f":run_{slot % SLOTS_PER_ITEM}": s(run_id) for run_id, slot in cells.items()}
-            statements.append(
-                partiql.update(
-                    self.names.control,
-                    slot_key(team_id, first),
-                    c.SLOT_HELD.for_slots(ks),
-                    {**values, **holders},
-                    removes=removes,
-                    set_from=sets,
-                )
-            )
+        """One SLOT_HELD write per item for the slots (run id -> slot) the batch holds in it, all or none
+        (``_held_slot_statements``). Returns the run ids whose slots were written. An item whose write failed
+        (one of its slots changed hands after its lease passed) is written again slot by slot under each
+        slot's own condition, so the slots still held are extended or freed all the same (rare: an
+        UpdateItem each)."""
+        writes = self._held_slot_statements(team_id, slots, change, values)
         done: set[str] = set()
-        for cells, written in zip(items.values(), partiql.execute(self.client, statements), strict=True):
+        statements = [statement for _, statement in writes]
+        for (cells, _), written in zip(writes, partiql.execute(self.client, statements), strict=True):
             if written:
                 done.update(cells)
             else:
                 done.update(run_id for run_id, slot in cells.items() if one_by_one(run_id, slot))
         return done
+
+    def _held_slot_statements(
+        self,
+        team_id: str,
+        slots: Mapping[str, int],
+        change: Callable[[Sequence[int]], tuple[dict[str, str], list[str]]],
+        values: Item,
+    ) -> list[tuple[dict[str, int], partiql.Statement]]:
+        """Per item, its slots (run id -> slot) and the SLOT_HELD write of them: ``change`` gives the write's
+        SETs (attribute -> value name) and REMOVEs for the item's slot numbers ``k``."""
+        writes = []
+        for first, cells in by_item(slots).items():
+            ks = [slot % SLOTS_PER_ITEM for slot in cells.values()]
+            sets, removes = change(ks)
+            holders = {f":run_{slot % SLOTS_PER_ITEM}": s(run_id) for run_id, slot in cells.items()}
+            statement = partiql.update(
+                self.names.control,
+                slot_key(team_id, first),
+                c.SLOT_HELD.for_slots(ks),
+                {**values, **holders},
+                removes=removes,
+                set_from=sets,
+            )
+            writes.append((cells, statement))
+        return writes
+
+
+def _release(ks: Sequence[int]) -> tuple[dict[str, str], list[str]]:
+    """A release's change to an item's slots ``ks``: both attributes of each removed."""
+    return {}, [name for k in ks for name in (f"holder_{k}", f"until_{k}")]
 
 
 def _as_stored(instant: datetime) -> datetime:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping, Sequence
+from datetime import datetime
 
 from duetime.adapters.memory.jobs import MemoryJobs
 from duetime.adapters.memory.poller_leases import MemoryPollerLeases
 from duetime.adapters.memory.runs import MemoryRuns
 from duetime.adapters.memory.teams import MemoryTeams
-from duetime.ports import JobStore, PollerLeaseStore, RunStore, TeamStore
+from duetime.ports import JobStore, PollerLeaseStore, ResultWrite, RunStore, TeamStore
 
 
 class MemoryStore(MemoryJobs, MemoryRuns, MemoryTeams, MemoryPollerLeases):
@@ -24,6 +26,19 @@ class MemoryStore(MemoryJobs, MemoryRuns, MemoryTeams, MemoryPollerLeases):
         self._teams = {}
         self._slots = {}
         self._poller_leases = {}
+
+    def record_results_and_free_slots(
+        self,
+        results: Sequence[ResultWrite],
+        owner: str,
+        now: datetime,
+        slots: Mapping[str, Mapping[str, int]],
+    ) -> set[str]:
+        try:
+            return self.record_results(results, owner, now)
+        finally:
+            for team_id, team_slots in slots.items():
+                self.release_slots(team_id, team_slots)
 
 
 def _implements_the_ports(store: MemoryStore) -> tuple[JobStore, RunStore, TeamStore, PollerLeaseStore]:
