@@ -163,7 +163,10 @@ def claim_due_jobs(
     if to_send:
         # If we die between the writes and this send, the runs' queue deadline brings them back.
         try:
-            queue.send([RunMessage(run.run_id, run.attempt) for run in to_send])
+            # A run created here travels with its message (the worker's lease checks it against the row);
+            # one found in the way travels by name.
+            messages = [RunMessage.carrying(run) for run in outcome.runs]
+            queue.send(messages + [RunMessage(run.run_id, run.attempt) for run in outcome.requeued])
         except Exception as exc:
             raise SweepFailed(report) from exc
     return report

@@ -177,10 +177,21 @@ class RunStore(Protocol):
     # most once per call; each write succeeds or fails on its own, as the single-run form would.
 
     def acquire_leases(
-        self, attempts: Sequence[tuple[str, int]], owner: str, now: datetime, lease_until: datetime
+        self,
+        attempts: Sequence[tuple[str, int]],
+        owner: str,
+        now: datetime,
+        lease_until: datetime,
+        carried: Mapping[str, Run] | None = None,
     ) -> dict[str, Run]:
         """``acquire_lease`` for each ``(run_id, attempt)``: the runs now leased to ``owner``, by run id
-        (each as ``acquire_lease`` would return it); the others were duplicates or stale."""
+        (each as ``acquire_lease`` would return it); the others were duplicates or stale.
+
+        ``carried``: runs as their messages carried them (run id -> run, ``RunMessage.run``). A store may
+        take their leases without reading them first, on condition that the stored run is the carried one;
+        what it returns is what it would return without them. A carried run that is not the stored one
+        (forged, garbled, outdated) changes nothing but the requests made: the worker calls what the store
+        holds, never what a message says."""
         ...
 
     def extend_leases(
@@ -369,8 +380,17 @@ class TeamStore(Protocol):
 
 @dataclass(frozen=True)
 class RunMessage:
+    """A run's attempt to work. A poller's message also carries the run it just created (``carrying``), so
+    the worker need not read it before taking its lease (``RunStore.acquire_leases``' ``carried``); two
+    messages are equal when they name the same attempt."""
+
     run_id: str
     attempt: int
+    run: Run | None = field(default=None, compare=False)
+
+    @classmethod
+    def carrying(cls, run: Run) -> RunMessage:
+        return cls(run.run_id, run.attempt, run)
 
 
 class RunQueue(Protocol):

@@ -266,8 +266,9 @@ class MinutePreload:
             report.runs_requeued += len(outcome.requeued)
             report.write_requests += outcome.write_requests
             to_send = [*outcome.runs, *outcome.requeued]
-            if to_send:
-                messages = [RunMessage(run.run_id, run.attempt) for run in to_send]
+            if to_send:  # a run created here travels with its message; one found in the way, by name
+                messages = [RunMessage.carrying(run) for run in outcome.runs]
+                messages += [RunMessage(run.run_id, run.attempt) for run in outcome.requeued]
                 sends.append(self._sender.submit(self.queue.send, messages))
         for sent in sends:
             try:

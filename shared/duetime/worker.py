@@ -170,8 +170,13 @@ class Worker:
         for index, message in enumerate(messages):
             if message.run_id not in chosen or message.attempt > messages[chosen[message.run_id]].attempt:
                 chosen[message.run_id] = index
+        worked = [messages[i] for i in chosen.values()]
         leased = self.runs.acquire_leases(
-            [(messages[i].run_id, messages[i].attempt) for i in chosen.values()], self.owner, now, lease_until
+            [(m.run_id, m.attempt) for m in worked],
+            self.owner,
+            now,
+            lease_until,
+            carried={m.run_id: m.run for m in worked if m.run is not None},
         )
         outcomes: dict[str, WorkReport | Exception] = {}
         calls: list[_Call] = []

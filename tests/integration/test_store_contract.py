@@ -25,10 +25,11 @@ from duetime.adapters.dynamodb.codec import due_key, job_to_item
 from duetime.adapters.dynamodb.store import DynamoStore
 from duetime.adapters.dynamodb.tables import TableNames, create_tables
 from duetime.adapters.memory import MemoryStore
+from duetime.adapters.sqs import decode, encode
 from duetime.claim_plan import make_claim, plan_claim
 from duetime.ids import make_run_id, new_job_id, partition_of
 from duetime.models import Job, Run, RunResult, RunStatus, Team
-from duetime.ports import ClaimOutcome, ResultWrite
+from duetime.ports import ClaimOutcome, ResultWrite, RunMessage
 from duetime.timeutil import minute_bucket
 
 from ..twin_support import T0, a_job, at
@@ -506,6 +507,50 @@ def test_batched_leases_agree_with_single_ones(subject: Subject) -> None:
     assert (
         stored(subject, one.run_id).lease_expires_at == stored(subject, two.run_id).lease_expires_at == at(80)
     )
+
+
+def carried(run: Run, **changes: Any) -> Run:
+    """``run`` as its message carries it to the worker (through the queue's encoding), with ``changes``."""
+    message = decode(encode(RunMessage.carrying(run.model_copy(update=changes))))
+    assert message.run is not None
+    return message.run
+
+
+def test_leases_of_runs_carried_by_their_messages_are_the_leases_of_the_stored_runs(subject: Subject) -> None:
+    one, two, three = queued_runs(subject, 3)
+    attempts = [(run.run_id, 1) for run in (one, two, three)]
+    as_sent = {run.run_id: carried(run) for run in (one, two, three)}
+    stray = {"not-a-run-id": carried(one, run_id="not-a-run-id")}  # a stray message: no such run
+
+    leased = subject.store.acquire_leases(
+        [*attempts, ("not-a-run-id", 1)], "worker-a", at(2), at(62), carried={**as_sent, **stray}
+    )
+
+    assert leased == {run.run_id: stored(subject, run.run_id) for run in (one, two, three)}
+    assert all(run.status is RunStatus.RUNNING and run.started_at == at(2) for run in leased.values())
+    again = subject.store.acquire_leases(attempts, "worker-b", at(3), at(63), carried=as_sent)
+    assert again == {}  # duplicates: the runs run already
+
+
+def test_a_carried_run_that_is_not_the_stored_one_leases_the_stored_run(subject: Subject) -> None:
+    """A forged, garbled or outdated message: the worker gets the run as stored, never as carried."""
+    one, two, three = queued_runs(subject, 3)
+    first_start = lease(subject, two, now=at(2)).started_at
+    assert subject.store.return_to_queue(two.run_id, 1, "worker-a", at(3), at(603))  # started once
+    forged = one.target.model_copy(update={"url": "https://attacker.example/steal"})
+    as_sent = {
+        one.run_id: carried(one, target=forged),
+        two.run_id: carried(two),  # as the claim made it: not started yet
+        three.run_id: carried(three, team="team-other", max_attempts=99),
+    }
+    attempts = [(run.run_id, 1) for run in (one, two, three)]
+
+    leased = subject.store.acquire_leases(attempts, "worker-a", at(4), at(64), carried=as_sent)
+
+    assert leased == {run.run_id: stored(subject, run.run_id) for run in (one, two, three)}
+    assert leased[one.run_id].target == one.target
+    assert leased[two.run_id].started_at == first_start == at(2)
+    assert (leased[three.run_id].team, leased[three.run_id].max_attempts) == (three.team, three.max_attempts)
 
 
 def test_batched_results_keep_each_runs_condition(subject: Subject) -> None:

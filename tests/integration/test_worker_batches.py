@@ -80,6 +80,53 @@ def test_a_batch_takes_each_waiting_lease_once_in_two_requests(stack: Stack, tar
     assert leased(stack, messages[1:], owner="worker-b") == {}  # running already: duplicates
 
 
+def test_runs_carried_by_a_pollers_messages_are_leased_in_one_request_without_a_read(
+    stack: Stack, target
+) -> None:
+    messages = claimed(stack, *[target.url] * 5)  # one claim of five: their rows are ticketed, not indexed
+    assert all(m.run is not None and not m.run.in_reap_index for m in messages)
+
+    with requests_of(stack.dynamodb) as sent:
+        runs = stack.store.acquire_leases(
+            [(m.run_id, m.attempt) for m in messages],
+            OWNER,
+            stack.clock.now(),
+            stack.clock.now() + timedelta(seconds=60),
+            carried={m.run_id: m.run for m in messages if m.run is not None},
+        )
+
+    assert sent == {"BatchExecuteStatement": 1}
+    assert runs == {m.run_id: stack.store.get_run(m.run_id) for m in messages}
+
+
+def test_a_forged_message_is_read_and_its_worker_calls_the_stored_target(stack: Stack, target) -> None:
+    messages = claimed(stack, *[target.url] * 3)
+    first = messages[0].run
+    assert first is not None
+    forged = first.model_copy(
+        update={"target": first.target.model_copy(update={"url": target.url + "?forged"})}
+    )
+    messages[0] = RunMessage.carrying(forged)
+
+    with requests_of(stack.dynamodb) as sent:
+        reports = stack.worker().process_batch(messages)
+
+    assert [r.outcome for r in reports if isinstance(r, WorkReport)] == [WorkOutcome.SUCCEEDED] * 3
+    assert sent["BatchGetItem"] == 1  # the forged run only: read, then leased as stored
+    assert all("forged" not in f"{call.path}?{call.query}" for call in target.recorder.calls)
+    assert len(target.recorder.calls) == 3
+
+
+def test_a_run_whose_target_has_headers_travels_by_name(stack: Stack, target) -> None:
+    """Header values are write-only secrets: they stay in the table, never in a message."""
+    spec = {"url": target.url, "headers": {"Authorization": "Bearer s3cr3t"}}
+    stack.job_due_now("team-a", target.url, target=spec)
+    stack.job_due_now("team-a", target.url)
+    assert stack.poller().claim().runs_created == 2
+    with_headers, without = sorted(stack.messages(), key=lambda m: m.run is not None)
+    assert with_headers.run is None and without.run is not None
+
+
 def test_the_lease_write_keeps_its_condition_when_the_run_moved_after_the_read(stack: Stack, target) -> None:
     """The batch reads the runs, then writes; a run another worker leased in between is not taken twice."""
     messages = claimed(stack, target.url, target.url)

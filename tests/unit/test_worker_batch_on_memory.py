@@ -34,9 +34,9 @@ class Counting:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.store, name)
 
-    def acquire_leases(self, attempts: Sequence[tuple[str, int]], *args: Any) -> Any:
+    def acquire_leases(self, attempts: Sequence[tuple[str, int]], *args: Any, **kwargs: Any) -> Any:
         self.lease_calls.append(len(attempts))
-        return self.store.acquire_leases(attempts, *args)
+        return self.store.acquire_leases(attempts, *args, **kwargs)
 
     def record_results_and_free_slots(
         self,

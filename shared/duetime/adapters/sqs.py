@@ -1,4 +1,6 @@
-"""The run queue on SQS. Messages are tiny: ``{"run_id": ..., "attempt": n}``; the run row holds the rest."""
+"""The run queue on SQS. A message names a run's attempt, ``{"run_id": ..., "attempt": n}``; a poller's
+message also carries the run it created (``"run"``, under ``CARRIED_RUN_MAX_BYTES``), which the worker's
+lease checks against the stored row (``RunStore.acquire_leases``), so the row need not be read first."""
 
 from __future__ import annotations
 
@@ -8,25 +10,49 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from duetime.adapters.aws_limits import SQS_MAX_BATCH_ENTRIES
+from duetime.adapters.aws_limits import SQS_MAX_BATCH_BYTES, SQS_MAX_BATCH_ENTRIES
+from duetime.models import Run
 from duetime.ports import RunMessage
 
-SQS_BATCH = SQS_MAX_BATCH_ENTRIES  # run messages are under 200 bytes: ten fit any batch
+SQS_BATCH = SQS_MAX_BATCH_ENTRIES
+# A run carried by its message keeps ten messages of a batch far under SQS's batch limit; a bigger one (a
+# long target body) travels by name only, and its worker reads it. So does a run whose target has headers:
+# their values are write-only secrets and stay in the table (SECURITY.md).
+CARRIED_RUN_MAX_BYTES = 8 * 1024
+assert SQS_BATCH * (CARRIED_RUN_MAX_BYTES + 512) < SQS_MAX_BATCH_BYTES
+# What a waiting run does not have (a carried run is a waiting one).
+_NOT_CARRIED = {"result", "owner", "lease_expires_at", "finished_at"}
 
 
 def encode(message: RunMessage) -> str:
-    return json.dumps({"run_id": message.run_id, "attempt": message.attempt}, separators=(",", ":"))
+    head = f'{{"run_id":{json.dumps(message.run_id)},"attempt":{int(message.attempt)}'
+    if message.run is None or message.run.target.headers:
+        return head + "}"
+    run = message.run.model_dump_json(exclude=_NOT_CARRIED, exclude_none=True)  # in_reap_index is excluded
+    if len(run) > CARRIED_RUN_MAX_BYTES:
+        return head + "}"
+    indexed = "true" if message.run.in_reap_index else "false"
+    return f'{head},"run":{run},"run_in_reap_index":{indexed}}}'
 
 
 def decode(body: str) -> RunMessage:
-    """Parse a message body; raises ``ValueError`` on anything that is not a run message."""
+    """Parse a message body; raises ``ValueError`` on anything that is not a run message (a carried run
+    that is not a valid run of the attempt named included)."""
     data = json.loads(body)
     if not isinstance(data, dict) or not isinstance(data.get("run_id"), str):
         raise ValueError("not a run message")
     attempt = data.get("attempt")
     if not isinstance(attempt, int) or attempt < 1:
         raise ValueError("run message without a valid attempt")
-    return RunMessage(run_id=data["run_id"], attempt=attempt)
+    if "run" not in data:
+        return RunMessage(run_id=data["run_id"], attempt=attempt)
+    run = Run.model_validate(data["run"])  # pydantic's ValidationError is a ValueError
+    if (run.run_id, run.attempt) != (data["run_id"], attempt):
+        raise ValueError("a run message carrying another run")
+    indexed = data.get("run_in_reap_index")
+    if not isinstance(indexed, bool):
+        raise ValueError("run message without a valid run_in_reap_index")
+    return RunMessage.carrying(run.model_copy(update={"in_reap_index": indexed}))
 
 
 class SqsRunQueue:

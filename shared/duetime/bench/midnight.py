@@ -357,11 +357,19 @@ class SimStore(MemoryStore):
         )
 
     def acquire_leases(
-        self, attempts: Sequence[tuple[str, int]], owner: str, now: datetime, lease_until: datetime
+        self,
+        attempts: Sequence[tuple[str, int]],
+        owner: str,
+        now: datetime,
+        lease_until: datetime,
+        carried: Mapping[str, Run] | None = None,
     ) -> dict[str, Run]:
-        leased = super().acquire_leases(attempts, owner, now, lease_until)
+        leased = super().acquire_leases(attempts, owner, now, lease_until, carried)
         # A lease writes nothing to the reap index (its check stays where the claim put it: reap_checks).
-        self.sim.spend(self._batch_s(len(attempts), read_first=True))
+        # Runs carried by their messages are not read first (a carried run that is not the stored one is,
+        # afterwards, in the DynamoDB store: the twin has none such).
+        read_first = any(run_id not in (carried or {}) for run_id, _ in attempts)
+        self.sim.spend(self._batch_s(len(attempts), read_first=read_first))
         self.sim.started(leased.values())
         return leased
 

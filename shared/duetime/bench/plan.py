@@ -17,11 +17,11 @@ from duetime.ids import DEFAULT_POLLER_GROUPS
 PARTITION_WRITE_LIMIT = 1000  # DynamoDB: write units per second per partition (key)
 # Measured by `duetime bench spike --jobs 5000` (BENCHMARKS.md, "Every write a run makes"): per run, by AWS's
 # billing rules, the reap tickets' checks settled. The reads include the per-second sweeps of a 20-s spike
-# spread over its runs (an upper bound: the run's own path reads ~3.1: the claim's consistent read of its
-# job's version 1, the worker's consistent read of its batch 1, the reaper's read of it at its ticket's check
-# 1, the ticket itself 1/18).
+# spread over its runs (an upper bound: the run's own path reads ~2.1: the claim's consistent read of its
+# job's version 1, the reaper's read of it at its ticket's check 1, the ticket itself 1/18; its worker reads
+# it only when its message does not carry it: "A wave in one request, a run in its message", 2.55-2.74).
 MEASURED_WRITE_UNITS_PER_RUN = 6.72
-MEASURED_READ_UNITS_PER_RUN = 3.6
+MEASURED_READ_UNITS_PER_RUN = 2.7
 MEASURED_SQS_REQUESTS_PER_RUN = 0.4
 # Measured by `duetime bench preload --jobs 125000` (BENCHMARKS.md, "Preload memory"; 125,000 is a default
 # group's share of 500,000 jobs due in one minute): the Python heap the minute preload holds per due job, a

@@ -106,6 +106,18 @@ def run_key(run_id: str) -> Item:
     return {"job_id": s(job_id), "occurrence": s(occurrence)}
 
 
+def run_payload(run: Run) -> str:
+    """A run row's ``payload``: what its worker calls and how (target, timeout, retry policy), as JSON."""
+    return json.dumps(
+        {
+            "target": run.target.model_dump(mode="json"),
+            "timeout_seconds": run.timeout_seconds,
+            "retry": run.retry.model_dump(mode="json"),
+        },
+        separators=(",", ":"),
+    )
+
+
 def run_to_item(run: Run, lease_check: timedelta = DEFAULT_LEASE_CHECK, own_reap_entry: bool = True) -> Item:
     """A new run row (always queued: claims and triggers create runs), in the reap index at its first check
     (``reap_checks``): its message is sent as it is created. Without ``own_reap_entry`` the row stays out of
@@ -120,16 +132,7 @@ def run_to_item(run: Run, lease_check: timedelta = DEFAULT_LEASE_CHECK, own_reap
         "status": s(run.status.value),
         "attempt": n(run.attempt),
         "max_attempts": n(run.max_attempts),
-        "payload": s(
-            json.dumps(
-                {
-                    "target": run.target.model_dump(mode="json"),
-                    "timeout_seconds": run.timeout_seconds,
-                    "retry": run.retry.model_dump(mode="json"),
-                },
-                separators=(",", ":"),
-            )
-        ),
+        "payload": s(run_payload(run)),
         "created_at": t(run.created_at),
         "updated_at": t(run.updated_at),
         "ttl": n(run.expires_at_epoch),

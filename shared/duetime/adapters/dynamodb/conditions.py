@@ -27,6 +27,24 @@ class Condition:
             " AND ".join(f"({self.partiql.format(k=k)})" for k in ks),
         )
 
+    def also(self, other: Condition) -> Condition:
+        """This condition and ``other`` at once (named after this one)."""
+        return Condition(
+            self.name,
+            f"({self.expression}) AND ({other.expression})",
+            self.why,
+            f"({self.partiql}) AND ({other.partiql})",
+        )
+
+    def filled(self, **parts: tuple[str, str]) -> Condition:
+        """A condition written with ``{part}`` clauses, each given in both forms (expression, PartiQL)."""
+        return Condition(
+            self.name,
+            self.expression.format(**{name: forms[0] for name, forms in parts.items()}),
+            self.why,
+            self.partiql.format(**{name: forms[1] for name, forms in parts.items()}),
+        )
+
 
 JOB_IS_NEW = Condition(
     "JOB_IS_NEW",
@@ -56,6 +74,25 @@ RUN_WAITING_FOR_ATTEMPT = Condition(
     "duplicate and stale messages fail here and are dropped.",
     '("status" = :queued OR "status" = :retry_wait) AND "attempt" = :attempt',
 )
+
+RUN_AS_CARRIED = Condition(
+    "RUN_AS_CARRIED",
+    "team = :team AND #partition = :partition AND nominal_at = :nominal_at AND fire_at = :fire_at AND "
+    "max_attempts = :max_attempts AND payload = :payload AND created_at = :created_at AND #ttl = :ttl AND "
+    "{started} AND {indexed}",
+    "A poller's message carries its run as the claim wrote it, so a worker takes the lease without reading "
+    "the row first (with RUN_WAITING_FOR_ATTEMPT): the stored run must be the carried one, attribute by "
+    "attribute (what is called and how, for which team, when), started or not and with a reap entry of its "
+    "own or not as carried. A forged, garbled or outdated message fails here, and the worker reads the row.",
+    '"team" = :team AND "partition" = :partition AND "nominal_at" = :nominal_at AND "fire_at" = :fire_at '
+    'AND "max_attempts" = :max_attempts AND "payload" = :payload AND "created_at" = :created_at AND '
+    '"ttl" = :ttl AND {started} AND {indexed}',
+)
+# RUN_AS_CARRIED's parts: (expression, PartiQL).
+STARTED_AT = ("started_at = :started_at", '"started_at" = :started_at')
+NOT_STARTED = ("attribute_not_exists(started_at)", '"started_at" IS MISSING')
+IN_REAP_INDEX = ("attribute_exists(reap_at)", '"reap_at" IS NOT MISSING')
+NOT_IN_REAP_INDEX = ("attribute_not_exists(reap_at)", '"reap_at" IS MISSING')
 
 LEASE_HELD = Condition(
     "LEASE_HELD",
@@ -310,6 +347,7 @@ ALL_CONDITIONS = (
     RUN_IS_NEW,
     JOB_UNCHANGED_SINCE_READ,
     RUN_WAITING_FOR_ATTEMPT,
+    RUN_AS_CARRIED,
     LEASE_HELD,
     LEASE_OWNED,
     LEASE_EXPIRED,

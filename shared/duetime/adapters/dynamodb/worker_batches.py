@@ -26,7 +26,7 @@ from typing import Any
 
 from duetime.adapters.dynamodb import conditions as c
 from duetime.adapters.dynamodb import partiql
-from duetime.adapters.dynamodb.codec import Item, item_to_run, n, reap_shard, run_key, s, t
+from duetime.adapters.dynamodb.codec import Item, item_to_run, n, reap_shard, run_key, run_payload, s, t
 from duetime.adapters.dynamodb.reads import batch_get
 from duetime.adapters.dynamodb.reap_checks import waiting_check
 from duetime.adapters.dynamodb.tables import TableNames
@@ -99,49 +99,69 @@ class WorkerBatches:
     # --- leases and results ------------------------------------------------------------------------------
 
     def acquire_leases(
-        self, attempts: Sequence[tuple[str, int]], owner: str, now: datetime, lease_until: datetime
+        self,
+        attempts: Sequence[tuple[str, int]],
+        owner: str,
+        now: datetime,
+        lease_until: datetime,
+        carried: Mapping[str, Run] | None = None,
     ) -> dict[str, Run]:
-        if len(attempts) == 1:
+        if len(attempts) == 1:  # one UpdateItem returns the run it leased: no read, carried or not
             ((run_id, attempt),) = attempts
             run = self.acquire_lease(run_id, attempt, owner, now, lease_until)
             return {run_id: run} if run is not None else {}
-        keys: dict[str, Item] = {}
+        carried = carried or {}
+        as_carried = [
+            carried[run_id]
+            for run_id, attempt in attempts
+            if run_id in carried
+            and (carried[run_id].run_id, carried[run_id].attempt) == (run_id, attempt)
+            and is_run_id(run_id)
+        ]
+        taken = {run.run_id for run in as_carried}
+        leased = self._lease(
+            as_carried, self._waiting([a for a in attempts if a[0] not in taken]), owner, now, lease_until
+        )
+        missed = [(run.run_id, run.attempt) for run in as_carried if run.run_id not in leased]
+        if missed:  # a carried run that is not the stored one, or no longer waits: read it, as any other
+            leased.update(self._lease([], self._waiting(missed), owner, now, lease_until))
+        return leased
+
+    def _waiting(self, attempts: Sequence[tuple[str, int]]) -> list[Run]:
+        """The runs that wait for the attempts named (one consistent BatchGetItem); the others are gone, not
+        waiting, or waiting for another attempt (stale or duplicate messages: no lease to take)."""
+        keys: list[Item] = []
         for run_id, _ in attempts:
             try:
-                keys[run_id] = run_key(run_id)
+                keys.append(run_key(run_id))
             except ValueError:
                 continue  # not a run id (a stray message): no such run
+        if not keys:
+            return []
         wanted = dict(attempts)
-        waiting = [
+        return [
             item_to_run(item)
-            for item in batch_get(self.client, self.names.runs, list(keys.values()), consistent=True)
+            for item in batch_get(self.client, self.names.runs, keys, consistent=True)
             if item["status"]["S"] in _WAITING and int(item["attempt"]["N"]) == wanted[item["run_id"]["S"]]
         ]
-        statements = []
-        for run in waiting:
-            values: Item = {
-                ":queued": s(RunStatus.QUEUED),
-                ":retry_wait": s(RunStatus.RETRY_WAIT),
-                ":running": s(RunStatus.RUNNING),
-                ":attempt": n(run.attempt),
-                ":owner": s(owner),
-                ":lease_expires_at": t(lease_until),
-                ":updated_at": t(now),
-                ":started_at": t(run.started_at or now),
-            }
-            statements.append(
-                partiql.update(
-                    self.names.runs,
-                    keys[run.run_id],
-                    c.RUN_WAITING_FOR_ATTEMPT,
-                    {**values, ":status": values[":running"]},
-                    sets=("status", "owner", "lease_expires_at", "updated_at", "started_at"),
-                    removes=("queue_deadline", "retry_at"),
-                )
-            )
+
+    def _lease(
+        self,
+        as_carried: Sequence[Run],
+        as_read: Sequence[Run],
+        owner: str,
+        now: datetime,
+        lease_until: datetime,
+    ) -> dict[str, Run]:
+        """Take the leases of runs carried by their messages (under RUN_AS_CARRIED as well) and of runs just
+        read, in one request: the runs leased, as the store now holds them (instants to the second, as
+        written; a carried run's come from its claim's clock)."""
+        statements = [self._lease_statement(run, owner, now, lease_until, True) for run in as_carried]
+        statements += [self._lease_statement(run, owner, now, lease_until, False) for run in as_read]
         leased: dict[str, Run] = {}
-        for run, written in zip(waiting, partiql.execute(self.client, statements), strict=True):
-            if written:  # the run as the store now holds it (its instants to the second, as written)
+        runs = [*as_carried, *as_read]
+        for run, written in zip(runs, partiql.execute(self.client, statements), strict=True):
+            if written:
                 leased[run.run_id] = run.model_copy(
                     update={
                         "status": RunStatus.RUNNING,
@@ -149,11 +169,56 @@ class WorkerBatches:
                         "lease_expires_at": _as_stored(lease_until),
                         "started_at": run.started_at or _as_stored(now),
                         "updated_at": _as_stored(now),
+                        "created_at": _as_stored(run.created_at),
+                        "nominal_at": _as_stored(run.nominal_at),
+                        "fire_at": _as_stored(run.fire_at),
                         "queue_deadline": None,
                         "retry_at": None,
                     }
                 )
         return leased
+
+    def _lease_statement(
+        self, run: Run, owner: str, now: datetime, lease_until: datetime, carried: bool
+    ) -> partiql.Statement:
+        """RUN_WAITING_FOR_ATTEMPT's write for ``run``; for a carried run, under RUN_AS_CARRIED too."""
+        values: Item = {
+            ":queued": s(RunStatus.QUEUED),
+            ":retry_wait": s(RunStatus.RETRY_WAIT),
+            ":running": s(RunStatus.RUNNING),
+            ":attempt": n(run.attempt),
+            ":owner": s(owner),
+            ":lease_expires_at": t(lease_until),
+            ":updated_at": t(now),
+            ":started_at": t(run.started_at or now),
+        }
+        condition = c.RUN_WAITING_FOR_ATTEMPT
+        if carried:
+            values.update(
+                {
+                    ":team": s(run.team),
+                    ":partition": n(run.partition),
+                    ":nominal_at": t(run.nominal_at),
+                    ":fire_at": t(run.fire_at),
+                    ":max_attempts": n(run.max_attempts),
+                    ":payload": s(run_payload(run)),
+                    ":created_at": t(run.created_at),
+                    ":ttl": n(run.expires_at_epoch),
+                }
+            )
+            as_carried = c.RUN_AS_CARRIED.filled(
+                started=c.STARTED_AT if run.started_at else c.NOT_STARTED,
+                indexed=c.IN_REAP_INDEX if run.in_reap_index else c.NOT_IN_REAP_INDEX,
+            )
+            condition = condition.also(as_carried)
+        return partiql.update(
+            self.names.runs,
+            run_key(run.run_id),
+            condition,
+            {**values, ":status": values[":running"]},
+            sets=("status", "owner", "lease_expires_at", "updated_at", "started_at"),
+            removes=("queue_deadline", "retry_at"),
+        )
 
     def extend_leases(
         self, attempts: Sequence[tuple[str, int]], owner: str, now: datetime, lease_until: datetime
@@ -426,6 +491,15 @@ class WorkerBatches:
 def _release(ks: Sequence[int]) -> tuple[dict[str, str], list[str]]:
     """A release's change to an item's slots ``ks``: both attributes of each removed."""
     return {}, [name for k in ks for name in (f"holder_{k}", f"until_{k}")]
+
+
+def is_run_id(text: str) -> bool:
+    """Whether ``text`` can name a run (``run_key`` takes it)."""
+    try:
+        run_key(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _as_stored(instant: datetime) -> datetime:

@@ -10,7 +10,7 @@ The batch forms are the single forms, run by run.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -134,8 +134,14 @@ class MemoryRuns(Tables):
     # --- the same, many runs a call ----------------------------------------------------------------------
 
     def acquire_leases(
-        self, attempts: Sequence[tuple[str, int]], owner: str, now: datetime, lease_until: datetime
+        self,
+        attempts: Sequence[tuple[str, int]],
+        owner: str,
+        now: datetime,
+        lease_until: datetime,
+        carried: Mapping[str, Run] | None = None,
     ) -> dict[str, Run]:
+        """Each lease as ``acquire_lease`` takes it: the twin reads nothing, so ``carried`` spares nothing."""
         leased = {
             run_id: self.acquire_lease(run_id, attempt, owner, now, lease_until)
             for run_id, attempt in attempts

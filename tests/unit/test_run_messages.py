@@ -1,0 +1,73 @@
+"""Run messages on the queue (``adapters/sqs.py``): a poller's message carries the run it created, except
+what must not travel (header values, a run too big to keep a batch of ten small); a body that names one run
+and carries another, or carries something that is not a run, is not a run message."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from duetime.adapters.memory import MemoryAlerts, MemoryQueue, MemoryStore
+from duetime.adapters.sqs import CARRIED_RUN_MAX_BYTES, decode, encode
+from duetime.clock import ManualClock
+from duetime.ids import PARTITIONS
+from duetime.models import Run
+from duetime.poller import Poller, PollerConfig
+from duetime.ports import RunMessage
+
+from ..twin_support import T0, a_job
+
+
+def a_claimed_run(**target: object) -> Run:
+    """A run as a poller's claim creates it (of a job whose target has ``target``'s fields)."""
+    store, clock = MemoryStore(), ManualClock(T0)
+    spec = {"url": "https://example.com/hook", **target}
+    store.put_job(a_job(clock.now(), target=spec), clock.now())
+    clock.advance(1)
+    config = PollerConfig(partitions=list(range(PARTITIONS)), preload_lead=None)
+    (run,) = Poller(store, store, MemoryQueue(clock), MemoryAlerts(), clock, config).claim().runs
+    return run
+
+
+def test_a_carried_run_comes_out_of_the_queue_as_it_went_in() -> None:
+    run = a_claimed_run(body='{"a": 1}').model_copy(update={"in_reap_index": False})
+    message = decode(encode(RunMessage.carrying(run)))
+    assert message == RunMessage(run.run_id, 1)
+    assert message.run == run and message.run.in_reap_index is False
+
+
+def test_a_run_whose_target_has_headers_travels_by_name_only() -> None:
+    run = a_claimed_run(headers={"Authorization": "Bearer s3cr3t"})
+    body = encode(RunMessage.carrying(run))
+    assert "s3cr3t" not in body and json.loads(body) == {"run_id": run.run_id, "attempt": 1}
+    assert decode(body).run is None
+
+
+def test_a_run_too_big_to_carry_travels_by_name_only() -> None:
+    run = a_claimed_run(body="x" * CARRIED_RUN_MAX_BYTES)
+    assert decode(encode(RunMessage.carrying(run))).run is None
+    assert decode(encode(RunMessage.carrying(a_claimed_run(body="x" * 1000)))).run is not None
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"attempt": 2},  # the message names attempt 1
+        {"run_id": "01JD0000000000000000000000@2026-12-01T10:00:00Z"},
+        {"target": "https://example.com"},  # not a target
+        {"surprise": 1},  # runs forbid fields they do not have
+    ],
+)
+def test_a_body_carrying_another_or_no_valid_run_is_not_a_run_message(change: dict[str, object]) -> None:
+    body = json.loads(encode(RunMessage.carrying(a_claimed_run())))
+    body["run"].update(change)
+    with pytest.raises(ValueError):
+        decode(json.dumps(body))
+
+
+def test_a_carried_run_without_its_reap_entry_flag_is_not_a_run_message() -> None:
+    body = json.loads(encode(RunMessage.carrying(a_claimed_run())))
+    del body["run_in_reap_index"]
+    with pytest.raises(ValueError, match="run_in_reap_index"):
+        decode(json.dumps(body))
