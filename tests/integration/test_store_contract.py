@@ -541,7 +541,7 @@ def test_a_carried_run_that_is_not_the_stored_one_leases_the_stored_run(subject:
     as_sent = {
         one.run_id: carried(one, target=forged),
         two.run_id: carried(two),  # as the claim made it: not started yet
-        three.run_id: carried(three, team="team-other", max_attempts=99),
+        three.run_id: carried(three, team="team-other", max_attempts=99, job_id="01JD00000000000000000000ZZ"),
     }
     attempts = [(run.run_id, 1) for run in (one, two, three)]
 
@@ -551,6 +551,7 @@ def test_a_carried_run_that_is_not_the_stored_one_leases_the_stored_run(subject:
     assert leased[one.run_id].target == one.target
     assert leased[two.run_id].started_at == first_start == at(2)
     assert (leased[three.run_id].team, leased[three.run_id].max_attempts) == (three.team, three.max_attempts)
+    assert leased[three.run_id].job_id == three.job_id
 
 
 def test_batched_results_keep_each_runs_condition(subject: Subject) -> None:

@@ -57,6 +57,8 @@ def test_a_run_too_big_to_carry_travels_by_name_only() -> None:
         {"run_id": "01JD0000000000000000000000@2026-12-01T10:00:00Z"},
         {"target": "https://example.com"},  # not a target
         {"surprise": 1},  # runs forbid fields they do not have
+        {"owner": "worker-x"},  # a waiting run has no owner, lease or result
+        {"result": {"status_code": 200, "duration_ms": 1}},
     ],
 )
 def test_a_body_carrying_another_or_no_valid_run_is_not_a_run_message(change: dict[str, object]) -> None:

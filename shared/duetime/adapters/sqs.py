@@ -49,6 +49,8 @@ def decode(body: str) -> RunMessage:
     run = Run.model_validate(data["run"])  # pydantic's ValidationError is a ValueError
     if (run.run_id, run.attempt) != (data["run_id"], attempt):
         raise ValueError("a run message carrying another run")
+    if any(getattr(run, name) is not None for name in _NOT_CARRIED):
+        raise ValueError("a run message carrying a run that is not waiting")
     indexed = data.get("run_in_reap_index")
     if not isinstance(indexed, bool):
         raise ValueError("run message without a valid run_in_reap_index")

@@ -30,6 +30,7 @@ from duetime.adapters.dynamodb.codec import Item, item_to_run, n, reap_shard, ru
 from duetime.adapters.dynamodb.reads import batch_get
 from duetime.adapters.dynamodb.reap_checks import waiting_check
 from duetime.adapters.dynamodb.tables import TableNames
+from duetime.ids import split_run_id
 from duetime.models import Run, RunStatus, Team
 from duetime.ports import ResultWrite
 from duetime.timeutil import iso_z, parse_iso_z
@@ -116,7 +117,7 @@ class WorkerBatches:
             for run_id, attempt in attempts
             if run_id in carried
             and (carried[run_id].run_id, carried[run_id].attempt) == (run_id, attempt)
-            and is_run_id(run_id)
+            and names_itself(carried[run_id])
         ]
         taken = {run.run_id for run in as_carried}
         leased = self._lease(
@@ -493,13 +494,13 @@ def _release(ks: Sequence[int]) -> tuple[dict[str, str], list[str]]:
     return {}, [name for k in ks for name in (f"holder_{k}", f"until_{k}")]
 
 
-def is_run_id(text: str) -> bool:
-    """Whether ``text`` can name a run (``run_key`` takes it)."""
+def names_itself(run: Run) -> bool:
+    """Whether ``run``'s id is a run id, of its job (the key a lease statement writes to says the rest)."""
     try:
-        run_key(text)
+        job_id, _ = split_run_id(run.run_id)
     except ValueError:
         return False
-    return True
+    return job_id == run.job_id
 
 
 def _as_stored(instant: datetime) -> datetime:
