@@ -17,6 +17,7 @@ from duetime.adapters.dynamodb.catalog import DynamoCatalog
 from duetime.adapters.dynamodb.reap_tickets import listed_run_ids
 from duetime.adapters.dynamodb.store import DynamoStore
 from duetime.adapters.dynamodb.tables import TableNames, create_tables
+from duetime.adapters.sqs import decode, encode
 from duetime.claim_plan import DEFAULT_QUEUE_DEADLINE, PlannedRun, new_run
 from duetime.clock import ManualClock
 from duetime.ids import is_manual_run_id
@@ -74,7 +75,7 @@ class Protocol(RuleBasedStateMachine):
         assert team_record is not None
         self.team_record = team_record
         self.config = PollerConfig(partitions=list(range(64)), preload_lead=None)
-        self.held: dict[str, Run] = {}  # worker -> the run as its lease handed it over
+        self.held: dict[str, Run] = {}  # worker (or batch/run) -> the run as its lease handed it over
         self.terminal_writes: dict[str, int] = {}  # run id -> accepted terminal result writes
         self.claimed_nominals: set[str] = set()
         self.last_next_nominal = {job.id: job.state.next_nominal_at for job in self.jobs}
@@ -146,32 +147,73 @@ class Protocol(RuleBasedStateMachine):
                     assert held.attempt < run.attempt, "two workers were handed the same attempt"
             self.held[worker] = run
 
+    @precondition(lambda self: any(m.run is not None for m in self.queue.messages))
+    @rule(data=st.data())
+    def a_message_lies(self, data: st.DataObject) -> None:
+        """A message carries a run that is not the stored one (forged, garbled): its lease, if any, must
+        still be the stored run's (``deliver_a_batch``)."""
+        carrying = [i for i, m in enumerate(self.queue.messages) if m.run is not None]
+        index = data.draw(st.sampled_from(carrying))
+        run = self.queue.messages[index].run
+        assert run is not None
+        elsewhere = run.target.model_copy(update={"url": "https://attacker.example/steal"})
+        self.queue.messages[index] = RunMessage.carrying(run.model_copy(update={"target": elsewhere}))
+
+    @precondition(lambda self: len(self.queue.messages) >= 2)
+    @rule(worker=st.sampled_from(WORKERS), data=st.data())
+    def deliver_a_batch(self, worker: str, data: st.DataObject) -> None:
+        """A worker's batch of two or three messages, leased in one call: the runs a poller's messages
+        carry are leased without a read when they are the stored ones, and as read when they are not (a
+        run adopted by the reaper, requeued, already started): the leases are the stored runs either way."""
+        batch = [
+            self.queue.messages.pop(data.draw(st.integers(0, len(self.queue.messages) - 1)))
+            for _ in range(data.draw(st.integers(2, min(3, len(self.queue.messages)))))
+        ]
+        chosen: dict[str, RunMessage] = {}  # one message a run, the highest attempt (``Worker``)
+        for message in batch:
+            if message.run_id not in chosen or message.attempt > chosen[message.run_id].attempt:
+                chosen[message.run_id] = decode(encode(message))  # as the queue hands it over
+        now, owner = self.clock.now(), f"{worker}-batch-{uuid.uuid4().hex[:6]}"
+        leased = self.store.acquire_leases(
+            [(m.run_id, m.attempt) for m in chosen.values()],
+            owner,
+            now,
+            now + LEASE,
+            carried={m.run_id: m.run for m in chosen.values() if m.run is not None},
+        )
+        for run in leased.values():
+            assert run == self.store.get_run(run.run_id), "a lease returned a run that is not the stored one"
+            for held in self.held.values():
+                assert held.run_id != run.run_id or held.attempt < run.attempt, "one attempt leased twice"
+            self.held[f"{owner}/{run.run_id}"] = run
+
     @precondition(lambda self: self.held)
     @rule(data=st.data())
     def heartbeat(self, data: st.DataObject) -> None:
         worker = data.draw(st.sampled_from(sorted(self.held)))
         if worker in self.held:
             held, now = self.held[worker], self.clock.now()
-            self.store.extend_lease(held.run_id, held.attempt, worker, now, now + LEASE)
+            assert held.owner is not None
+            self.store.extend_lease(held.run_id, held.attempt, held.owner, now, now + LEASE)
 
     @precondition(lambda self: self.held)
     @rule(data=st.data(), succeed=st.booleans())
     def finish(self, data: st.DataObject, succeed: bool) -> None:
         worker = data.draw(st.sampled_from(sorted(self.held)))
         held = self.held.pop(worker)  # the worker's view: the run as leased, perhaps stale by now
-        run_id, attempt = held.run_id, held.attempt
+        run_id, attempt, owner = held.run_id, held.attempt, held.owner
         run = self.store.get_run(run_id)
-        assert run is not None
+        assert run is not None and owner is not None
         status = RunStatus.SUCCEEDED if succeed else RunStatus.FAILED
-        accepted = self.store.record_result(held, worker, status, RunResult(duration_ms=1), self.clock.now())
+        accepted = self.store.record_result(held, owner, status, RunResult(duration_ms=1), self.clock.now())
         current = self.store.get_run(run_id)
         assert current is not None
         if accepted:
-            assert run.owner == worker and run.attempt == attempt, "a stale worker's result was accepted"
+            assert run.owner == owner and run.attempt == attempt, "a stale worker's result was accepted"
             self.terminal_writes[run_id] = self.terminal_writes.get(run_id, 0) + 1
             assert current.status is status
         else:
-            assert run.owner != worker or run.attempt != attempt or run.status is not RunStatus.RUNNING
+            assert run.owner != owner or run.attempt != attempt or run.status is not RunStatus.RUNNING
 
     def teardown(self) -> None:
         for table in (self.names.jobs, self.names.runs, self.names.control):
