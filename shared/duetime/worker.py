@@ -152,6 +152,7 @@ class Worker:
         self.owner = owner or f"worker-{uuid.uuid4().hex[:12]}"
         self.rng = rng or random.Random()
         self.wait = wait or threading.Event.wait
+        self._call_pools = threading.local()
 
     def process(self, message: RunMessage) -> WorkReport:
         """Work one message (a batch of one); raises what working it raised."""
@@ -224,22 +225,35 @@ class Worker:
         )
         beat.start()
         outcomes: dict[str, WorkReport | Exception] = {}
+        futures: dict[Future[TargetResponse], _Call] = {}
         try:
-            with ThreadPoolExecutor(max_workers=min(len(calls), self.config.parallel_calls)) as pool:
-                futures = {pool.submit(self._call, call, lease_until): call for call in calls}
-                pending = set(futures)
-                while pending:
-                    ended, pending = wait(pending, return_when=FIRST_COMPLETED)
-                    if pending:
-                        more, pending = wait(pending, timeout=self.config.gather.total_seconds())
-                        ended |= more
-                    wave = [(futures[future], future) for future in ended]
-                    flight.land([call.run.run_id for call, _ in wave])
-                    outcomes.update(self._land(wave, started, flight))
+            pool = self._call_pool()
+            futures = {pool.submit(self._call, call, lease_until): call for call in calls}
+            pending = set(futures)
+            while pending:
+                ended, pending = wait(pending, return_when=FIRST_COMPLETED)
+                if pending:
+                    more, pending = wait(pending, timeout=self.config.gather.total_seconds())
+                    ended |= more
+                wave = [(futures[future], future) for future in ended]
+                flight.land([call.run.run_id for call, _ in wave])
+                outcomes.update(self._land(wave, started, flight))
         finally:
+            wait(futures)  # a batch that stops early still ends with no call of its own in flight
             done.set()
             beat.join()
         return outcomes
+
+    def _call_pool(self) -> ThreadPoolExecutor:
+        """The calling thread's pool for its batches' target calls, kept from batch to batch (starting ten
+        threads for every batch cost about a tenth of a worker's CPU). One per thread that works batches, so
+        batches worked at once never queue behind each other's calls; a pool's threads end with the pool
+        (when its thread or this worker is gone)."""
+        pool: ThreadPoolExecutor | None = getattr(self._call_pools, "pool", None)
+        if pool is None:
+            pool = ThreadPoolExecutor(self.config.parallel_calls, thread_name_prefix="target-call")
+            self._call_pools.pool = pool
+        return pool
 
     def _call(self, call: _Call, lease_until: datetime) -> TargetResponse:
         """Call ``call``'s target, if its lease (taken until ``lease_until``) still has a heartbeat left (or

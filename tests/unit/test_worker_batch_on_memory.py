@@ -115,3 +115,46 @@ def test_a_team_whose_slots_cannot_be_taken_fails_alone_and_the_rest_of_the_batc
             report = reports[run_id]
             assert isinstance(report, WorkReport) and report.outcome is WorkOutcome.SUCCEEDED
             assert run.status is RunStatus.SUCCEEDED
+
+
+class CallingThreads(AllAtOnce):
+    """``AllAtOnce``, noting the thread each call ran on."""
+
+    def __init__(self, expected: int) -> None:
+        super().__init__(expected)
+        self.threads: set[threading.Thread] = set()  # the objects, not their idents (which are reused)
+        self.lock = threading.Lock()
+
+    def call(self, request: TargetRequest) -> TargetResponse:
+        with self.lock:
+            self.threads.add(threading.current_thread())
+        return super().call(request)
+
+
+def test_a_worker_calls_its_batches_targets_on_threads_it_keeps_from_batch_to_batch() -> None:
+    store, clock = world("team-a")
+    target = CallingThreads(10)  # each batch's ten calls in flight together: ten threads a batch
+    worker = Worker(store, store, MemoryQueue(clock), MemoryAlerts(), target, clock)  # type: ignore[arg-type]
+
+    reports = [worker.process_batch(claimed(store, clock, ["team-a"] * 10)) for _ in range(4)]
+
+    outcomes = [r.outcome for batch in reports for r in batch if isinstance(r, WorkReport)]
+    assert outcomes == [WorkOutcome.SUCCEEDED] * 40
+    assert threading.current_thread() not in target.threads  # called off the batch's thread, as before
+    assert len(target.threads) == worker.config.parallel_calls  # four batches, one set of ten threads
+
+
+def test_batches_worked_at_once_on_two_threads_do_not_share_their_calling_threads() -> None:
+    store, clock = world("team-a")
+    batches = [claimed(store, clock, ["team-a"] * 10) for _ in range(2)]
+    target = AllAtOnce(20)  # both batches' twenty calls must be in flight together
+    worker = Worker(store, store, MemoryQueue(clock), MemoryAlerts(), target, clock)  # type: ignore[arg-type]
+    reports: list[list[WorkReport | Exception]] = []
+    threads = [threading.Thread(target=lambda b=b: reports.append(worker.process_batch(b))) for b in batches]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=10)
+
+    outcomes = [r.outcome for batch in reports for r in batch if isinstance(r, WorkReport)]
+    assert outcomes == [WorkOutcome.SUCCEEDED] * 20
