@@ -162,7 +162,8 @@ start_localstack() {
   mkdir -p "$RUN" "$CACHE/localstack-volume"
   GATEWAY_LISTEN="127.0.0.1:$LS_PORT" LOCALSTACK_VOLUME_DIR="$CACHE/localstack-volume" \
     SERVICES=sqs,events,scheduler,sns,cloudwatch,logs,sts,iam SKIP_INFRA_DOWNLOADS=1 \
-    DISABLE_EVENTS=1 setsid "$LS_VENV/bin/python" -m localstack.runtime.main >"$RUN/$LS_NAME.log" 2>&1 &
+    SQS_DISABLE_CLOUDWATCH_METRICS="${SQS_DISABLE_CLOUDWATCH_METRICS:-1}" DISABLE_EVENTS=1 \
+    setsid "$LS_VENV/bin/python" -m localstack.runtime.main >"$RUN/$LS_NAME.log" 2>&1 &
   echo $! >"$RUN/$LS_NAME.pid"
   STARTED+=("$LS_NAME")
   wait_for "$LS_NAME" "$LS_URL/_localstack/health" 120
@@ -190,6 +191,7 @@ start_deployed() {
   env ${unset[@]+"${unset[@]}"} OVERRIDE_IN_DOCKER=0 FILESYSTEM_ROOT="$DEP_ROOT" TMPDIR="$DEP_ROOT/tmp" \
     GATEWAY_LISTEN="127.0.0.1:$DEP_PORT" SERVICES="$DEP_SERVICES" LAMBDA_RUNTIME_EXECUTOR=duetime-process \
     SKIP_SSL_CERT_DOWNLOAD=1 DISABLE_EVENTS=1 DNS_ADDRESS=0 DISABLE_BOTO_RETRIES=1 \
+    SQS_DISABLE_CLOUDWATCH_METRICS="${SQS_DISABLE_CLOUDWATCH_METRICS:-1}" \
     DUETIME_SQS_LONG_POLLING=1 LAMBDA_EVENT_SOURCE_MAPPING_POLL_INTERVAL_SEC=0 \
     setsid "$LS_VENV/bin/python" -m localstack.runtime.main \
     >"$RUN/$DEP_NAME.log" 2>&1 &
