@@ -30,8 +30,22 @@ def ceil_seconds(value: datetime) -> datetime:
 
 
 def iso_z(value: datetime) -> str:
-    """Format an instant as ``2026-12-01T00:00:00Z`` (second precision, UTC)."""
-    return to_utc(value).strftime(ISO_Z)
+    """Format an instant as ``2026-12-01T00:00:00Z`` (second precision, UTC). The same text as
+    ``strftime(ISO_Z)``, built by %-formatting the fields (2.7x faster; a run's path formats ~27 instants);
+    years before 1000, which ``strftime`` leaves unpadded, still go through it."""
+    if value.tzinfo is not UTC:
+        value = to_utc(value)
+    if value.year < 1000:
+        return value.strftime(ISO_Z)
+    # %-formatting, not an f-string: format specs in an f-string took 1.8 us here, %-formatting 0.95 us.
+    return "%04d-%02d-%02dT%02d:%02d:%02dZ" % (  # noqa: UP031
+        value.year,
+        value.month,
+        value.day,
+        value.hour,
+        value.minute,
+        value.second,
+    )
 
 
 def parse_iso_z(text: str) -> datetime:

@@ -33,7 +33,7 @@ from duetime.adapters.dynamodb.tables import TableNames
 from duetime.ids import split_run_id
 from duetime.models import Run, RunStatus, Team
 from duetime.ports import ResultWrite
-from duetime.timeutil import iso_z, parse_iso_z
+from duetime.timeutil import parse_iso_z, whole_seconds
 
 log = logging.getLogger(__name__)
 
@@ -504,4 +504,5 @@ def names_itself(run: Run) -> bool:
 
 
 def _as_stored(instant: datetime) -> datetime:
-    return parse_iso_z(iso_z(instant))
+    """``instant`` as the store holds it: UTC, whole seconds (``parse_iso_z(iso_z(instant))``)."""
+    return whole_seconds(instant)
