@@ -71,5 +71,8 @@ def test_bench_runcpu_claims_and_works_every_job_and_prints_the_cpu_of_each_stag
     result = bench_json("runcpu", "--jobs", "60")
     assert result["runs_claimed"] == 60 and result["runs_worked"] == 60 and result["batches"] >= 6
     assert result["poller_cpu_ms_per_run"] > 0 and result["worker_cpu_ms_per_run"] > 0
+    assert result["event_source_cpu_ms_per_run"] > 0  # receive and delete, measured apart from the function
     total = result["poller_cpu_ms_per_run"] + result["worker_cpu_ms_per_run"]
     assert abs(result["client_cpu_ms_per_run"] - total) <= 0.002  # the figure itself: BENCHMARKS.md
+    with_event_source = total + result["event_source_cpu_ms_per_run"]
+    assert abs(result["client_cpu_ms_per_run_with_event_source"] - with_event_source) <= 0.003

@@ -4,10 +4,11 @@ The spike's ``client_cpu_ms_per_run`` is every process's CPU over the spike divi
 holds what the installation spends each second whatever it runs (64 partitions swept every second, workers
 long-polling, clocks refined), spread over however many runs the emulators let through in those seconds.
 This bench measures the path alone: N jobs due in one second, claimed by the real poller's sweeps
-(``Poller.claim``), then worked by the real worker a batch of 10 at a time (``work_batch``: receive, lease,
-slots, call, record, free, delete), one after the other in one thread of this process, each stage's
-process CPU divided by its runs. The target answers from a process of its own; the clients carry no
-ledger (as on Lambda); DynamoDB Local and LocalStack are what they are (their CPU is not the client's).
+(``Poller.claim``), then worked by the real worker a batch of 10 at a time (``work_batch``: lease, slots,
+call, record, free), one after the other in one thread of this process, each stage's process CPU divided by
+its runs. The batch's receive and delete (the event source's part: on AWS, Lambda's own pollers) are
+measured apart. The target answers from a process of its own; the clients carry no ledger (as on Lambda);
+DynamoDB Local and LocalStack are what they are (their CPU is not the client's).
 """
 
 from __future__ import annotations
@@ -72,26 +73,43 @@ def _run_cpu(stack: BenchStack, jobs: int, target_url: str) -> dict[str, Any]:
     )
     consumer = SqsConsumer(sqs, stack.queue_url)
     worked = empty = batches = 0
-    cpu = time.process_time()
+    worker_cpu = event_source_cpu = 0.0
     while worked < claimed and empty < 5:
+        cpu = time.process_time()
         messages = consumer.receive(BATCH)
+        event_source_cpu += time.process_time() - cpu
         if not messages:
             empty += 1
             continue
+        cpu = time.process_time()
         outcome = work_batch(worker, [(m.message_id, m.body) for m in messages])
+        worker_cpu += time.process_time() - cpu
         failed = set(outcome.failed)
+        cpu = time.process_time()
         consumer.delete([m.receipt_handle for m in messages if m.message_id not in failed])
+        event_source_cpu += time.process_time() - cpu
         worked += len(messages)
         batches += 1
-    worker_cpu = time.process_time() - cpu
-    return run_cpu_figures(jobs, claimed, sweeps, poller_cpu, worked, batches, worker_cpu)
+    return run_cpu_figures(jobs, claimed, sweeps, poller_cpu, worked, batches, worker_cpu, event_source_cpu)
 
 
 def run_cpu_figures(
-    jobs: int, claimed: int, sweeps: int, poller_cpu_s: float, worked: int, batches: int, worker_cpu_s: float
+    jobs: int,
+    claimed: int,
+    sweeps: int,
+    poller_cpu_s: float,
+    worked: int,
+    batches: int,
+    worker_cpu_s: float,
+    event_source_cpu_s: float,
 ) -> dict[str, Any]:
+    """Per run: the poller's CPU, the worker function's (``work_batch``: what a Lambda invocation runs), and
+    the event source's (receiving and deleting the batch's messages: on AWS the event source mapping's own
+    pollers do that, outside the function). ``client_cpu_ms_per_run`` is poller + worker function, the CPU
+    duetime's Lambda functions spend; ``..._with_event_source`` adds the receive and delete."""
     poller_ms = poller_cpu_s * 1000 / max(1, claimed)
     worker_ms = worker_cpu_s * 1000 / max(1, worked)
+    event_source_ms = event_source_cpu_s * 1000 / max(1, worked)
     return {
         "jobs": jobs,
         "runs_claimed": claimed,
@@ -100,5 +118,7 @@ def run_cpu_figures(
         "batches": batches,
         "poller_cpu_ms_per_run": round(poller_ms, 3),
         "worker_cpu_ms_per_run": round(worker_ms, 3),
+        "event_source_cpu_ms_per_run": round(event_source_ms, 3),
         "client_cpu_ms_per_run": round(poller_ms + worker_ms, 3),
+        "client_cpu_ms_per_run_with_event_source": round(poller_ms + worker_ms + event_source_ms, 3),
     }
