@@ -46,11 +46,26 @@ def make_store(s: Settings, dynamodb: Any | None = None) -> DynamoStore:
     )
 
 
+_REFINING: list[StoreClock] = []  # the clocks ``make_store_clock`` keeps refined, until ``forget``
+
+
 def make_store_clock(store: DynamoStore) -> StoreClock:
     """The store's clock, kept refined to a few milliseconds by probes in the background."""
     clock = StoreClock(store.client, sync=lambda: store.low_water_marks([0]))
     clock.start_refining()
+    _REFINING.append(clock)
     return clock
+
+
+def forget() -> None:
+    """Drop every object this module made and kept (settings, services, stores), and stop the probes of
+    the clocks it made, so the next call wires itself to the environment as it is now. For tests: a
+    process that runs handlers never needs it."""
+    for value in list(globals().values()):
+        if callable(getattr(value, "cache_clear", None)) and getattr(value, "__module__", "") == __name__:
+            value.cache_clear()
+    while _REFINING:
+        _REFINING.pop().stop_refining()
 
 
 def make_alerts(s: Settings, store: DynamoStore) -> AlertSink:

@@ -32,13 +32,8 @@ def deployed(stack: Stack, monkeypatch: pytest.MonkeyPatch) -> Iterator[Stack]:
 
 def forget_wiring() -> None:
     """Drop every object ``wiring`` made and kept (settings, services, stores on the tables of a test that
-    ended), so the next handler call wires itself to the current environment."""
-    for value in vars(wiring).values():
-        if (
-            callable(getattr(value, "cache_clear", None))
-            and getattr(value, "__module__", "") == wiring.__name__
-        ):
-            value.cache_clear()
+    ended) and stop its clocks' probes, so the next handler call wires itself to the current environment."""
+    wiring.forget()
 
 
 def sqs_event(bodies: list[str]) -> dict[str, Any]:

@@ -23,10 +23,8 @@ def no_emulator_endpoints(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     for name in [n for n in os.environ if n.startswith("AWS_ENDPOINT_URL")]:
         monkeypatch.delenv(name)
     yield
-    for module in (clients, wiring, api):
-        for value in vars(module).values():
-            if (
-                callable(getattr(value, "cache_clear", None))
-                and getattr(value, "__module__", "") == module.__name__
-            ):
-                value.cache_clear()
+    wiring.forget()  # its caches, and its clocks' probe threads
+    clients.client.cache_clear()
+    for value in vars(api).values():
+        if callable(getattr(value, "cache_clear", None)) and getattr(value, "__module__", "") == api.__name__:
+            value.cache_clear()

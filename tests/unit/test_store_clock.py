@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import math
+import threading
+import time
+from collections.abc import Callable
 
 import pytest
 
@@ -76,3 +79,28 @@ def test_a_jump_of_our_own_clock_resets_the_bounds_to_the_newest_response() -> N
 
 def test_without_a_sync_call_the_clock_cannot_probe() -> None:
     assert StoreClock(None).refine() is False
+
+
+def wait_for(condition: Callable[[], bool], seconds: float = 5.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.005)
+    return condition()
+
+
+def probing_threads() -> int:
+    return sum(1 for t in threading.enumerate() if t.name == "store-clock-probe")
+
+
+def test_a_clock_told_to_stop_refining_ends_its_probe_thread_and_keeps_its_bounds() -> None:
+    store = SimulatedStore(offset=0.3)
+    before = probing_threads()
+    store.clock.start_refining(every=0.01)
+    assert probing_threads() == before + 1
+    assert wait_for(lambda: store.calls > 0)  # it probed at once
+    now = store.clock.now()
+
+    store.clock.stop_refining()
+
+    assert probing_threads() == before
+    assert store.clock.now() == now  # the bounds it had: the local time has not moved

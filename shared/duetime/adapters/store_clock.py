@@ -36,6 +36,10 @@ REFINED_TO_SECONDS = 0.02  # probing stops once the offset is known to within th
 _Bound = tuple[float, float]  # (bound on server - local, local time it was observed)
 
 
+class _RefiningStopped(Exception):
+    """``stop_refining`` was called while the refining thread waited to probe."""
+
+
 class StoreClock:
     def __init__(
         self,
@@ -53,6 +57,7 @@ class StoreClock:
         self._high: _Bound | None = None
         self._lock = threading.Lock()
         self._refiner: threading.Thread | None = None
+        self._stop_refining = threading.Event()
         if client is not None:
             events = client.meta.events
             events.register("before-call.dynamodb", self._before_call)
@@ -155,12 +160,26 @@ class StoreClock:
             return
 
         def keep_refined() -> None:
-            while True:
+            while not self._stop_refining.is_set():
                 try:
-                    self.refine()
+                    self.refine(sleep=self._wait_unless_stopped)
+                except _RefiningStopped:
+                    return
                 except Exception:  # a failed probe is retried next round; the clock keeps working
                     log.warning("store clock probe failed", exc_info=True)
-                time.sleep(every)
+                self._stop_refining.wait(every)
 
         self._refiner = threading.Thread(target=keep_refined, name="store-clock-probe", daemon=True)
         self._refiner.start()
+
+    def _wait_unless_stopped(self, seconds: float) -> None:
+        """The refining thread's wait before a probe: cut short, and the probes given up, when stopped."""
+        if self._stop_refining.wait(seconds):
+            raise _RefiningStopped
+
+    def stop_refining(self, timeout: float = 5.0) -> None:
+        """End ``start_refining``'s thread (after a probe under way, if any); the clock keeps its bounds and
+        its hooks. For whoever drops the clock while the process goes on (tests rewiring to new tables)."""
+        self._stop_refining.set()
+        if self._refiner is not None:
+            self._refiner.join(timeout)
