@@ -5,7 +5,9 @@ from __future__ import annotations
 import functools
 import json
 import os
+import sys
 from datetime import timedelta
+from types import ModuleType
 from typing import Any
 
 from duetime.adapters.alerts import SnsAlerts, StoredAlerts
@@ -57,13 +59,19 @@ def make_store_clock(store: DynamoStore) -> StoreClock:
     return clock
 
 
+def clear_caches(module: ModuleType) -> None:
+    """Clear every ``functools`` cache that ``module`` defines (the objects it made once and kept)."""
+    for value in list(vars(module).values()):
+        defined_here = getattr(value, "__module__", "") == module.__name__
+        if defined_here and callable(getattr(value, "cache_clear", None)):
+            value.cache_clear()
+
+
 def forget() -> None:
     """Drop every object this module made and kept (settings, services, stores), and stop the probes of
     the clocks it made, so the next call wires itself to the environment as it is now. For tests: a
     process that runs handlers never needs it."""
-    for value in list(globals().values()):
-        if callable(getattr(value, "cache_clear", None)) and getattr(value, "__module__", "") == __name__:
-            value.cache_clear()
+    clear_caches(sys.modules[__name__])
     while _REFINING:
         _REFINING.pop().stop_refining()
 

@@ -24,7 +24,5 @@ def no_emulator_endpoints(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         monkeypatch.delenv(name)
     yield
     wiring.forget()  # its caches, and its clocks' probe threads
-    clients.client.cache_clear()
-    for value in vars(api).values():
-        if callable(getattr(value, "cache_clear", None)) and getattr(value, "__module__", "") == api.__name__:
-            value.cache_clear()
+    wiring.clear_caches(clients)
+    wiring.clear_caches(api)

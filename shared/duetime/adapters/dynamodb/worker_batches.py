@@ -167,12 +167,12 @@ class WorkerBatches:
                     update={
                         "status": RunStatus.RUNNING,
                         "owner": owner,
-                        "lease_expires_at": _as_stored(lease_until),
-                        "started_at": run.started_at or _as_stored(now),
-                        "updated_at": _as_stored(now),
-                        "created_at": _as_stored(run.created_at),
-                        "nominal_at": _as_stored(run.nominal_at),
-                        "fire_at": _as_stored(run.fire_at),
+                        "lease_expires_at": whole_seconds(lease_until),
+                        "started_at": run.started_at or whole_seconds(now),
+                        "updated_at": whole_seconds(now),
+                        "created_at": whole_seconds(run.created_at),
+                        "nominal_at": whole_seconds(run.nominal_at),
+                        "fire_at": whole_seconds(run.fire_at),
                         "queue_deadline": None,
                         "retry_at": None,
                     }
@@ -501,8 +501,3 @@ def names_itself(run: Run) -> bool:
     except ValueError:
         return False
     return job_id == run.job_id
-
-
-def _as_stored(instant: datetime) -> datetime:
-    """``instant`` as the store holds it: UTC, whole seconds (``parse_iso_z(iso_z(instant))``)."""
-    return whole_seconds(instant)
