@@ -93,6 +93,9 @@ class JsonRequestHandler(BaseHTTPRequestHandler):
     that hang up (a target call past its timeout)."""
 
     protocol_version = "HTTP/1.1"
+    # The head and the body are two writes: with Nagle's algorithm on, the body waits for the caller's
+    # delayed ACK of the head (~40 ms on Linux), so every answer took 40 ms more than it should.
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: Any) -> None:
         return

@@ -50,10 +50,9 @@ from duetime.adapters.dynamodb.reap_tickets import (
 )
 from duetime.adapters.dynamodb.tables import DUE_INDEX, REAP_INDEX, TableNames
 from duetime.adapters.dynamodb.worker_batches import (
-    SLOT_GROUPS_SEARCHED,
     SLOTS_PER_ITEM,
-    SLOTS_PER_KEY,
     WorkerBatches,
+    slot_groups_to_search,
     slot_key,
 )
 from duetime.claim_plan import Claim
@@ -638,9 +637,7 @@ class DynamoStore(WorkerBatches):
         first = random.randrange(team.max_concurrency)
         if self._take_slot(team.team_id, first, run_id, now, lease_until):
             return first
-        groups = list(range(math.ceil(team.max_concurrency / SLOTS_PER_KEY)))
-        random.shuffle(groups)
-        for group in groups[:SLOT_GROUPS_SEARCHED]:
+        for group in slot_groups_to_search(team.max_concurrency):
             for slot in self._free_slots(team, group, now):
                 if slot != first and self._take_slot(team.team_id, slot, run_id, now, lease_until):
                     return slot

