@@ -309,6 +309,7 @@ def run_plan(args: argparse.Namespace) -> None:
         poller_memory_mb=args.poller_memory_mb,
         peak_workers=args.peak_workers,
         poller_hot_standby=args.poller_hot_standby,
+        worker_min_pollers=args.worker_min_pollers,
     )
     inputs = PlanInputs(
         jobs=parse_count(args.jobs),
@@ -547,6 +548,12 @@ def parser() -> argparse.ArgumentParser:
     )
     plan.add_argument(
         "--peak-workers", type=int, default=90, help="the stack's provisioned workers before midnight"
+    )
+    plan.add_argument(
+        "--worker-min-pollers",
+        type=int,
+        default=0,
+        help="the stack's worker_min_pollers: its event source in provisioned mode (0: standard mode)",
     )
     plan.add_argument("--url", help="read the real due histogram of a running duetime (/v1/load)")
     plan.add_argument("--token")

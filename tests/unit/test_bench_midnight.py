@@ -76,6 +76,23 @@ def test_the_event_source_grows_by_its_published_rate() -> None:
     assert esm_concurrency(replace(model, max_concurrency=1000), 600) == 1000
 
 
+def test_the_event_source_in_provisioned_mode_starts_with_its_pollers_and_grows_faster() -> None:
+    model = replace(AwsModel(), esm_min_pollers=2, esm_max_pollers=100)
+    assert esm_concurrency(model, 0) == 20  # 10 invocations a poller
+    assert esm_concurrency(model, 6.0) == 120  # 1,000 a minute
+    assert esm_concurrency(model, 600) == 1000  # the maximum pollers'; MaximumConcurrency (100) is not used
+    assert esm_concurrency(replace(model, esm_max_pollers=2000), 3600) == 20_000  # Lambda's ceiling
+
+
+def test_an_exact_burst_starts_sooner_with_the_event_source_in_provisioned_mode() -> None:
+    standard = run_midnight(6000, model=SMALL)
+    provisioned = run_midnight(6000, model=replace(SMALL, esm_min_pollers=2))
+
+    assert provisioned["seconds_to_all_started"] < standard["seconds_to_all_started"]
+    assert provisioned["lost"] == standard["lost"] == 0
+    assert provisioned["duplicate_runs"] == 0
+
+
 def test_the_key_meter_holds_back_writes_past_one_seconds_units() -> None:
     meter = KeyMeter(limit=100)
     assert meter.write("k", 100, at=0.0) == 0.0

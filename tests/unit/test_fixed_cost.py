@@ -144,6 +144,13 @@ def test_scheduled_scaling_provisions_the_peak_window_and_the_baseline() -> None
     )  # the prescaler keeps the baseline all day
 
 
+def test_the_event_source_in_provisioned_mode_bills_its_minimum_pollers_all_month() -> None:
+    assert fixed_monthly_cost(64)["monthly_fixed_parts"]["event_pollers_minimum"] == 0  # standard mode
+    two = fixed_monthly_cost(64, replace(DEFAULTS, worker_min_pollers=2))
+    assert two["monthly_fixed_parts"]["event_pollers_minimum"] == pytest.approx(2 * 720 * 0.00925, abs=0.01)
+    assert two["monthly_fixed_usd"] == pytest.approx(fixed_monthly_cost(64)["monthly_fixed_usd"] + 13.32)
+
+
 def test_cloudwatch_and_sqs_parts() -> None:
     parts = fixed_monthly_cost(64)["monthly_fixed_parts"]
     assert DEFAULTS.alarm_metrics == 23

@@ -99,6 +99,9 @@ class StackDefaults:
     worker_memory_mb: int = 1024  # Workers: memory_mb=1024
     prescale_minutes_per_day: float = 20.0  # peak_scale_up cron(55 23) to peak_scale_down cron(15 0)
     baseline_provisioned_workers: int = 0  # StackConfig.baseline_workers: the rest of the day
+    # StackConfig.worker_min_pollers: the worker's event source in provisioned mode keeps this many SQS event
+    # pollers all day (0: standard mode, no poller is billed).
+    worker_min_pollers: int = 0
     dashboards: int = 1
     # Observability's alarms, each metric a metric-math alarm reads counted: latency p99 (1), dead runs
     # (2), dead letters (1), poller takeovers (1), DynamoDB throttles (2 tables x 2), poller errors (the
@@ -349,6 +352,10 @@ def fixed_monthly_cost(
         "sqs_idle_receives": receives_per_month * PRICES_USD["sqs_request"],
         "prescaler_lambda": prescaler["usd_lambda"],
         "prescaler_dynamodb_reads": prescaler["usd_reads"],
+        "event_pollers_minimum": stack.worker_min_pollers
+        * SECONDS_PER_MONTH
+        / 3600
+        * PRICES_USD["lambda_sqs_event_poller_hour"],
     }
     return {
         "monthly_fixed_usd": round(sum(parts.values()), 2),

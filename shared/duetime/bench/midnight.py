@@ -829,7 +829,7 @@ class Simulation:
         """Messages show at ``at``: the event source notices (and starts growing), parked slots wake."""
         if self.first_message is None:
             self.first_message = at
-            for slot in self.slots[self.model.esm_initial :]:
+            for slot in self.slots[self.model.esm_start() :]:
                 self._schedule(self._activation(slot.index), slot)
         for slot in self.parked:
             slot.parked = False
@@ -837,12 +837,12 @@ class Simulation:
         self.parked.clear()
 
     def _activation(self, index: int) -> float:
-        """When the event source's ``index``-th concurrent batch starts (it grows by esm_scale_per_minute)."""
+        """When the event source's ``index``-th concurrent batch starts (growing by esm_growth_per_minute)."""
         assert self.first_message is not None
         m = self.model
-        if index < m.esm_initial:
+        if index < m.esm_start():
             return self.first_message
-        return self.first_message + (index - m.esm_initial + 1) * 60 / m.esm_scale_per_minute
+        return self.first_message + (index - m.esm_start() + 1) * 60 / m.esm_growth_per_minute()
 
     def _schedule(self, at: float, actor: Actor) -> None:
         heapq.heappush(self._events, _Event(at, next(self._seq), actor))
@@ -875,9 +875,8 @@ class Simulation:
             actor = PollerActor(self, poller, f"poller-{g}")
             pollers.append(actor)
             self._schedule(self.now(), actor)
-        limit = min(self.model.max_concurrency, 1000)
-        self.slots = [WorkerSlot(self, i) for i in range(limit)]
-        for slot in self.slots[: self.model.esm_initial]:
+        self.slots = [WorkerSlot(self, i) for i in range(self.model.esm_cap())]
+        for slot in self.slots[: self.model.esm_start()]:
             self._schedule(self.now(), slot)
         while self._events and len(self.starts) < self.jobs:
             event = heapq.heappop(self._events)
@@ -1026,7 +1025,8 @@ def _pct(values: list[float], q: float) -> float | None:
 DECIDED_BY_MODEL = {
     "seconds_to_all_claimed": "model: poller CPU per claim over its vCPU share, ddb_batch_statement_ms, "
     "claim_concurrency, key throttling; code: order, chunks, sweeps, what is claimed",
-    "seconds_to_all_started": "model: esm_initial, esm_scale_per_minute, max_concurrency, cold_start_ms, "
+    "seconds_to_all_started": "model: esm_initial, esm_scale_per_minute, max_concurrency (or esm_*_pollers "
+    "in provisioned mode), cold_start_ms, "
     "the worker's latencies and CPU, target_ms; code: the requests each batch makes",
     "start_lateness_*": "as seconds_to_all_started",
     "peak_claims_per_s_per_partition": "model: the claim rate; code: which partitions a chunk holds",

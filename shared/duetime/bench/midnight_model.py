@@ -42,6 +42,14 @@ class AwsModel:
     esm_initial: int = 5
     esm_scale_per_minute: float = 300.0
     max_concurrency: int = 100
+    # The event source in provisioned mode (the stack's worker_min_pollers; 0: standard mode, as above).
+    # Lambda docs and pricing page: each SQS event poller runs up to 10 concurrent invocations; provisioned
+    # mode grows by up to 1,000 concurrency a minute to esm_max_pollers' worth (20,000 at most), and bills
+    # $0.00925 per poller-hour. MaximumConcurrency does not apply in provisioned mode.
+    esm_min_pollers: int = 0
+    esm_max_pollers: int = 200
+    esm_invokes_per_poller: int = 10
+    esm_provisioned_scale_per_minute: float = 1000.0
     provisioned_workers: int = 90  # StackConfig.peak_workers, provisioned before midnight
     cold_start_ms: float = (
         1000.0  # a worker past the provisioned ones (assumption: Python + boto3 + pydantic)
@@ -64,6 +72,26 @@ class AwsModel:
     # "Preload memory"); 512 MB is the default poller's memory.
     poller_base_mb: float = 73.0
     preload_bytes_per_row: float = 422.0
+
+    @property
+    def esm_provisioned(self) -> bool:
+        return self.esm_min_pollers > 0
+
+    def esm_start(self) -> int:
+        """Concurrent batches the event source runs as soon as messages appear."""
+        if self.esm_provisioned:
+            return min(self.esm_cap(), self.esm_min_pollers * self.esm_invokes_per_poller)
+        return min(self.esm_cap(), self.esm_initial)
+
+    def esm_growth_per_minute(self) -> float:
+        return self.esm_provisioned_scale_per_minute if self.esm_provisioned else self.esm_scale_per_minute
+
+    def esm_cap(self) -> int:
+        """The most concurrent batches: the stack's MaximumConcurrency (standard mode, 1,000 at most), or
+        the maximum pollers' invocations (provisioned mode, 20,000 at most)."""
+        if self.esm_provisioned:
+            return min(20_000, max(self.esm_min_pollers, self.esm_max_pollers) * self.esm_invokes_per_poller)
+        return min(self.max_concurrency, 1000)
 
     def vcpu(self, memory_mb: int) -> float:
         """Lambda's CPU share for a memory size; one Python process uses one vCPU at most (the GIL)."""
@@ -134,7 +162,7 @@ class KeyMeter:
 
 def esm_concurrency(model: AwsModel, since_first_message: float) -> int:
     """Concurrent batches the event source runs ``since_first_message`` seconds after messages appeared."""
-    grown = model.esm_initial + math.floor(
-        max(0.0, since_first_message) * model.esm_scale_per_minute / 60 + 1e-9
+    grown = model.esm_start() + math.floor(
+        max(0.0, since_first_message) * model.esm_growth_per_minute() / 60 + 1e-9
     )
-    return max(1, min(model.max_concurrency, 1000, grown))
+    return max(1, min(model.esm_cap(), grown))

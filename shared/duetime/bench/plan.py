@@ -67,7 +67,7 @@ def capacity_plan(p: PlanInputs, stack: StackDefaults | None = None) -> dict[str
     runs, ``duetime.bench.fixed_cost``), and their sum."""
     stack = stack or StackDefaults()
     fixed = fixed_monthly_cost(p.partitions, stack)
-    model = AwsModel(poller_groups=p.poller_groups)
+    model = AwsModel(poller_groups=p.poller_groups, esm_min_pollers=stack.worker_min_pollers)
     spike = midnight_estimate(p.spike_jobs, p.spike_window_s, model, p.partitions, p.spike_exact_fraction)
     worker_rate = p.worker_rate or spike["worker_starts_per_s_each"]
     average = p.runs_per_day / 86_400
@@ -96,7 +96,8 @@ def capacity_plan(p: PlanInputs, stack: StackDefaults | None = None) -> dict[str
             f"on the AWS model the spike takes {spike['seconds_to_all_started']:,.0f} s to start, not "
             f"{p.spike_window_s}: its claims take {spike['seconds_to_all_claimed']:,.0f} s (more poller "
             f"groups or poller memory shorten them) and {spike['workers_needed']} workers would start it "
-            "in time (worker_max_concurrency caps them); or spread it with jitter"
+            "in time (worker_max_concurrency caps them; worker_min_pollers' provisioned mode grows them "
+            "faster); or spread it with jitter"
         )
     for name, value in keys:
         if value > 0.8 * PARTITION_WRITE_LIMIT:

@@ -55,9 +55,10 @@ def worker_starts_per_s(model: AwsModel) -> float:
 
 def seconds_to_start(jobs: int, model: AwsModel, rate: float) -> float:
     """Seconds for the event source to start ``jobs`` runs at ``rate`` a worker: its concurrency grows from
-    ``esm_initial`` by ``esm_scale_per_minute`` to ``max_concurrency`` (the stack's cap), and the runs started
-    by T are ``rate`` times the area under that curve. Left out: cold starts past the provisioned workers."""
-    start, grow, cap = model.esm_initial, model.esm_scale_per_minute / 60, model.max_concurrency
+    ``esm_start`` by ``esm_growth_per_minute`` to ``esm_cap`` (standard or provisioned mode, ``AwsModel``),
+    and the runs started by T are ``rate`` times the area under that curve. Left out: cold starts past the
+    provisioned workers."""
+    start, grow, cap = model.esm_start(), model.esm_growth_per_minute() / 60, model.esm_cap()
     ramp_s = max(0.0, (cap - start) / grow) if grow else 0.0
     ramp_runs = rate * (start * ramp_s + grow * ramp_s**2 / 2)
     if jobs <= ramp_runs:  # done while still growing: solve rate * (start T + grow T^2 / 2) = jobs
@@ -95,7 +96,7 @@ def midnight_estimate(
         peak_units = 2 * peak_claims
     else:
         peak_claims = min(due_per_poller_s, poller_claims_per_s(model, loaded=True)) / (partitions / groups)
-        peak_units = peak_claims + min(jobs / window_s, model.max_concurrency * rate) / partitions
+        peak_units = peak_claims + min(jobs / window_s, model.esm_cap() * rate) / partitions
     return {
         "poller_claims_per_s": round(claims_per_s, 1),
         "seconds_to_all_claimed": round(claimed_s, 1),

@@ -22,4 +22,8 @@ PRICES_USD = {
     # https://aws.amazon.com/xray/pricing/: traces recorded (Lambda active tracing records one per sampled
     # invocation; the sampler keeps the first request each second, so every poller tick is one).
     "xray_trace_recorded": 5.00 / 1_000_000,
+    # https://aws.amazon.com/lambda/pricing/ (Provisioned Mode for ESM): an SQS event poller is one Event
+    # Poller Unit, billed per EPU-hour (per second, 1-minute minimum) for the minimum pollers and for those
+    # the mapping scales up to.
+    "lambda_sqs_event_poller_hour": 0.00925,
 }
