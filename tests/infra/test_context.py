@@ -160,6 +160,8 @@ def test_the_cdks_own_context_keys_are_left_to_the_cdk() -> None:
         ("alert_email", "oncall", "e-mail address"),
         ("peak_scale_up", "23:55", "schedule expression"),
         ("worker_batch_size", "11", "less than or equal to 10"),
+        ("worker_min_pollers", "1", "greater than or equal to 2"),
+        ("worker_max_pollers", "1", "greater than or equal to 2"),
         ("partition_groups", "0-31", "cover partitions 0-63"),
     ],
 )
@@ -188,6 +190,15 @@ def test_the_scaling_mode_reaches_the_template() -> None:
     _, scheduled = app_with({**THROWAWAY, "scheduled_scaling": "true", "forecast_scaling": "false"}, {})
     assert len(scheduled.find_resources("AWS::ApplicationAutoScaling::ScalableTarget")) == 1
     assert scheduled.find_resources("AWS::Lambda::Function", {"Properties": {"Handler": prescaler}}) == {}
+
+
+def test_worker_min_pollers_from_the_command_line_reaches_the_event_source() -> None:
+    # cdk.json sets worker_max_concurrency (to its default), which provisioned mode leaves out.
+    _, template = app_with({**THROWAWAY, "worker_min_pollers": "20"}, {})
+    (mapping,) = template.find_resources("AWS::Lambda::EventSourceMapping").values()
+    assert mapping["Properties"]["ProvisionedPollerConfig"] == {"MinimumPollers": 20, "MaximumPollers": 200}
+    assert "ScalingConfig" not in mapping["Properties"]
+    assert StackConfig.from_mapping({"worker_min_pollers": None}).worker_min_pollers is None  # standard
 
 
 def test_settings_are_parsed_from_the_strings_the_command_line_gives() -> None:

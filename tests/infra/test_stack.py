@@ -202,6 +202,43 @@ def test_workers_take_sqs_batches_with_partial_failures_and_a_concurrency_cap(te
     )
 
 
+def test_by_default_the_worker_event_source_is_in_standard_mode(template: Template) -> None:
+    (mapping,) = resources(template, "AWS::Lambda::EventSourceMapping").values()
+    assert mapping["Properties"]["ScalingConfig"] == {"MaximumConcurrency": 100}
+    assert "ProvisionedPollerConfig" not in mapping["Properties"]
+
+
+def test_worker_min_pollers_puts_the_worker_event_source_in_provisioned_mode(tmp_path: Path) -> None:
+    _, template = synth(deletion_protection="false", worker_min_pollers="20", worker_max_pollers="100")
+    (mapping,) = resources(template, "AWS::Lambda::EventSourceMapping").values()
+    properties = mapping["Properties"]
+    assert properties["ProvisionedPollerConfig"] == {"MinimumPollers": 20, "MaximumPollers": 100}
+    assert "ScalingConfig" not in properties  # AWS refuses MaximumConcurrency with provisioned mode
+    assert (properties["BatchSize"], properties["FunctionResponseTypes"]) == (10, ["ReportBatchItemFailures"])
+    cfn_lint(template, tmp_path)
+    _, minimum_only = synth(deletion_protection="false", worker_min_pollers="2")
+    (mapping,) = resources(minimum_only, "AWS::Lambda::EventSourceMapping").values()
+    assert mapping["Properties"]["ProvisionedPollerConfig"] == {"MinimumPollers": 2, "MaximumPollers": 200}
+
+
+def test_worker_pollers_out_of_range_are_refused_naming_the_setting() -> None:
+    for context, refused in (
+        ({"worker_min_pollers": "1"}, r"worker_min_pollers: Input should be greater than or equal to 2"),
+        ({"worker_min_pollers": "201"}, r"worker_min_pollers: Input should be less than or equal to 200"),
+        ({"worker_min_pollers": "2", "worker_max_pollers": "2001"}, r"worker_max_pollers: .* equal to 2000"),
+        (
+            {"worker_min_pollers": "20", "worker_max_pollers": "10"},
+            r"worker_max_pollers: must be at least worker_min_pollers \(20\) \(given: '10'\)",
+        ),
+        (  # a cap provisioned mode would silently drop
+            {"worker_min_pollers": "20", "worker_max_concurrency": "50"},
+            r"worker_max_concurrency \(50\) caps the worker's event source in standard mode only",
+        ),
+    ):
+        with pytest.raises(ContextError, match=refused):
+            StackConfig.from_mapping(context)
+
+
 @pytest.fixture(scope="module")
 def scheduled() -> Template:
     """The stack with the worker's provisioned concurrency on the daily schedule instead of the forecast."""

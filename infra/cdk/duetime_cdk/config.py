@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from duetime.ids import DEFAULT_POLLER_GROUPS, PARTITIONS
 from duetime.settings import parse_partitions
@@ -49,6 +49,14 @@ class StackConfig(BaseModel):
     poller_rest_when_quiet: bool = True
     worker_max_concurrency: int = Field(default=100, ge=2, le=1000)
     worker_batch_size: int = Field(default=10, ge=1, le=10)
+    # The worker's SQS event source in provisioned mode: at least worker_min_pollers event pollers kept
+    # running (each up to 10 concurrent batches), up to worker_max_pollers, scaling by up to 1,000 concurrent
+    # invocations a minute. Unset: standard mode, which starts a spike with 5 and adds up to 300 a minute, so
+    # the midnight spike of exact jobs waits on that ramp. It costs $0.00925 per poller-hour (us-east-1), for
+    # the minimum all month: 2 pollers $13.32 a month, 20 $133.20; more while scaling. Provisioned mode has no
+    # MaximumConcurrency (AWS refuses both): worker_max_pollers is then the worker's cap.
+    worker_min_pollers: int | None = Field(default=None, ge=2, le=200)
+    worker_max_pollers: int = Field(default=200, ge=2, le=2000)
     # The most workers ever provisioned: the prescaler's ceiling, or the scheduled peak window's workers.
     peak_workers: int = Field(default=90, ge=1, le=1000)
     # Workers kept provisioned when nothing is forecast (outside the peak window, with scheduled_scaling). 0
@@ -119,6 +127,14 @@ class StackConfig(BaseModel):
             raise ValueError("partition_groups must cover partitions 0-63, each exactly once")
         return groups
 
+    @field_validator("worker_max_pollers")
+    @classmethod
+    def _at_least_the_minimum(cls, maximum: int, info: ValidationInfo) -> int:
+        minimum = info.data.get("worker_min_pollers")
+        if minimum is not None and maximum < minimum:
+            raise ValueError(f"must be at least worker_min_pollers ({minimum})")
+        return maximum
+
     @field_validator("lambda_asset")
     @classmethod
     def _built(cls, path: Path) -> Path:
@@ -147,6 +163,14 @@ class StackConfig(BaseModel):
                     "does not have: leave it unset (or false) with localstack=true"
                 )
             self.scheduled_scaling = False
+        default_cap = type(self).model_fields["worker_max_concurrency"].default
+        if self.worker_min_pollers is not None and self.worker_max_concurrency != default_cap:
+            raise ValueError(
+                f"worker_max_concurrency ({self.worker_max_concurrency}) caps the worker's event source in "
+                "standard mode only; with worker_min_pollers (provisioned mode) AWS takes no "
+                "MaximumConcurrency: cap the worker with worker_max_pollers instead (about 10 concurrent "
+                "batches a poller)"
+            )
         if self.forecast_scaling and self.scheduled_scaling:
             raise ValueError(
                 "forecast_scaling and scheduled_scaling both set the worker alias's provisioned concurrency: "

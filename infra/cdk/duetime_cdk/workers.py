@@ -74,12 +74,25 @@ class Workers(Construct):
             ],
         ).function
         self.alias = lambda_.Alias(self, "Live", alias_name="live", version=self.function.current_version)
+        # Standard mode: Lambda's pollers ramp from 5 concurrent batches by up to 300 a minute, capped by
+        # MaximumConcurrency. With worker_min_pollers, provisioned mode: that many pollers kept ready (billed
+        # per poller-hour), scaling by up to 1,000 a minute; AWS refuses MaximumConcurrency with it, so
+        # worker_max_pollers is the cap. LocalStack (2026.3) creates and keeps the setting, so it stays on
+        # LocalStack too; its polling honours neither setting.
+        pollers = (
+            None
+            if config.worker_min_pollers is None
+            else lambda_.ProvisionedPollerConfig(
+                minimum_pollers=config.worker_min_pollers, maximum_pollers=config.worker_max_pollers
+            )
+        )
         self.alias.add_event_source(
             sources.SqsEventSource(
                 queue.queue,
                 batch_size=config.worker_batch_size,
                 report_batch_item_failures=True,
-                max_concurrency=config.worker_max_concurrency,
+                max_concurrency=config.worker_max_concurrency if pollers is None else None,
+                provisioned_poller_config=pollers,
             )
         )
         if config.scheduled_scaling:
