@@ -2,6 +2,7 @@
 
 import pytest
 
+from duetime.bench.fixed_cost import StackDefaults
 from duetime.bench.plan import (
     MEASURED_PRELOAD_BYTES_PER_JOB,
     PlanInputs,
@@ -50,6 +51,24 @@ def test_the_seed_spike_on_the_aws_model_is_late_and_says_why() -> None:
     assert all_jittered["spike_on_the_aws_model"]["peak_claims_per_s_per_partition"] == pytest.approx(
         26.0, abs=0.1
     )
+
+
+def test_the_exact_seed_spike_starts_in_time_with_sixteen_groups_and_the_event_source_provisioned() -> None:
+    # 16 groups claim in a quarter of the time; provisioned mode starts 20 workers and adds 1,000 a minute.
+    inputs = PlanInputs(poller_groups=16)
+    standard = capacity_plan(inputs, StackDefaults(poller_groups=16))
+    provisioned = capacity_plan(inputs, StackDefaults(poller_groups=16, worker_min_pollers=2))
+    assert standard["spike_on_the_aws_model"]["seconds_to_all_claimed"] == pytest.approx(33.9, abs=0.5)
+    assert standard["spike_on_the_aws_model"]["seconds_to_all_started"] > 120  # the standard ramp
+    assert provisioned["spike_on_the_aws_model"]["seconds_to_all_started"] == pytest.approx(43.5, abs=0.5)
+    assert provisioned["warnings"] == []
+    assert provisioned["monthly_fixed_parts"]["event_pollers_minimum"] == pytest.approx(13.32, abs=0.01)
+
+
+def test_bigger_pollers_claim_the_spike_sooner() -> None:
+    default = capacity_plan(PlanInputs())["spike_on_the_aws_model"]
+    bigger = capacity_plan(PlanInputs(), StackDefaults(poller_memory_mb=1769))["spike_on_the_aws_model"]
+    assert bigger["seconds_to_all_claimed"] < default["seconds_to_all_claimed"] / 2  # a vCPU, not 0.29
 
 
 def test_each_poller_preloads_its_groups_share_of_the_spike_at_the_measured_bytes_per_job() -> None:

@@ -67,7 +67,11 @@ def capacity_plan(p: PlanInputs, stack: StackDefaults | None = None) -> dict[str
     runs, ``duetime.bench.fixed_cost``), and their sum."""
     stack = stack or StackDefaults()
     fixed = fixed_monthly_cost(p.partitions, stack)
-    model = AwsModel(poller_groups=p.poller_groups, esm_min_pollers=stack.worker_min_pollers)
+    model = AwsModel(
+        poller_groups=p.poller_groups,
+        poller_memory_mb=stack.poller_memory_mb,
+        esm_min_pollers=stack.worker_min_pollers,
+    )
     spike = midnight_estimate(p.spike_jobs, p.spike_window_s, model, p.partitions, p.spike_exact_fraction)
     worker_rate = p.worker_rate or spike["worker_starts_per_s_each"]
     average = p.runs_per_day / 86_400
