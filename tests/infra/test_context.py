@@ -163,6 +163,7 @@ def test_the_cdks_own_context_keys_are_left_to_the_cdk() -> None:
         ("worker_min_pollers", "1", "greater than or equal to 2"),
         ("worker_max_pollers", "1", "greater than or equal to 2"),
         ("partition_groups", "0-31", "cover partitions 0-63"),
+        ("partition_groups", "12", "must divide 64"),
     ],
 )
 def test_a_bad_value_fails_the_synth_naming_the_setting(key: str, value: str, why: str) -> None:
@@ -199,6 +200,13 @@ def test_worker_min_pollers_from_the_command_line_reaches_the_event_source() -> 
     assert mapping["Properties"]["ProvisionedPollerConfig"] == {"MinimumPollers": 20, "MaximumPollers": 200}
     assert "ScalingConfig" not in mapping["Properties"]
     assert StackConfig.from_mapping({"worker_min_pollers": None}).worker_min_pollers is None  # standard
+
+
+def test_a_number_of_partition_groups_is_that_many_equal_ranges() -> None:
+    sixteen = StackConfig.from_mapping({"partition_groups": "16"}).partition_groups
+    assert sixteen == [list(range(first, first + 4)) for first in range(0, 64, 4)]
+    assert StackConfig.from_mapping({"partition_groups": "4"}) == StackConfig()  # the default groups
+    assert StackConfig.from_mapping({"partition_groups": "1"}).partition_groups == [list(range(64))]
 
 
 def test_settings_are_parsed_from_the_strings_the_command_line_gives() -> None:

@@ -115,6 +115,17 @@ class StackConfig(BaseModel):
     @field_validator("partition_groups", mode="before")
     @classmethod
     def _groups(cls, value: Any) -> Any:
+        """``"0-31,32-63"`` (each comma-separated range one group), or a number of equal groups of
+        consecutive partitions: ``16`` is ``"0-3,4-7,...,60-63"``."""
+        if isinstance(value, str) and value.strip().isdigit():
+            value = int(value)
+        if isinstance(value, int) and not isinstance(value, bool):
+            if value < 1 or PARTITIONS % value:
+                raise ValueError(
+                    f"a number of partition groups must divide {PARTITIONS}: 1, 2, 4, 8, 16, 32 or 64"
+                )
+            size = PARTITIONS // value
+            return [list(range(first, first + size)) for first in range(0, PARTITIONS, size)]
         if isinstance(value, str):
             return [parse_partitions(group) for group in value.split(",")]
         return value
