@@ -278,6 +278,16 @@ def test_a_provisioned_baseline_of_workers_is_a_setting() -> None:
         "2",
         "40",
     )
+    assert "DUETIME_PRESCALE_POLICY" not in variables  # standard mode: the policy's 5 on-demand workers
+
+
+def test_in_provisioned_mode_the_prescaler_counts_the_minimum_pollers_workers_as_on_demand() -> None:
+    _, template = synth(deletion_protection="false", worker_min_pollers="3")
+    (prescaler,) = [
+        resources(template, "AWS::Lambda::Function")[f] for f in function_ids(template, PRESCALER)
+    ]
+    policy = prescaler["Properties"]["Environment"]["Variables"]["DUETIME_PRESCALE_POLICY"]
+    assert json.loads(policy) == {"on_demand_workers": 30}  # a busy minute 30 workers start needs none
 
 
 def test_provisioned_workers_can_be_left_out_altogether() -> None:

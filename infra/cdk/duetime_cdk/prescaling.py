@@ -3,6 +3,8 @@ from the due index's forecast (``forecast_scaling``)."""
 
 from __future__ import annotations
 
+import json
+
 import aws_cdk as cdk
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
@@ -18,6 +20,7 @@ from duetime_cdk.storage import Storage
 PRESCALER_INTERVAL = cdk.Duration.minutes(5)
 PRESCALER_MEMORY_MB = 256
 PRESCALER_TIMEOUT = cdk.Duration.seconds(60)
+INVOCATIONS_PER_SQS_POLLER = 10  # Lambda docs: an SQS event poller in provisioned mode runs up to 10 at once
 
 # Lambda API calls on provisioned concurrency: on the alias, whose configuration they set. IAM may evaluate
 # such a call against the function's unqualified ARN as well, so the role names both.
@@ -52,6 +55,14 @@ class Prescaler(Construct):
         """``worker``: the worker alias (``live``) the SQS event source invokes, whose provisioned
         concurrency the prescaler sets."""
         super().__init__(scope, id)
+        environment = {
+            "DUETIME_WORKER_FUNCTION_ARN": worker.function_arn,  # qualified: ...:function:<name>:live
+            "DUETIME_PRESCALE_MAX_WORKERS": str(config.peak_workers),
+            "DUETIME_PRESCALE_BASELINE_WORKERS": str(config.baseline_workers),
+        }
+        if config.worker_min_pollers is not None:  # provisioned mode starts a spike with its pollers' workers
+            on_demand = config.worker_min_pollers * INVOCATIONS_PER_SQS_POLLER
+            environment["DUETIME_PRESCALE_POLICY"] = json.dumps({"on_demand_workers": on_demand})
         self.function = DuetimeFunction(
             self,
             "Prescaler",
@@ -60,11 +71,7 @@ class Prescaler(Construct):
             service="prescaler",
             timeout=PRESCALER_TIMEOUT,
             memory_mb=PRESCALER_MEMORY_MB,
-            environment={
-                "DUETIME_WORKER_FUNCTION_ARN": worker.function_arn,  # qualified: ...:function:<name>:live
-                "DUETIME_PRESCALE_MAX_WORKERS": str(config.peak_workers),
-                "DUETIME_PRESCALE_BASELINE_WORKERS": str(config.baseline_workers),
-            },
+            environment=environment,
             statements=[
                 allow(["dynamodb:Query"], [storage.index_arn("jobs", DUE_INDEX)]),  # Select=COUNT
                 allow(PROVISIONED_CONCURRENCY_ACTIONS, [worker.function_arn, worker.lambda_.function_arn]),
