@@ -29,6 +29,7 @@ from duetime.api_models import (
     PreviewRun,
     RunList,
     RunOut,
+    TriggerIn,
 )
 from duetime.authorizer import request_team
 from duetime.errors import (
@@ -310,8 +311,10 @@ def resume_job(job_id: JobId) -> JobOut:
 
 
 @app.post("/v1/jobs/<job_id>/trigger", responses=_responses(201, RunOut, 404, 409), security=SECURITY)
-def trigger_job(job_id: JobId) -> Response[RunOut]:
-    return Response(status_code=201, content_type=JSON, body=RunOut.of(service().trigger(team(), job_id)))
+def trigger_job(job_id: JobId, request: Annotated[TriggerIn | None, Body()] = None) -> Response[RunOut]:
+    sent = json.loads(app.current_event.body or "null")  # re-read: powertools takes a list's first item
+    run = service().trigger(team(), job_id, sent)
+    return Response(status_code=201, content_type=JSON, body=RunOut.of(run))
 
 
 @app.get("/v1/jobs/<job_id>/runs", responses=_responses(200, RunList, 404), security=SECURITY)
@@ -338,6 +341,18 @@ def get_run(run_id: RunId) -> RunOut:
 @app.post("/v1/runs/<run_id>/retry", responses=_responses(200, RunOut, 404, 409), security=SECURITY)
 def retry_run(run_id: RunId) -> RunOut:
     return RunOut.of(service().retry_run(team(), run_id))
+
+
+@app.post(
+    "/v1/runs/<run_id>/cancel",
+    responses=_responses(200, RunOut, 404, 409),
+    security=SECURITY,
+    description="A queued or retry-waiting run becomes `cancelled` at once and is never called. A running "
+    "one becomes `cancelled` too: its worker gives the call up at its next heartbeat (within 20 s), frees "
+    "its concurrency slot and records no result. A finished run answers 409.",
+)
+def cancel_run(run_id: RunId) -> RunOut:
+    return RunOut.of(service().cancel_run(team(), run_id))
 
 
 @app.get(

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from duetime.models import (
@@ -95,6 +96,33 @@ class JobOut(JobSpec):
             created_at=job.created_at,
             updated_at=job.updated_at,
         )
+
+
+MAX_TRIGGER_BODY = 64 * 1024  # as a target's stored body (``HttpTarget.body``)
+
+
+class TriggerIn(BaseModel):
+    """``POST /v1/jobs/{id}/trigger``'s optional body: what this one run sends instead of the job's body."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    body: Any = Field(
+        default=None,
+        description="The request body of this run only (the job's stored target is not changed). A string "
+        "is sent as it is; any other JSON value (object, array, number, true/false) is sent as its compact "
+        "JSON text. Left out or null: the job's own body. At most 64 KiB once encoded (longer: 422 naming "
+        "`body`).",
+    )
+
+    @field_validator("body")
+    @classmethod
+    def _as_text(cls, value: Any) -> str | None:
+        if value is None:
+            return None
+        text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+        if len(text.encode()) > MAX_TRIGGER_BODY:
+            raise ValueError(f"body is longer than {MAX_TRIGGER_BODY} bytes once encoded")
+        return text
 
 
 class JobList(Out):

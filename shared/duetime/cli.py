@@ -154,7 +154,8 @@ def run_jobs(args: argparse.Namespace) -> None:
     elif action in ("pause", "resume"):
         show(client.request("POST", client.job_path(args.id, action)), args.json)
     elif action == "trigger":
-        show(client.request("POST", client.job_path(args.id, "trigger")), args.json)
+        sent = {"body": args.body} if args.body is not None else None
+        show(client.request("POST", client.job_path(args.id, "trigger"), sent), args.json)
     elif action == "delete":
         client.request("DELETE", client.job_path(args.id))
         show({"deleted": args.id}, args.json)
@@ -169,8 +170,8 @@ def run_runs(args: argparse.Namespace) -> None:
         show(data, args.json, RUN_COLUMNS, "runs")
     elif args.action == "get":
         show(client.request("GET", client.run_path(args.id)), args.json)
-    else:
-        show(client.request("POST", client.run_path(args.id, "retry")), args.json)
+    else:  # retry, cancel
+        show(client.request("POST", client.run_path(args.id, args.action)), args.json)
 
 
 def run_preview(args: argparse.Namespace) -> None:
@@ -404,8 +405,11 @@ def parser() -> argparse.ArgumentParser:
     listing = api_flags(jobs.add_parser("list", help="list your jobs"))
     listing.add_argument("--limit", type=int, default=50)
     listing.add_argument("--cursor")
-    for action in ("get", "pause", "resume", "trigger", "delete"):
+    for action in ("get", "pause", "resume", "delete"):
         api_flags(jobs.add_parser(action, help=f"{action} a job")).add_argument("id")
+    trigger = api_flags(jobs.add_parser("trigger", help="run a job now (its schedule is not touched)"))
+    trigger.add_argument("id")
+    trigger.add_argument("--body", help="this run's request body, sent as given (default: the job's)")
 
     runs = commands.add_parser("runs", help="a job's runs").add_subparsers(dest="action", required=True)
     run_list = api_flags(runs.add_parser("list", help="runs of a job, newest first"))
@@ -414,6 +418,7 @@ def parser() -> argparse.ArgumentParser:
     run_list.add_argument("--cursor")
     api_flags(runs.add_parser("get", help="one run")).add_argument("id", help="run id")
     api_flags(runs.add_parser("retry", help="send a failed or dead run back to the queue")).add_argument("id")
+    api_flags(runs.add_parser("cancel", help="cancel a queued, waiting or running run")).add_argument("id")
 
     add_team_commands(commands)
 

@@ -173,6 +173,12 @@ class RunStore(Protocol):
         """
         ...
 
+    def cancel_run(self, run_id: str, now: datetime) -> Run | None:
+        """queued|retry_wait|running -> cancelled (condition RUN_CANCELLABLE), finished now and out of the
+        reap index: the run as stored after it, or None when it is finished (or missing). A cancelled run is
+        never leased again, and a running one's heartbeat and result are refused."""
+        ...
+
     # A worker's batch: the same writes, each under the same condition, many runs a request. Each run id at
     # most once per call; each write succeeds or fails on its own, as the single-run form would.
 
@@ -251,6 +257,11 @@ class RunStore(Protocol):
         """A queued or retry_wait run whose message was lost gets a new deadline (condition WAIT_EXPIRED);
         the caller sends the message again."""
         ...
+
+
+class JobAndRunStore(JobStore, RunStore, Protocol):
+    """A store of both jobs and runs (every store here is): what the API's service writes besides the
+    catalog."""
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from duetime.errors import (
 )
 from duetime.ids import make_manual_run_id, new_job_id, partition_of
 from duetime.models import CronSchedule, Job, JobSpec, Run, Team
-from duetime.ports import JobStore, RunMessage, RunQueue
+from duetime.ports import JobAndRunStore, RunMessage, RunQueue
 from duetime.schedule import fire_time, is_dst_shifted, next_nominal_after, rate_anchor
 from duetime.target_guard import TargetRefused, check_target_url
 from duetime.team_admin import TeamAdmin, hash_token
@@ -72,7 +72,7 @@ class JobService:
     def __init__(
         self,
         catalog: DynamoCatalog,
-        marks: JobStore,
+        marks: JobAndRunStore,
         queue: RunQueue,
         clock: Clock,
         allow_private_targets: bool = False,
@@ -220,14 +220,19 @@ class JobService:
                 return
         raise Conflict("the job kept changing while being deleted; try again")
 
-    def trigger(self, team: Team, job_id: str) -> Run:
+    def trigger(self, team: Team, job_id: str, request: Any = None) -> Run:
         """Run the job now under a manual run id (``<job id>@<now>~manual-<nonce>``, never a scheduled
-        run's id); the schedule is not touched."""
+        run's id); the schedule is not touched. ``request`` is the trigger's JSON body, if any
+        (``TriggerIn``): its ``body`` is this run's request body instead of the job's (the run carries its
+        own copy of the target, so the job is not changed)."""
+        body = _trigger_body(request)
         job = self.get_job(team, job_id)
         now = self.clock.now()
         nominal = whole_seconds(now)
         run_id = make_manual_run_id(job.id, nominal)
         run = new_run(job, PlannedRun(nominal, nominal), now, now + self.queue_deadline, run_id)
+        if body is not None:
+            run = run.model_copy(update={"target": run.target.model_copy(update={"body": body})})
         if not self.catalog.insert_run(run):  # 40 random bits met another trigger's in the same second
             raise Conflict(f"run {run.run_id} exists; trigger again")
         self.queue.send([RunMessage(run.run_id, run.attempt)])
@@ -256,6 +261,16 @@ class JobService:
             raise Conflict(f"run {run_id} is {run.status.value}; only failed or dead runs can be retried")
         self.queue.send([RunMessage(queued.run_id, queued.attempt)])
         return queued
+
+    def cancel_run(self, team: Team, run_id: str) -> Run:
+        """A queued, retry-waiting or running run becomes cancelled at once (``RunStore.cancel_run``); a
+        finished one is a conflict."""
+        run = self.get_run(team, run_id)
+        cancelled = self.marks.cancel_run(run.run_id, self.clock.now())
+        if cancelled is None:
+            now = self.get_run(team, run_id)  # it finished meanwhile, or was already finished
+            raise Conflict(f"run {run_id} is {now.status.value}; only an unfinished run can be cancelled")
+        return cancelled
 
     # --- forecasts --------------------------------------------------------------------------------------
 
@@ -290,6 +305,21 @@ class JobService:
             cursor = page.cursor
             if not cursor:
                 return dict(sorted(counts.items()))
+
+
+def _trigger_body(request: Any) -> str | None:
+    """The body a trigger request asks for (None: the job's own), validated as ``TriggerIn``."""
+    from duetime.api_models import TriggerIn  # the API's shapes import this module
+
+    if request is None:
+        return None
+    if not isinstance(request, dict):
+        raise InvalidInput('the request body must be a JSON object, e.g. {"body": ...}', "body")
+    try:
+        body: str | None = TriggerIn.model_validate(request).body  # the model's validator made it text
+        return body
+    except ValidationError as exc:
+        raise from_validation_error(exc) from exc
 
 
 def _quota_error(team: Team, exc: StoreQuotaExceeded) -> QuotaExceeded:

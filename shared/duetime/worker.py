@@ -68,6 +68,7 @@ class WorkOutcome(StrEnum):
     DUPLICATE = "duplicate"  # lease not acquired: another worker has (or had) this attempt
     DEFERRED = "deferred"  # team at its concurrency cap; re-queued without using the attempt
     STALE = "stale"  # the call happened but the lease was lost: the result write was rejected
+    CANCELLED = "cancelled"  # cancelled while called (``POST /v1/runs/{id}/cancel``): given up, not recorded
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,7 @@ class _Flight:
     calls: dict[str, _Call]
     lock: threading.Lock = field(default_factory=threading.Lock)
     heartbeat_errors: int = 0
+    cancelled: set[str] = field(default_factory=set)  # runs cancelled while called: given up
 
     def snapshot(self) -> list[_Call]:
         with self.lock:
@@ -290,9 +292,17 @@ class Worker:
             log.exception("recording results failed")
             self._release_slots([call for call, _ in wave])  # the failed request may not have freed them
             return {call.run.run_id: outcomes.get(call.run.run_id, exc) for call, _ in wave}
+        with flight.lock:
+            known = set(flight.cancelled)
+        refused = [w.run.run_id for _, _, w in answered if w.run.run_id not in recorded]
+        cancelled = known | self._cancelled_among([run_id for run_id in refused if run_id not in known])
         for call, response, write in answered:
             try:
-                outcome = self._after_record(write, recorded, now)
+                outcome = (
+                    WorkOutcome.CANCELLED
+                    if call.run.run_id in cancelled and call.run.run_id not in recorded
+                    else self._after_record(write, recorded, now)
+                )
             except Exception as exc:
                 outcomes[call.run.run_id] = exc
                 continue
@@ -309,6 +319,19 @@ class Worker:
                 heartbeat_errors=flight.heartbeat_errors,
             )
         return outcomes
+
+    def _cancelled_among(self, refused: list[str]) -> set[str]:
+        """Which of the runs whose results the store refused were cancelled (one read each; rare)."""
+        cancelled: set[str] = set()
+        for run_id in refused:
+            try:
+                run = self.runs.get_run(run_id)
+            except Exception:
+                log.warning("reading a refused run failed", exc_info=True)
+                continue
+            if run is not None and run.status is RunStatus.CANCELLED:
+                cancelled.add(run_id)
+        return cancelled
 
     def _release_slots(self, calls: list[_Call]) -> None:
         for team_id, slots in _slots_by_team(calls).items():
@@ -383,14 +406,28 @@ class Worker:
                     "heartbeat failed (%d in a row); trying again in %.2f s", failures, delay, exc_info=True
                 )
                 continue
-            lost = [call.run.run_id for call in calls if call.run.run_id not in held]
+            lost = [call for call in calls if call.run.run_id not in held]
             if lost:
-                log.warning("lease lost during the call", extra={"run_ids": lost})
-                flight.land(lost)
+                log.warning("lease lost during the call", extra={"run_ids": [c.run.run_id for c in lost]})
+                flight.land([call.run.run_id for call in lost])
+                self._give_up_cancelled(lost, flight)
             for call in calls:
                 if call.run.run_id in held:
                     call.heartbeats += 1
             expires, failures, delay = until, 0, self.config.heartbeat.total_seconds()
+
+    def _give_up_cancelled(self, lost: list[_Call], flight: _Flight) -> None:
+        """Of the calls whose lease the heartbeat found lost, those whose run was cancelled are given up:
+        their slots are freed now, not when their calls end (the request already sent is not taken back; its
+        answer is discarded, as the store refuses its result). A lease lost any other way (it expired and
+        the reaper took the run back) keeps its slot until the call ends, as the team's cap counts it."""
+        ids = self._cancelled_among([call.run.run_id for call in lost])
+        cancelled = [call for call in lost if call.run.run_id in ids]
+        if cancelled:
+            with flight.lock:
+                flight.cancelled.update(call.run.run_id for call in cancelled)
+            log.info("runs cancelled during their calls", extra={"run_ids": sorted(ids)})
+            self._release_slots(cancelled)
 
     def _heartbeat_retry_delay(self, failures: int, left: timedelta) -> float:
         """Doubling from ``heartbeat_retry`` up to the heartbeat, with jitter; and soon enough to try again

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from duetime.service import JobService
+from duetime.worker import WorkOutcome
 
 from .api_support import JOB, Call, make_call
 from .conftest import Stack
@@ -158,6 +159,53 @@ def test_trigger_runs_now_without_touching_the_schedule_and_runs_are_listed(
     assert [r["run_id"] for r in runs] == [run.body["run_id"]]
     assert alpha("GET", f"/v1/runs/{run.body['run_id']}").body["status"] == "queued"
     assert alpha("POST", f"/v1/runs/{run.body['run_id']}/retry").status == 409  # only failed/dead runs
+
+
+def test_trigger_with_a_body_sends_it_for_that_run_only(alpha: Call, stack: Stack) -> None:
+    job = alpha("POST", "/v1/jobs", {**JOB, "target": {"url": "https://example.com/hook", "body": "{}"}}).body
+    as_json = alpha("POST", f"/v1/jobs/{job['id']}/trigger", {"body": {"backfill": True, "n": [1, 2]}})
+    as_text = alpha("POST", f"/v1/jobs/{job['id']}/trigger", {"body": "plain text"})
+    as_job = alpha("POST", f"/v1/jobs/{job['id']}/trigger", {"body": None})
+    assert {as_json.status, as_text.status, as_job.status} == {201}
+    stored = {run: stack.store.get_run(run) for run in (r.body["run_id"] for r in (as_json, as_text, as_job))}
+    bodies = [run.target.body if run else "missing" for run in stored.values()]
+    assert bodies == ['{"backfill":true,"n":[1,2]}', "plain text", "{}"]
+    assert alpha("GET", f"/v1/jobs/{job['id']}").body["target"]["body"] == "{}"  # the job is unchanged
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "field"),
+    [({"payload": "x"}, 422, "payload"), ([{"body": "x"}], 422, "body"), ({"body": "x" * 70_000}, 413, None)],
+)
+def test_a_bad_trigger_body_is_refused_and_no_run_is_made(
+    alpha: Call, stack: Stack, body: Any, status: int, field: str | None
+) -> None:
+    job = alpha("POST", "/v1/jobs", JOB).body
+    answer = alpha("POST", f"/v1/jobs/{job['id']}/trigger", body)
+    assert answer.status == status and answer.body["error"].get("field") == field, answer.body
+    assert alpha("GET", f"/v1/jobs/{job['id']}/runs").body["runs"] == []
+    assert stack.messages() == []
+
+
+def test_cancel_ends_a_queued_run_at_once_and_a_finished_run_answers_409(
+    alpha: Call, beta: Call, stack: Stack
+) -> None:
+    job = alpha("POST", "/v1/jobs", JOB).body
+    run_id = alpha("POST", f"/v1/jobs/{job['id']}/trigger").body["run_id"]
+    assert beta("POST", f"/v1/runs/{run_id}/cancel").status == 404  # another team's run: as a missing one
+
+    cancelled = alpha("POST", f"/v1/runs/{run_id}/cancel")
+
+    assert cancelled.status == 200 and cancelled.body["status"] == "cancelled", cancelled.body
+    assert cancelled.body["finished_at"] and cancelled.body["queue_deadline"] is None
+    assert alpha("GET", f"/v1/runs/{run_id}").body == cancelled.body
+    again = alpha("POST", f"/v1/runs/{run_id}/cancel")
+    assert again.status == 409 and "cancelled" in again.body["error"]["message"]
+    assert alpha("POST", f"/v1/runs/{run_id}/retry").status == 409
+    (message,) = stack.messages()  # its message was queued before the cancel: the worker drops it
+    assert stack.worker().process(message).outcome is WorkOutcome.DUPLICATE
+    assert alpha("GET", f"/v1/runs/{run_id}").body["status"] == "cancelled"
+    assert alpha("POST", "/v1/runs/nojob@2026-12-01T00:00:00Z/cancel").status == 404
 
 
 def test_a_jobs_runs_are_listed_newest_first_and_a_cursor_works_only_for_its_own_job(alpha: Call) -> None:

@@ -122,7 +122,7 @@ def test_the_cli_creates_lists_pauses_triggers_and_sees_a_failure_retried(local:
     assert listing.returncode == 0 and job["id"] in listing.stdout and "NEXT_RUN_AT" in listing.stdout
     paused = json.loads(cli(local, "jobs", "pause", job["id"], "--json").stdout)
     assert paused["paused"] is True and paused["next_run_at"] is None
-    triggered = cli(local, "jobs", "trigger", job["id"], "--json")
+    triggered = cli(local, "jobs", "trigger", job["id"], "--body", '{"replay": 7}', "--json")
     assert triggered.returncode == 0, triggered.stderr
     run_id = json.loads(triggered.stdout)["run_id"]
     dead = wait_for(
@@ -131,9 +131,33 @@ def test_the_cli_creates_lists_pauses_triggers_and_sees_a_failure_retried(local:
         )
     )
     assert dead["attempt"] == 2  # the 503 was retried once, then the run was dead
-    assert [c["headers"]["x-duetime-attempt"] for c in demo_calls(local, job["id"])] == ["1", "2"]
+    calls = demo_calls(local, job["id"])
+    assert [c["headers"]["x-duetime-attempt"] for c in calls] == ["1", "2"]
+    assert [c["body"] for c in calls] == ['{"replay": 7}'] * 2  # the trigger's body, on the retry too
     runs = cli(local, "runs", "list", job["id"])
     assert run_id in runs.stdout and "dead" in runs.stdout
+
+
+def test_the_cli_cancels_a_running_run_whose_answer_is_then_discarded(local: LocalSystem) -> None:
+    created = cli(
+        local,
+        *("jobs", "create", "--name", "slow", "--rate", "1 hour", "--json"),
+        *("--target-url", f"{local.url}/demo/target?sleep=3"),
+    )
+    job = json.loads(created.stdout)
+    run_id = json.loads(cli(local, "jobs", "trigger", job["id"], "--json").stdout)["run_id"]
+    wait_for(lambda: demo_calls(local, job["id"]))  # the worker is calling the target
+
+    cancelled = cli(local, "runs", "cancel", run_id, "--json")
+
+    assert cancelled.returncode == 0, cancelled.stderr
+    assert json.loads(cancelled.stdout)["status"] == "cancelled"
+    wait_for(lambda: all(c["status"] for c in demo_calls(local, job["id"])))  # the target answered 200
+    time.sleep(0.5)
+    run = json.loads(cli(local, "runs", "get", run_id, "--json").stdout)
+    assert (run["status"], run["result"]) == ("cancelled", None)  # the answer was not recorded
+    again = cli(local, "runs", "cancel", run_id)
+    assert again.returncode == 1 and "409" in again.stderr
 
 
 def test_cli_errors_are_one_line_and_exit_non_zero(local: LocalSystem) -> None:

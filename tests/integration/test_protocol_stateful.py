@@ -20,6 +20,7 @@ from duetime.adapters.dynamodb.tables import TableNames, create_tables
 from duetime.adapters.sqs import decode, encode
 from duetime.claim_plan import DEFAULT_QUEUE_DEADLINE, PlannedRun, new_run
 from duetime.clock import ManualClock
+from duetime.errors import Conflict
 from duetime.ids import is_manual_run_id
 from duetime.models import Run, RunResult, RunStatus
 from duetime.poller import PollerConfig, claim_due_jobs, recover_runs
@@ -79,6 +80,7 @@ class Protocol(RuleBasedStateMachine):
         self.terminal_writes: dict[str, int] = {}  # run id -> accepted terminal result writes
         self.claimed_nominals: set[str] = set()
         self.last_next_nominal = {job.id: job.state.next_nominal_at for job in self.jobs}
+        self.cancelled: set[str] = set()
 
     @rule(seconds=st.sampled_from([1, 20, 45, 61, 130]))
     def advance(self, seconds: int) -> None:
@@ -215,13 +217,37 @@ class Protocol(RuleBasedStateMachine):
         else:
             assert run.owner != owner or run.attempt != attempt or run.status is not RunStatus.RUNNING
 
+    @precondition(lambda self: self.claimed_nominals)
+    @rule(data=st.data())
+    def cancel(self, data: st.DataObject) -> None:
+        """Someone cancels a run, in whatever state it is: queued, leased, waiting to retry, finished."""
+        run_id = data.draw(st.sampled_from(sorted(self.claimed_nominals)))
+        before = self.store.get_run(run_id)
+        assert before is not None
+        try:
+            cancelled = self.service.cancel_run(self.team_record, run_id)
+        except Conflict:
+            assert before.status.terminal, "an unfinished run could not be cancelled"
+            return
+        assert not before.status.terminal, "a finished run was cancelled"
+        assert cancelled.status is RunStatus.CANCELLED
+        self.cancelled.add(run_id)
+        self.terminal_writes[run_id] = self.terminal_writes.get(run_id, 0) + 1
+
     def teardown(self) -> None:
         for table in (self.names.jobs, self.names.runs, self.names.control):
             DYNAMODB.delete_table(TableName=table)
 
     @invariant()
     def one_terminal_result_per_run(self) -> None:
+        """A result or a cancel: one ends a run, and nothing after it is accepted."""
         assert all(count == 1 for count in self.terminal_writes.values())
+
+    @invariant()
+    def a_cancelled_run_stays_cancelled(self) -> None:
+        for run_id in self.cancelled:
+            run = self.store.get_run(run_id)
+            assert run is not None and run.status is RunStatus.CANCELLED, "a cancelled run came back"
 
     @invariant()
     def no_run_is_forgotten_by_the_reaper(self) -> None:

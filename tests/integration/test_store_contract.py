@@ -359,6 +359,42 @@ def test_a_stale_worker_cannot_record_a_result(subject: Subject) -> None:
     assert attention(subject, run, at(10_000)) == []  # a finished run leaves the reap index
 
 
+@pytest.mark.parametrize("state", ["queued", "running", "retry_wait"])
+def test_an_unfinished_run_is_cancelled_once_and_then_never_leased_kept_alive_or_recorded(
+    subject: Subject, state: str
+) -> None:
+    (run,) = queued_runs(subject)
+    leased = lease(subject, run) if state != "queued" else run
+    if state == "retry_wait":
+        fail_retryably(subject, leased, at(10), retry_at=at(15))
+
+    cancelled = subject.store.cancel_run(run.run_id, at(20))
+
+    assert cancelled is not None and cancelled == stored(subject, run.run_id)
+    assert (cancelled.status, cancelled.finished_at, cancelled.lease_expires_at) == (
+        RunStatus.CANCELLED,
+        at(20),
+        None,
+    )
+    assert subject.store.cancel_run(run.run_id, at(21)) is None  # once
+    waiting = stored(subject, run.run_id).attempt
+    assert subject.store.acquire_lease(run.run_id, waiting, "worker-b", at(22), at(82)) is None
+    assert not subject.store.extend_lease(run.run_id, leased.attempt, "worker-a", at(22), at(82))
+    assert not subject.store.record_result(leased, "worker-a", RunStatus.SUCCEEDED, OK, at(23))
+    assert stored(subject, run.run_id).status is RunStatus.CANCELLED
+    assert attention(subject, run, at(10_000)) == []  # out of the reap index: nothing for the reaper
+    assert not subject.store.has_reap_work_before(run.partition, at(10_000))
+
+
+def test_a_finished_run_cannot_be_cancelled(subject: Subject) -> None:
+    (run,) = queued_runs(subject)
+    assert subject.store.record_result(lease(subject, run), "worker-a", RunStatus.SUCCEEDED, OK, at(5))
+
+    assert subject.store.cancel_run(run.run_id, at(6)) is None
+    assert stored(subject, run.run_id).status is RunStatus.SUCCEEDED
+    assert subject.store.cancel_run("no-such-job@2026-12-01T10:00:00Z", at(6)) is None
+
+
 def test_a_retryable_failure_waits_for_the_next_attempt(subject: Subject) -> None:
     (run,) = queued_runs(subject)
     failed = fail_retryably(subject, lease(subject, run), at(10), retry_at=at(15))

@@ -6,6 +6,7 @@ one suite); what these tests cannot show (request counts, limits, latency) is le
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -195,3 +196,64 @@ def test_a_lost_message_is_sent_again_after_the_queue_deadline(world: World) -> 
 
     (report,) = world.deliver(world.worker())
     assert (report.outcome, report.run_id) == (WorkOutcome.SUCCEEDED, run_id)
+
+
+def test_a_queued_run_cancelled_is_never_called(world: World) -> None:
+    run_id = world.due_now()
+
+    cancelled = world.store.cancel_run(run_id, world.clock.now())
+
+    assert cancelled is not None and cancelled.status is RunStatus.CANCELLED and cancelled.finished_at
+    (report,) = world.deliver(world.worker())
+    assert report.outcome is WorkOutcome.DUPLICATE and world.target.requests == []  # the lease is refused
+    assert world.store.cancel_run(run_id, world.clock.now()) is None  # finished: nothing left to cancel
+    assert world.poller.recover().leases_expired == 0 and world.queue.pending() == []
+
+
+def test_a_run_cancelled_while_called_is_not_recorded_and_frees_its_slot(world: World) -> None:
+    world.store.put_team(Team(team_id="team-b", max_concurrency=1))
+    run_id = world.due_now(team="team-b")
+    world.target.during = lambda _: world.store.cancel_run(run_id, world.clock.now())
+
+    (report,) = world.deliver(world.worker())
+
+    assert report.outcome is WorkOutcome.CANCELLED and len(world.target.requests) == 1
+    run = world.store.get_run(run_id)
+    assert run is not None and (run.status, run.result) == (RunStatus.CANCELLED, None)
+    team = world.store.get_team("team-b")
+    assert team is not None and world.store.acquire_slots(team, ["next-run"], world.clock.now(), at(60))
+    assert world.alerts.published == []
+
+
+def test_a_long_call_cancelled_is_given_up_at_the_next_heartbeat_which_frees_its_slot(world: World) -> None:
+    """The heartbeat finds the lease gone, sees the run cancelled and frees its slot while the call still
+    runs: the team's next run need not wait for a call whose answer will be discarded."""
+    world.store.put_team(Team(team_id="team-b", max_concurrency=1))
+    run_id = world.due_now(team="team-b")
+    beat, beaten = threading.Event(), threading.Event()
+    slot_free_during_the_call: list[bool] = []
+
+    def wait(done: threading.Event, _seconds: float) -> bool:
+        if not beat.is_set():
+            beat.wait(5)  # the first heartbeat comes once the run is cancelled
+            return done.is_set()
+        beaten.set()
+        return done.wait(5)
+
+    def cancelled_while_called(_: TargetRequest) -> None:
+        assert world.store.cancel_run(run_id, world.clock.now()) is not None
+        beat.set()
+        assert beaten.wait(5)
+        team = world.store.get_team("team-b")
+        assert team is not None
+        taken = world.store.acquire_slots(team, ["next-run"], world.clock.now(), at(60))
+        slot_free_during_the_call.append(bool(taken))
+
+    world.target.during = cancelled_while_called
+    worker = Worker(world.store, world.store, world.queue, world.alerts, world.target, world.clock, wait=wait)
+    (report,) = world.deliver(worker)
+
+    assert slot_free_during_the_call == [True]
+    assert report.outcome is WorkOutcome.CANCELLED
+    run = world.store.get_run(run_id)
+    assert run is not None and (run.status, run.result) == (RunStatus.CANCELLED, None)

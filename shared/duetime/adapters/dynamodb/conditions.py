@@ -250,6 +250,15 @@ RUN_ENDED_UNSUCCESSFULLY = Condition(
     "Only a failed or dead run can be sent back to the queue by hand.",
 )
 
+RUN_CANCELLABLE = Condition(
+    "RUN_CANCELLABLE",
+    "#status IN (:queued, :retry_wait, :running)",
+    "A run is cancelled only while it is not finished: a queued or retry-waiting run is then never leased "
+    "(RUN_WAITING_FOR_ATTEMPT fails), and a running one's heartbeat and result fail (LEASE_HELD, "
+    "LEASE_OWNED need running), so its worker gives it up. Of a cancel and a result written at once, "
+    "exactly one holds: a run that finished first answers 409.",
+)
+
 # --- the poller lease: one item per partition group, ("poller#<group>", "lease") in the control table ---
 # Instants in these conditions are the store's clock, to the millisecond (``poller_lease`` explains the life).
 
@@ -368,6 +377,7 @@ ALL_CONDITIONS = (
     TEAM_UNCHANGED_SINCE_READ,
     JOB_VERSION_IS,
     RUN_ENDED_UNSUCCESSFULLY,
+    RUN_CANCELLABLE,
     POLLER_LEASE_FREE,
     POLLER_LEASE_HELD,
     POLLER_LEASE_MINE,

@@ -438,6 +438,22 @@ class DynamoStore(WorkerBatches):
         item = self._update_run(run.run_id, update, c.LEASE_OWNED, values, {"#result": "result"})
         return item is not None
 
+    def cancel_run(self, run_id: str, now: datetime) -> Run | None:
+        item = self._update_run(
+            run_id,
+            "SET #status = :cancelled, updated_at = :now, finished_at = :now "
+            "REMOVE lease_expires_at, retry_at, queue_deadline, reap_shard, reap_at",
+            c.RUN_CANCELLABLE,
+            {
+                ":queued": s(RunStatus.QUEUED),
+                ":retry_wait": s(RunStatus.RETRY_WAIT),
+                ":running": s(RunStatus.RUNNING),
+                ":cancelled": s(RunStatus.CANCELLED),
+                ":now": t(now),
+            },
+        )
+        return item_to_run(item) if item else None
+
     def runs_needing_attention(self, partition: int, now: datetime, limit: int) -> list[ReapCandidate]:
         """The runs of the reap index's checks that have come (``reap_checks``): each read consistently;
         those whose lease expired or whose queue deadline passed are the candidates, and the others get

@@ -56,6 +56,20 @@ class MemoryRuns(Tables):
                 self._reap_at[run_id] = reap_at
             return updated.model_copy(deep=True)
 
+    def cancel_run(self, run_id: str, now: datetime) -> Run | None:
+        def cancellable(run: Run) -> bool:  # RUN_CANCELLABLE
+            return not run.status.terminal
+
+        changes = {
+            "status": RunStatus.CANCELLED,
+            "updated_at": to_second(now),
+            "finished_at": to_second(now),
+            "lease_expires_at": None,
+            "retry_at": None,
+            "queue_deadline": None,
+        }
+        return self._update(run_id, cancellable, changes, None)
+
     # --- a worker's writes ----------------------------------------------------------------------------------
 
     def acquire_lease(
