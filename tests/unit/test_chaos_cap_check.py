@@ -1,9 +1,19 @@
-"""The chaos run's cap check counts the calls duetime waited for, not calls it had given up on."""
+"""The chaos run's checks: the cap counts the calls duetime waited for, not calls it had given up on (past
+their timeout, or cancelled); a cancelled run stays cancelled and is not called again."""
 
 from __future__ import annotations
 
-from duetime.bench.chaos import call_timeout, max_in_flight_while_waited
+from types import SimpleNamespace
+
+from duetime.bench.chaos import (
+    LEASE_S,
+    Cancel,
+    call_timeout,
+    cancel_violations,
+    max_in_flight_while_waited,
+)
 from duetime.demo_target import Call
+from duetime.models import RunStatus
 
 
 def call(received: float, answered: float, query: str = "") -> Call:
@@ -23,3 +33,29 @@ def test_three_calls_duetime_waited_for_at_once_are_over_a_cap_of_two() -> None:
     assert max_in_flight_while_waited(calls, call_timeout) == {"team-a": 3}
     back_to_back = [call(0.0, 1.0), call(1.0, 2.0), call(0.5, 1.5)]  # one ends as the next starts
     assert max_in_flight_while_waited(back_to_back, call_timeout) == {"team-a": 2}
+
+
+def keyed(received: float, answered: float, run_id: str, attempt: int = 1) -> Call:
+    made = call(received, answered)
+    made.headers.update({"idempotency-key": run_id, "x-duetime-attempt": str(attempt)})
+    return made
+
+
+def test_a_cancelled_runs_call_no_longer_counts_against_the_cap_once_cancelled() -> None:
+    cancelled = keyed(0.0, 5.0, "job@1")  # cancelled at 1 s; the target still answered at 5 s
+    others = [keyed(2.0, 3.0, "job@2"), keyed(2.5, 3.5, "job@3")]
+    assert max_in_flight_while_waited([cancelled, *others], call_timeout) == {"team-a": 3}
+    assert max_in_flight_while_waited([cancelled, *others], call_timeout, {"job@1": 1.0}) == {"team-a": 2}
+
+
+def test_a_cancelled_run_must_stay_cancelled_and_never_be_called_again() -> None:
+    cancels = {"job@1": Cancel(10.0, RunStatus.RUNNING, 1)}
+    runs = {"job@1": SimpleNamespace(status=RunStatus.CANCELLED)}
+    within_its_lease = [keyed(9.0, 12.0, "job@1"), keyed(11.0, 12.0, "job@1")]
+    assert cancel_violations(runs, within_its_lease, cancels) == []  # type: ignore[arg-type]
+    later_attempt = [keyed(11.0, 12.0, "job@1", attempt=2)]
+    past_a_lease = [keyed(10.0 + LEASE_S + 1, 17.0, "job@1")]
+    assert cancel_violations(runs, later_attempt, cancels)  # type: ignore[arg-type]
+    assert cancel_violations(runs, past_a_lease, cancels)  # type: ignore[arg-type]
+    recorded = {"job@1": SimpleNamespace(status=RunStatus.SUCCEEDED)}
+    assert cancel_violations(recorded, [], cancels)  # type: ignore[arg-type]

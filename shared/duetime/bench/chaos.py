@@ -5,7 +5,9 @@ target's own record.
 Faults: worker processes SIGKILLed mid-call and SIGSTOPped past their lease; the poller dying between a
 committed claim and its send, and restarting; SQS messages duplicated and dropped; DynamoDB throttling and
 500s on a fraction of calls (poller and workers); one worker process whose clock is 5 minutes fast; targets
-answering 503, 429, too slowly, or 400.
+answering 503, 429, too slowly, or 400. Besides the faults, runs are cancelled at random (queued, waiting
+to retry or running: ``POST /v1/runs/{id}/cancel``'s write), and the check holds them to what a cancel
+promises.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ import random
 import threading
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -28,7 +31,7 @@ from duetime.bench.harness import BenchStack, wait_until
 from duetime.claim_plan import initial_state
 from duetime.demo_target import Call
 from duetime.ids import make_run_id, new_job_id
-from duetime.models import Job, JobSpec, Team
+from duetime.models import Job, JobSpec, Run, RunStatus, Team
 from duetime.poller import Poller, PollerConfig
 from duetime.service import upcoming_runs
 from duetime.worker import WorkOutcome
@@ -60,17 +63,24 @@ def call_timeout(call: Call) -> float:
     return float(JobSpec.model_fields["timeout_seconds"].default)
 
 
-def max_in_flight_while_waited(calls: Sequence[Call], timeout: Callable[[Call], float]) -> dict[str, int]:
+def max_in_flight_while_waited(
+    calls: Sequence[Call], timeout: Callable[[Call], float], cancelled_at: Mapping[str, float] | None = None
+) -> dict[str, int]:
     """Each team's most calls in flight at once while duetime waited for them: a call counts from its
-    arrival until it was answered or its job's timeout passed, whichever came first. A call past its timeout
-    was given up by its worker, whose slot then went to another run; the target may still be working on it
-    (the slow behaviour sleeps 2 s under a 1 s timeout), but the team's cap is on duetime's calls."""
+    arrival until it was answered, its job's timeout passed or its run was cancelled (``cancelled_at``: run
+    id -> when), whichever came first. A call past its timeout was given up by its worker, whose slot then
+    went to another run; the target may still be working on it (the slow behaviour sleeps 2 s under a 1 s
+    timeout), but the team's cap is on duetime's calls. So is a cancelled run's call: its worker frees the
+    slot at its next heartbeat and discards the answer."""
     edges: dict[str, list[tuple[float, int]]] = defaultdict(list)
     for call in calls:
         team = call.query.get("group", "")
         ends = [call.received_at + timeout(call)]
         if call.answered_at is not None:
             ends.append(call.answered_at)
+        cancelled = (cancelled_at or {}).get(call.headers.get("idempotency-key", ""))
+        if cancelled is not None:
+            ends.append(max(call.received_at, cancelled))
         edges[team] += [(call.received_at, 1), (min(ends), -1)]
     most: dict[str, int] = defaultdict(int)
     for team, team_edges in edges.items():
@@ -168,8 +178,11 @@ def run_chaos(seed: int, minutes: float, dynamodb_fault_rate: float = 0.05) -> d
 
         # At least 70 s, so every job (a 1-minute rate, or a cron at the next minute, +5 s jitter) is due.
         chaos_end = created + max(timedelta(minutes=minutes), timedelta(seconds=70))
+        cancels: dict[str, Cancel] = {}
         while stack.clock.now() < chaos_end:
             time.sleep(rng.uniform(6, 14))
+            if rng.random() < 0.5:
+                cancels.update(cancel_a_run(stack, rng, faults))
             target = rng.randrange(2)  # the skewed process (2) is left running: it must be fenced, not killed
             if rng.random() < 0.5:
                 faults.count("worker_killed")
@@ -186,10 +199,76 @@ def run_chaos(seed: int, minutes: float, dynamodb_fault_rate: float = 0.05) -> d
         poller_thread.join(timeout=30)
         fleet.stop()
         return check(
-            stack, jobs, expected, fleet.reports, faults.counts, chaos_end, settled, sum(tickets_written)
+            stack,
+            jobs,
+            expected,
+            fleet.reports,
+            faults.counts,
+            chaos_end,
+            settled,
+            sum(tickets_written),
+            cancels,
         )
     finally:
         stack.close()
+
+
+@dataclass(frozen=True)
+class Cancel:
+    """A run cancelled during the chaos: when (the bench's wall clock, as the target records calls), the
+    status it was read in just before, and the attempt it was cancelled at."""
+
+    at: float
+    status: RunStatus
+    attempt: int
+
+
+def cancel_a_run(stack: BenchStack, rng: random.Random, faults: Faults) -> dict[str, Cancel]:
+    """Cancel one unfinished run, picked at random, as ``POST /v1/runs/{id}/cancel`` does (its write may
+    meet an injected DynamoDB fault, as the API's would: then nothing is cancelled)."""
+    try:
+        unfinished = sorted(
+            (r for r in _runs(stack).values() if not r.status.terminal), key=lambda r: r.run_id
+        )
+        if not unfinished:
+            return {}
+        run = rng.choice(unfinished)
+        cancelled = stack.store.cancel_run(run.run_id, stack.clock.now())
+    except Exception:
+        faults.count("cancel_refused_by_a_fault")
+        return {}
+    if cancelled is None:  # it finished since it was read
+        return {}
+    faults.count(f"run_cancelled_{run.status.value}")
+    return {run.run_id: Cancel(time.time(), run.status, cancelled.attempt)}
+
+
+def cancel_violations(
+    runs: Mapping[str, Run], calls: Sequence[Call], cancels: Mapping[str, Cancel]
+) -> list[str]:
+    """What a cancel promises: the run stays cancelled (no result, retry or reaper write after it), no
+    later attempt is ever called, and no call of it starts later than a lease after the cancel (a worker
+    that took the lease just before may still start its call, within its lease)."""
+    violations: list[str] = []
+    reopened = [
+        run_id for run_id in cancels if run_id not in runs or runs[run_id].status is not RunStatus.CANCELLED
+    ]
+    if reopened:
+        violations.append(f"{len(reopened)} cancelled runs did not stay cancelled, e.g. {reopened[:3]}")
+    late = [
+        c
+        for c in calls
+        if (cancel := cancels.get(c.headers.get("idempotency-key", ""))) is not None
+        and (
+            int(c.headers.get("x-duetime-attempt", "0")) > cancel.attempt
+            or c.received_at > cancel.at + LEASE_S
+        )
+    ]
+    if late:
+        violations.append(
+            f"{len(late)} calls of cancelled runs came after the cancel (a later attempt or lease)"
+        )
+    return violations
 
 
 def expected_runs(jobs: list[Job], created: datetime, end: datetime) -> dict[str, Job]:
@@ -238,7 +317,9 @@ def check(
     chaos_end: datetime,
     settled: bool,
     tickets_written: int = 0,
+    cancels: Mapping[str, Cancel] | None = None,
 ) -> dict[str, Any]:
+    cancels = cancels or {}
     runs, tickets_left = _scan_runs_table(stack)
     violations: list[str] = []
     lost = [r for r in expected if r not in runs or not runs[r].status.terminal]
@@ -258,7 +339,8 @@ def check(
     changed = [run for run, keys in keys_by_run.items() if keys != {run}]
     if changed:
         violations.append(f"{len(changed)} runs whose repeats carried another idempotency key")
-    waited = max_in_flight_while_waited(calls, call_timeout)
+    violations += cancel_violations(runs, calls, cancels)
+    waited = max_in_flight_while_waited(calls, call_timeout, {run_id: c.at for run_id, c in cancels.items()})
     over_cap = {team: waited[team] for team, cap in TEAMS.items() if waited[team] > cap}
     if over_cap:
         violations.append(f"team concurrency over the cap: {over_cap}")
@@ -292,6 +374,8 @@ def check(
         "max_in_flight_at_target": {team: stack.sink.recorder.max_in_flight[team] for team in TEAMS},
         "caps": TEAMS,
         "run_statuses": dict(sorted(statuses.items())),
+        "runs_cancelled": dict(sorted(Counter(c.status.value for c in cancels.values()).items())),
+        "cancelled_while_called": sum(1 for r in reports if r.outcome is WorkOutcome.CANCELLED),
         "reap_tickets_written": tickets_written,
         "reap_tickets_left": tickets_left,  # checks still to come, a lease after the last claims at most
         "violations": violations,
