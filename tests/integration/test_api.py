@@ -206,8 +206,15 @@ def test_preview_marks_runs_moved_by_dst_and_load_counts_due_runs_per_minute(alp
 def test_openapi_document_lists_every_operation(service: JobService) -> None:
     doc = make_call(None)("GET", "/v1/openapi.json").body
     operations = {(m.upper(), p) for p, ops in doc["paths"].items() for m in ops}
-    assert len(operations) == 15
+    assert len(operations) == 16
     assert ("POST", "/v1/runs/{run_id}/retry") in operations and ("GET", "/v1/load") in operations
+    backfill = doc["paths"]["/v1/jobs/{job_id}/backfill"]["post"]
+    assert set(backfill["responses"]) >= {"202", "404", "422"}
+    assert backfill["responses"]["202"]["description"] == "Accepted"
+    window = doc["components"]["schemas"]["BackfillWindow"]
+    assert window["required"] == ["from", "to"] and window["additionalProperties"] is False
+    assert "1,000" in window["properties"]["to"]["description"] and "1,000" in backfill["description"]
+    assert doc["components"]["schemas"]["BackfillOut"]["required"] == ["runs"]
     assert doc["components"]["securitySchemes"]["bearerAuth"]["scheme"] == "bearer"
 
 
