@@ -18,6 +18,7 @@ from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
 from duetime import __version__
 from duetime.api_models import (
+    BackfillOut,
     ErrorOut,
     Health,
     JobList,
@@ -42,7 +43,7 @@ from duetime.errors import (
     UnsupportedMediaType,
     field_path,
 )
-from duetime.models import JobSpec, Team
+from duetime.models import MAX_BACKFILL_RUNS, BackfillWindow, JobSpec, Team
 from duetime.rate_limit import ApiRateLimiter
 from duetime.service import JobService
 
@@ -112,7 +113,7 @@ def _responses(success: int, model: Any, *errors: int) -> dict[int, OpenAPIRespo
     """An operation's answers: ``success`` with ``model``, the errors every operation may give, and
     ``errors``."""
     described: dict[int, OpenAPIResponse] = {
-        success: {"description": "OK" if success == 200 else "Created", "content": {JSON: {"model": model}}}
+        success: {"description": _SUCCESS_TEXT[success], "content": {JSON: {"model": model}}}
         if model is not None
         else {"description": "No content", "content": {}},
     }
@@ -142,6 +143,7 @@ def _public_responses(described: dict[int, OpenAPIResponse]) -> dict[int, OpenAP
     return {**described, **{code: _error_response(code) for code in (405, 413, 415)}}
 
 
+_SUCCESS_TEXT = {200: "OK", 201: "Created", 202: "Accepted"}
 _ERROR_TEXT = {
     400: "Malformed request",
     401: "Missing or unknown token",
@@ -315,6 +317,25 @@ def trigger_job(job_id: JobId, request: Annotated[TriggerIn | None, Body()] = No
     sent = json.loads(app.current_event.body or "null")  # re-read: powertools takes a list's first item
     run = service().trigger(team(), job_id, sent)
     return Response(status_code=201, content_type=JSON, body=RunOut.of(run))
+
+
+@app.post(
+    "/v1/jobs/<job_id>/backfill",
+    responses=_responses(202, BackfillOut, 404),
+    security=SECURITY,
+    description="Runs for the job's past nominal times in [from, to): one per time its schedule names (cron "
+    "in its zone, rate from its anchor, one-time `at`; within start_at and end_at), under the scheduled run "
+    "id `<job id>@<nominal time>`. A time that already has a run keeps it and is not counted, so the same "
+    "request again creates nothing. `to` must be after `from` and not later than now, and the window may "
+    f"hold at most {MAX_BACKFILL_RUNS:,} times (else 422 naming `to`). The runs become due at a pace of "
+    "max(2, max_concurrency // 2) a second, in time order (each message delayed to its run's time), so the "
+    "team's other runs queue between them, not behind them. The job itself is not changed; a paused job may "
+    "be backfilled.",
+)
+def backfill_job(job_id: JobId, window: Annotated[BackfillWindow, Body()]) -> Response[BackfillOut]:
+    body = json.loads(app.current_event.body or "{}")  # re-validated with the clock (`to` in the future)
+    runs = service().backfill(team(), job_id, body)
+    return Response(status_code=202, content_type=JSON, body=BackfillOut(runs=runs))
 
 
 @app.get("/v1/jobs/<job_id>/runs", responses=_responses(200, RunList, 404), security=SECURITY)

@@ -202,6 +202,10 @@ class LoadOut(Out):
     minutes: list[LoadMinute]
 
 
+class BackfillOut(Out):
+    runs: int = Field(description="runs created; times that already had a run are left alone and not counted")
+
+
 class Health(Out):
     status: str
     version: str

@@ -156,6 +156,9 @@ def run_jobs(args: argparse.Namespace) -> None:
     elif action == "trigger":
         sent = {"body": args.body} if args.body is not None else None
         show(client.request("POST", client.job_path(args.id, "trigger"), sent), args.json)
+    elif action == "backfill":
+        window = {"from": args.start, "to": args.end}
+        show(client.request("POST", client.job_path(args.id, "backfill"), window), args.json)
     elif action == "delete":
         client.request("DELETE", client.job_path(args.id))
         show({"deleted": args.id}, args.json)
@@ -410,6 +413,12 @@ def parser() -> argparse.ArgumentParser:
     trigger = api_flags(jobs.add_parser("trigger", help="run a job now (its schedule is not touched)"))
     trigger.add_argument("id")
     trigger.add_argument("--body", help="this run's request body, sent as given (default: the job's)")
+    backfill = api_flags(
+        jobs.add_parser("backfill", help="runs for a job's past times in [--from, --to), paced; idempotent")
+    )
+    backfill.add_argument("id")
+    backfill.add_argument("--from", dest="start", required=True, help="ISO-8601 with an offset (inclusive)")
+    backfill.add_argument("--to", dest="end", required=True, help="ISO-8601 with an offset (exclusive), past")
 
     runs = commands.add_parser("runs", help="a job's runs").add_subparsers(dest="action", required=True)
     run_list = api_flags(runs.add_parser("list", help="runs of a job, newest first"))

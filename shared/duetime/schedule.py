@@ -31,7 +31,7 @@ from croniter import CroniterBadCronError, CroniterBadDateError, croniter
 
 from duetime.ids import jitter_offset_seconds
 from duetime.models import AtSchedule, CronSchedule, JobSpec, RateSchedule, Schedule
-from duetime.timeutil import to_utc, whole_seconds
+from duetime.timeutil import ceil_seconds, to_utc, whole_seconds
 
 _ONE_SECOND = timedelta(seconds=1)
 _FOLD_LOOKAHEAD = timedelta(hours=3)  # longer than any DST shift in tzdata (the largest is 2 h)
@@ -191,6 +191,19 @@ def next_nominal_after(spec: JobSpec, anchor: datetime, after: datetime) -> date
     if nominal is None or (spec.end_at is not None and nominal > spec.end_at):
         return None
     return whole_seconds(nominal)
+
+
+def nominals_between(
+    spec: JobSpec, anchor: datetime, start: datetime, end: datetime, limit: int
+) -> list[datetime]:
+    """The job's nominal times in [start, end), in order, at most ``limit`` of them (the same times the
+    scheduler gives runs: ``next_nominal_after`` from just before ``start``)."""
+    found: list[datetime] = []
+    nominal = next_nominal_after(spec, anchor, ceil_seconds(start) - _ONE_SECOND)
+    while nominal is not None and nominal < end and len(found) < limit:
+        found.append(nominal)
+        nominal = next_nominal_after(spec, anchor, nominal)
+    return found
 
 
 def rate_anchor(spec: JobSpec, created_at: datetime) -> datetime:

@@ -9,6 +9,7 @@ import hashlib
 import hmac
 import json
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -30,9 +31,18 @@ from duetime.errors import (
     from_validation_error,
 )
 from duetime.ids import make_manual_run_id, new_job_id, partition_of
-from duetime.models import CronSchedule, Job, JobSpec, Run, Team
+from duetime.models import (
+    MAX_BACKFILL_RUNS,
+    MAX_SQS_DELAY_SECONDS,
+    BackfillWindow,
+    CronSchedule,
+    Job,
+    JobSpec,
+    Run,
+    Team,
+)
 from duetime.ports import JobAndRunStore, RunMessage, RunQueue
-from duetime.schedule import fire_time, is_dst_shifted, next_nominal_after, rate_anchor
+from duetime.schedule import fire_time, is_dst_shifted, next_nominal_after, nominals_between, rate_anchor
 from duetime.target_guard import TargetRefused, check_target_url
 from duetime.team_admin import TeamAdmin, hash_token
 from duetime.timeutil import ceil_seconds, minute_bucket, whole_seconds
@@ -41,6 +51,7 @@ from duetime.wake import GroupWaker
 RESCHEDULE_FIELDS = {"schedule", "start_at", "end_at", "jitter_seconds", "exact", "paused"}
 MAX_LOAD_WINDOW = timedelta(hours=24)
 MAX_PREVIEW = 100
+BACKFILL_SENDERS = 8  # threads sending a backfill's delay groups to the queue
 
 
 @dataclass(frozen=True)
@@ -238,6 +249,41 @@ class JobService:
         self.queue.send([RunMessage(run.run_id, run.attempt)])
         return run
 
+    def backfill(self, team: Team, job_id: str, body: dict[str, Any]) -> int:
+        """Create the runs of the job's nominal times in the window ``body`` names (``BackfillWindow``), under
+        their scheduled run ids, and queue them paced (``backfill_plan``); how many were created. A time that
+        already has a run keeps it, untouched and uncounted, so the same request again creates nothing. The
+        job row is not written: the schedule goes on as it was (a paused job stays paused)."""
+        now = self.clock.now()
+        try:
+            window = BackfillWindow.model_validate(body, context={"now": now})
+        except ValidationError as exc:
+            raise from_validation_error(exc) from exc
+        job = self.get_job(team, job_id)
+        anchor = rate_anchor(job, job.created_at)
+        nominals = nominals_between(job, anchor, window.start, window.end, MAX_BACKFILL_RUNS + 1)
+        if len(nominals) > MAX_BACKFILL_RUNS:
+            raise InvalidInput(
+                f"the window holds more than {MAX_BACKFILL_RUNS:,} of the job's times; backfill it in parts",
+                "to",
+            )
+        runs = [
+            new_run(job, planned, now, planned.fire_at + self.queue_deadline)
+            for planned in backfill_plan(nominals, now, backfill_pace(team))
+        ]
+        created = self.catalog.insert_runs(runs)
+        # Only the runs written are sent, each delayed to its fire time. Should sending fail now, the rows
+        # are still safe: a run still queued at its queue deadline is sent by the reaper.
+        by_delay: dict[int, list[RunMessage]] = {}
+        for run in created:
+            delay = round((run.fire_at - now).total_seconds())
+            by_delay.setdefault(delay, []).append(RunMessage(run.run_id, run.attempt))
+        with ThreadPoolExecutor(BACKFILL_SENDERS, thread_name_prefix="backfill-send") as senders:
+            sent = [senders.submit(self.queue.send, group, delay) for delay, group in by_delay.items()]
+            for future in sent:
+                future.result()
+        return len(created)
+
     # --- runs -------------------------------------------------------------------------------------------
 
     def list_runs(self, team: Team, job_id: str, limit: int, cursor: str | None) -> Page:
@@ -320,6 +366,20 @@ def _trigger_body(request: Any) -> str | None:
         return body
     except ValidationError as exc:
         raise from_validation_error(exc) from exc
+
+
+def backfill_pace(team: Team) -> int:
+    """Backfilled runs that become due per second: half the team's concurrency (at least 2), so that a
+    backfill leaves room for the team's other jobs."""
+    return max(2, team.max_concurrency // 2)
+
+
+def backfill_plan(nominals: list[datetime], now: datetime, pace: int) -> list[PlannedRun]:
+    """Backfill runs for ``nominals`` (in order): the i-th fires ``i // pace`` seconds after ``now``, its
+    message delayed as long. At most ``MAX_BACKFILL_RUNS`` times at 2 a second or more stay within SQS's
+    longest delay."""
+    assert pace >= 2 and (len(nominals) - 1) // pace <= MAX_SQS_DELAY_SECONDS, (len(nominals), pace)
+    return [PlannedRun(nominal, now + timedelta(seconds=i // pace)) for i, nominal in enumerate(nominals)]
 
 
 def _quota_error(team: Team, exc: StoreQuotaExceeded) -> QuotaExceeded:

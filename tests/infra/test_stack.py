@@ -572,6 +572,17 @@ def test_every_poller_may_make_the_writes_of_a_claim_on_aws(template: Template) 
     )
 
 
+def test_the_api_function_may_insert_a_backfills_runs_on_aws(template: Template) -> None:
+    """A backfill writes its runs by PartiQL INSERT (BatchExecuteStatement, authorized per statement), and
+    nothing else by PartiQL: without the grant every backfill is refused on AWS (LocalStack does not enforce
+    IAM, so only this test and ``test_iam_covers_requests`` can tell)."""
+    granted, runs, _ = granted_to_tables(template, "functions/api/handler.handler")
+    assert "dynamodb:PartiQLInsert" in granted[runs]
+    others = [a for name, actions in granted.items() if name != runs for a in actions]
+    assert not any("PartiQL" in a for a in others)
+    assert not any(a.startswith("dynamodb:PartiQL") and a != "dynamodb:PartiQLInsert" for a in granted[runs])
+
+
 def lambda_grants(template: Template, handler: str) -> list[tuple[list[str], Any]]:
     """Each statement of the roles of the functions of ``handler`` naming a ``lambda:`` action, as its
     actions and each resource."""

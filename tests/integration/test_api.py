@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from datetime import datetime, timedelta
 from typing import Any
@@ -40,6 +41,8 @@ def test_create_returns_201_with_the_schedule_state(alpha: Call) -> None:
         ({**JOB, "target": {"url": "http://2130706433/x"}}, 422, "target.url"),
         ({**JOB, "target": {"url": "http://[::ffff:10.0.0.1]/x"}}, 422, "target.url"),
         ({**JOB, "target": {"url": "https://e.com", "headers": {"X": "a\r\nb: c"}}}, 422, "target.headers"),
+        ({**JOB, "start_at": "0001-01-01T00:00:00+05:00"}, 422, "start_at"),  # no UTC instant: was a 500
+        ({**JOB, "schedule": {"at": "9999-12-31T23:59:59-05:00"}}, 422, "schedule.at"),
     ],
 )
 def test_bad_input_is_refused_naming_the_field_and_nothing_is_written(
@@ -254,8 +257,20 @@ def test_preview_marks_runs_moved_by_dst_and_load_counts_due_runs_per_minute(alp
 def test_openapi_document_lists_every_operation(service: JobService) -> None:
     doc = make_call(None)("GET", "/v1/openapi.json").body
     operations = {(m.upper(), p) for p, ops in doc["paths"].items() for m in ops}
-    assert len(operations) == 15
+    assert len(operations) == 17
     assert ("POST", "/v1/runs/{run_id}/retry") in operations and ("GET", "/v1/load") in operations
+    assert ("POST", "/v1/runs/{run_id}/cancel") in operations
+    cancel = doc["paths"]["/v1/runs/{run_id}/cancel"]["post"]
+    assert set(cancel["responses"]) >= {"200", "404", "409"} and "heartbeat" in cancel["description"]
+    trigger = doc["paths"]["/v1/jobs/{job_id}/trigger"]["post"]
+    assert "TriggerIn" in json.dumps(trigger["requestBody"])  # the optional body is documented
+    backfill = doc["paths"]["/v1/jobs/{job_id}/backfill"]["post"]
+    assert set(backfill["responses"]) >= {"202", "404", "422"}
+    assert backfill["responses"]["202"]["description"] == "Accepted"
+    window = doc["components"]["schemas"]["BackfillWindow"]
+    assert window["required"] == ["from", "to"] and window["additionalProperties"] is False
+    assert "1,000" in window["properties"]["to"]["description"] and "1,000" in backfill["description"]
+    assert doc["components"]["schemas"]["BackfillOut"]["required"] == ["runs"]
     assert doc["components"]["securitySchemes"]["bearerAuth"]["scheme"] == "bearer"
 
 

@@ -53,8 +53,16 @@ class Api(Construct):
                     [jobs],
                 ),
                 allow(["dynamodb:Query"], [storage.index_arn("jobs", TEAM_JOBS_INDEX)]),
-                allow(  # Query: a job's runs are one partition of the runs table
-                    ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"], [runs]
+                allow(  # Query: a job's runs are one partition of the runs table; PartiQLInsert: a backfill's
+                    # runs, 25 INSERTs a BatchExecuteStatement (IAM authorizes each statement)
+                    [
+                        "dynamodb:GetItem",
+                        "dynamodb:PutItem",
+                        "dynamodb:UpdateItem",
+                        "dynamodb:Query",
+                        "dynamodb:PartiQLInsert",
+                    ],
+                    [runs],
                 ),
                 allow(
                     ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:BatchGetItem"],

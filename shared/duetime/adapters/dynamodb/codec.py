@@ -118,10 +118,16 @@ def run_payload(run: Run) -> str:
     )
 
 
-def run_to_item(run: Run, lease_check: timedelta = DEFAULT_LEASE_CHECK, own_reap_entry: bool = True) -> Item:
-    """A new run row (always queued: claims and triggers create runs), in the reap index at its first check
-    (``reap_checks``): its message is sent as it is created. Without ``own_reap_entry`` the row stays out of
-    the index: a reap ticket covers it (``reap_tickets``)."""
+def run_to_item(
+    run: Run,
+    lease_check: timedelta = DEFAULT_LEASE_CHECK,
+    own_reap_entry: bool = True,
+    visible_at: datetime | None = None,
+) -> Item:
+    """A new run row (always queued: claims, triggers and backfills create runs), in the reap index at its
+    first check (``reap_checks``): its message is sent as it is created, visible then or at ``visible_at``
+    (a message sent with a delay). Without ``own_reap_entry`` the row stays out of the index: a reap ticket
+    covers it (``reap_tickets``)."""
     item: Item = {
         **run_key(run.run_id),
         "run_id": s(run.run_id),
@@ -141,7 +147,7 @@ def run_to_item(run: Run, lease_check: timedelta = DEFAULT_LEASE_CHECK, own_reap
         item["queue_deadline"] = t(run.queue_deadline)
     if run.queue_deadline is not None and own_reap_entry:
         item["reap_shard"] = s(reap_shard(run.partition))
-        item["reap_at"] = t(waiting_check(run.created_at, run.queue_deadline, lease_check))
+        item["reap_at"] = t(waiting_check(visible_at or run.created_at, run.queue_deadline, lease_check))
     return item
 
 
