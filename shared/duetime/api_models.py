@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from duetime.models import (
+    CatchupWindowSeconds,
     EndAt,
     HttpTarget,
     JitterSeconds,
@@ -53,7 +54,8 @@ def _no_defaults(schema: dict[str, Any]) -> None:
 
 class JobPatch(BaseModel):
     """Fields to change; nested objects (schedule, target, retry) are replaced whole. Only start_at and
-    end_at take null (no bound); the rest are left out to keep them."""
+    end_at (no bound) and catchup_window_seconds (the installation's default) take null; the rest are left
+    out to keep them."""
 
     model_config = ConfigDict(extra="forbid", json_schema_extra=_no_defaults)
 
@@ -63,6 +65,7 @@ class JobPatch(BaseModel):
     jitter_seconds: JitterSeconds | SkipJsonSchema[None] = None
     exact: bool | SkipJsonSchema[None] = None
     misfire: MisfirePolicy | SkipJsonSchema[None] = None
+    catchup_window_seconds: CatchupWindowSeconds | None = None
     retry: RetryPolicy | SkipJsonSchema[None] = None
     timeout_seconds: TimeoutSeconds | SkipJsonSchema[None] = None
     start_at: StartAt | None = None

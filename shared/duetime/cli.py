@@ -94,6 +94,7 @@ def spec_from_args(args: argparse.Namespace) -> dict[str, Any]:
     for flag, key in (
         ("jitter", "jitter_seconds"),
         ("misfire", "misfire"),
+        ("catchup_window", "catchup_window_seconds"),
         ("timeout", "timeout_seconds"),
         ("start_at", "start_at"),
         ("end_at", "end_at"),
@@ -398,6 +399,9 @@ def parser() -> argparse.ArgumentParser:
     create.add_argument("--jitter", type=int, help="jitter window in seconds (default 300)")
     create.add_argument("--exact", action="store_true", help="fire at the exact second (uses quota)")
     create.add_argument("--misfire", choices=["run_once", "run_all", "skip"])
+    create.add_argument(
+        "--catchup-window", type=int, help="seconds a run may start late before misfire applies (default 60)"
+    )
     create.add_argument("--max-attempts", type=int)
     create.add_argument("--backoff", help="seconds, comma separated, e.g. 10,30,120")
     create.add_argument("--timeout", type=int, help="target timeout in seconds")

@@ -323,6 +323,18 @@ class RetryPolicy(Strict):
 JobName = Annotated[str, Field(min_length=1, max_length=200)]
 JitterSeconds = Annotated[int, Field(ge=0, le=3600)]
 TimeoutSeconds = Annotated[int, Field(ge=1, le=600)]
+MAX_CATCHUP_WINDOW_SECONDS = 7 * 86_400
+CatchupWindowSeconds = Annotated[
+    int,
+    Field(
+        ge=0,
+        le=MAX_CATCHUP_WINDOW_SECONDS,
+        description="How late a run may still start: a due time whose fire time is older than this when it "
+        "is claimed (the scheduler was down, the job's partition unpolled) is a misfire, and `misfire` "
+        "decides what runs. Left out or null: the installation's default, 60 s unless an operator set "
+        "DUETIME_MISFIRE_GRACE_SECONDS. 0 to 604800 (7 days).",
+    ),
+]
 StartAt = Annotated[AwareDatetime, Field(description="nothing runs before this instant")]
 EndAt = Annotated[
     AwareDatetime,
@@ -339,6 +351,7 @@ class JobSpec(Strict):
     jitter_seconds: JitterSeconds = 300
     exact: bool = False
     misfire: MisfirePolicy = MisfirePolicy.RUN_ONCE
+    catchup_window_seconds: CatchupWindowSeconds | None = None
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
     timeout_seconds: TimeoutSeconds = 30
     start_at: StartAt | None = None
@@ -443,13 +456,16 @@ class RunStatus(StrEnum):
     FAILED = "failed"
     DEAD = "dead"
     CANCELLED = "cancelled"
+    SKIPPED = "skipped"  # a due time that got no call (a misfire, a disabled team): recorded, never queued
 
     @property
     def terminal(self) -> bool:
         return self in TERMINAL_STATUSES
 
 
-TERMINAL_STATUSES = frozenset({RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.DEAD, RunStatus.CANCELLED})
+TERMINAL_STATUSES = frozenset(
+    {RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.DEAD, RunStatus.CANCELLED, RunStatus.SKIPPED}
+)
 
 
 class RunResult(BaseModel):

@@ -62,6 +62,7 @@ class ClaimReport:
     write_requests: int = 0  # requests the claims' writes took
     existing_runs: int = 0  # run rows a claim found already there (left alone)
     runs_requeued: int = 0  # of those, rows whose claim moved the schedule: sent again
+    runs_skipped: int = 0  # due times recorded as skipped runs (misfires, disabled teams): never sent
     disabled_team_jobs: int = 0  # due jobs of disabled teams: claimed without runs
     runs: list[Run] = field(default_factory=list)
 
@@ -159,6 +160,7 @@ def claim_due_jobs(
     report.runs = outcome.runs
     report.runs_created = len(outcome.runs)
     report.runs_requeued = len(outcome.requeued)
+    report.runs_skipped = len(outcome.skipped)
     to_send = [*outcome.runs, *outcome.requeued]
     if to_send:
         # If we die between the writes and this send, the runs' queue deadline brings them back.

@@ -25,6 +25,8 @@ class ClaimOutcome:
     # Of those, the rows of claims whose move landed: their message may never have been sent (a claim cut
     # between its two steps), so they are sent again; a worker drops a message for a run not waiting.
     requeued: list[Run] = field(default_factory=list)
+    # The skipped due times recorded (``claim_plan``: runs with status skipped), of claims whose move landed.
+    skipped: list[Run] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,7 @@ class FireReport:
     write_requests: int = 0  # requests the claims' writes took
     existing_runs: int = 0  # run rows a claim found already there (left alone)
     runs_requeued: int = 0  # of those, rows whose claim moved the schedule: sent again
+    runs_skipped: int = 0  # due times recorded as skipped runs (misfires, disabled teams): never sent
     max_lateness_seconds: float = 0.0  # claim time minus the earliest fire time fired
     claim_seconds: float = 0.0  # time spent in the claims' writes themselves
 
@@ -264,6 +265,7 @@ class MinutePreload:
             report.lost_races += outcome.lost_races
             report.existing_runs += outcome.existing_runs
             report.runs_requeued += len(outcome.requeued)
+            report.runs_skipped += len(outcome.skipped)
             report.write_requests += outcome.write_requests
             to_send = [*outcome.runs, *outcome.requeued]
             if to_send:  # a run created here travels with its message; one found in the way, by name

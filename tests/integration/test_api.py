@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from duetime.clock import ManualClock
 from duetime.service import JobService
 from duetime.worker import WorkOutcome
 
@@ -42,6 +43,9 @@ def test_create_returns_201_with_the_schedule_state(alpha: Call) -> None:
         ({**JOB, "target": {"url": "http://[::ffff:10.0.0.1]/x"}}, 422, "target.url"),
         ({**JOB, "target": {"url": "https://e.com", "headers": {"X": "a\r\nb: c"}}}, 422, "target.headers"),
         ({**JOB, "start_at": "0001-01-01T00:00:00+05:00"}, 422, "start_at"),  # no UTC instant: was a 500
+        ({**JOB, "catchup_window_seconds": -1}, 422, "catchup_window_seconds"),
+        ({**JOB, "catchup_window_seconds": 7 * 86_400 + 1}, 422, "catchup_window_seconds"),
+        ({**JOB, "catchup_window_seconds": "an hour"}, 422, "catchup_window_seconds"),
         ({**JOB, "schedule": {"at": "9999-12-31T23:59:59-05:00"}}, 422, "schedule.at"),
     ],
 )
@@ -209,6 +213,30 @@ def test_cancel_ends_a_queued_run_at_once_and_a_finished_run_answers_409(
     assert stack.worker().process(message).outcome is WorkOutcome.DUPLICATE
     assert alpha("GET", f"/v1/runs/{run_id}").body["status"] == "cancelled"
     assert alpha("POST", "/v1/runs/nojob@2026-12-01T00:00:00Z/cancel").status == 404
+
+
+def test_times_a_misfire_drops_are_listed_as_skipped_runs_and_the_catchup_window_is_the_jobs(
+    alpha: Call, stack: Stack
+) -> None:
+    every_minute = {**JOB, "schedule": {"rate": "1 minute"}, "exact": False, "jitter_seconds": 0}
+    skipping = alpha("POST", "/v1/jobs", {**every_minute, "misfire": "skip"}).body
+    patient = alpha(
+        "POST", "/v1/jobs", {**every_minute, "misfire": "skip", "catchup_window_seconds": 600}
+    ).body
+    assert (skipping["catchup_window_seconds"], patient["catchup_window_seconds"]) == (None, 600)
+    first = datetime.fromisoformat(skipping["next_run_at"])
+    later = ManualClock(first + timedelta(minutes=3, seconds=30))  # the pollers were down for 3.5 minutes
+
+    report = stack.poller(clock=later).claim()
+
+    assert (report.runs_created, report.runs_skipped) == (1 + 4, 3)  # 30 s late is inside 60 s: it runs
+    newest_first = alpha("GET", f"/v1/jobs/{skipping['id']}/runs").body["runs"]
+    assert [r["status"] for r in newest_first] == ["queued", "skipped", "skipped", "skipped"]
+    assert all("misfire policy skip" in r["result"]["error"] and r["finished_at"] for r in newest_first[1:])
+    assert {r["status"] for r in alpha("GET", f"/v1/jobs/{patient['id']}/runs").body["runs"]} == {"queued"}
+    assert {m.run_id for m in stack.messages()} == {r.run_id for r in report.runs}  # none for skipped ones
+    cleared = alpha("PATCH", f"/v1/jobs/{patient['id']}", {"catchup_window_seconds": None})
+    assert cleared.status == 200 and cleared.body["catchup_window_seconds"] is None
 
 
 def test_a_jobs_runs_are_listed_newest_first_and_a_cursor_works_only_for_its_own_job(alpha: Call) -> None:

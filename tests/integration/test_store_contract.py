@@ -287,6 +287,36 @@ def test_a_claim_of_a_deleted_job_is_a_lost_race(subject: Subject) -> None:
     assert subject.store.get_run(claim_run_id(job)) is None and subject.store.get_job(job.id) is None
 
 
+def test_a_misfired_claim_records_its_skipped_times_once_its_move_landed_and_never_queues_them(
+    subject: Subject,
+) -> None:
+    job = a_job(T0, misfire="skip")  # a 1-minute job due at T0, claimed at T0 + 3 min 10 s: 3 times missed
+    subject.put_job(job, at(-30))
+    in_the_way = make_run_id(job.id, at(60))
+    other = claim(subject, a_job(at(60), job_id=job.id), at(61))  # a row already there for T0 + 1 min
+    assert [r.run_id for r in other.runs] == [in_the_way]
+    subject.put_job(job.model_copy(update={"state": job.state.model_copy(update={"version": 1})}), at(62))
+    restored = subject.store.get_job(job.id)
+
+    outcome = claim(subject, restored, at(190))
+
+    assert (outcome.claimed_jobs, [r.nominal_at for r in outcome.runs], outcome.requeued) == (
+        1,
+        [at(180)],
+        [],
+    )
+    assert sorted(r.nominal_at for r in outcome.skipped) == [T0, at(120)]  # not the row in the way
+    for record in outcome.skipped:
+        row = stored(subject, record.run_id)
+        assert (row.status, row.finished_at, row.queue_deadline) == (RunStatus.SKIPPED, at(190), None)
+        assert row.result is not None and "misfire policy skip" in (row.result.error or "")
+    assert stored(subject, in_the_way).status is RunStatus.QUEUED  # left as it was
+    assert subject.store.acquire_lease(make_run_id(job.id, T0), 1, "w", at(191), at(251)) is None
+    assert attention(subject, outcome.skipped[0], at(10_000)) == []  # nothing for the reaper
+    again = claim(subject, restored, at(190))  # a poller that read the same version: lost, records nothing
+    assert (again.claimed_jobs, again.skipped) == (0, [])
+
+
 def test_a_low_water_mark_is_set_once_and_only_moves_forward(subject: Subject) -> None:
     assert subject.store.low_water_marks([61]) == {}
     subject.store.ensure_low_water_mark(61, "2026-12-01T10:00")

@@ -143,6 +143,10 @@ def run_to_item(
         "updated_at": t(run.updated_at),
         "ttl": n(run.expires_at_epoch),
     }
+    if run.result is not None:  # a skipped run: recorded finished, with the reason
+        item["result"] = s(run.result.model_dump_json(exclude_none=True))
+    if run.finished_at is not None:
+        item["finished_at"] = t(run.finished_at)
     if run.queue_deadline is not None:
         item["queue_deadline"] = t(run.queue_deadline)
     if run.queue_deadline is not None and own_reap_entry:

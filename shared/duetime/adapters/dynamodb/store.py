@@ -189,6 +189,9 @@ class DynamoStore(WorkerBatches):
         ]
         tickets = self._write_tickets(uncovered)
         moved = self._execute_in_parallel(schedule_moves)
+        landed = [claim for claim, move_landed in zip(fresh, moved, strict=True) if move_landed]
+        skipped = self._record_skipped(landed)
+        skip_writes = sum(len(claim.skipped) for claim in landed)
         created: list[Run] = []
         requeued: list[Run] = []
         for (index, run), new in zip(inserts, written, strict=True):
@@ -208,10 +211,23 @@ class DynamoStore(WorkerBatches):
             runs=created,
             claimed_jobs=sum(moved),
             lost_races=stale + len(moved) - sum(moved),
-            write_requests=sum(math.ceil(k / batch) for k in (len(inserts), tickets, len(fresh))),
+            write_requests=sum(
+                math.ceil(k / batch) for k in (len(inserts), tickets, len(fresh), skip_writes)
+            ),
             existing_runs=existing,
             requeued=requeued,
+            skipped=skipped,
         )
+
+    def _record_skipped(self, claims: Sequence[Claim]) -> list[Run]:
+        """The skipped due times of claims whose schedule move landed, as finished rows (INSERT,
+        ``RUN_IS_NEW``: a row already there stays as it is); the rows written. Written after the move, so
+        only the winner of a race records its decision; a claim cut before this step loses only the record
+        (nothing was to run)."""
+        runs = [run for claim in claims for run in claim.skipped]
+        statements = [partiql.insert(self.names.runs, run_to_item(run), c.RUN_IS_NEW) for run in runs]
+        written = self._execute_in_parallel(statements)
+        return [run for run, new in zip(runs, written, strict=True) if new]
 
     def _write_tickets(self, runs: Sequence[Run]) -> int:
         """The reap tickets of ``runs`` (``reap_tickets.ticket_items``), written before any schedule moves

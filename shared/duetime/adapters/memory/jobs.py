@@ -148,14 +148,25 @@ class MemoryJobs(Tables):
                         self._create_run(run)
                         created.append(run)
         moved = [self._move_schedule(claim, now) for claim in fresh]
+        skipped: list[Run] = []
+        with self.lock:  # after the moves, only for claims whose move landed (as ``DynamoStore.claim``)
+            for claim, landed in zip(fresh, moved, strict=True):
+                for run in claim.skipped if landed else ():
+                    if run.run_id not in self._runs:
+                        self._create_run(run)
+                        skipped.append(run)
         runs = sum(len(claim.runs) for claim in fresh)
+        skip_writes = sum(len(claim.skipped) for claim, landed in zip(fresh, moved, strict=True) if landed)
         return ClaimOutcome(
             runs=created,
             claimed_jobs=sum(moved),
             lost_races=len(claims) - sum(moved),
-            write_requests=math.ceil(runs / BATCH) + math.ceil(len(fresh) / BATCH),
+            write_requests=math.ceil(runs / BATCH)
+            + math.ceil(len(fresh) / BATCH)
+            + math.ceil(skip_writes / BATCH),
             existing_runs=len(in_the_way),
             requeued=[run for index, run in in_the_way if moved[index]],
+            skipped=skipped,
         )
 
     def _move_schedule(self, claim: Claim, now: datetime) -> bool:
