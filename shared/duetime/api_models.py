@@ -18,6 +18,7 @@ from duetime.models import (
     JobName,
     JobSpec,
     MisfirePolicy,
+    OverlapPolicy,
     RetryPolicy,
     Run,
     RunResult,
@@ -66,6 +67,7 @@ class JobPatch(BaseModel):
     exact: bool | SkipJsonSchema[None] = None
     misfire: MisfirePolicy | SkipJsonSchema[None] = None
     catchup_window_seconds: CatchupWindowSeconds | None = None
+    overlap: OverlapPolicy | SkipJsonSchema[None] = None
     retry: RetryPolicy | SkipJsonSchema[None] = None
     timeout_seconds: TimeoutSeconds | SkipJsonSchema[None] = None
     start_at: StartAt | None = None
@@ -144,6 +146,10 @@ class RunOut(Out):
     queue_deadline: datetime | None
     lease_expires_at: datetime | None
     retry_at: datetime | None
+    waits_for: str | None = Field(
+        default=None,
+        description="overlap buffer_one: the run this one starts after (it waits until that one ends)",
+    )
     result: RunResult | None
     created_at: datetime
     started_at: datetime | None
@@ -163,6 +169,7 @@ class RunOut(Out):
                 "queue_deadline",
                 "lease_expires_at",
                 "retry_at",
+                "waits_for",
                 "result",
                 "created_at",
                 "started_at",

@@ -10,11 +10,12 @@ status ``skipped`` (the latest ``MAX_SKIPPED_RECORDED`` of a claim), written onc
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from duetime.ids import make_run_id, partition_of
-from duetime.models import Job, JobState, MisfirePolicy, Run, RunResult, RunStatus
+from duetime.models import Job, JobState, MisfirePolicy, OverlapPolicy, Run, RunResult, RunStatus
 from duetime.schedule import fire_time, first_nominal, next_nominal_after, rate_anchor
 
 log = logging.getLogger(__name__)
@@ -31,6 +32,7 @@ MAX_SKIPPED_RECORDED = 100  # skipped due times a claim records as runs (the lat
 class PlannedRun:
     nominal_at: datetime
     fire_at: datetime
+    waits_for: str | None = None  # buffer_one: the run id this run starts after (``Run.waits_for``)
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,7 @@ def new_run(
         attempt=1,
         max_attempts=job.retry.max_attempts,
         queue_deadline=queue_deadline,
+        waits_for=planned.waits_for,
         target=job.target,
         timeout_seconds=job.timeout_seconds,
         retry=job.retry,
@@ -111,11 +114,16 @@ def catchup_window(job: Job, default: timedelta) -> timedelta:
 
 
 def plan_claim(
-    job: Job, now: datetime, grace: timedelta = DEFAULT_MISFIRE_GRACE, team_active: bool = True
+    job: Job,
+    now: datetime,
+    grace: timedelta = DEFAULT_MISFIRE_GRACE,
+    team_active: bool = True,
+    active: Run | None = None,
 ) -> ClaimPlan:
     """What claiming ``job`` at ``now`` creates. The job must be due (its fire time <= now). ``grace``: the
     catch-up window of a job without its own. A job of a disabled team (``team_active`` False) gets no runs:
-    its due times pass (recorded as skipped), and the schedule moves on."""
+    its due times pass (recorded as skipped), and the schedule moves on. ``active``: the job's active run
+    (``JobState.active_run``) as read before the claim, for a job whose overlap policy is not allow."""
     grace = catchup_window(job, grace)
     state = job.state
     assert state.next_nominal_at is not None and state.next_fire_at is not None, "job is not scheduled"
@@ -152,28 +160,87 @@ def plan_claim(
     if not team_active:
         runs, why = [], "the team is disabled"
     chosen = set(runs)
-    skipped = [SkippedTime(r, why) for r in due if r not in chosen][-MAX_SKIPPED_RECORDED:]
+    skipped = [SkippedTime(r, why) for r in due if r not in chosen]
+    runs, overlapping = apply_overlap(job, runs, active)
+    skipped = sorted([*skipped, *overlapping], key=lambda t: t.planned.nominal_at)[-MAX_SKIPPED_RECORDED:]
 
     next_state = JobState(
         next_nominal_at=nominal,
         next_fire_at=fire if nominal is not None else None,
         last_scheduled_at=due[-1].nominal_at,
         version=state.version + 1,
+        active_run=make_run_id(job.id, runs[-1].nominal_at) if runs and guarded(job) else state.active_run,
     )
     return ClaimPlan(
         job, tuple(runs), next_state, missed=len(late), dropped=len(due) - len(runs), skipped=tuple(skipped)
     )
 
 
+def active_run_ids(jobs: Sequence[Job]) -> list[str]:
+    """The active runs to read before claiming ``jobs``: those of jobs held to an overlap policy."""
+    return [job.state.active_run for job in jobs if guarded(job) and job.state.active_run is not None]
+
+
+def sets_active_run(claim: Claim) -> bool:
+    """Whether ``claim`` creates runs of a job held to an overlap policy: its run rows and the job's new
+    active run must then be written together, all or none (a store writes them in one transaction)."""
+    return bool(claim.runs) and claim.plan.next_state.active_run != claim.plan.job.state.active_run
+
+
+def guarded(job: Job) -> bool:
+    """Whether the job's runs are held to an overlap policy (its claims keep ``JobState.active_run``)."""
+    return job.overlap is not OverlapPolicy.ALLOW
+
+
+# The runs a claim may create under an overlap policy, by the state of the job's active run: finished (or
+# none), unfinished, or a buffered run that has not started.
+OVERLAP_ROOM = {
+    OverlapPolicy.SKIP: {"free": 1, "unfinished": 0, "buffered": 0},
+    OverlapPolicy.BUFFER_ONE: {"free": 2, "unfinished": 1, "buffered": 0},
+}
+
+
+def apply_overlap(
+    job: Job, runs: list[PlannedRun], active: Run | None
+) -> tuple[list[PlannedRun], list[SkippedTime]]:
+    """The runs an overlap policy lets a claim create (in order, each buffered one naming the run it waits
+    for), and the times it skips. ``active``: the job's latest scheduled run as read before the claim.
+
+    - allow: all of them.
+    - skip: the first one if the active run is finished (or there is none); otherwise none.
+    - buffer_one: if the active run is finished, the first one, and a second one waiting for it; if the
+      active run is unfinished and not itself waiting (it is queued without ``waits_for``, running or waiting
+      to retry), one waiting for it; if it is a buffered run that has not started, none.
+    """
+    if not guarded(job) or not runs:
+        return runs, []
+    free = active is None or active.status.terminal
+    buffered = active is not None and active.status is RunStatus.QUEUED and active.waits_for is not None
+    room = OVERLAP_ROOM[job.overlap]["free" if free else "buffered" if buffered else "unfinished"]
+    kept: list[PlannedRun] = []
+    previous = None if free or active is None else active.run_id
+    for planned in runs[:room]:
+        kept.append(replace(planned, waits_for=previous))
+        previous = make_run_id(job.id, planned.nominal_at)
+    if active is not None and not free:
+        why = f"overlap {job.overlap.value}: run {active.run_id} is {active.status.value}"
+    else:
+        why = f"overlap {job.overlap.value}: an earlier time of this claim runs"
+    return kept, [SkippedTime(planned, why) for planned in runs[room:]]
+
+
 def initial_state(job: Job, now: datetime, version: int = 0) -> JobState:
     """Schedule a new, edited or resumed job from ``now`` (never earlier)."""
     nominal = first_nominal(job, job.created_at, now)
     if nominal is None:
-        return JobState(last_scheduled_at=job.state.last_scheduled_at, version=version)
+        return JobState(
+            last_scheduled_at=job.state.last_scheduled_at, version=version, active_run=job.state.active_run
+        )
     following = next_nominal_after(job, rate_anchor(job, job.created_at), nominal)
     return JobState(
         next_nominal_at=nominal,
         next_fire_at=fire_time(job.id, job, nominal, following),
         last_scheduled_at=job.state.last_scheduled_at,
         version=version,
+        active_run=job.state.active_run,  # an edit keeps the overlap guard: the run may still be unfinished
     )

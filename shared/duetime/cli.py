@@ -95,6 +95,7 @@ def spec_from_args(args: argparse.Namespace) -> dict[str, Any]:
         ("jitter", "jitter_seconds"),
         ("misfire", "misfire"),
         ("catchup_window", "catchup_window_seconds"),
+        ("overlap", "overlap"),
         ("timeout", "timeout_seconds"),
         ("start_at", "start_at"),
         ("end_at", "end_at"),
@@ -399,6 +400,11 @@ def parser() -> argparse.ArgumentParser:
     create.add_argument("--jitter", type=int, help="jitter window in seconds (default 300)")
     create.add_argument("--exact", action="store_true", help="fire at the exact second (uses quota)")
     create.add_argument("--misfire", choices=["run_once", "run_all", "skip"])
+    create.add_argument(
+        "--overlap",
+        choices=["allow", "skip", "buffer_one"],
+        help="while the previous run is unfinished: run anyway (default), skip, or wait (one at most)",
+    )
     create.add_argument(
         "--catchup-window", type=int, help="seconds a run may start late before misfire applies (default 60)"
     )

@@ -305,6 +305,15 @@ class MisfirePolicy(StrEnum):
     SKIP = "skip"  # none; continue with the next future time
 
 
+class OverlapPolicy(StrEnum):
+    """What a scheduled time does while the job's previous scheduled run is unfinished (queued, running or
+    waiting to retry). Decided by the claim from the job's active run (``JobState.active_run``)."""
+
+    ALLOW = "allow"  # it runs anyway: runs of one job may overlap
+    SKIP = "skip"  # it gets a run with status skipped (recorded, never called)
+    BUFFER_ONE = "buffer_one"  # it waits for the previous run to end; a time while one already waits: skipped
+
+
 class RetryPolicy(Strict):
     max_attempts: int = Field(default=4, ge=1, le=20)
     backoff_seconds: list[Annotated[int, Field(ge=0, le=MAX_SQS_DELAY_SECONDS)]] = Field(
@@ -352,6 +361,7 @@ class JobSpec(Strict):
     exact: bool = False
     misfire: MisfirePolicy = MisfirePolicy.RUN_ONCE
     catchup_window_seconds: CatchupWindowSeconds | None = None
+    overlap: OverlapPolicy = OverlapPolicy.ALLOW
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
     timeout_seconds: TimeoutSeconds = 30
     start_at: StartAt | None = None
@@ -385,6 +395,10 @@ class JobState(BaseModel):
     next_fire_at: datetime | None = None  # nominal + jitter offset
     last_scheduled_at: datetime | None = None
     version: int = 0
+    # The run id of the job's latest scheduled run, for a job whose overlap policy is not allow: set by the
+    # claim that creates the run, in the same transaction (``DynamoStore.claim``); the next claim reads that
+    # run to see whether it finished.
+    active_run: str | None = None
 
 
 class Job(JobSpec):
@@ -496,6 +510,9 @@ class Run(BaseModel):
     lease_expires_at: datetime | None = None
     queue_deadline: datetime | None = None
     retry_at: datetime | None = None
+    # buffer_one: the run this one waits for (the job's previous run); a worker starts it only once that run
+    # has finished, and gives its lease back until then (``Worker``).
+    waits_for: str | None = None
     target: HttpTarget
     timeout_seconds: int
     retry: RetryPolicy

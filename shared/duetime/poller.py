@@ -15,7 +15,13 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
-from duetime.claim_plan import DEFAULT_MISFIRE_GRACE, DEFAULT_QUEUE_DEADLINE, make_claim, plan_claim
+from duetime.claim_plan import (
+    DEFAULT_MISFIRE_GRACE,
+    DEFAULT_QUEUE_DEADLINE,
+    active_run_ids,
+    make_claim,
+    plan_claim,
+)
 from duetime.clock import Clock
 from duetime.low_water import LowWaterMarks
 from duetime.models import Job, Run, RunResult, RunStatus
@@ -144,10 +150,11 @@ def claim_due_jobs(
     if not jobs:
         return report
     claims = []
+    running = store.active_runs(active_run_ids(jobs))
     for job in jobs:
         active = team_active(job.team) if team_active else True
         report.disabled_team_jobs += not active
-        plan = plan_claim(job, now, config.misfire_grace, active)
+        plan = plan_claim(job, now, config.misfire_grace, active, running.get(job.state.active_run or ""))
         if plan.missed:
             report.misfired_jobs += 1
         report.dropped_runs += plan.dropped

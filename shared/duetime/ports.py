@@ -121,6 +121,11 @@ class JobStore(Protocol):
         """
         ...
 
+    def active_runs(self, run_ids: Sequence[str]) -> dict[str, Run]:
+        """The active runs (``JobState.active_run``) of jobs held to an overlap policy, by run id, read
+        consistently before they are claimed (``claim_plan.apply_overlap`` decides from their status)."""
+        ...
+
     def low_water_marks(self, partitions: Sequence[int]) -> dict[int, str]:
         """The oldest minute bucket that may still hold due rows, per partition (missing: unknown)."""
         ...
@@ -173,6 +178,11 @@ class RunStore(Protocol):
         Only the lease owner of that attempt may do this (condition LEASE_OWNED); False means the
         worker is stale (its lease was taken over) and its result is discarded.
         """
+        ...
+
+    def get_runs(self, run_ids: Sequence[str]) -> dict[str, Run]:
+        """The runs of ``run_ids`` that exist, by run id, read consistently (as ``get_run``): what a worker
+        reads of the runs its buffered runs wait for (``Run.waits_for``)."""
         ...
 
     def cancel_run(self, run_id: str, now: datetime) -> Run | None:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from operator import attrgetter
 
-from duetime.claim_plan import make_claim, plan_claim
+from duetime.claim_plan import active_run_ids, make_claim, plan_claim
 from duetime.models import Job
 from duetime.ports import DueRow, JobStore, RunMessage, RunQueue
 from duetime.timeutil import iso_z, minute_bucket
@@ -250,8 +250,15 @@ class MinutePreload:
                 break
             try:
                 jobs = [row.job() for row in due[start : start + self.chunk]]
+                running = self.store.active_runs(active_run_ids(jobs))
                 claims = [
-                    make_claim(plan_claim(job, now, self.grace, self._active(job)), now, self.queue_deadline)
+                    make_claim(
+                        plan_claim(
+                            job, now, self.grace, self._active(job), running.get(job.state.active_run or "")
+                        ),
+                        now,
+                        self.queue_deadline,
+                    )
                     for job in jobs
                 ]
                 started = time.perf_counter()

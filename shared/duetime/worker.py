@@ -181,7 +181,7 @@ class Worker:
             lease_until,
             carried={m.run_id: m.run for m in worked if m.run is not None},
         )
-        outcomes: dict[str, WorkReport | Exception] = {}
+        outcomes: dict[str, WorkReport | Exception] = self._hold_buffered(leased, now)
         calls: list[_Call] = []
         by_team: dict[str, list[Run]] = {}
         for run in leased.values():
@@ -210,6 +210,34 @@ class Worker:
             else WorkReport(WorkOutcome.DUPLICATE, m.run_id, m.attempt)
             for index, m in enumerate(messages)
         ]
+
+    def _hold_buffered(self, leased: dict[str, Run], now: datetime) -> dict[str, WorkReport | Exception]:
+        """Runs of a buffer_one job wait for the run they name (``Run.waits_for``): one whose previous run is
+        unfinished gives its lease back and comes back ``defer_seconds`` later, without using its attempt
+        (taken out of ``leased``). A finished run never runs again (but by a retry by hand), so a run that
+        found it finished may start whatever happens next."""
+        waiting = [run for run in leased.values() if run.waits_for is not None]
+        if not waiting:
+            return {}
+        outcomes: dict[str, WorkReport | Exception] = {}
+        try:
+            previous = self.runs.get_runs([run.waits_for for run in waiting if run.waits_for is not None])
+        except Exception as exc:  # their messages come back; the leases lapse and the reaper re-queues them
+            log.exception("reading the runs buffered runs wait for failed")
+            for run in waiting:
+                outcomes[run.run_id] = exc
+                del leased[run.run_id]
+            return outcomes
+        for run in waiting:
+            before = previous.get(run.waits_for or "")
+            if before is not None and not before.status.terminal:
+                del leased[run.run_id]
+                try:
+                    outcomes[run.run_id] = self._defer(run, now)
+                except Exception as exc:
+                    log.exception("deferring a buffered run failed", extra={"run_id": run.run_id})
+                    outcomes[run.run_id] = exc
+        return outcomes
 
     def _call_all(
         self, calls: list[_Call], started: datetime, lease_until: datetime

@@ -6,6 +6,7 @@ them is covered by a reap ticket (``reap_tickets``) and the reaper's passes sett
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -37,13 +38,16 @@ DYNAMODB, _ = new_clients()
 
 
 class ListQueue:
-    """SQS stand-in: the test decides when messages arrive, twice, or never."""
+    """SQS stand-in: the test decides when messages arrive, twice, or never. A send's messages are kept in
+    an order of the test's own (``order``), not the random job ids', so that hypothesis, replaying an
+    example, draws the same messages."""
 
     def __init__(self) -> None:
         self.messages: list[RunMessage] = []
+        self.order: Callable[[str], Any] = str
 
     def send(self, messages: Any, delay_seconds: int = 0) -> None:
-        self.messages.extend(messages)
+        self.messages.extend(sorted(messages, key=lambda m: self.order(m.run_id)))
 
 
 class NoAlerts:
@@ -70,6 +74,11 @@ class Protocol(RuleBasedStateMachine):
         }
         self.jobs = [create_job(self.store, self.team, spec, self.clock.now()) for _ in range(JOBS)]
         self.job = self.jobs[0]  # the one triggered by hand and given rows in the way
+        # One more, held to overlap skip: its claims write its run and its active run in one transaction.
+        self.skip_job = create_job(self.store, self.team, {**spec, "overlap": "skip"}, self.clock.now())
+        self.jobs.append(self.skip_job)
+        self.job_index = {job.id: index for index, job in enumerate(self.jobs)}
+        self.queue.order = self.stable_key
         self.catalog = DynamoCatalog(DYNAMODB, self.names)
         self.service = JobService(self.catalog, self.store, self.queue, self.clock)
         team_record = self.store.get_team(self.team)
@@ -79,8 +88,20 @@ class Protocol(RuleBasedStateMachine):
         self.held: dict[str, Run] = {}  # worker (or batch/run) -> the run as its lease handed it over
         self.terminal_writes: dict[str, int] = {}  # run id -> accepted terminal result writes
         self.claimed_nominals: set[str] = set()
+        self.claimed_in_order: list[str] = []  # the same runs, in an order replays repeat (for draws)
+        self.batches = 0
         self.last_next_nominal = {job.id: job.state.next_nominal_at for job in self.jobs}
         self.cancelled: set[str] = set()
+
+    def stable_key(self, run_id: str) -> tuple[int, str]:
+        """A run's place in the test's own order: its job's index, then its occurrence (a manual run's
+        random nonce only orders two triggers of one second)."""
+        job_id, _, occurrence = run_id.partition("@")
+        return self.job_index.get(job_id, -1), occurrence
+
+    def claim_noted(self, run_id: str) -> None:
+        self.claimed_nominals.add(run_id)
+        self.claimed_in_order.append(run_id)
 
     @rule(seconds=st.sampled_from([1, 20, 45, 61, 130]))
     def advance(self, seconds: int) -> None:
@@ -89,9 +110,9 @@ class Protocol(RuleBasedStateMachine):
     @rule()
     def poll(self) -> None:
         report = claim_due_jobs(self.store, self.queue, self.config, self.clock.now())
-        for run in report.runs:
+        for run in sorted(report.runs, key=lambda r: self.stable_key(r.run_id)):
             assert run.run_id not in self.claimed_nominals, "a second run for one nominal time"
-            self.claimed_nominals.add(run.run_id)
+            self.claim_noted(run.run_id)
         for job_id in self.last_next_nominal:
             job = self.store.get_job(job_id)
             assert job is not None and job.state.next_fire_at is not None
@@ -103,7 +124,7 @@ class Protocol(RuleBasedStateMachine):
         included): a manual run of its own, never in the way of a scheduled one."""
         run = self.service.trigger(self.team_record, self.job.id)
         assert is_manual_run_id(run.run_id) and run.run_id not in self.claimed_nominals
-        self.claimed_nominals.add(run.run_id)
+        self.claim_noted(run.run_id)
 
     @rule()
     def a_run_row_is_already_there(self) -> None:
@@ -117,7 +138,7 @@ class Protocol(RuleBasedStateMachine):
         planned = PlannedRun(job.state.next_nominal_at, job.state.next_fire_at)
         run = new_run(job, planned, now, now + DEFAULT_QUEUE_DEADLINE)
         if self.catalog.insert_run(run):
-            self.claimed_nominals.add(run.run_id)
+            self.claim_noted(run.run_id)
             self.queue.messages.append(RunMessage(run.run_id, run.attempt))
 
     @rule(wait=st.booleans())
@@ -175,7 +196,8 @@ class Protocol(RuleBasedStateMachine):
         for message in batch:
             if message.run_id not in chosen or message.attempt > chosen[message.run_id].attempt:
                 chosen[message.run_id] = decode(encode(message))  # as the queue hands it over
-        now, owner = self.clock.now(), f"{worker}-batch-{uuid.uuid4().hex[:6]}"
+        self.batches += 1
+        now, owner = self.clock.now(), f"{worker}-batch-{self.batches}"
         leased = self.store.acquire_leases(
             [(m.run_id, m.attempt) for m in chosen.values()],
             owner,
@@ -187,7 +209,7 @@ class Protocol(RuleBasedStateMachine):
             assert run == self.store.get_run(run.run_id), "a lease returned a run that is not the stored one"
             for held in self.held.values():
                 assert held.run_id != run.run_id or held.attempt < run.attempt, "one attempt leased twice"
-            self.held[f"{owner}/{run.run_id}"] = run
+            self.held[f"{owner}/{self.stable_key(run.run_id)}"] = run
 
     @precondition(lambda self: self.held)
     @rule(data=st.data())
@@ -221,7 +243,7 @@ class Protocol(RuleBasedStateMachine):
     @rule(data=st.data())
     def cancel(self, data: st.DataObject) -> None:
         """Someone cancels a run, in whatever state it is: queued, leased, waiting to retry, finished."""
-        run_id = data.draw(st.sampled_from(sorted(self.claimed_nominals)))
+        run_id = data.draw(st.sampled_from(self.claimed_in_order))
         before = self.store.get_run(run_id)
         assert before is not None
         try:
@@ -242,6 +264,19 @@ class Protocol(RuleBasedStateMachine):
     def one_terminal_result_per_run(self) -> None:
         """A result or a cancel: one ends a run, and nothing after it is accepted."""
         assert all(count == 1 for count in self.terminal_writes.values())
+
+    @invariant()
+    def an_overlap_skip_job_never_has_two_unfinished_runs(self) -> None:
+        items = DYNAMODB.query(
+            TableName=self.names.runs,
+            KeyConditionExpression="job_id = :job",
+            ExpressionAttributeValues={":job": {"S": self.skip_job.id}},
+            ConsistentRead=True,
+        )["Items"]
+        unfinished = [i["run_id"]["S"] for i in items if not RunStatus(i["status"]["S"]).terminal]
+        assert len(unfinished) <= 1, f"overlap skip let two runs be unfinished: {unfinished}"
+        job = self.store.get_job(self.skip_job.id)
+        assert job is not None and (not unfinished or job.state.active_run == unfinished[0])
 
     @invariant()
     def a_cancelled_run_stays_cancelled(self) -> None:
@@ -308,7 +343,7 @@ def test_the_stale_worker_interleaving_step_by_step() -> None:
     try:
         machine.advance(61)
         machine.poll()
-        assert len(machine.queue.messages) == JOBS
+        assert len(machine.queue.messages) == JOBS + 1  # and the overlap skip job's
         first = machine.queue.messages.pop()
         machine.queue.messages.clear()  # the other jobs' messages are lost: the reaper sends them again
         now = machine.clock.now()

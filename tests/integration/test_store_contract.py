@@ -317,6 +317,72 @@ def test_a_misfired_claim_records_its_skipped_times_once_its_move_landed_and_nev
     assert (again.claimed_jobs, again.skipped) == (0, [])
 
 
+@pytest.mark.parametrize("overlap", ["skip", "buffer_one"])
+def test_a_claim_under_an_overlap_policy_writes_its_run_and_the_jobs_active_run_together(
+    subject: Subject, overlap: str
+) -> None:
+    job = a_job(T0, overlap=overlap)
+    subject.put_job(job, at(-30))
+
+    (run,) = claim(subject, job, at(1)).runs
+
+    moved = subject.store.get_job(job.id)
+    assert moved is not None and moved.state.active_run == run.run_id and moved.state.version == 1
+    assert subject.store.active_runs([run.run_id, "gone@2026-12-01T00:00:00Z"]) == {
+        run.run_id: stored(subject, run.run_id)
+    }
+    stale = claim(subject, job, at(1))  # another poller, from the same read: neither row nor pointer
+    assert (stale.claimed_jobs, stale.lost_races, stale.runs) == (0, 1, [])
+    assert subject.store.get_job(job.id).state.active_run == run.run_id
+
+
+def test_an_overlap_claim_whose_job_changed_since_it_was_read_writes_no_run(subject: Subject) -> None:
+    job = a_job(T0, overlap="skip")
+    subject.put_job(job, at(-30))
+    read = subject.store.get_job(job.id)
+    plan = make_claim(plan_claim(read, at(1)), at(1), DEADLINE)
+    subject.put_job(job.model_copy(update={"state": job.state.model_copy(update={"version": 3})}), at(0.5))
+
+    outcome = subject.store.claim([plan], at(1))
+
+    assert (outcome.claimed_jobs, outcome.lost_races, outcome.runs) == (0, 1, [])
+    assert subject.store.get_run(claim_run_id(job)) is None
+    assert subject.store.get_job(job.id).state.active_run is None
+
+
+def test_an_overlap_claim_leaves_a_row_in_its_way_and_names_it_the_active_run(subject: Subject) -> None:
+    job = a_job(T0, overlap="skip")
+    subject.put_job(job, at(-30))
+    (in_the_way,) = claim(subject, a_job(T0, job_id=job.id), at(1)).runs  # as an allow job wrote it
+    subject.put_job(job.model_copy(update={"state": job.state.model_copy(update={"version": 1})}), at(2))
+
+    outcome = claim(subject, subject.store.get_job(job.id), at(3))
+
+    assert (outcome.claimed_jobs, outcome.runs, [r.run_id for r in outcome.requeued]) == (
+        1,
+        [],
+        [in_the_way.run_id],
+    )
+    moved = subject.store.get_job(job.id)
+    assert moved is not None and moved.state.active_run == in_the_way.run_id and moved.state.version == 2
+
+
+def test_a_buffered_run_keeps_the_run_it_waits_for_as_stored(subject: Subject) -> None:
+    job = a_job(T0, overlap="buffer_one")
+    subject.put_job(job, at(-30))
+    (first,) = claim(subject, job, at(1)).runs
+    lease(subject, first, now=at(2))
+    moved = subject.store.get_job(job.id)
+    running = subject.store.active_runs([first.run_id])[first.run_id]
+
+    outcome = subject.store.claim([make_claim(plan_claim(moved, at(61), active=running), at(61))], at(61))
+
+    (second,) = outcome.runs
+    assert second.waits_for == first.run_id == stored(subject, second.run_id).waits_for
+    assert subject.store.get_runs([second.run_id])[second.run_id].waits_for == first.run_id
+    assert subject.store.get_job(job.id).state.active_run == second.run_id
+
+
 def test_a_low_water_mark_is_set_once_and_only_moves_forward(subject: Subject) -> None:
     assert subject.store.low_water_marks([61]) == {}
     subject.store.ensure_low_water_mark(61, "2026-12-01T10:00")

@@ -11,6 +11,7 @@ from duetime.bench.chaos import (
     call_timeout,
     cancel_violations,
     max_in_flight_while_waited,
+    overlapping_runs,
 )
 from duetime.demo_target import Call
 from duetime.models import RunStatus
@@ -59,3 +60,12 @@ def test_a_cancelled_run_must_stay_cancelled_and_never_be_called_again() -> None
     assert cancel_violations(runs, past_a_lease, cancels)  # type: ignore[arg-type]
     recorded = {"job@1": SimpleNamespace(status=RunStatus.SUCCEEDED)}
     assert cancel_violations(recorded, [], cancels)  # type: ignore[arg-type]
+
+
+def test_calls_of_two_runs_of_an_overlap_job_at_once_are_found() -> None:
+    first, second = keyed(0.0, 2.0, "job@1"), keyed(1.0, 3.0, "job@2")
+    assert overlapping_runs([first, second], {"job"}, call_timeout) == [("job@1", "job@2")]
+    assert overlapping_runs([first, second], {"other"}, call_timeout) == []  # an allow job may overlap
+    retried = keyed(1.0, 3.0, "job@1", attempt=2)  # the same run again (a lapsed lease): not an overlap
+    assert overlapping_runs([first, retried, keyed(3.0, 4.0, "job@2")], {"job"}, call_timeout) == []
+    assert overlapping_runs([first, second], {"job"}, call_timeout, {"job@1": 0.5}) == []  # given up

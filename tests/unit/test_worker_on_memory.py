@@ -15,9 +15,9 @@ import pytest
 
 from duetime.adapters.memory import MemoryAlerts, MemoryQueue, MemoryStore
 from duetime.clock import ManualClock
-from duetime.ids import PARTITIONS
+from duetime.ids import PARTITIONS, make_run_id
 from duetime.local import EventSourceMapping
-from duetime.models import RunStatus, Team
+from duetime.models import RunResult, RunStatus, Team
 from duetime.poller import Poller, PollerConfig
 from duetime.ports import RunMessage, TargetRequest, TargetResponse
 from duetime.worker import LeaseLapsedBeforeCall, Worker, WorkOutcome, WorkReport
@@ -257,3 +257,53 @@ def test_a_long_call_cancelled_is_given_up_at_the_next_heartbeat_which_frees_its
     assert report.outcome is WorkOutcome.CANCELLED
     run = world.store.get_run(run_id)
     assert run is not None and (run.status, run.result) == (RunStatus.CANCELLED, None)
+
+
+def test_a_buffered_run_waits_for_the_previous_one_to_end_then_runs(world: World) -> None:
+    job = a_job(world.clock.now(), overlap="buffer_one")
+    world.store.put_job(job, world.clock.now())
+    world.clock.advance(1)
+    (first,) = world.poller.claim().runs
+    world.queue.delete([m.receipt_handle for m in world.queue.receive()])  # a worker has it...
+    held = world.store.acquire_lease(first.run_id, 1, "slow-worker", world.clock.now(), at(60))
+    assert held is not None  # ...and is still calling its target a minute later
+    world.clock.advance(59)
+    (second,) = world.poller.claim().runs
+    assert second.waits_for == first.run_id
+
+    (report,) = world.deliver(world.worker())
+    assert report.outcome is WorkOutcome.DEFERRED and world.target.requests == []
+    world.clock.advance(60)
+    third = world.poller.claim()  # the second one still waits: this time is skipped
+    assert third.runs == [] and third.runs_skipped == 1
+    assert world.store.record_result(
+        held, "slow-worker", RunStatus.SUCCEEDED, RunResult(duration_ms=9), world.clock.now()
+    )
+    world.clock.advance(5)
+    (started,) = world.deliver(world.worker())
+
+    assert (started.outcome, started.run_id, started.attempt) == (WorkOutcome.SUCCEEDED, second.run_id, 1)
+    assert [r.headers["Idempotency-Key"] for r in world.target.requests] == [second.run_id]
+
+
+def test_with_skip_a_time_whose_previous_run_is_unfinished_is_recorded_skipped_and_never_sent(
+    world: World,
+) -> None:
+    job = a_job(world.clock.now(), overlap="skip")
+    world.store.put_job(job, world.clock.now())
+    world.clock.advance(1)
+    (first,) = world.poller.claim().runs
+    world.clock.advance(60)  # its message waits in the queue: the run is still queued
+
+    report = world.poller.claim()
+
+    assert report.runs == [] and report.runs_skipped == 1
+    skipped = world.store.get_run(make_run_id(job.id, at(60)))
+    assert skipped is not None and skipped.status is RunStatus.SKIPPED
+    assert (
+        skipped.result is not None and skipped.result.error == f"overlap skip: run {first.run_id} is queued"
+    )
+    assert [r.run_id for r in world.deliver(world.worker())] == [first.run_id]  # only the first was sent
+    world.clock.advance(60)
+    (next_run,) = world.poller.claim().runs  # the first one finished: the next time runs
+    assert next_run.nominal_at == at(120)

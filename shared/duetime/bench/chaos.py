@@ -12,11 +12,12 @@ promises.
 
 from __future__ import annotations
 
+import itertools
 import random
 import threading
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -30,8 +31,8 @@ from duetime.bench.fleet import FleetSpec, WorkerFleet
 from duetime.bench.harness import BenchStack, wait_until
 from duetime.claim_plan import initial_state
 from duetime.demo_target import Call
-from duetime.ids import make_run_id, new_job_id
-from duetime.models import Job, JobSpec, Run, RunStatus, Team
+from duetime.ids import is_manual_run_id, make_run_id, new_job_id
+from duetime.models import Job, JobSpec, OverlapPolicy, Run, RunStatus, Team
 from duetime.poller import Poller, PollerConfig
 from duetime.service import upcoming_runs
 from duetime.worker import WorkOutcome
@@ -52,15 +53,59 @@ BEHAVIOURS: list[
     ("status=400", {}),
     ("sleep=0.5", {}),
 ]
+# Jobs held to an overlap policy, whose calls outlast their minute, so the next time finds the run unfinished
+# (skipped, or buffered behind it); one team's, so the other team's cap is not spent on them.
+OVERLAP_TEAM = "team-b"
+OVERLAP_BEHAVIOURS: list[tuple[str, dict[str, Any]]] = [
+    ("sleep=62&overlap=skip", {"overlap": "skip", "timeout_seconds": 70}),
+    ("sleep=62&overlap=buffer_one", {"overlap": "buffer_one", "timeout_seconds": 70}),
+]
 
 
 def call_timeout(call: Call) -> float:
     """How long the worker of ``call`` waits for it: its job's timeout (found by its query's behaviour)."""
     query = "&".join(f"{k}={v}" for k, v in call.query.items() if k != "group")
-    for behaviour, extra in BEHAVIOURS:
+    for behaviour, extra in BEHAVIOURS + OVERLAP_BEHAVIOURS:
         if behaviour == query:
             return float(extra.get("timeout_seconds", JobSpec.model_fields["timeout_seconds"].default))
     return float(JobSpec.model_fields["timeout_seconds"].default)
+
+
+def waited_interval(
+    call: Call, timeout: Callable[[Call], float], cancelled_at: Mapping[str, float] | None = None
+) -> tuple[float, float]:
+    """When duetime waited for ``call``: from its arrival until it was answered, its job's timeout passed or
+    its run was cancelled (``cancelled_at``: run id -> when), whichever came first."""
+    ends = [call.received_at + timeout(call)]
+    if call.answered_at is not None:
+        ends.append(call.answered_at)
+    cancelled = (cancelled_at or {}).get(call.headers.get("idempotency-key", ""))
+    if cancelled is not None:
+        ends.append(max(call.received_at, cancelled))
+    return call.received_at, min(ends)
+
+
+def overlapping_runs(
+    calls: Sequence[Call],
+    guarded_jobs: Collection[str],
+    timeout: Callable[[Call], float],
+    cancelled_at: Mapping[str, float] | None = None,
+) -> list[tuple[str, str]]:
+    """Pairs of different runs of one job held to an overlap policy whose calls duetime waited for at the
+    same time (``waited_interval``): what skip and buffer_one promise never happens."""
+    by_job: dict[str, list[tuple[float, float, str]]] = defaultdict(list)
+    for call in calls:
+        run_id = call.headers.get("idempotency-key", "")
+        job_id = run_id.partition("@")[0]
+        if job_id in guarded_jobs and not is_manual_run_id(run_id):
+            by_job[job_id].append((*waited_interval(call, timeout, cancelled_at), run_id))
+    pairs: list[tuple[str, str]] = []
+    for intervals in by_job.values():
+        intervals.sort()
+        for (_, end, run_id), (start, _, next_id) in itertools.pairwise(intervals):
+            if next_id != run_id and start < end:
+                pairs.append((run_id, next_id))
+    return pairs
 
 
 def max_in_flight_while_waited(
@@ -74,14 +119,8 @@ def max_in_flight_while_waited(
     slot at its next heartbeat and discards the answer."""
     edges: dict[str, list[tuple[float, int]]] = defaultdict(list)
     for call in calls:
-        team = call.query.get("group", "")
-        ends = [call.received_at + timeout(call)]
-        if call.answered_at is not None:
-            ends.append(call.answered_at)
-        cancelled = (cancelled_at or {}).get(call.headers.get("idempotency-key", ""))
-        if cancelled is not None:
-            ends.append(max(call.received_at, cancelled))
-        edges[team] += [(call.received_at, 1), (min(ends), -1)]
+        start, end = waited_interval(call, timeout, cancelled_at)
+        edges[call.query.get("group", "")] += [(start, 1), (end, -1)]
     most: dict[str, int] = defaultdict(int)
     for team, team_edges in edges.items():
         current = 0
@@ -97,7 +136,8 @@ def chaos_jobs(stack: BenchStack, created: datetime) -> list[Job]:
     the faults reach the tickets' checks and adoptions too."""
     jobs = []
     for team in TEAMS:
-        for i, (query, extra) in enumerate(BEHAVIOURS):
+        behaviours = BEHAVIOURS + (OVERLAP_BEHAVIOURS if team == OVERLAP_TEAM else [])
+        for i, (query, extra) in enumerate(behaviours):
             schedule = {"cron": "* * * * *", "timezone": "Europe/Berlin"} if i % 2 else {"rate": "1 minute"}
             url = f"{stack.sink.url}?group={team}" + (f"&{query}" if query else "")
             spec = JobSpec.model_validate(
@@ -340,7 +380,14 @@ def check(
     if changed:
         violations.append(f"{len(changed)} runs whose repeats carried another idempotency key")
     violations += cancel_violations(runs, calls, cancels)
-    waited = max_in_flight_while_waited(calls, call_timeout, {run_id: c.at for run_id, c in cancels.items()})
+    cancelled_at = {run_id: c.at for run_id, c in cancels.items()}
+    waited = max_in_flight_while_waited(calls, call_timeout, cancelled_at)
+    guarded = {j.id for j in jobs if j.overlap is not OverlapPolicy.ALLOW}
+    overlapping = overlapping_runs(calls, guarded, call_timeout, cancelled_at)
+    if overlapping:
+        violations.append(
+            f"{len(overlapping)} calls of an overlap job's runs at once, e.g. {overlapping[:2]}"
+        )
     over_cap = {team: waited[team] for team, cap in TEAMS.items() if waited[team] > cap}
     if over_cap:
         violations.append(f"team concurrency over the cap: {over_cap}")
@@ -374,6 +421,9 @@ def check(
         "max_in_flight_at_target": {team: stack.sink.recorder.max_in_flight[team] for team in TEAMS},
         "caps": TEAMS,
         "run_statuses": dict(sorted(statuses.items())),
+        "overlap_jobs_runs": dict(
+            sorted(Counter(r.status.value for r in runs.values() if r.job_id in guarded).items())
+        ),
         "runs_cancelled": dict(sorted(Counter(c.status.value for c in cancels.values()).items())),
         "cancelled_while_called": sum(1 for r in reports if r.outcome is WorkOutcome.CANCELLED),
         "reap_tickets_written": tickets_written,

@@ -52,6 +52,10 @@ def scheduling_attributes(job: Job, state: JobState, now: datetime) -> tuple[Ite
             removes.append(name)
         else:
             values[name] = t(value)
+    if state.active_run is not None:
+        values["active_run"] = s(state.active_run)
+    else:
+        removes.append("active_run")
     if state.next_fire_at is not None and not job.paused:
         values["due_bucket"] = s(due_bucket(job.id, state.next_fire_at, now))
         values["due_key"] = s(due_key(job.id, state.next_fire_at))
@@ -89,6 +93,7 @@ def item_to_job(item: Item, parse_time: Callable[[str], datetime] = parse_iso_z)
                 next_fire_at=_opt_time(item, "next_fire_at", parse_time),
                 last_scheduled_at=_opt_time(item, "last_scheduled_at", parse_time),
                 version=int(item["version"]["N"]),
+                active_run=item["active_run"]["S"] if "active_run" in item else None,
             ),
         },
         context={"stored": True},
@@ -108,14 +113,14 @@ def run_key(run_id: str) -> Item:
 
 def run_payload(run: Run) -> str:
     """A run row's ``payload``: what its worker calls and how (target, timeout, retry policy), as JSON."""
-    return json.dumps(
-        {
-            "target": run.target.model_dump(mode="json"),
-            "timeout_seconds": run.timeout_seconds,
-            "retry": run.retry.model_dump(mode="json"),
-        },
-        separators=(",", ":"),
-    )
+    payload: dict[str, Any] = {
+        "target": run.target.model_dump(mode="json"),
+        "timeout_seconds": run.timeout_seconds,
+        "retry": run.retry.model_dump(mode="json"),
+    }
+    if run.waits_for is not None:  # in the payload, so a message carrying the run cannot drop it
+        payload["waits_for"] = run.waits_for
+    return json.dumps(payload, separators=(",", ":"))
 
 
 def run_to_item(
@@ -172,6 +177,7 @@ def item_to_run(item: Item) -> Run:
         lease_expires_at=_opt_time(item, "lease_expires_at"),
         queue_deadline=_opt_time(item, "queue_deadline"),
         retry_at=_opt_time(item, "retry_at"),
+        waits_for=payload.get("waits_for"),
         target=HttpTarget.model_validate(payload["target"]),
         timeout_seconds=payload["timeout_seconds"],
         retry=RetryPolicy.model_validate(payload["retry"]),

@@ -166,3 +166,27 @@ def outcomes(
                 break
             pending = again
     return done
+
+
+TRANSACTION_STATEMENTS_MAX = 100  # ExecuteTransaction: statements per request
+# A statement of a cancelled transaction whose condition (or an INSERT's "no such item") failed: a lost race.
+# AWS names an INSERT's existing item DuplicateItem; DynamoDB Local names it ValidationError.
+CONDITION_FAILED = frozenset({"ConditionalCheckFailed", "DuplicateItem", "ValidationError"})
+
+
+def transact(client: Any, statements: Sequence[Statement]) -> list[bool] | None:
+    """Run ``statements`` as one transaction (ExecuteTransaction: all or none). None when it committed;
+    when it was cancelled, for each statement whether its condition failed (True: that statement's lost
+    race; the others were fine). A cancellation for any other reason (a conflict with another transaction,
+    a throttle past the SDK's retries) raises ``StatementFailed``: nothing was written."""
+    assert len(statements) <= TRANSACTION_STATEMENTS_MAX, len(statements)
+    try:
+        client.execute_transaction(TransactStatements=[statement.request() for statement in statements])
+    except client.exceptions.TransactionCanceledException as exc:
+        codes = [reason.get("Code", "None") for reason in exc.response.get("CancellationReasons", [])]
+        if len(codes) != len(statements) or any(
+            code not in CONDITION_FAILED and code != "None" for code in codes
+        ):
+            raise StatementFailed("TransactionCanceled", f"reasons {codes}") from exc
+        return [code in CONDITION_FAILED for code in codes]
+    return None

@@ -15,6 +15,7 @@ import zlib
 from collections import defaultdict
 from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -55,7 +56,7 @@ from duetime.adapters.dynamodb.worker_batches import (
     slot_groups_to_search,
     slot_key,
 )
-from duetime.claim_plan import Claim
+from duetime.claim_plan import Claim, sets_active_run
 from duetime.ids import partition_of, split_run_id
 from duetime.models import Job, JobSpec, Run, RunResult, RunStatus, Team
 from duetime.ports import Alert, ClaimOutcome, PollerLease, ReapCandidate
@@ -179,6 +180,8 @@ class DynamoStore(WorkerBatches):
         current = self._current_versions(claims)
         fresh = [claim for claim in claims if current.get(claim.plan.job.id) == claim.plan.job.state.version]
         stale = len(claims) - len(fresh)  # lost races found by the read: nothing written for them
+        guarded = self._claim_guarded([claim for claim in fresh if sets_active_run(claim)], now)
+        fresh = [claim for claim in fresh if not sets_active_run(claim)]
         inserts = [(index, run) for index, claim in enumerate(fresh) for run in claim.runs]
         ticketed = ticketed_run_ids(run for _, run in inserts)
         run_rows, schedule_moves = self.claim_statements(fresh, now, ticketed)
@@ -190,6 +193,7 @@ class DynamoStore(WorkerBatches):
         tickets = self._write_tickets(uncovered)
         moved = self._execute_in_parallel(schedule_moves)
         landed = [claim for claim, move_landed in zip(fresh, moved, strict=True) if move_landed]
+        landed += guarded.landed
         skipped = self._record_skipped(landed)
         skip_writes = sum(len(claim.skipped) for claim in landed)
         created: list[Run] = []
@@ -208,16 +212,47 @@ class DynamoStore(WorkerBatches):
             )
         batch = partiql.BATCH_STATEMENTS_MAX
         return ClaimOutcome(
-            runs=created,
-            claimed_jobs=sum(moved),
-            lost_races=stale + len(moved) - sum(moved),
-            write_requests=sum(
-                math.ceil(k / batch) for k in (len(inserts), tickets, len(fresh), skip_writes)
-            ),
-            existing_runs=existing,
-            requeued=requeued,
+            runs=created + guarded.created,
+            claimed_jobs=sum(moved) + len(guarded.landed),
+            lost_races=stale + len(moved) - sum(moved) + guarded.lost,
+            write_requests=sum(math.ceil(k / batch) for k in (len(inserts), tickets, len(fresh), skip_writes))
+            + guarded.requests,
+            existing_runs=existing + len(guarded.in_the_way),
+            requeued=requeued + [run for claim, run in guarded.in_the_way if claim in guarded.landed],
             skipped=skipped,
         )
+
+    def _claim_guarded(self, claims: Sequence[Claim], now: datetime) -> _GuardedClaims:
+        """Claims that create runs of a job held to an overlap policy (``claim_plan.sets_active_run``): for
+        each, its run rows (``RUN_IS_NEW``) and its schedule move, which names the last of them the job's
+        active run (``JOB_UNCHANGED_SINCE_READ``), in one transaction, so no run of the job exists unfinished
+        without being the active run the next claim reads. A row already there (a row written by hand, a
+        restored table) is left alone: the transaction is made again without it, and the move still names
+        it. Such claims are one job's one or two runs, a few a minute; each transaction bills its writes
+        twice."""
+        done = _GuardedClaims()
+        for claim in claims:
+            rows = [
+                partiql.insert(self.names.runs, run_to_item(run, self.lease_check), c.RUN_IS_NEW)
+                for run in claim.runs
+            ]
+            pending = list(zip(claim.runs, rows, strict=True))
+            move = self._schedule_move(claim, now)
+            while True:
+                done.requests += 1
+                failed = partiql.transact(self.client, [row for _, row in pending] + [move])
+                if failed is None:
+                    done.landed.append(claim)
+                    done.created += [run for run, _ in pending]
+                    break
+                if failed[-1]:  # the job moved since it was read: a lost race, nothing written
+                    done.lost += 1
+                    break
+                done.in_the_way += [
+                    (claim, run) for (run, _), lost in zip(pending, failed, strict=False) if lost
+                ]
+                pending = [entry for entry, lost in zip(pending, failed, strict=False) if not lost]
+        return done
 
     def _record_skipped(self, claims: Sequence[Claim]) -> list[Run]:
         """The skipped due times of claims whose schedule move landed, as finished rows (INSERT,
@@ -453,6 +488,19 @@ class DynamoStore(WorkerBatches):
             update += "REMOVE lease_expires_at" + (", reap_shard, reap_at" if run.in_reap_index else "")
         item = self._update_run(run.run_id, update, c.LEASE_OWNED, values, {"#result": "result"})
         return item is not None
+
+    def active_runs(self, run_ids: Sequence[str]) -> dict[str, Run]:
+        return self.get_runs(run_ids)
+
+    def get_runs(self, run_ids: Sequence[str]) -> dict[str, Run]:
+        keys = []
+        for run_id in dict.fromkeys(run_ids):
+            try:
+                keys.append(run_key(run_id))
+            except ValueError:
+                continue  # not a run id: no such run
+        runs = [item_to_run(item) for item in batch_get(self.client, self.names.runs, keys, consistent=True)]
+        return {run.run_id: run for run in runs}
 
     def cancel_run(self, run_id: str, now: datetime) -> Run | None:
         item = self._update_run(
@@ -870,6 +918,17 @@ def _stored_time(text: str) -> datetime:
     return parse_iso_z(text)
 
 
+@dataclass
+class _GuardedClaims:
+    """What ``DynamoStore._claim_guarded`` did."""
+
+    landed: list[Claim] = field(default_factory=list)  # whose transaction committed
+    created: list[Run] = field(default_factory=list)
+    in_the_way: list[tuple[Claim, Run]] = field(default_factory=list)  # rows already there, left alone
+    lost: int = 0
+    requests: int = 0
+
+
 class CompactDueRow:
     """A due row as the minute preload holds it (``duetime.ports.DueRow``), in a few hundred bytes instead
     of a model's few thousand: slots, no ``__dict__``; the fire time, job id and version at hand; everything
@@ -879,14 +938,15 @@ class CompactDueRow:
     kept. ``job()`` inflates it into the item's attributes and builds the model through ``item_to_job``,
     so it equals what ``due_jobs`` returns. Rows due in the same second share one fire-time integer."""
 
-    __slots__ = ("_packed", "fire_at", "job_id", "version")
+    __slots__ = ("_packed", "active_run", "fire_at", "job_id", "version")
     # What ``item_to_job`` reads: all a due row's reader asks the index for.
-    ATTRIBUTES = ("job_id", "version", "next_fire_at", "team", "spec", *_PACKED_TIMES)
+    ATTRIBUTES = ("job_id", "version", "next_fire_at", "active_run", "team", "spec", *_PACKED_TIMES)
 
     def __init__(self, item: Item) -> None:
         self.fire_at = _epoch_seconds(item["next_fire_at"]["S"])
         self.job_id: str = item["job_id"]["S"]
         self.version = int(item["version"]["N"])
+        self.active_run: str | None = item["active_run"]["S"] if "active_run" in item else None
         team = item["team"]["S"]
         times = [item[name]["S"] if name in item else "" for name in _PACKED_TIMES]
         text = _SEP.join([*times, str(len(team)), team + item["spec"]["S"]])
@@ -908,6 +968,8 @@ class CompactDueRow:
         for name, value in zip(_PACKED_TIMES, times, strict=True):
             if value:
                 item[name] = s(value)
+        if self.active_run is not None:
+            item["active_run"] = s(self.active_run)
         return item_to_job(item, _stored_time)
 
     def __repr__(self) -> str:

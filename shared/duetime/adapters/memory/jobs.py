@@ -19,7 +19,7 @@ from datetime import datetime
 from duetime.adapters.dynamodb.codec import due_bucket, due_key
 from duetime.adapters.dynamodb.partiql import BATCH_STATEMENTS_MAX as BATCH
 from duetime.adapters.memory.stored import Tables, maybe_second, to_second
-from duetime.claim_plan import Claim
+from duetime.claim_plan import Claim, sets_active_run
 from duetime.ids import partition_of
 from duetime.models import Job, JobState, Run
 from duetime.ports import ClaimOutcome
@@ -58,6 +58,7 @@ def stored_job(job: Job) -> Job:
                 next_fire_at=maybe_second(state.next_fire_at),
                 last_scheduled_at=maybe_second(state.last_scheduled_at),
                 version=state.version,
+                active_run=state.active_run,
             ),
         },
         deep=True,
@@ -128,7 +129,9 @@ class MemoryJobs(Tables):
     def claim(self, claims: Sequence[Claim], now: datetime) -> ClaimOutcome:
         """``ports.JobStore.claim``: the jobs' versions read, then every current claim's run rows
         (RUN_IS_NEW), then its schedule move (JOB_UNCHANGED_SINCE_READ); each under the lock on its own, as
-        DynamoDB makes each write of a batch on its own."""
+        DynamoDB makes each write of a batch on its own. A claim that sets the job's active run
+        (``claim_plan.sets_active_run``) checks, writes its rows and moves under one hold of the lock, as
+        ``DynamoStore`` makes them one transaction."""
         created: list[Run] = []
         in_the_way: list[tuple[int, Run]] = []
         with self.lock:  # the versions read first: a claim of a job moved since it was read writes nothing
@@ -139,15 +142,25 @@ class MemoryJobs(Tables):
             if (row := stored[claim.plan.job.id]) is not None
             and row.job.state.version == claim.plan.job.state.version
         ]
+        guarded_moves: dict[int, bool] = {}  # a guarded claim's rows and move: at once, or neither
         with self.lock:
             for index, claim in enumerate(fresh):
+                guarded = sets_active_run(claim)
+                if guarded and not self._unchanged(claim):
+                    guarded_moves[index] = False
+                    continue
                 for run in claim.runs:
                     if run.run_id in self._runs:
                         in_the_way.append((index, run))  # RUN_IS_NEW failed: the row stays as it is
                     else:
                         self._create_run(run)
                         created.append(run)
-        moved = [self._move_schedule(claim, now) for claim in fresh]
+                if guarded:  # under the same hold of the lock as its version check and its rows
+                    guarded_moves[index] = self._move_schedule(claim, now)
+        moved = [
+            guarded_moves[index] if index in guarded_moves else self._move_schedule(claim, now)
+            for index, claim in enumerate(fresh)
+        ]
         skipped: list[Run] = []
         with self.lock:  # after the moves, only for claims whose move landed (as ``DynamoStore.claim``)
             for claim, landed in zip(fresh, moved, strict=True):
@@ -168,6 +181,14 @@ class MemoryJobs(Tables):
             requeued=[run for index, run in in_the_way if moved[index]],
             skipped=skipped,
         )
+
+    def active_runs(self, run_ids: Sequence[str]) -> dict[str, Run]:
+        return self._read_runs(run_ids)
+
+    def _unchanged(self, claim: Claim) -> bool:
+        """JOB_UNCHANGED_SINCE_READ, read under the lock."""
+        row = self._jobs.get(claim.plan.job.id)
+        return row is not None and row.job.state.version == claim.plan.job.state.version
 
     def _move_schedule(self, claim: Claim, now: datetime) -> bool:
         """JOB_UNCHANGED_SINCE_READ: the job moves only from the version its claim read (a deleted job

@@ -56,6 +56,9 @@ class MemoryRuns(Tables):
                 self._reap_at[run_id] = reap_at
             return updated.model_copy(deep=True)
 
+    def get_runs(self, run_ids: Sequence[str]) -> dict[str, Run]:
+        return self._read_runs(run_ids)
+
     def cancel_run(self, run_id: str, now: datetime) -> Run | None:
         def cancellable(run: Run) -> bool:  # RUN_CANCELLABLE
             return not run.status.terminal

@@ -46,3 +46,8 @@ class Tables:
     lock: threading.RLock
     _runs: dict[str, Run]  # run id -> the run as stored
     _reap_at: dict[str, datetime]  # the reap index: run id -> reap_at, for runs that need minding
+
+    def _read_runs(self, run_ids: Sequence[str]) -> dict[str, Run]:
+        """Copies of the stored runs of ``run_ids``, by id (a consistent read: under the lock)."""
+        with self.lock:
+            return {i: self._runs[i].model_copy(deep=True) for i in dict.fromkeys(run_ids) if i in self._runs}
