@@ -90,3 +90,45 @@ def test_a_write_to_several_slots_of_an_item_binds_each_slots_holder_and_holds_a
     )
     assert statement.text.endswith('AND (("holder_1" = ?) AND ("holder_3" = ?))')
     assert [p["S"] for p in statement.parameters] == ["team#t#slots#0", "slot#00005", "r1", "r3"]
+
+
+class Cancelled(Exception):
+    def __init__(self, codes: list[str]) -> None:
+        super().__init__("TransactionCanceledException")
+        self.response = {"CancellationReasons": [{"Code": code} for code in codes]}
+
+
+class TransactingClient:
+    """``execute_transaction`` cancelled with the given reasons (or committed, with none)."""
+
+    class exceptions:
+        TransactionCanceledException = Cancelled
+
+    def __init__(self, codes: list[str] | None) -> None:
+        self.codes = codes
+        self.sent: list[Any] = []
+
+    def execute_transaction(self, TransactStatements: list[Any]) -> dict[str, Any]:
+        self.sent.append(TransactStatements)
+        if self.codes is not None:
+            raise Cancelled(self.codes)
+        return {}
+
+
+def test_a_transaction_reports_which_statements_lost_their_race() -> None:
+    statements = [statement(1), statement(2), statement(3)]
+    assert partiql.transact(TransactingClient(None), statements) is None  # committed
+    lost = partiql.transact(
+        TransactingClient(["DuplicateItem", "None", "ConditionalCheckFailed"]), statements
+    )
+    assert lost == [True, False, True]
+    local = partiql.transact(TransactingClient(["ValidationError", "None", "None"]), statements)
+    assert local == [True, False, False]  # DynamoDB Local's name for an INSERT's existing item
+
+
+@pytest.mark.parametrize(
+    "codes", [["TransactionConflict", "None", "None"], ["None", "ThrottlingError", "None"]]
+)
+def test_a_transaction_cancelled_for_another_reason_raises(codes: list[str]) -> None:
+    with pytest.raises(partiql.StatementFailed, match="TransactionCanceled"):
+        partiql.transact(TransactingClient(codes), [statement(1), statement(2), statement(3)])

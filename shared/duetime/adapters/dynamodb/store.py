@@ -248,6 +248,8 @@ class DynamoStore(WorkerBatches):
                 if failed[-1]:  # the job moved since it was read: a lost race, nothing written
                     done.lost += 1
                     break
+                if not any(failed):  # cancelled, yet no condition failed: not a race to resolve here
+                    raise partiql.StatementFailed("TransactionCanceled", "no statement's condition failed")
                 done.in_the_way += [
                     (claim, run) for (run, _), lost in zip(pending, failed, strict=False) if lost
                 ]
