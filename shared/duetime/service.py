@@ -314,8 +314,8 @@ class JobService:
         run = self.get_run(team, run_id)
         cancelled = self.marks.cancel_run(run.run_id, self.clock.now())
         if cancelled is None:
-            now = self.get_run(team, run_id)  # it finished meanwhile, or was already finished
-            raise Conflict(f"run {run_id} is {now.status.value}; only an unfinished run can be cancelled")
+            current = self.get_run(team, run_id)  # it finished meanwhile, or was already finished
+            raise Conflict(f"run {run_id} is {current.status.value}; only an unfinished run can be cancelled")
         return cancelled
 
     # --- forecasts --------------------------------------------------------------------------------------

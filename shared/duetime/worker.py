@@ -349,17 +349,15 @@ class Worker:
         return outcomes
 
     def _cancelled_among(self, refused: list[str]) -> set[str]:
-        """Which of the runs whose results the store refused were cancelled (one read each; rare)."""
-        cancelled: set[str] = set()
-        for run_id in refused:
-            try:
-                run = self.runs.get_run(run_id)
-            except Exception:
-                log.warning("reading a refused run failed", exc_info=True)
-                continue
-            if run is not None and run.status is RunStatus.CANCELLED:
-                cancelled.add(run_id)
-        return cancelled
+        """Which of the runs whose lease or result the store refused were cancelled (one read; rare)."""
+        if not refused:
+            return set()
+        try:
+            runs = self.runs.get_runs(refused)
+        except Exception:
+            log.warning("reading refused runs failed", exc_info=True)
+            return set()
+        return {run_id for run_id, run in runs.items() if run.status is RunStatus.CANCELLED}
 
     def _release_slots(self, calls: list[_Call]) -> None:
         for team_id, slots in _slots_by_team(calls).items():

@@ -69,3 +69,11 @@ def test_calls_of_two_runs_of_an_overlap_job_at_once_are_found() -> None:
     retried = keyed(1.0, 3.0, "job@1", attempt=2)  # the same run again (a lapsed lease): not an overlap
     assert overlapping_runs([first, retried, keyed(3.0, 4.0, "job@2")], {"job"}, call_timeout) == []
     assert overlapping_runs([first, second], {"job"}, call_timeout, {"job@1": 0.5}) == []  # given up
+
+
+def test_an_attempt_given_up_for_a_later_one_stops_counting_when_the_later_one_is_called() -> None:
+    stalled = keyed(0.0, 62.0, "job@1")  # its worker paused past its lease; the target answered at 62 s
+    retried = keyed(10.0, 20.0, "job@1", attempt=2)  # the reaper's next attempt, done at 20 s
+    after = keyed(25.0, 40.0, "job@2")  # the job's next run: the first one had finished (attempt 2)
+    assert overlapping_runs([stalled, retried, after], {"job"}, call_timeout) == []
+    assert overlapping_runs([stalled, after], {"job"}, call_timeout) == [("job@1", "job@2")]
