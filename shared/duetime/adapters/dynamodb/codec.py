@@ -129,10 +129,11 @@ def run_to_item(
     own_reap_entry: bool = True,
     visible_at: datetime | None = None,
 ) -> Item:
-    """A new run row (always queued: claims, triggers and backfills create runs), in the reap index at its
-    first check (``reap_checks``): its message is sent as it is created, visible then or at ``visible_at``
-    (a message sent with a delay). Without ``own_reap_entry`` the row stays out of the index: a reap ticket
-    covers it (``reap_tickets``)."""
+    """A new run row: queued (claims, triggers and backfills create runs), in the reap index at its first
+    check (``reap_checks``): its message is sent as it is created, visible then or at ``visible_at`` (a
+    message sent with a delay). Without ``own_reap_entry`` the row stays out of the index: a reap ticket
+    covers it (``reap_tickets``). A skipped run (``claim_plan.skipped_run``) is written finished, with its
+    result and no queue deadline, so never in the index."""
     item: Item = {
         **run_key(run.run_id),
         "run_id": s(run.run_id),
