@@ -103,8 +103,21 @@ def skipped_run(job: Job, skipped: SkippedTime, now: datetime) -> Run:
 
 
 def make_claim(plan: ClaimPlan, now: datetime, queue_deadline: timedelta = DEFAULT_QUEUE_DEADLINE) -> Claim:
-    runs = tuple(new_run(plan.job, planned, now, now + queue_deadline) for planned in plan.runs)
+    runs = tuple(
+        watched(plan.job, new_run(plan.job, planned, now, now + queue_deadline)) for planned in plan.runs
+    )
     return Claim(plan, runs, tuple(skipped_run(plan.job, skipped, now) for skipped in plan.skipped))
+
+
+def watched(job: Job, run: Run) -> Run:
+    """A scheduled run of a job with a success deadline, carrying the instant it must succeed by
+    (``Run.success_by``: nominal + deadline); the claim writes its deadline watch (``duetime.deadlines``).
+    Only the runs a claim creates are watched: skipped times, manual runs and backfills are not."""
+    if job.success_deadline_seconds is None:
+        return run
+    return run.model_copy(
+        update={"success_by": run.nominal_at + timedelta(seconds=job.success_deadline_seconds)}
+    )
 
 
 def catchup_window(job: Job, default: timedelta) -> timedelta:

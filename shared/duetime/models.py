@@ -333,6 +333,18 @@ JobName = Annotated[str, Field(min_length=1, max_length=200)]
 JitterSeconds = Annotated[int, Field(ge=0, le=3600)]
 TimeoutSeconds = Annotated[int, Field(ge=1, le=600)]
 MAX_CATCHUP_WINDOW_SECONDS = 7 * 86_400
+MAX_SUCCESS_DEADLINE_SECONDS = 30 * 86_400
+SuccessDeadlineSeconds = Annotated[
+    int,
+    Field(
+        ge=60,
+        le=MAX_SUCCESS_DEADLINE_SECONDS,
+        description="A dead-man's switch: each scheduled time of the job must have a run that succeeded "
+        "within this many seconds of the nominal time, or one `missed` alert is raised for it; the next "
+        "scheduled time met after a miss raises `recovered`. Left out or null: not watched. 60 to 2592000 "
+        "(30 days).",
+    ),
+]
 CatchupWindowSeconds = Annotated[
     int,
     Field(
@@ -361,6 +373,7 @@ class JobSpec(Strict):
     exact: bool = False
     misfire: MisfirePolicy = MisfirePolicy.RUN_ONCE
     catchup_window_seconds: CatchupWindowSeconds | None = None
+    success_deadline_seconds: SuccessDeadlineSeconds | None = None
     overlap: OverlapPolicy = OverlapPolicy.ALLOW
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
     timeout_seconds: TimeoutSeconds = 30
@@ -513,6 +526,9 @@ class Run(BaseModel):
     # buffer_one: the run this one waits for (the job's previous run); a worker starts it only once that run
     # has finished, and gives its lease back until then (``Worker``).
     waits_for: str | None = None
+    # A scheduled run of a job with ``success_deadline_seconds``: the instant by which it must have succeeded
+    # (nominal + deadline), watched by ``duetime.deadlines``; None: not watched (manual runs, backfills).
+    success_by: datetime | None = None
     target: HttpTarget
     timeout_seconds: int
     retry: RetryPolicy

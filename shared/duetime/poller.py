@@ -23,9 +23,20 @@ from duetime.claim_plan import (
     plan_claim,
 )
 from duetime.clock import Clock
+from duetime.deadlines import DEADLINE_CHECK_INTERVAL, DeadlineReport, check_deadlines
 from duetime.low_water import LowWaterMarks
 from duetime.models import Job, Run, RunResult, RunStatus
-from duetime.ports import Alert, AlertSink, JobStore, ReapCandidate, RunMessage, RunQueue, RunStore, TeamStore
+from duetime.ports import (
+    Alert,
+    AlertSink,
+    DeadlineStore,
+    JobStore,
+    ReapCandidate,
+    RunMessage,
+    RunQueue,
+    RunStore,
+    TeamStore,
+)
 from duetime.preload import FireFailed, FireReport, MinutePreload
 from duetime.team_cache import TeamCache
 from duetime.timeutil import minute_bucket, parse_minute_bucket, whole_seconds
@@ -88,6 +99,7 @@ class RecoveryReport:
     dead: int = 0
     messages_resent: int = 0
     queries: int = 0
+    deadlines: DeadlineReport | None = None  # this pass checked success deadlines (every 30 s)
 
 
 def find_due_jobs(
@@ -282,8 +294,10 @@ class Poller:
         clock: Clock,
         config: PollerConfig,
         teams: TeamStore | None = None,
+        deadlines: DeadlineStore | None = None,
     ) -> None:
-        """``teams``: where to look up whether a job's team is disabled (none: every team is active)."""
+        """``teams``: where to look up whether a job's team is disabled (none: every team is active).
+        ``deadlines``: where success-deadline watches are (none: they are not checked)."""
         self.jobs = jobs
         self.runs = runs
         self.queue = queue
@@ -291,6 +305,8 @@ class Poller:
         self.clock = clock
         self.config = config
         self.teams = teams
+        self.deadlines = deadlines
+        self._next_deadline_check: datetime | None = None  # the first reap pass checks deadlines
         self.team_active = TeamCache(teams, clock).active if teams is not None else None
         self.known_marks = LowWaterMarks()  # read once a reign (``duetime.low_water``)
         self._coming_count: tuple[str, int] | None = None  # (the coming minute's bucket, rows due in it)
@@ -360,7 +376,17 @@ class Poller:
         return self._coming_count[1]
 
     def recover(self) -> RecoveryReport:
-        return recover_runs(self.runs, self.queue, self.alerts, self.config, self.clock.now())
+        """A reap pass (``recover_runs``); the first, and then one every ``DEADLINE_CHECK_INTERVAL``, also
+        settles the success deadlines that passed (``duetime.deadlines``)."""
+        now = self.clock.now()
+        report = recover_runs(self.runs, self.queue, self.alerts, self.config, now)
+        due = self._next_deadline_check is None or now >= self._next_deadline_check
+        if self.deadlines is not None and due:
+            self._next_deadline_check = now + DEADLINE_CHECK_INTERVAL
+            report.deadlines = check_deadlines(
+                self.deadlines, self.runs, self.jobs, self.alerts, self.config.partitions, now
+            )
+        return report
 
     def fire_preloaded(
         self,
@@ -537,4 +563,6 @@ class Poller:
     def for_partitions(self, partitions: Sequence[int]) -> Poller:
         """The same poller, on another partition group (one EventBridge rule per group)."""
         config = replace(self.config, partitions=list(partitions))
-        return Poller(self.jobs, self.runs, self.queue, self.alerts, self.clock, config, self.teams)
+        return Poller(
+            self.jobs, self.runs, self.queue, self.alerts, self.clock, config, self.teams, self.deadlines
+        )

@@ -118,6 +118,8 @@ class JobStore(Protocol):
         milliseconds between the read and the move: the run for the time that was due is kept, and the
         edit's schedule stands). A row already there (a restored table, a row written by hand) is left as
         it is and not created again, and its claim still moves the schedule.
+
+        Runs that carry a success deadline get their watch (``DeadlineStore``) before the schedule moves.
         """
         ...
 
@@ -268,6 +270,59 @@ class RunStore(Protocol):
     ) -> Run | None:
         """A queued or retry_wait run whose message was lost gets a new deadline (condition WAIT_EXPIRED);
         the caller sends the message again."""
+        ...
+
+
+@dataclass(frozen=True)
+class DeadlineWatch:
+    """A scheduled run's success deadline (``duetime.deadlines``): the run of ``run_id`` (nominal time
+    ``nominal_at``) must have succeeded by ``deadline_at``."""
+
+    run_id: str
+    job_id: str
+    partition: int
+    nominal_at: datetime
+    deadline_at: datetime
+
+    @classmethod
+    def of(cls, run: Run) -> DeadlineWatch | None:
+        """The watch of a run that carries a success deadline (``Run.success_by``); None for any other."""
+        if run.success_by is None:
+            return None
+        return cls(run.run_id, run.job_id, run.partition, run.nominal_at, run.success_by)
+
+
+class DeadlineStore(Protocol):
+    """Success deadlines: one watch per scheduled run of a job with ``success_deadline_seconds``, in an index
+    by (partition, deadline) that pollers read without a Scan, and one *missing* flag per job (the nominal
+    time of the first missed time since the job last recovered).
+
+    ``JobStore.claim`` writes the watch of every run it creates or finds in the way that carries
+    ``Run.success_by``, after the run rows and before the schedule moves, so no watched run exists for long
+    without its watch (a claim cut between the steps is claimed again, and writes the watch again; a watch
+    already there is left as it is)."""
+
+    def due_watches(self, partition: int, now: datetime, limit: int) -> list[DeadlineWatch]:
+        """The watches of ``partition`` whose deadline has passed (``deadline_at < now``, to the second),
+        oldest first, up to ``limit``. A dropped watch is never returned again."""
+        ...
+
+    def drop_watch(self, watch: DeadlineWatch) -> bool:
+        """Delete the watch (condition WATCH_EXISTS): True for the one caller that deleted it."""
+        ...
+
+    def missing_since(self, job_id: str) -> datetime | None:
+        """The job's missing flag, read consistently: the nominal time of its first missed time since it
+        last recovered, or None."""
+        ...
+
+    def flag_missing(self, job_id: str, since: datetime) -> bool:
+        """Set the job's missing flag to ``since`` if it has none (condition JOB_NOT_MISSING)."""
+        ...
+
+    def clear_missing(self, job_id: str, since: datetime) -> bool:
+        """Clear the job's missing flag if it is still ``since`` (condition JOB_MISSING_AS_READ): True for the
+        one caller that cleared it (who raises ``recovered``)."""
         ...
 
 
@@ -444,7 +499,7 @@ class ProvisionedWorkers(Protocol):
 
 @dataclass(frozen=True)
 class Alert:
-    kind: str  # "run_dead" | "run_failed"
+    kind: str  # "run_dead" | "run_failed" | "missed" | "recovered" (``duetime.deadlines``)
     team: str
     job_id: str
     run_id: str

@@ -114,7 +114,8 @@ def poller_shift() -> PollerShift:
     store = make_store(s)
     queue = SqsRunQueue(client("sqs"), s.run_queue_url)
     clock = make_store_clock(store)
-    poller = Poller(store, store, queue, make_alerts(s, store), clock, poller_config(s), teams=store)
+    alerts = make_alerts(s, store)
+    poller = Poller(store, store, queue, alerts, clock, poller_config(s), teams=store, deadlines=store)
     warmer = LambdaWorkerWarmer(client("lambda"), s.worker_function_arn) if s.worker_function_arn else None
     quiet = QuietTimings() if s.poller_rest_when_quiet else None
     return PollerShift(poller, store, lease_timings(s), s.poll_interval_seconds, warmer, quiet)
@@ -133,6 +134,7 @@ def worker() -> Worker:
         HttpTargetCaller(allow_private=s.allow_private_targets),
         make_store_clock(store),
         worker_config(s),
+        deadlines=store,
     )
 
 

@@ -30,11 +30,13 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 
 from duetime.clock import Clock
+from duetime.deadlines import settle_succeeded
 from duetime.models import Run, RunResult, RunStatus, Team
 from duetime.outcomes import Verdict, judge, retry_time
 from duetime.ports import (
     Alert,
     AlertSink,
+    DeadlineStore,
     ResultWrite,
     RunMessage,
     RunQueue,
@@ -139,10 +141,13 @@ class Worker:
         owner: str | None = None,
         rng: random.Random | None = None,
         wait: Callable[[threading.Event, float], bool] | None = None,
+        deadlines: DeadlineStore | None = None,
     ) -> None:
         """``clock`` must be the store's clock: every lease instant is compared by DynamoDB. ``wait(done,
         seconds)`` is how the heartbeat waits for its next beat: True when ``done`` was set meanwhile (tests
-        pass one that moves a manual clock instead of sleeping)."""
+        pass one that moves a manual clock instead of sleeping). ``deadlines``: where the success-deadline
+        watches of the runs it finishes are settled at once (none: the pollers settle them at their
+        deadlines, and ``recovered`` comes then)."""
         self.runs = runs
         self.teams = TeamCache(teams, clock)
         self.team_store = teams
@@ -155,6 +160,7 @@ class Worker:
         self.rng = rng or random.Random()
         self.wait = wait or threading.Event.wait
         self._call_pools = threading.local()
+        self.deadlines = deadlines
 
     def process(self, message: RunMessage) -> WorkReport:
         """Work one message (a batch of one); raises what working it raised."""
@@ -505,6 +511,8 @@ class Worker:
                 )
             )
             return WorkOutcome.DEAD if write.status is RunStatus.DEAD else WorkOutcome.FAILED
+        if self.deadlines is not None and run.success_by is not None:
+            settle_succeeded(self.deadlines, self.alerts, [run], now)
         return WorkOutcome.SUCCEEDED
 
 

@@ -16,6 +16,7 @@ def target(url: str, **extra: Any) -> dict[str, Any]:
     return {**JOB, "target": {"url": url, **extra}}
 
 
+DEADLINE_FIELD = "success_deadline_seconds"
 HOSTILE: list[tuple[str, dict[str, Any] | str, int, str | None]] = [
     # (what, body or raw text, expected status, field named)
     ("malformed JSON", '{"name": ', 400, None),
@@ -94,6 +95,8 @@ HOSTILE: list[tuple[str, dict[str, Any] | str, int, str | None]] = [
     ("IPv6 unique local", target("http://[fd12::1]/"), 422, "target.url"),
     ("a DNS name resolving to loopback", target("http://localhost:9000/"), 422, "target.url"),
     ("unspecified address", target("http://0.0.0.0/"), 422, "target.url"),
+    ("success deadline under a minute", {**JOB, "success_deadline_seconds": 30}, 422, DEADLINE_FIELD),
+    ("success deadline as text", {**JOB, "success_deadline_seconds": "1h"}, 422, DEADLINE_FIELD),
     ("body over the limit", {**JOB, "name": "x" * (70 * 1024)}, 413, None),
 ]
 

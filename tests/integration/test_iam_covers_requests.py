@@ -31,6 +31,7 @@ from duetime.adapters.dynamodb.catalog import DynamoCatalog
 from duetime.service import JobService
 
 from ..infra.test_stack import resources, role_grants, synth
+from ..job_support import create_job
 from ..lambda_support import LambdaContext, load_handler
 from .api_support import JOB, make_call, serving
 from .conftest import Stack, hooked
@@ -221,8 +222,19 @@ def test_each_functions_role_grants_every_dynamodb_request_its_code_makes(
     for url in (target.url, target.url, target.url + "?status=503"):
         stack.job_due_now("team-a", url)
     stack.job_due_now("team-a", target.url, overlap="skip")  # its claim: one transaction
+    # Success deadlines: one met by the worker at once (it settles the watch), one claimed past its
+    # deadline (the poller's first reap pass finds it missed and flags the job).
+    met_in_time = stack.job_due_now("team-a", target.url, success_deadline_seconds=600)
+    late = create_job(
+        stack.store,
+        "team-a",
+        {**JOB, "schedule": {"rate": "1 hour"}, "exact": True, "target": {"url": target.url}}
+        | {"success_deadline_seconds": 60, "catchup_window_seconds": 600},
+        stack.clock.now() - timedelta(minutes=62),  # its one time: 2 minutes ago, its deadline 1 minute ago
+    )
     with recording(stack.dynamodb, shared) as poller_requests:
         poll()
+    assert stack.store.missing_since(late.id) is not None  # the deadline check ran, and found it missed
     backfill_ids = f"{job_id}@"  # the runs the API backfilled, sent by it: not the poller's
     messages = [m for m in stack.messages() if "~" in m.run_id or not m.run_id.startswith(backfill_ids)]
     scheduled = [
@@ -233,13 +245,15 @@ def test_each_functions_role_grants_every_dynamodb_request_its_code_makes(
         for m in messages
         if "~" in m.run_id and m.run_id != cancelled  # the cancelled one's message: left alone
     ]
-    assert (len(scheduled), len(triggered)) == (4, 1), messages
+    assert (len(scheduled), len(triggered)) == (6, 1), messages
+    watched = [m for m in scheduled if met_in_time.id in m]
 
     # The worker: a batch of two runs of one team (one fails and waits to retry; their slots taken and freed
     # in a batch), and a batch of one (the API's triggered run); the third scheduled run's message is left
     # alone, so that it is still queued at its reap check.
     with recording(stack.dynamodb, shared) as worker_requests:
         load_handler("worker").handler(sqs_event(scheduled[:2]), LambdaContext())
+        load_handler("worker").handler(sqs_event(watched), LambdaContext())
         load_handler("worker").handler(sqs_event(triggered), LambdaContext())
     made["worker"] = as_roles(stack, worker_requests)
 

@@ -945,3 +945,82 @@ def test_a_quiet_holder_gives_the_lease_back_only_if_nobody_woke_the_group_since
     assert store.release_quiet_poller_lease("0-15", "inv-a", seen + 1)
     after = store.read_poller_lease("0-15")
     assert after.free_at(at(2)) and after.wakes == seen + 1 and after.term == 1
+
+
+# --- success deadlines (DeadlineStore) ---------------------------------------------------------------------
+
+
+def test_a_claim_writes_the_watch_of_each_watched_run_due_only_once_its_deadline_passed(
+    subject: Subject,
+) -> None:
+    watched = a_job(T0, success_deadline_seconds=300)
+    plain = a_job(T0, job_id=ids_in_partition(partition_of(watched.id), 1)[0])
+    for job in (watched, plain):
+        subject.put_job(job, at(-30))
+    claims = [make_claim(plan_claim(job, at(1)), at(1)) for job in (watched, plain)]
+    outcome = subject.store.claim(claims, at(1))
+    assert len(outcome.runs) == 2
+    partition = partition_of(watched.id)
+
+    assert subject.store.due_watches(partition, at(300), 10) == []  # deadline T0 + 300 s: not yet passed
+    (watch,) = subject.store.due_watches(partition, at(301), 10)
+    assert (watch.run_id, watch.job_id, watch.partition) == (claim_run_id(watched), watched.id, partition)
+    assert (watch.nominal_at, watch.deadline_at) == (T0, at(300))
+    assert stored(subject, watch.run_id).success_by == at(300)
+    assert stored(subject, claim_run_id(plain)).success_by is None
+
+
+def test_a_watch_of_a_guarded_claim_is_written_too(subject: Subject) -> None:
+    job = a_job(T0, success_deadline_seconds=60, overlap="skip")
+    subject.put_job(job, at(-30))
+    (run,) = claim(subject, job, at(1)).runs
+    assert [w.run_id for w in subject.store.due_watches(run.partition, at(61), 10)] == [run.run_id]
+
+
+def test_a_claim_made_again_leaves_the_watch_there_as_it_is(subject: Subject) -> None:
+    job = a_job(T0, success_deadline_seconds=60)
+    subject.put_job(job, at(-30))
+    claim(subject, job, at(1))
+    subject.put_job(job.model_copy(update={"state": job.state.model_copy(update={"version": 5})}), at(3))
+    restored = subject.store.get_job(job.id)  # due at T0 again: its run and watch already there
+    assert restored is not None
+    outcome = claim(subject, restored, at(4))
+    assert outcome.existing_runs == 1
+    assert len(subject.store.due_watches(partition_of(job.id), at(61), 10)) == 1
+
+
+def test_a_watch_is_dropped_once_and_then_never_due_again(subject: Subject) -> None:
+    job = a_job(T0, success_deadline_seconds=60)
+    subject.put_job(job, at(-30))
+    claim(subject, job, at(1))
+    (watch,) = subject.store.due_watches(partition_of(job.id), at(61), 10)
+
+    assert subject.store.drop_watch(watch) is True
+    assert subject.store.drop_watch(watch) is False
+    assert subject.store.due_watches(partition_of(job.id), at(3600), 10) == []
+
+
+def test_due_watches_come_oldest_deadline_first_within_the_limit(subject: Subject) -> None:
+    ids = ids_in_partition(7, 3)
+    for job_id, deadline in zip(ids, (300, 120, 200), strict=True):
+        job = a_job(T0, job_id=job_id, success_deadline_seconds=deadline)
+        subject.put_job(job, at(-30))
+        claim(subject, job, at(1))
+
+    due = subject.store.due_watches(7, at(400), 2)
+
+    assert [w.job_id for w in due] == [ids[1], ids[2]]
+    assert subject.store.due_watches(8, at(400), 10) == []
+
+
+def test_a_job_is_flagged_missing_once_and_cleared_only_as_read(subject: Subject) -> None:
+    job_id = new_job_id()
+    assert subject.store.missing_since(job_id) is None
+
+    assert subject.store.flag_missing(job_id, T0) is True
+    assert subject.store.flag_missing(job_id, at(60)) is False  # the first miss's time stays
+    assert subject.store.missing_since(job_id) == T0
+    assert subject.store.clear_missing(job_id, at(60)) is False  # not the flag it read
+    assert subject.store.clear_missing(job_id, T0) is True
+    assert subject.store.clear_missing(job_id, T0) is False  # one clear, one recovered
+    assert subject.store.missing_since(job_id) is None

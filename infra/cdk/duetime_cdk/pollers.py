@@ -89,6 +89,10 @@ class Pollers(Construct):
             # at a reap ticket's check it deletes the ticket (BatchWriteItem).
             allow(["dynamodb:BatchGetItem", "dynamodb:PartiQLUpdate", "dynamodb:BatchWriteItem"], [runs]),
             allow(["dynamodb:Query"], [storage.index_arn("runs", REAP_INDEX)]),
+            # Success deadlines (deadline_watches.py): a due watch's run and job read, the job's missing
+            # flag read, set (PutItem) and cleared, the watch deleted.
+            allow(["dynamodb:GetItem", "dynamodb:DeleteItem"], [runs]),
+            allow(["dynamodb:GetItem"], [jobs]),
             allow(["dynamodb:PutItem", "dynamodb:UpdateItem"], [control]),  # low-water marks
             allow(["dynamodb:BatchGetItem", "dynamodb:GetItem"], [control]),  # read the marks
             queue.allow_send(),

@@ -55,9 +55,10 @@ class Workers(Construct):
                         "dynamodb:UpdateItem",
                         "dynamodb:BatchGetItem",
                         "dynamodb:PartiQLUpdate",
+                        "dynamodb:DeleteItem",
                     ],
                     [runs],
-                ),  # lease, result
+                ),  # lease, result; a met success deadline's watch and missing flag (deadline_watches.py)
                 allow(
                     [
                         "dynamodb:GetItem",

@@ -24,6 +24,7 @@ from typing import Any
 
 from duetime.adapters.alerts import StoredAlerts
 from duetime.adapters.dynamodb.codec import item_to_run
+from duetime.adapters.dynamodb.deadline_watches import KEY_PREFIX as DEADLINE_KEY_PREFIX
 from duetime.adapters.dynamodb.reap_tickets import is_ticket
 from duetime.adapters.sqs import SqsRunQueue
 from duetime.bench.faults import Faults, FaultyQueue, PollerCrash, attach_claim_cut
@@ -357,6 +358,8 @@ def _scan_runs_table(stack: BenchStack) -> tuple[dict[str, Any], int]:
         for item in page.get("Items", []):
             if is_ticket(item):
                 tickets += 1
+            elif item["job_id"]["S"].startswith(DEADLINE_KEY_PREFIX):
+                continue  # a success deadline's watch or missing flag (``deadline_watches``), not a run
             else:
                 runs[item["run_id"]["S"]] = item_to_run(item)
         if "LastEvaluatedKey" not in page:

@@ -120,6 +120,8 @@ def run_payload(run: Run) -> str:
     }
     if run.waits_for is not None:  # in the payload, so a message carrying the run cannot drop it
         payload["waits_for"] = run.waits_for
+    if run.success_by is not None:
+        payload["success_by"] = iso_z(run.success_by)
     return json.dumps(payload, separators=(",", ":"))
 
 
@@ -179,6 +181,7 @@ def item_to_run(item: Item) -> Run:
         queue_deadline=_opt_time(item, "queue_deadline"),
         retry_at=_opt_time(item, "retry_at"),
         waits_for=payload.get("waits_for"),
+        success_by=parse_iso_z(payload["success_by"]) if "success_by" in payload else None,
         target=HttpTarget.model_validate(payload["target"]),
         timeout_seconds=payload["timeout_seconds"],
         retry=RetryPolicy.model_validate(payload["retry"]),

@@ -168,6 +168,32 @@ TICKET_IS_NEW = Condition(
     "replacing another claim's ticket.",
 )
 
+WATCH_IS_NEW = Condition(
+    "WATCH_IS_NEW",
+    "attribute_not_exists(job_id)",
+    "A claim writes a watched run's deadline watch once: a claim made again after one cut between its steps "
+    "finds the watch there and leaves it as it is (one watch, so one missed alert, per scheduled time).",
+)
+
+WATCH_EXISTS = Condition(
+    "WATCH_EXISTS",
+    "attribute_exists(job_id)",
+    "A settled watch is deleted once: of a worker and a poller settling the same watch, one deletes it.",
+)
+
+JOB_NOT_MISSING = Condition(
+    "JOB_NOT_MISSING",
+    "attribute_not_exists(job_id)",
+    "A job is flagged missing by its first missed time only: a later miss while it is flagged leaves the "
+    "flag (and the time it names) as it is.",
+)
+
+JOB_MISSING_AS_READ = Condition(
+    "JOB_MISSING_AS_READ",
+    "since = :since",
+    "A met time clears the missing flag it read, and only the writer whose clear lands raises `recovered`: "
+    "two later times met at once raise it once, and a flag set again since (a newer miss) is not cleared.",
+)
 
 # A team's slots live SLOTS_PER_ITEM to an item, each slot a pair of attributes ("holder_<k>",
 # "until_<k>"), so a worker takes, extends and frees a batch's slots with one write per item rather than
@@ -366,6 +392,10 @@ ALL_CONDITIONS = (
     RUN_UNCOVERED_AS_READ,
     RUN_FINISHED,
     TICKET_IS_NEW,
+    WATCH_IS_NEW,
+    WATCH_EXISTS,
+    JOB_NOT_MISSING,
+    JOB_MISSING_AS_READ,
     SLOT_FREE,
     SLOT_IS_NEW,
     SLOT_HELD,

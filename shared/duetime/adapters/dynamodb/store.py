@@ -35,6 +35,7 @@ from duetime.adapters.dynamodb.codec import (
     scheduling_attributes,
     t,
 )
+from duetime.adapters.dynamodb.deadline_watches import DeadlineWatches
 from duetime.adapters.dynamodb.reads import batch_get, read_job, read_run, read_team, team_key
 from duetime.adapters.dynamodb.reap_checks import (
     DEFAULT_LEASE_CHECK,
@@ -83,9 +84,9 @@ def conditional_write(write: Callable[..., Any], **request: Any) -> dict[str, An
         raise
 
 
-class DynamoStore(WorkerBatches):
-    """Implements ``JobStore``, ``RunStore``, ``TeamStore`` and ``PollerLeaseStore`` (see ``duetime.ports``
-    for the contracts)."""
+class DynamoStore(WorkerBatches, DeadlineWatches):
+    """Implements ``JobStore``, ``RunStore``, ``TeamStore``, ``PollerLeaseStore`` and ``DeadlineStore`` (see
+    ``duetime.ports`` for the contracts)."""
 
     def __init__(
         self,
@@ -191,6 +192,8 @@ class DynamoStore(WorkerBatches):
             run for (_, run), new in zip(inserts, written, strict=True) if not new or run.run_id in ticketed
         ]
         tickets = self._write_tickets(uncovered)
+        watches = self.watch_statements([run for _, run in inserts])  # before the moves (DeadlineStore)
+        self._execute_in_parallel(watches)
         moved = self._execute_in_parallel(schedule_moves)
         landed = [claim for claim, move_landed in zip(fresh, moved, strict=True) if move_landed]
         landed += guarded.landed
@@ -215,7 +218,9 @@ class DynamoStore(WorkerBatches):
             runs=created + guarded.created,
             claimed_jobs=sum(moved) + len(guarded.landed),
             lost_races=stale + len(moved) - sum(moved) + guarded.lost,
-            write_requests=sum(math.ceil(k / batch) for k in (len(inserts), tickets, len(fresh), skip_writes))
+            write_requests=sum(
+                math.ceil(k / batch) for k in (len(inserts), tickets, len(watches), len(fresh), skip_writes)
+            )
             + guarded.requests,
             existing_runs=existing + len(guarded.in_the_way),
             requeued=requeued + [run for claim, run in guarded.in_the_way if claim in guarded.landed],
@@ -238,6 +243,10 @@ class DynamoStore(WorkerBatches):
             ]
             pending = list(zip(claim.runs, rows, strict=True))
             move = self._schedule_move(claim, now)
+            watches = self.watch_statements(claim.runs)  # before the transaction moves the schedule
+            if watches:
+                done.requests += 1
+                partiql.execute(self.client, watches)
             while True:
                 done.requests += 1
                 failed = partiql.transact(self.client, [row for _, row in pending] + [move])

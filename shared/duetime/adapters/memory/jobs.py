@@ -18,7 +18,8 @@ from datetime import datetime
 
 from duetime.adapters.dynamodb.codec import due_bucket, due_key
 from duetime.adapters.dynamodb.partiql import BATCH_STATEMENTS_MAX as BATCH
-from duetime.adapters.memory.stored import Tables, maybe_second, to_second
+from duetime.adapters.memory.deadlines import MemoryDeadlines
+from duetime.adapters.memory.stored import maybe_second, to_second
 from duetime.claim_plan import Claim, sets_active_run
 from duetime.ids import partition_of
 from duetime.models import Job, JobState, Run
@@ -72,7 +73,7 @@ def _row(job: Job, written_at: datetime) -> _JobRow:
     return _JobRow(job, due_bucket(job.id, fire_at, written_at), due_key(job.id, fire_at))
 
 
-class MemoryJobs(Tables):
+class MemoryJobs(MemoryDeadlines):
     """``JobStore`` in memory (mixed into ``MemoryStore``)."""
 
     _jobs: dict[str, _JobRow]
@@ -156,7 +157,11 @@ class MemoryJobs(Tables):
                         self._create_run(run)
                         created.append(run)
                 if guarded:  # under the same hold of the lock as its version check and its rows
+                    self._write_watches(claim.runs)
                     guarded_moves[index] = self._move_schedule(claim, now)
+            # The other claims' watches, after their rows and before their moves (``DeadlineStore``).
+            unguarded = [run for claim in fresh if not sets_active_run(claim) for run in claim.runs]
+            watches = self._write_watches(unguarded)
         moved = [
             guarded_moves[index] if index in guarded_moves else self._move_schedule(claim, now)
             for index, claim in enumerate(fresh)
@@ -175,6 +180,7 @@ class MemoryJobs(Tables):
             claimed_jobs=sum(moved),
             lost_races=len(claims) - sum(moved),
             write_requests=math.ceil(runs / BATCH)
+            + math.ceil(watches / BATCH)
             + math.ceil(len(fresh) / BATCH)
             + math.ceil(skip_writes / BATCH),
             existing_runs=len(in_the_way),

@@ -6,15 +6,16 @@ import threading
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
+from duetime.adapters.memory.deadlines import MemoryDeadlines
 from duetime.adapters.memory.jobs import MemoryJobs
 from duetime.adapters.memory.poller_leases import MemoryPollerLeases
 from duetime.adapters.memory.runs import MemoryRuns
 from duetime.adapters.memory.teams import MemoryTeams
-from duetime.ports import JobStore, PollerLeaseStore, ResultWrite, RunStore, TeamStore
+from duetime.ports import DeadlineStore, JobStore, PollerLeaseStore, ResultWrite, RunStore, TeamStore
 
 
-class MemoryStore(MemoryJobs, MemoryRuns, MemoryTeams, MemoryPollerLeases):
-    """Implements ``JobStore``, ``RunStore``, ``TeamStore`` and ``PollerLeaseStore`` (``duetime.ports``) in
+class MemoryStore(MemoryJobs, MemoryRuns, MemoryTeams, MemoryPollerLeases, MemoryDeadlines):
+    """Implements ``JobStore``, ``RunStore``, ``TeamStore``, ``PollerLeaseStore`` and ``DeadlineStore`` in
     memory, thread-safe (one lock). Jobs are written with ``put_job`` (the API catalog's part)."""
 
     def __init__(self) -> None:
@@ -26,6 +27,8 @@ class MemoryStore(MemoryJobs, MemoryRuns, MemoryTeams, MemoryPollerLeases):
         self._teams = {}
         self._slots = {}
         self._poller_leases = {}
+        self._watches = {}
+        self._missing = {}
 
     def record_results_and_free_slots(
         self,
@@ -41,6 +44,8 @@ class MemoryStore(MemoryJobs, MemoryRuns, MemoryTeams, MemoryPollerLeases):
                 self.release_slots(team_id, team_slots)
 
 
-def _implements_the_ports(store: MemoryStore) -> tuple[JobStore, RunStore, TeamStore, PollerLeaseStore]:
+def _implements_the_ports(
+    store: MemoryStore,
+) -> tuple[JobStore, RunStore, TeamStore, PollerLeaseStore, DeadlineStore]:
     """Never called: mypy checks here that ``MemoryStore`` keeps every port's signatures."""
-    return store, store, store, store
+    return store, store, store, store, store
