@@ -43,7 +43,7 @@ from duetime.errors import (
     UnsupportedMediaType,
     field_path,
 )
-from duetime.models import MAX_BACKFILL_RUNS, BackfillWindow, JobSpec, Team
+from duetime.models import MAX_BACKFILL_RUNS, BackfillWindow, Job, JobSpec, Team
 from duetime.rate_limit import ApiRateLimiter
 from duetime.service import JobService
 
@@ -266,6 +266,11 @@ def openapi_document() -> str:
     )
 
 
+def shown(job: Job) -> JobOut:
+    """A job as answers show it, with its success-deadline flag."""
+    return JobOut.of(job, service().missing_since([job]).get(job.id))
+
+
 @app.post("/v1/jobs", responses=_responses(201, JobOut, 409, 429), security=SECURITY)
 def create_job(
     spec: Annotated[JobSpec, Body()],
@@ -273,7 +278,7 @@ def create_job(
 ) -> Response[JobOut]:
     body = json.loads(app.current_event.body or "{}")  # re-validated with the clock (``at`` in the past)
     job = service().create_job(team(), body, idempotency_key)
-    return Response(status_code=201, content_type=JSON, body=JobOut.of(job))
+    return Response(status_code=201, content_type=JSON, body=shown(job))
 
 
 @app.get("/v1/jobs", responses=_responses(200, JobList), security=SECURITY)
@@ -282,18 +287,19 @@ def list_jobs(
     cursor: Annotated[str | None, Query(max_length=2048)] = None,
 ) -> JobList:
     page = service().list_jobs(team(), limit, cursor)
-    return JobList(jobs=[JobOut.of(j) for j in page.items], next_cursor=page.cursor)
+    missing = service().missing_since(page.items)
+    return JobList(jobs=[JobOut.of(j, missing.get(j.id)) for j in page.items], next_cursor=page.cursor)
 
 
 @app.get("/v1/jobs/<job_id>", responses=_responses(200, JobOut, 404), security=SECURITY)
 def get_job(job_id: JobId) -> JobOut:
-    return JobOut.of(service().get_job(team(), job_id))
+    return shown(service().get_job(team(), job_id))
 
 
 @app.patch("/v1/jobs/<job_id>", responses=_responses(200, JobOut, 404, 409, 429), security=SECURITY)
 def patch_job(job_id: JobId, patch: Annotated[JobPatch, Body()]) -> JobOut:
     changes = json.loads(app.current_event.body or "{}")
-    return JobOut.of(service().update_job(team(), job_id, changes))
+    return shown(service().update_job(team(), job_id, changes))
 
 
 @app.delete("/v1/jobs/<job_id>", responses=_responses(204, None, 404, 409), security=SECURITY)
@@ -304,12 +310,12 @@ def delete_job(job_id: JobId) -> Response[Any]:
 
 @app.post("/v1/jobs/<job_id>/pause", responses=_responses(200, JobOut, 404, 409), security=SECURITY)
 def pause_job(job_id: JobId) -> JobOut:
-    return JobOut.of(service().update_job(team(), job_id, {"paused": True}))
+    return shown(service().update_job(team(), job_id, {"paused": True}))
 
 
 @app.post("/v1/jobs/<job_id>/resume", responses=_responses(200, JobOut, 404, 409), security=SECURITY)
 def resume_job(job_id: JobId) -> JobOut:
-    return JobOut.of(service().update_job(team(), job_id, {"paused": False}))
+    return shown(service().update_job(team(), job_id, {"paused": False}))
 
 
 @app.post("/v1/jobs/<job_id>/trigger", responses=_responses(201, RunOut, 404, 409), security=SECURITY)

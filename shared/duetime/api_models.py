@@ -82,11 +82,16 @@ class JobOut(JobSpec):
     next_run_at: datetime | None = Field(description="when the next run fires (nominal + jitter)")
     next_nominal_at: datetime | None = Field(description="the next scheduled time the run id will carry")
     last_scheduled_at: datetime | None
+    missing_since: datetime | None = Field(
+        default=None,
+        description="success_deadline_seconds: the nominal time of the first scheduled time missed since the "
+        "job last recovered (a `missed` alert was raised for it); null while every watched time is met",
+    )
     created_at: datetime
     updated_at: datetime
 
     @classmethod
-    def of(cls, job: Job) -> JobOut:
+    def of(cls, job: Job, missing_since: datetime | None = None) -> JobOut:
         """The job as answers show it; header values are write-only (``HttpTarget.redacted``)."""
         spec = job.model_copy(update={"target": job.target.redacted()}).model_dump(
             include=set(JobSpec.model_fields)
@@ -98,6 +103,7 @@ class JobOut(JobSpec):
             next_run_at=job.state.next_fire_at if scheduled else None,
             next_nominal_at=job.state.next_nominal_at if scheduled else None,
             last_scheduled_at=job.state.last_scheduled_at,
+            missing_since=missing_since,
             created_at=job.created_at,
             updated_at=job.updated_at,
         )
@@ -150,6 +156,11 @@ class RunOut(Out):
         default=None,
         description="overlap buffer_one: the run this one starts after (it waits until that one ends)",
     )
+    success_by: datetime | None = Field(
+        default=None,
+        description="success_deadline_seconds: the run must have succeeded by then (nominal + deadline), or "
+        "a `missed` alert is raised for its time; null for runs not watched (manual runs, backfills)",
+    )
     result: RunResult | None
     created_at: datetime
     started_at: datetime | None
@@ -170,6 +181,7 @@ class RunOut(Out):
                 "lease_expires_at",
                 "retry_at",
                 "waits_for",
+                "success_by",
                 "result",
                 "created_at",
                 "started_at",

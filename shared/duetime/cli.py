@@ -95,6 +95,7 @@ def spec_from_args(args: argparse.Namespace) -> dict[str, Any]:
         ("jitter", "jitter_seconds"),
         ("misfire", "misfire"),
         ("catchup_window", "catchup_window_seconds"),
+        ("success_deadline", "success_deadline_seconds"),
         ("overlap", "overlap"),
         ("timeout", "timeout_seconds"),
         ("start_at", "start_at"),
@@ -407,6 +408,11 @@ def parser() -> argparse.ArgumentParser:
     )
     create.add_argument(
         "--catchup-window", type=int, help="seconds a run may start late before misfire applies (default 60)"
+    )
+    create.add_argument(
+        "--success-deadline",
+        type=int,
+        help="seconds after each scheduled time by which its run must have succeeded, or a missed alert",
     )
     create.add_argument("--max-attempts", type=int)
     create.add_argument("--backoff", help="seconds, comma separated, e.g. 10,30,120")

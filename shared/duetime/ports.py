@@ -316,6 +316,11 @@ class DeadlineStore(Protocol):
         last recovered, or None."""
         ...
 
+    def missing_flags(self, job_ids: Sequence[str]) -> dict[str, datetime]:
+        """The missing flags of those of ``job_ids`` that have one, by job id (may be slightly stale: for
+        showing, never for deciding)."""
+        ...
+
     def flag_missing(self, job_id: str, since: datetime) -> bool:
         """Set the job's missing flag to ``since`` if it has none (condition JOB_NOT_MISSING)."""
         ...
@@ -326,9 +331,9 @@ class DeadlineStore(Protocol):
         ...
 
 
-class JobAndRunStore(JobStore, RunStore, Protocol):
-    """A store of both jobs and runs (every store here is): what the API's service writes besides the
-    catalog."""
+class JobAndRunStore(JobStore, RunStore, DeadlineStore, Protocol):
+    """A store of jobs, runs and their deadlines (every store here is): what the API's service reads and
+    writes besides the catalog."""
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ import hashlib
 import hmac
 import json
 from collections import Counter
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -176,6 +177,12 @@ class JobService:
         if job is None or job.team != team.team_id:
             raise NotFound(f"no job {job_id}")
         return job
+
+    def missing_since(self, jobs: Sequence[Job]) -> dict[str, datetime]:
+        """The success-deadline flags of ``jobs`` (``duetime.deadlines``): job id -> the nominal time of its
+        first missed time since it last recovered, for the jobs flagged (one batch read)."""
+        watched = [job.id for job in jobs if job.success_deadline_seconds is not None]
+        return self.marks.missing_flags(watched) if watched else {}
 
     def list_jobs(self, team: Team, limit: int, cursor: str | None) -> Page:
         try:

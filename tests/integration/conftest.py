@@ -88,6 +88,7 @@ class Stack:
             clock or self.clock,
             config or WorkerConfig(),
             owner=owner,
+            deadlines=store,
         )
 
     def poller(self, clock: Clock | None = None, teams: TeamStore | None = None, **config: Any) -> Poller:
@@ -101,6 +102,7 @@ class Stack:
             clock or self.clock,
             PollerConfig(**config),
             teams,
+            deadlines=self.store,
         )
 
     def job_due_now(self, team: str, target_url: str, **spec: Any) -> Job:

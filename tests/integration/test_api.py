@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
 
+from duetime.adapters.dynamodb.catalog import DynamoCatalog
 from duetime.clock import ManualClock
 from duetime.service import JobService
 from duetime.worker import WorkOutcome
 
-from .api_support import JOB, Call, make_call
+from .api_support import JOB, Call, make_call, serving
 from .conftest import Stack
 
 
@@ -47,6 +49,8 @@ def test_create_returns_201_with_the_schedule_state(alpha: Call) -> None:
         ({**JOB, "catchup_window_seconds": 7 * 86_400 + 1}, 422, "catchup_window_seconds"),
         ({**JOB, "catchup_window_seconds": "an hour"}, 422, "catchup_window_seconds"),
         ({**JOB, "schedule": {"at": "9999-12-31T23:59:59-05:00"}}, 422, "schedule.at"),
+        ({**JOB, "success_deadline_seconds": 59}, 422, "success_deadline_seconds"),
+        ({**JOB, "success_deadline_seconds": 30 * 86_400 + 1}, 422, "success_deadline_seconds"),
     ],
 )
 def test_bad_input_is_refused_naming_the_field_and_nothing_is_written(
@@ -237,6 +241,53 @@ def test_times_a_misfire_drops_are_listed_as_skipped_runs_and_the_catchup_window
     assert {m.run_id for m in stack.messages()} == {r.run_id for r in report.runs}  # none for skipped ones
     cleared = alpha("PATCH", f"/v1/jobs/{patient['id']}", {"catchup_window_seconds": None})
     assert cleared.status == 200 and cleared.body["catchup_window_seconds"] is None
+
+
+@pytest.fixture
+def local_team(stack: Stack) -> Iterator[Call]:
+    """A team of an API that allows private targets (as ``duetime local`` does): its jobs call ``target``."""
+    catalog = DynamoCatalog(stack.dynamodb, stack.names)
+    svc = JobService(catalog, stack.store, stack.queue, stack.clock, allow_private_targets=True)
+    with serving(stack, svc):
+        yield make_call(svc.create_team("local", exact_quota=1)[1])
+
+
+def test_a_missed_success_deadline_flags_the_job_and_the_next_time_met_recovers_it(
+    local_team: Call, stack: Stack, target: Any
+) -> None:
+    alpha = local_team
+    failing = {"url": target.url + "?status=503"}
+    body = {**JOB, "schedule": {"rate": "1 minute"}, "exact": True, "success_deadline_seconds": 60}
+    job = alpha("POST", "/v1/jobs", {**body, "target": failing, "retry": {"max_attempts": 1}}).body
+    assert job["success_deadline_seconds"] == 60 and job["missing_since"] is None
+    nominal = datetime.fromisoformat(job["next_nominal_at"])
+    clock = ManualClock(nominal)
+
+    (run,) = stack.poller(clock=clock).claim().runs
+    (message,) = stack.messages()
+    assert stack.worker(clock=clock).process(message).outcome is WorkOutcome.DEAD
+    shown = alpha("GET", f"/v1/runs/{run.run_id}").body
+    assert shown["success_by"] == (nominal + timedelta(seconds=60)).isoformat().replace("+00:00", "Z")
+    clock.advance(61)
+    checked = stack.poller(clock=clock).recover().deadlines
+    assert checked is not None and (checked.missed, checked.recovered) == (1, 0)
+
+    flagged = alpha("GET", f"/v1/jobs/{job['id']}").body
+    assert flagged["missing_since"] == job["next_nominal_at"]
+    assert [j["missing_since"] for j in alpha("GET", "/v1/jobs").body["jobs"]] == [job["next_nominal_at"]]
+    missed = [a for a in stack.store.list_alerts(run.team) if a["kind"] == "missed"]
+    assert [(a["run_id"], a["job_id"]) for a in missed] == [(run.run_id, job["id"])]
+
+    fixed = alpha("PATCH", f"/v1/jobs/{job['id']}", {"target": {"url": target.url}}).body
+    assert fixed["missing_since"] == job["next_nominal_at"]  # an edit leaves the flag
+    clock.set(datetime.fromisoformat(fixed["next_run_at"]))
+    stack.poller(clock=clock).claim()
+    (message,) = stack.messages()
+    assert stack.worker(clock=clock).process(message).outcome is WorkOutcome.SUCCEEDED
+
+    assert alpha("GET", f"/v1/jobs/{job['id']}").body["missing_since"] is None  # at once, by the worker
+    kinds = [a["kind"] for a in stack.store.list_alerts(run.team)]
+    assert (kinds.count("missed"), kinds.count("recovered")) == (1, 1)
 
 
 def test_a_jobs_runs_are_listed_newest_first_and_a_cursor_works_only_for_its_own_job(alpha: Call) -> None:

@@ -25,6 +25,7 @@ from botocore.exceptions import ClientError
 from duetime.adapters.dynamodb import conditions as c
 from duetime.adapters.dynamodb import partiql
 from duetime.adapters.dynamodb.codec import Item, n, s, t
+from duetime.adapters.dynamodb.reads import batch_get
 from duetime.adapters.dynamodb.tables import REAP_INDEX, TableNames
 from duetime.ids import RUN_ID_SEPARATOR, partition_of, split_run_id
 from duetime.models import Run
@@ -108,6 +109,13 @@ class DeadlineWatches:
             TableName=self.names.runs, Key=_missing_key(job_id), ConsistentRead=True
         ).get("Item")
         return parse_iso_z(item["since"]["S"]) if item else None
+
+    def missing_flags(self, job_ids: Sequence[str]) -> dict[str, datetime]:
+        keys = [_missing_key(job_id) for job_id in dict.fromkeys(job_ids)]
+        items = batch_get(self.client, self.names.runs, keys, consistent=False) if keys else []
+        return {
+            item["job_id"]["S"].removeprefix(KEY_PREFIX): parse_iso_z(item["since"]["S"]) for item in items
+        }
 
     def flag_missing(self, job_id: str, since: datetime) -> bool:
         return self._conditional(

@@ -47,6 +47,10 @@ class MemoryDeadlines(Tables):
         with self.lock:
             return self._missing.get(job_id)
 
+    def missing_flags(self, job_ids: Sequence[str]) -> dict[str, datetime]:
+        with self.lock:
+            return {job_id: self._missing[job_id] for job_id in job_ids if job_id in self._missing}
+
     def flag_missing(self, job_id: str, since: datetime) -> bool:
         with self.lock:  # JOB_NOT_MISSING
             if job_id in self._missing:
