@@ -85,13 +85,15 @@ _UNION_MEMBER = re.compile(r"^[a-z-]+\[.*\]$")  # how pydantic names a union's m
 
 def field_path(loc: tuple[int | str, ...]) -> str:
     """pydantic's error location as a dotted field name: ``schedule.cron``, ``retry.backoff_seconds.1``.
-    The schedule's union tag (``schedule.cron.timezone``), union members' names and the request part
-    (``body``) are dropped."""
+    The schedule's union tag (``schedule.cron.timezone``), a notify channel's type tag
+    (``notify.0.webhook.url``), union members' names and the request part (``body``) are dropped."""
     parts = [str(p) for p in loc if not _UNION_MEMBER.match(str(p))]
     if parts[:1] == ["body"]:
         parts = parts[1:]
     if len(parts) >= 3 and parts[0] == "schedule" and parts[1] in {"cron", "rate", "at"}:
         parts = [parts[0], *parts[2:]]
+    if len(parts) >= 4 and parts[0] == "notify" and parts[2] in {"webhook", "sns"}:
+        parts = [*parts[:2], *parts[3:]]  # a channel's discriminator tag: notify.0.url
     return ".".join(parts)
 
 

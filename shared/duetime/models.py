@@ -226,6 +226,12 @@ HeaderName = Annotated[str, StringConstraints(pattern=HEADER_NAME_PATTERN)]
 HeaderValue = Annotated[str, StringConstraints(pattern=HEADER_VALUE_PATTERN)]
 
 
+def _absolute_http_url(value: Any) -> Any:
+    if isinstance(value, str) and not _URL.match(value):
+        raise ValueError("url must be an absolute http:// or https:// URL")
+    return value
+
+
 class HttpTarget(Strict):
     type: Literal["http"] = "http"
     url: str = Field(
@@ -250,9 +256,7 @@ class HttpTarget(Strict):
     @field_validator("url", mode="before")
     @classmethod
     def _http_url(cls, value: Any) -> Any:
-        if isinstance(value, str) and not _URL.match(value):
-            raise ValueError("url must be an absolute http:// or https:// URL")
-        return value
+        return _absolute_http_url(value)
 
     @field_validator("headers", mode="before")
     @classmethod
@@ -333,6 +337,67 @@ JobName = Annotated[str, Field(min_length=1, max_length=200)]
 JitterSeconds = Annotated[int, Field(ge=0, le=3600)]
 TimeoutSeconds = Annotated[int, Field(ge=1, le=600)]
 MAX_CATCHUP_WINDOW_SECONDS = 7 * 86_400
+
+
+class NotifyEvent(StrEnum):
+    """What a job's notifications tell (``duetime.notifications``)."""
+
+    FAILED = "failed"  # a run ended failed: the target refused it for good (a 4xx other than 408/429)
+    DEAD = "dead"  # a run used up its attempts (or its worker was lost on the last one)
+    MISSED = "missed"  # a scheduled time missed its success deadline (``success_deadline_seconds``)
+    RECOVERED = "recovered"  # the next time met after a miss
+
+
+SNS_TOPIC_ARN_PATTERN = r"^arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?$"
+MAX_NOTIFY_CHANNELS = 5
+
+
+def _distinct_events(events: list[NotifyEvent]) -> list[NotifyEvent]:
+    if len(set(events)) != len(events):
+        raise ValueError("events must not repeat")
+    return events
+
+
+NotifyEvents = Annotated[
+    list[NotifyEvent],
+    Field(min_length=1, max_length=4, description="the events this channel is told of"),
+]
+
+
+class WebhookChannel(Strict):
+    """A webhook: a signed POST of each notification (the signature scheme of runs)."""
+
+    type: Literal["webhook"]
+    url: str = Field(
+        max_length=2048,
+        pattern=URL_PATTERN,
+        description="absolute http:// or https:// URL; non-public addresses are refused with 422, as for "
+        "targets",
+    )
+    events: NotifyEvents
+
+    _http_url = field_validator("url", mode="before")(_absolute_http_url)
+    _distinct = field_validator("events")(_distinct_events)
+
+
+class SnsChannel(Strict):
+    """An SNS topic of the team's: duetime publishes each notification to it, if the topic opts in by the tag
+    ``duetime:team`` naming the team."""
+
+    type: Literal["sns"]
+    topic_arn: str = Field(
+        pattern=SNS_TOPIC_ARN_PATTERN,
+        description="an SNS topic ARN, arn:aws:sns:<region>:<account>:<name>; the topic must carry the tag "
+        "duetime:team=<your team id>, or nothing is published to it",
+    )
+    events: NotifyEvents
+
+    _distinct = field_validator("events")(_distinct_events)
+
+
+NotifyChannel = Annotated[WebhookChannel | SnsChannel, Field(discriminator="type")]
+
+
 MAX_SUCCESS_DEADLINE_SECONDS = 30 * 86_400
 SuccessDeadlineSeconds = Annotated[
     int,
@@ -374,6 +439,13 @@ class JobSpec(Strict):
     misfire: MisfirePolicy = MisfirePolicy.RUN_ONCE
     catchup_window_seconds: CatchupWindowSeconds | None = None
     success_deadline_seconds: SuccessDeadlineSeconds | None = None
+    notify: list[NotifyChannel] = Field(
+        default_factory=list,
+        max_length=MAX_NOTIFY_CHANNELS,
+        description="where the team hears of this job's failed and dead runs, missed deadlines and "
+        "recoveries: up to 5 webhooks or SNS topics, each with its events. Delivered at least once, retried, "
+        "and grouped: repeats of one event within 5 minutes of a notification come as one, with a count",
+    )
     overlap: OverlapPolicy = OverlapPolicy.ALLOW
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
     timeout_seconds: TimeoutSeconds = 30

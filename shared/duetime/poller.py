@@ -26,6 +26,7 @@ from duetime.clock import Clock
 from duetime.deadlines import DEADLINE_CHECK_INTERVAL, DeadlineReport, check_deadlines
 from duetime.low_water import LowWaterMarks
 from duetime.models import Job, Run, RunResult, RunStatus
+from duetime.notifications import BackgroundDelivery
 from duetime.ports import (
     Alert,
     AlertSink,
@@ -295,9 +296,11 @@ class Poller:
         config: PollerConfig,
         teams: TeamStore | None = None,
         deadlines: DeadlineStore | None = None,
+        notifications: BackgroundDelivery | None = None,
     ) -> None:
         """``teams``: where to look up whether a job's team is disabled (none: every team is active).
-        ``deadlines``: where success-deadline watches are (none: they are not checked)."""
+        ``deadlines``: where success-deadline watches are (none: they are not checked). ``notifications``:
+        the delivery of job notifications, started at each reap pass (none: not delivered here)."""
         self.jobs = jobs
         self.runs = runs
         self.queue = queue
@@ -306,6 +309,7 @@ class Poller:
         self.config = config
         self.teams = teams
         self.deadlines = deadlines
+        self.notifications = notifications
         self._next_deadline_check: datetime | None = None  # the first reap pass checks deadlines
         self.team_active = TeamCache(teams, clock).active if teams is not None else None
         self.known_marks = LowWaterMarks()  # read once a reign (``duetime.low_water``)
@@ -377,7 +381,10 @@ class Poller:
 
     def recover(self) -> RecoveryReport:
         """A reap pass (``recover_runs``); the first, and then one every ``DEADLINE_CHECK_INTERVAL``, also
-        settles the success deadlines that passed (``duetime.deadlines``)."""
+        settles the success deadlines that passed (``duetime.deadlines``). Each starts a delivery of the job
+        notifications due, in the background (``duetime.notifications``)."""
+        if self.notifications is not None:
+            self.notifications.kick()
         now = self.clock.now()
         report = recover_runs(self.runs, self.queue, self.alerts, self.config, now)
         due = self._next_deadline_check is None or now >= self._next_deadline_check
@@ -564,5 +571,13 @@ class Poller:
         """The same poller, on another partition group (one EventBridge rule per group)."""
         config = replace(self.config, partitions=list(partitions))
         return Poller(
-            self.jobs, self.runs, self.queue, self.alerts, self.clock, config, self.teams, self.deadlines
+            self.jobs,
+            self.runs,
+            self.queue,
+            self.alerts,
+            self.clock,
+            config,
+            self.teams,
+            self.deadlines,
+            self.notifications,
         )

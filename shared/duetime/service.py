@@ -41,6 +41,7 @@ from duetime.models import (
     JobSpec,
     Run,
     Team,
+    WebhookChannel,
 )
 from duetime.ports import JobAndRunStore, RunMessage, RunQueue
 from duetime.schedule import fire_time, is_dst_shifted, next_nominal_after, nominals_between, rate_anchor
@@ -140,10 +141,16 @@ class JobService:
             spec = JobSpec.model_validate(body, context={"now": now})
         except ValidationError as exc:
             raise from_validation_error(exc) from exc
-        try:
-            check_target_url(spec.target.url, self.allow_private_targets)
-        except TargetRefused as exc:
-            raise InvalidInput(str(exc), "target.url") from exc
+        urls = [("target.url", spec.target.url)] + [
+            (f"notify.{i}.url", channel.url)
+            for i, channel in enumerate(spec.notify)
+            if isinstance(channel, WebhookChannel)
+        ]
+        for field, url in urls:
+            try:
+                check_target_url(url, self.allow_private_targets)
+            except TargetRefused as exc:
+                raise InvalidInput(str(exc), field) from exc
         return spec
 
     def create_job(self, team: Team, body: dict[str, Any], idempotency_key: str | None = None) -> Job:

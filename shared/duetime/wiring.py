@@ -20,9 +20,11 @@ from duetime.adapters.http_target import HttpTargetCaller
 from duetime.adapters.lambda_provisioning import LambdaProvisionedWorkers
 from duetime.adapters.lambda_starter import LambdaPollerStarter
 from duetime.adapters.lambda_warmer import LambdaWorkerWarmer
+from duetime.adapters.notify_channels import ChannelSender, SnsTopics, WebhookSender
 from duetime.adapters.sqs import SqsRunBacklog, SqsRunQueue
 from duetime.adapters.store_clock import StoreClock
 from duetime.clock import SystemClock
+from duetime.notifications import BackgroundDelivery, JobNotifier
 from duetime.poller import Poller, PollerConfig
 from duetime.poller_lease import LeaseTimings, PollerShift
 from duetime.ports import AlertSink
@@ -114,8 +116,21 @@ def poller_shift() -> PollerShift:
     store = make_store(s)
     queue = SqsRunQueue(client("sqs"), s.run_queue_url)
     clock = make_store_clock(store)
-    alerts = make_alerts(s, store)
-    poller = Poller(store, store, queue, alerts, clock, poller_config(s), teams=store, deadlines=store)
+    alerts = JobNotifier(make_alerts(s, store), store, store)
+    caller = HttpTargetCaller(allow_private=s.allow_private_targets)
+    sender = ChannelSender(WebhookSender(caller, store), SnsTopics(client("sns")))
+    notifications = BackgroundDelivery(store, sender, clock)
+    poller = Poller(
+        store,
+        store,
+        queue,
+        alerts,
+        clock,
+        poller_config(s),
+        store,
+        deadlines=store,
+        notifications=notifications,
+    )
     warmer = LambdaWorkerWarmer(client("lambda"), s.worker_function_arn) if s.worker_function_arn else None
     quiet = QuietTimings() if s.poller_rest_when_quiet else None
     return PollerShift(poller, store, lease_timings(s), s.poll_interval_seconds, warmer, quiet)
@@ -130,7 +145,7 @@ def worker() -> Worker:
         store,
         store,
         queue,
-        make_alerts(s, store),
+        JobNotifier(make_alerts(s, store), store, store),
         HttpTargetCaller(allow_private=s.allow_private_targets),
         make_store_clock(store),
         worker_config(s),

@@ -34,7 +34,7 @@ from ..infra.test_stack import resources, role_grants, synth
 from ..job_support import create_job
 from ..lambda_support import LambdaContext, load_handler
 from .api_support import JOB, make_call, serving
-from .conftest import Stack, hooked
+from .conftest import Stack, hooked, wait_until
 from .test_handlers import deployed, forget_wiring, sqs_event  # noqa: F401 (deployed: a fixture)
 
 # (action, table role, True for an index of it)
@@ -155,6 +155,18 @@ def as_roles(stack: Stack, made: set[tuple[str, str, bool]]) -> set[Need]:
     return {(action, names[table], index) for action, table, index in made if table in names}
 
 
+def delivered(stack: Stack, job_id: str) -> bool:
+    """Whether a notification of ``job_id`` was delivered (``adapters/dynamodb/outbox.py``); read by a client
+    of its own, so that the test's read is not taken for the poller's."""
+    items = boto3.client("dynamodb").query(
+        TableName=stack.names.runs,
+        KeyConditionExpression="job_id = :k",
+        ExpressionAttributeValues={":k": {"S": f"~notify-{job_id}"}},
+        ConsistentRead=True,
+    )["Items"]
+    return any(int(item.get("delivered", {"N": "0"})["N"]) > 0 for item in items)
+
+
 def poll(seconds: int = 3) -> None:
     load_handler("poller").handler(
         {"detail-type": "Scheduled Event", "detail": {"partitions": "0-63", "run_seconds": seconds}},
@@ -232,6 +244,11 @@ def test_each_functions_role_grants_every_dynamodb_request_its_code_makes(
         | {"success_deadline_seconds": 60, "catchup_window_seconds": 600},
         stack.clock.now() - timedelta(minutes=62),  # its one time: 2 minutes ago, its deadline 1 minute ago
     )
+    # Notifications: a run that dies tells the job's webhook (the worker queues it, a poller sends it).
+    hook = {"type": "webhook", "url": target.url, "events": ["dead"]}
+    notified = stack.job_due_now(
+        "team-a", target.url + "?status=503", retry={"max_attempts": 1}, notify=[hook]
+    )
     with recording(stack.dynamodb, shared) as poller_requests:
         poll()
     assert stack.store.missing_since(late.id) is not None  # the deadline check ran, and found it missed
@@ -245,8 +262,8 @@ def test_each_functions_role_grants_every_dynamodb_request_its_code_makes(
         for m in messages
         if "~" in m.run_id and m.run_id != cancelled  # the cancelled one's message: left alone
     ]
-    assert (len(scheduled), len(triggered)) == (6, 1), messages
-    watched = [m for m in scheduled if met_in_time.id in m]
+    assert (len(scheduled), len(triggered)) == (7, 1), messages
+    watched = [m for m in scheduled if met_in_time.id in m or notified.id in m]
 
     # The worker: a batch of two runs of one team (one fails and waits to retry; their slots taken and freed
     # in a batch), and a batch of one (the API's triggered run); the third scheduled run's message is left
@@ -262,6 +279,7 @@ def test_each_functions_role_grants_every_dynamodb_request_its_code_makes(
     time.sleep(3)
     with recording(stack.dynamodb, shared) as poller_again:
         poll()
+        wait_until(lambda: delivered(stack, notified.id), timeout=10)  # in the poller's background
     made["poller"] = as_roles(stack, poller_requests | poller_again)
 
     # The paths ran as they do at a spike: a claim by batched statements with a ticket, settled later;

@@ -29,7 +29,7 @@ from duetime.adapters.sqs import decode, encode
 from duetime.claim_plan import make_claim, plan_claim
 from duetime.ids import make_run_id, new_job_id, partition_of
 from duetime.models import Job, Run, RunResult, RunStatus, Team
-from duetime.ports import ClaimOutcome, ResultWrite, RunMessage
+from duetime.ports import ClaimOutcome, Notice, ResultWrite, RunMessage
 from duetime.timeutil import minute_bucket
 
 from ..twin_support import T0, a_job, at
@@ -1024,3 +1024,79 @@ def test_a_job_is_flagged_missing_once_and_cleared_only_as_read(subject: Subject
     assert subject.store.clear_missing(job_id, T0) is True
     assert subject.store.clear_missing(job_id, T0) is False  # one clear, one recovered
     assert subject.store.missing_since(job_id) is None
+
+
+# --- the notification outbox (NotificationOutbox) ----------------------------------------------------------
+
+CHANNEL = '{"type":"webhook","url":"https://example.com/n"}'
+
+
+def notice(job_id: str, at_second: float, run: str = "r1", event: str = "dead") -> Notice:
+    return Notice("team-a", job_id, event, CHANNEL, f"{job_id}@{run}", 2, f"HTTP 503 ({run})", at(at_second))
+
+
+def test_notices_of_one_job_event_and_channel_are_one_group_due_at_the_first(subject: Subject) -> None:
+    job_id = new_job_id()
+    subject.store.enqueue(notice(job_id, 0, "r1"))
+    subject.store.enqueue(notice(job_id, 5, "r2"))
+    subject.store.enqueue(notice(job_id, 6, "r3", event="failed"))
+
+    assert subject.store.due_notifications(T0, 10) == []  # due at T0: not before it
+    dead, failed = sorted(subject.store.due_notifications(at(10), 10), key=lambda g: g.event)
+    assert (dead.event, dead.pending, dead.first_at, dead.last_at, dead.due_at) == ("dead", 2, T0, at(5), T0)
+    assert (dead.run_id, dead.attempt, dead.detail, dead.team) == (
+        f"{job_id}@r2",
+        2,
+        "HTTP 503 (r2)",
+        "team-a",
+    )
+    assert (failed.event, failed.pending, failed.due_at) == ("failed", 1, at(6))
+
+
+def test_a_group_is_taken_by_one_deliverer_and_settled_only_by_it(subject: Subject) -> None:
+    job_id = new_job_id()
+    subject.store.enqueue(notice(job_id, 0))
+    (due,) = subject.store.due_notifications(at(1), 10)
+
+    taken = subject.store.take(due, at(61))
+    assert taken is not None and taken.due_at == at(61) and taken.pending == 1
+    assert subject.store.take(due, at(62)) is None  # another deliverer, from the same read
+    assert subject.store.due_notifications(at(60), 10) == []  # leased
+
+    subject.store.enqueue(notice(job_id, 3, "r2"))  # a notice during the delivery
+    assert subject.store.delivered(taken, at(300)) is True
+    assert subject.store.delivered(taken, at(300)) is False  # settled once
+    (left,) = subject.store.due_notifications(at(301), 10)
+    assert (left.pending, left.sequence, left.attempts, left.due_at) == (1, 1, 0, at(300))
+
+
+def test_a_failed_delivery_counts_an_attempt_and_comes_back_at_its_retry(subject: Subject) -> None:
+    job_id = new_job_id()
+    subject.store.enqueue(notice(job_id, 0))
+    taken = subject.store.take(subject.store.due_notifications(at(1), 10)[0], at(61))
+    assert taken is not None
+
+    assert subject.store.retry_later(taken, at(20)) is True
+    (again,) = subject.store.due_notifications(at(21), 10)
+    assert (again.attempts, again.pending, again.due_at) == (1, 1, at(20))
+
+
+def test_a_group_given_up_or_rested_leaves_the_due_index_and_its_next_notice_is_due_at_once(
+    subject: Subject,
+) -> None:
+    job_id = new_job_id()
+    subject.store.enqueue(notice(job_id, 0))
+    taken = subject.store.take(subject.store.due_notifications(at(1), 10)[0], at(61))
+    assert taken is not None and subject.store.give_up(taken) is True
+    assert subject.store.due_notifications(at(3600), 10) == []
+
+    subject.store.enqueue(notice(job_id, 100, "r2"))
+    (due,) = subject.store.due_notifications(at(101), 10)
+    assert (due.pending, due.due_at) == (1, at(100))
+    taken = subject.store.take(due, at(161))
+    assert taken is not None and subject.store.delivered(taken, at(400)) is True
+    (quiet,) = subject.store.due_notifications(at(401), 10)  # the quiet window ended with nothing pending
+    resting = subject.store.take(quiet, at(461))
+    assert resting is not None and resting.pending == 0
+    assert subject.store.rest(resting) is True
+    assert subject.store.due_notifications(at(3600), 10) == []

@@ -36,7 +36,7 @@ class Workers(Construct):
         config: StackConfig,
     ) -> None:
         super().__init__(scope, id)
-        runs, control = storage.table_arn("runs"), storage.table_arn("control")
+        jobs, runs, control = (storage.table_arn(t) for t in ("jobs", "runs", "control"))
         self.function = DuetimeFunction(
             self,
             "Worker",
@@ -70,6 +70,9 @@ class Workers(Construct):
                     ],
                     [control],
                 ),  # team, slots, store clock
+                # A job's notify channels, read when one of its runs fails or dies (duetime.notifications);
+                # the notice goes to the runs table's outbox (UpdateItem, above).
+                allow(["dynamodb:GetItem"], [jobs]),
                 queue.allow_send(),
                 alerts.allow_publish(),
             ],

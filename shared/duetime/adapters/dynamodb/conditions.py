@@ -195,6 +195,21 @@ JOB_MISSING_AS_READ = Condition(
     "two later times met at once raise it once, and a flag set again since (a newer miss) is not cleared.",
 )
 
+NOTICE_DUE_AS_READ = Condition(
+    "NOTICE_DUE_AS_READ",
+    "reap_at = :seen",
+    "A notification group is taken for delivery, and then settled, only while its due time is the one its "
+    "deliverer read (or set as its lease): of pollers racing for a group one takes it, and one whose lease "
+    "passed (another took the group over) changes nothing.",
+)
+
+NOTICE_NONE_PENDING = Condition(
+    "NOTICE_NONE_PENDING",
+    "reap_at = :seen AND pending = :zero",
+    "A group whose quiet window ended leaves the due index only if no notice came in since it was taken: a "
+    "notice that did keeps it due.",
+)
+
 # A team's slots live SLOTS_PER_ITEM to an item, each slot a pair of attributes ("holder_<k>",
 # "until_<k>"), so a worker takes, extends and frees a batch's slots with one write per item rather than
 # one per slot (``worker_batches.py``). The slot conditions are written for one slot, ``{k}``; a write to
@@ -396,6 +411,8 @@ ALL_CONDITIONS = (
     WATCH_EXISTS,
     JOB_NOT_MISSING,
     JOB_MISSING_AS_READ,
+    NOTICE_DUE_AS_READ,
+    NOTICE_NONE_PENDING,
     SLOT_FREE,
     SLOT_IS_NEW,
     SLOT_HELD,

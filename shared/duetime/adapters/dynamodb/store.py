@@ -36,6 +36,7 @@ from duetime.adapters.dynamodb.codec import (
     t,
 )
 from duetime.adapters.dynamodb.deadline_watches import DeadlineWatches
+from duetime.adapters.dynamodb.outbox import DynamoOutbox
 from duetime.adapters.dynamodb.reads import batch_get, read_job, read_run, read_team, team_key
 from duetime.adapters.dynamodb.reap_checks import (
     DEFAULT_LEASE_CHECK,
@@ -84,9 +85,9 @@ def conditional_write(write: Callable[..., Any], **request: Any) -> dict[str, An
         raise
 
 
-class DynamoStore(WorkerBatches, DeadlineWatches):
-    """Implements ``JobStore``, ``RunStore``, ``TeamStore``, ``PollerLeaseStore`` and ``DeadlineStore`` (see
-    ``duetime.ports`` for the contracts)."""
+class DynamoStore(WorkerBatches, DeadlineWatches, DynamoOutbox):
+    """Implements ``JobStore``, ``RunStore``, ``TeamStore``, ``PollerLeaseStore``, ``DeadlineStore`` and
+    ``NotificationOutbox`` (see ``duetime.ports`` for the contracts)."""
 
     def __init__(
         self,

@@ -8,15 +8,25 @@ from datetime import datetime
 
 from duetime.adapters.memory.deadlines import MemoryDeadlines
 from duetime.adapters.memory.jobs import MemoryJobs
+from duetime.adapters.memory.outbox import MemoryOutbox
 from duetime.adapters.memory.poller_leases import MemoryPollerLeases
 from duetime.adapters.memory.runs import MemoryRuns
 from duetime.adapters.memory.teams import MemoryTeams
-from duetime.ports import DeadlineStore, JobStore, PollerLeaseStore, ResultWrite, RunStore, TeamStore
+from duetime.ports import (
+    DeadlineStore,
+    JobStore,
+    NotificationOutbox,
+    PollerLeaseStore,
+    ResultWrite,
+    RunStore,
+    TeamStore,
+)
 
 
-class MemoryStore(MemoryJobs, MemoryRuns, MemoryTeams, MemoryPollerLeases, MemoryDeadlines):
-    """Implements ``JobStore``, ``RunStore``, ``TeamStore``, ``PollerLeaseStore`` and ``DeadlineStore`` in
-    memory, thread-safe (one lock). Jobs are written with ``put_job`` (the API catalog's part)."""
+class MemoryStore(MemoryJobs, MemoryRuns, MemoryTeams, MemoryPollerLeases, MemoryDeadlines, MemoryOutbox):
+    """Implements ``JobStore``, ``RunStore``, ``TeamStore``, ``PollerLeaseStore``, ``DeadlineStore`` and
+    ``NotificationOutbox`` (``duetime.ports``) in memory, thread-safe (one lock). Jobs are written with
+    ``put_job`` (the API catalog's part)."""
 
     def __init__(self) -> None:
         self.lock = threading.RLock()
@@ -29,6 +39,7 @@ class MemoryStore(MemoryJobs, MemoryRuns, MemoryTeams, MemoryPollerLeases, Memor
         self._poller_leases = {}
         self._watches = {}
         self._missing = {}
+        self._outbox = {}
 
     def record_results_and_free_slots(
         self,
@@ -46,6 +57,6 @@ class MemoryStore(MemoryJobs, MemoryRuns, MemoryTeams, MemoryPollerLeases, Memor
 
 def _implements_the_ports(
     store: MemoryStore,
-) -> tuple[JobStore, RunStore, TeamStore, PollerLeaseStore, DeadlineStore]:
+) -> tuple[JobStore, RunStore, TeamStore, PollerLeaseStore, DeadlineStore, NotificationOutbox]:
     """Never called: mypy checks here that ``MemoryStore`` keeps every port's signatures."""
-    return store, store, store, store, store
+    return store, store, store, store, store, store
