@@ -113,7 +113,22 @@ def spec_from_args(args: argparse.Namespace) -> dict[str, Any]:
             body["retry"]["max_attempts"] = args.max_attempts
         if args.backoff is not None:
             body["retry"]["backoff_seconds"] = [int(b) for b in args.backoff.split(",")]
+    if args.notify:
+        body["notify"] = [notify_channel(value) for value in args.notify]
     return body
+
+
+def notify_channel(value: str) -> dict[str, Any]:
+    """``--notify EVENTS=ADDRESS``: a webhook for a URL, an SNS topic for an ARN."""
+    events, sep, address = value.partition("=")
+    if not sep or not events or not address:
+        raise UsageError(
+            f"--notify needs EVENTS=URL or EVENTS=TOPIC_ARN, e.g. dead,missed=https://…; got {value!r}"
+        )
+    kinds = [event.strip() for event in events.split(",")]
+    if address.startswith("arn:"):
+        return {"type": "sns", "topic_arn": address, "events": kinds}
+    return {"type": "webhook", "url": address, "events": kinds}
 
 
 def schedule_from_args(args: argparse.Namespace) -> dict[str, Any]:
@@ -413,6 +428,13 @@ def parser() -> argparse.ArgumentParser:
         "--success-deadline",
         type=int,
         help="seconds after each scheduled time by which its run must have succeeded, or a missed alert",
+    )
+    create.add_argument(
+        "--notify",
+        action="append",
+        metavar="EVENTS=ADDRESS",
+        help="tell a webhook URL or an SNS topic ARN of the job's events (failed, dead, missed, recovered), "
+        "e.g. dead,missed=https://hooks.example.com/duetime (repeatable)",
     )
     create.add_argument("--max-attempts", type=int)
     create.add_argument("--backoff", help="seconds, comma separated, e.g. 10,30,120")

@@ -99,3 +99,12 @@ def alpha(service: JobService) -> Call:
 @pytest.fixture
 def beta(service: JobService) -> Call:
     return make_call(service.create_team("beta")[1])
+
+
+@pytest.fixture
+def local_team(stack: Stack) -> Iterator[Call]:
+    """A team of an API that allows private targets (as ``duetime local`` does): its jobs call ``target``."""
+    catalog = DynamoCatalog(stack.dynamodb, stack.names)
+    svc = JobService(catalog, stack.store, stack.queue, stack.clock, allow_private_targets=True)
+    with serving(stack, svc):
+        yield make_call(svc.create_team("local", exact_quota=1)[1])

@@ -202,4 +202,4 @@ def at(text: str) -> datetime:
     return datetime.fromisoformat(text)
 
 
-from .api_support import alpha, beta, service  # noqa: E402, F401  (fixtures for the API test modules)
+from .api_support import alpha, beta, local_team, service  # noqa: E402, F401  (fixtures for the API test modules)

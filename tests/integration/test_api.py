@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
 
-from duetime.adapters.dynamodb.catalog import DynamoCatalog
 from duetime.clock import ManualClock
 from duetime.service import JobService
 from duetime.worker import WorkOutcome
 
-from .api_support import JOB, Call, make_call, serving
+from .api_support import JOB, Call, make_call
 from .conftest import Stack
 
 
@@ -241,15 +239,6 @@ def test_times_a_misfire_drops_are_listed_as_skipped_runs_and_the_catchup_window
     assert {m.run_id for m in stack.messages()} == {r.run_id for r in report.runs}  # none for skipped ones
     cleared = alpha("PATCH", f"/v1/jobs/{patient['id']}", {"catchup_window_seconds": None})
     assert cleared.status == 200 and cleared.body["catchup_window_seconds"] is None
-
-
-@pytest.fixture
-def local_team(stack: Stack) -> Iterator[Call]:
-    """A team of an API that allows private targets (as ``duetime local`` does): its jobs call ``target``."""
-    catalog = DynamoCatalog(stack.dynamodb, stack.names)
-    svc = JobService(catalog, stack.store, stack.queue, stack.clock, allow_private_targets=True)
-    with serving(stack, svc):
-        yield make_call(svc.create_team("local", exact_quota=1)[1])
 
 
 def test_a_missed_success_deadline_flags_the_job_and_the_next_time_met_recovers_it(

@@ -297,3 +297,39 @@ def test_a_background_delivery_runs_one_pass_at_a_time() -> None:
     release.set()
     assert delivery._running is not None and delivery._running.result(5) is not None
     assert delivery.kick() is True
+
+
+def test_the_cli_sends_notify_channels_and_a_success_deadline_with_a_new_job(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from duetime import cli
+    from duetime.client import DuetimeClient
+
+    sent: list[Any] = []
+
+    def request(self: DuetimeClient, method: str, path: str, body: Any = None, **_: Any) -> Any:
+        sent.append((method, path, body))
+        return {"id": "j1"}
+
+    monkeypatch.setattr(DuetimeClient, "request", request)
+    flags = [
+        "--name",
+        "backup",
+        "--rate",
+        "1 hour",
+        "--target-url",
+        "https://example.com/run",
+        "--token",
+        "t",
+    ]
+    notify = ["--notify", "dead,missed=https://hooks.example.com/x", "--notify", f"recovered={TOPIC}"]
+    assert cli.main(["jobs", "create", *flags, "--json", *notify, "--success-deadline", "7200"]) == 0
+
+    ((method, path, body),) = sent
+    assert (method, path, body["success_deadline_seconds"]) == ("POST", "/v1/jobs", 7200)
+    assert body["notify"] == [
+        {"type": "webhook", "url": "https://hooks.example.com/x", "events": ["dead", "missed"]},
+        {"type": "sns", "topic_arn": TOPIC, "events": ["recovered"]},
+    ]
+    with pytest.raises(cli.UsageError):
+        cli.notify_channel("https://hooks.example.com/x")

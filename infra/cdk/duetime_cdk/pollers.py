@@ -94,9 +94,13 @@ class Pollers(Construct):
             allow(["dynamodb:GetItem", "dynamodb:DeleteItem"], [runs]),
             allow(["dynamodb:GetItem"], [jobs]),
             # Job notifications (adapters/dynamodb/outbox.py, notify_channels.py): groups leased and settled
-            # by UpdateItem (above); SNS channels published to only when the topic's tag duetime:team names
-            # the job's team, checked in code (ListTagsForResource) before each publish.
-            allow(["sns:Publish", "sns:ListTagsForResource"], ["*"]),
+            # by UpdateItem (above); SNS channels are topics of this account and region, published to only
+            # when the topic's tag duetime:team names the job's team, checked in code (ListTagsForResource)
+            # before each publish.
+            allow(
+                ["sns:Publish", "sns:ListTagsForResource"],
+                [cdk.Stack.of(self).format_arn(service="sns", resource="*")],
+            ),
             allow(["dynamodb:PutItem", "dynamodb:UpdateItem"], [control]),  # low-water marks
             allow(["dynamodb:BatchGetItem", "dynamodb:GetItem"], [control]),  # read the marks
             queue.allow_send(),
