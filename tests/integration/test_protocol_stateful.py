@@ -21,12 +21,14 @@ from duetime.adapters.dynamodb.tables import TableNames, create_tables
 from duetime.adapters.sqs import decode, encode
 from duetime.claim_plan import DEFAULT_QUEUE_DEADLINE, PlannedRun, new_run
 from duetime.clock import ManualClock
+from duetime.deadlines import check_deadlines, settle_succeeded
 from duetime.errors import Conflict
-from duetime.ids import is_manual_run_id
+from duetime.ids import is_manual_run_id, partition_of
 from duetime.models import Run, RunResult, RunStatus
 from duetime.poller import PollerConfig, claim_due_jobs, recover_runs
 from duetime.ports import Alert, RunMessage
 from duetime.service import JobService
+from duetime.timeutil import whole_seconds
 
 from ..job_support import create_job
 from .conftest import new_clients
@@ -55,6 +57,14 @@ class NoAlerts:
         return
 
 
+class KeptAlerts:
+    def __init__(self) -> None:
+        self.published: list[Alert] = []
+
+    def publish(self, alert: Alert) -> None:
+        self.published.append(alert)
+
+
 class Protocol(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
@@ -72,7 +82,16 @@ class Protocol(RuleBasedStateMachine):
             "exact": True,
             "retry": {"max_attempts": 3, "backoff_seconds": [0]},
         }
-        self.jobs = [create_job(self.store, self.team, spec, self.clock.now()) for _ in range(JOBS)]
+        # The first is also watched by a success deadline of a minute (``duetime.deadlines``).
+        self.jobs = [
+            create_job(
+                self.store,
+                self.team,
+                {**spec, "success_deadline_seconds": 60} if i == 0 else spec,
+                self.clock.now(),
+            )
+            for i in range(JOBS)
+        ]
         self.job = self.jobs[0]  # the one triggered by hand and given rows in the way
         # One more, held to overlap skip: its claims write its run and its active run in one transaction.
         self.skip_job = create_job(self.store, self.team, {**spec, "overlap": "skip"}, self.clock.now())
@@ -92,6 +111,7 @@ class Protocol(RuleBasedStateMachine):
         self.batches = 0
         self.last_next_nominal = {job.id: job.state.next_nominal_at for job in self.jobs}
         self.cancelled: set[str] = set()
+        self.alerts = KeptAlerts()  # missed and recovered alerts, from deadline checks and worker settles
 
     def stable_key(self, run_id: str) -> tuple[int, str]:
         """A run's place in the test's own order: its job's index, then its occurrence (a manual run's
@@ -236,6 +256,8 @@ class Protocol(RuleBasedStateMachine):
             assert run.owner == owner and run.attempt == attempt, "a stale worker's result was accepted"
             self.terminal_writes[run_id] = self.terminal_writes.get(run_id, 0) + 1
             assert current.status is status
+            if succeed:  # as the worker does: a met deadline settled at once
+                settle_succeeded(self.store, self.alerts, [held], self.clock.now())
         else:
             assert run.owner != owner or run.attempt != attempt or run.status is not RunStatus.RUNNING
 
@@ -255,6 +277,26 @@ class Protocol(RuleBasedStateMachine):
         assert cancelled.status is RunStatus.CANCELLED
         self.cancelled.add(run_id)
         self.terminal_writes[run_id] = self.terminal_writes.get(run_id, 0) + 1
+
+    @rule()
+    def check_deadlines(self) -> None:
+        """A poller's deadline check: afterwards every watched time whose deadline passed is settled, with
+        one missed alert if and only if its run had not succeeded by its deadline."""
+        now = self.clock.now()
+        check_deadlines(self.store, self.store, self.store, self.alerts, self.config.partitions, now)
+        missed = [a.run_id for a in self.alerts.published if a.kind == "missed"]
+        assert len(missed) == len(set(missed)), "two missed alerts for one time"
+        for run_id in self.claimed_in_order:
+            run = self.store.get_run(run_id)
+            if run is None or run.success_by is None or run.success_by >= whole_seconds(now):
+                continue
+            met = (
+                run.status is RunStatus.SUCCEEDED
+                and run.finished_at is not None
+                and run.finished_at <= run.success_by
+            )
+            assert met != (run_id in missed), f"{run_id}: met={met}, missed alert={run_id in missed}"
+        assert self.store.due_watches(partition_of(self.job.id), now, 10) == [], "a due watch left unsettled"
 
     def teardown(self) -> None:
         for table in (self.names.jobs, self.names.runs, self.names.control):
