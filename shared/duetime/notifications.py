@@ -76,7 +76,7 @@ def payload(group: PendingNotification) -> dict[str, Any]:
         "event": group.event,
         "team": group.team,
         "job_id": group.job_id,
-        "count": group.pending,
+        "count": group.sending,
         "first_at": iso_z(group.first_at),
         "last_at": iso_z(group.last_at),
         "run_id": group.run_id,

@@ -365,6 +365,10 @@ class PendingNotification:
     due_at: datetime | None
     attempts: int = 0  # delivery attempts of this group so far
     sequence: int = 0  # notifications of this (job, event, channel) delivered before this one
+    # The notices the notification being delivered stands for: fixed when it is first taken, so that sending
+    # it again (a retry, a deliverer that lost its lease) carries the same count under the same id; notices
+    # that come in meanwhile wait for the next one. 0 while none is being delivered.
+    sending: int = 0
 
 
 class NotificationOutbox(Protocol):
@@ -386,13 +390,14 @@ class NotificationOutbox(Protocol):
         ...
 
     def take(self, group: PendingNotification, until: datetime) -> PendingNotification | None:
-        """Lease a due group for delivery until ``until`` (its ``due_at`` moves there; NOTICE_DUE_AS_READ):
-        the group as stored after, or None when someone else moved it first."""
+        """Lease a due group for delivery until ``until`` (its ``due_at`` moves there; NOTICE_DUE_AS_READ),
+        fixing ``sending`` at ``pending`` unless a notification is already being delivered: the group as
+        stored after, or None when someone else moved it first."""
         ...
 
     def delivered(self, taken: PendingNotification, quiet_until: datetime) -> bool:
-        """The taken group's ``pending`` notices were delivered: subtract them, count one more delivered,
-        reset the attempts and due again at ``quiet_until`` (a notice in between waits for it)."""
+        """The taken group's notification was delivered: its ``sending`` notices subtracted from ``pending``,
+        one more delivered, the attempts reset, due again at ``quiet_until`` (a notice in between waits)."""
         ...
 
     def retry_later(self, taken: PendingNotification, due_at: datetime) -> bool:
@@ -400,9 +405,9 @@ class NotificationOutbox(Protocol):
         ...
 
     def give_up(self, taken: PendingNotification) -> bool:
-        """Stop delivering the taken group's notices (a permanent failure, or too many attempts): they are
-        subtracted as if delivered, the attempts reset, and the group leaves the due index; a notice that
-        came in during the attempt waits for the next one, which is due at once."""
+        """Stop delivering the taken group's notification (a permanent failure, or too many attempts): its
+        ``sending`` notices are subtracted as if delivered, the attempts reset, and the group leaves the due
+        index; a notice that came in during the attempts waits for the next one, which is due at once."""
         ...
 
     def rest(self, taken: PendingNotification) -> bool:

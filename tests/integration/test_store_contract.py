@@ -1059,7 +1059,7 @@ def test_a_group_is_taken_by_one_deliverer_and_settled_only_by_it(subject: Subje
     (due,) = subject.store.due_notifications(at(1), 10)
 
     taken = subject.store.take(due, at(61))
-    assert taken is not None and taken.due_at == at(61) and taken.pending == 1
+    assert taken is not None and (taken.due_at, taken.pending, taken.sending) == (at(61), 1, 1)
     assert subject.store.take(due, at(62)) is None  # another deliverer, from the same read
     assert subject.store.due_notifications(at(60), 10) == []  # leased
 
@@ -1067,7 +1067,23 @@ def test_a_group_is_taken_by_one_deliverer_and_settled_only_by_it(subject: Subje
     assert subject.store.delivered(taken, at(300)) is True
     assert subject.store.delivered(taken, at(300)) is False  # settled once
     (left,) = subject.store.due_notifications(at(301), 10)
-    assert (left.pending, left.sequence, left.attempts, left.due_at) == (1, 1, 0, at(300))
+    assert (left.pending, left.sending, left.sequence, left.attempts, left.due_at) == (1, 0, 1, 0, at(300))
+
+
+def test_a_group_taken_again_keeps_the_count_of_the_notification_being_sent(subject: Subject) -> None:
+    job_id = new_job_id()
+    subject.store.enqueue(notice(job_id, 0))
+    first = subject.store.take(subject.store.due_notifications(at(1), 10)[0], at(61))  # its deliverer dies
+    assert first is not None and first.sending == 1
+    subject.store.enqueue(notice(job_id, 5, "r2"))
+
+    (due,) = subject.store.due_notifications(at(62), 10)
+    again = subject.store.take(due, at(122))
+
+    assert again is not None and (again.pending, again.sending, again.sequence) == (2, 1, 0)
+    assert subject.store.retry_later(again, at(130)) is True
+    (retried,) = subject.store.due_notifications(at(131), 10)
+    assert (retried.sending, retried.attempts) == (1, 1)
 
 
 def test_a_failed_delivery_counts_an_attempt_and_comes_back_at_its_retry(subject: Subject) -> None:

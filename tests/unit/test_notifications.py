@@ -18,6 +18,7 @@ from duetime.adapters.notify_channels import ChannelSender, SnsTopics, WebhookSe
 from duetime.clock import ManualClock
 from duetime.models import Job, JobSpec, Team
 from duetime.notifications import (
+    DELIVERY_LEASE,
     GROUP_WINDOW,
     MAX_DELIVERY_ATTEMPTS,
     BackgroundDelivery,
@@ -25,6 +26,8 @@ from duetime.notifications import (
     SendResult,
     channel_key,
     deliver_due,
+    notification_id,
+    payload,
     retry_delay,
 )
 from duetime.ports import Alert, Notice, PendingNotification, TargetRequest, TargetResponse
@@ -164,6 +167,25 @@ def test_a_permanent_failure_is_given_up_at_once_and_too_many_failures_in_the_en
     assert tries == MAX_DELIVERY_ATTEMPTS
 
 
+def test_a_notification_sent_again_after_its_deliverer_died_has_the_same_id_and_count(world: World) -> None:
+    job = world.job(HOOK)
+    world.alert(job, run="r1")
+    world.clock.advance(1)
+    (due,) = world.store.due_notifications(world.clock.now(), 10)
+    first = world.store.take(due, world.clock.now() + DELIVERY_LEASE)  # a deliverer takes it, then dies
+    assert first is not None and first.sending == 1
+    world.alert(job, run="r2")  # a notice while it was being sent
+
+    world.clock.advance(DELIVERY_LEASE.total_seconds() + 1)
+    (again,) = world.deliver()  # another deliverer, once the lease passed
+
+    assert (notification_id(again), again.sending) == (notification_id(first), 1)
+    assert payload(again)["count"] == 1
+    world.clock.advance(GROUP_WINDOW.total_seconds() + 1)
+    (later,) = world.deliver()  # the notice that came meanwhile: the next notification
+    assert (later.sending, later.sequence) == (1, 1) and notification_id(later) != notification_id(first)
+
+
 def test_two_deliverers_racing_send_a_group_once(world: World) -> None:
     job = world.job(HOOK)
     world.alert(job)
@@ -198,7 +220,18 @@ def group_for(job: Job, channel: dict[str, Any], pending: int = 2) -> PendingNot
         ).notify[0]
     )
     return PendingNotification(
-        job.id, "dead", key, job.team, pending, T0, at(60), f"{job.id}@r", 3, "HTTP 503", at(61)
+        job.id,
+        "dead",
+        key,
+        job.team,
+        pending,
+        T0,
+        at(60),
+        f"{job.id}@r",
+        3,
+        "HTTP 503",
+        at(61),
+        sending=pending,
     )
 
 

@@ -1,7 +1,8 @@
 """The notification outbox in the runs table (``ports.NotificationOutbox``, ``duetime.notifications``).
 
 One item per (job, event, channel): key ``~notify-<job id>`` / ``<event>#<channel id>``, holding the pending
-count, the first and latest notice, the delivery attempts and the notifications ``delivered`` so far. While it
+count, the count of the notification being delivered (``sending``), the first and latest notice, the delivery
+attempts and the notifications ``delivered`` so far. While it
 is due it sits in the reap index under the shard ``notify`` at ``reap_at`` = its due time (one shard for the
 installation: notices are rare, and every poller group reads it with one Query a reap pass). Its ``ttl``
 moves 30 days past its latest notice.
@@ -47,6 +48,7 @@ def _group(item: Item) -> PendingNotification:
         due_at=parse_iso_z(item["reap_at"]["S"]) if "reap_at" in item else None,
         attempts=int(item.get("attempts", {"N": "0"})["N"]),
         sequence=int(item.get("delivered", {"N": "0"})["N"]),
+        sending=int(item.get("sending", {"N": "0"})["N"]),
     )
 
 
@@ -94,12 +96,16 @@ class DynamoOutbox:
         return sorted(due, key=lambda g: (g.due_at or now, g.job_id, g.event))
 
     def take(self, group: PendingNotification, until: datetime) -> PendingNotification | None:
-        item = self._write(group, "SET reap_at = :until", {":until": t(until)}, returns=True)
+        update = "SET reap_at = :until, sending = if_not_exists(sending, pending)"
+        item = self._write(group, update, {":until": t(until)}, returns=True)
         return _group(item) if item is not None else None
 
     def delivered(self, taken: PendingNotification, quiet_until: datetime) -> bool:
-        update = "SET reap_at = :quiet, attempts = :zero ADD pending :minus, delivered :one REMOVE first_at"
-        values = {":quiet": t(quiet_until), ":zero": n(0), ":minus": n(-taken.pending), ":one": n(1)}
+        update = (
+            "SET reap_at = :quiet, attempts = :zero ADD pending :minus, delivered :one "
+            "REMOVE first_at, sending"
+        )
+        values = {":quiet": t(quiet_until), ":zero": n(0), ":minus": n(-taken.sending), ":one": n(1)}
         return self._write(taken, update, values) is not None
 
     def retry_later(self, taken: PendingNotification, due_at: datetime) -> bool:
@@ -109,11 +115,11 @@ class DynamoOutbox:
         )
 
     def give_up(self, taken: PendingNotification) -> bool:
-        update = "SET attempts = :zero ADD pending :minus REMOVE reap_at, reap_shard, first_at"
-        return self._write(taken, update, {":zero": n(0), ":minus": n(-taken.pending)}) is not None
+        update = "SET attempts = :zero ADD pending :minus REMOVE reap_at, reap_shard, first_at, sending"
+        return self._write(taken, update, {":zero": n(0), ":minus": n(-taken.sending)}) is not None
 
     def rest(self, taken: PendingNotification) -> bool:
-        update = "REMOVE reap_at, reap_shard"
+        update = "REMOVE reap_at, reap_shard, sending"
         return self._write(taken, update, {":zero": n(0)}, condition=c.NOTICE_NONE_PENDING) is not None
 
     def _write(

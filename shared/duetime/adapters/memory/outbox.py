@@ -39,6 +39,7 @@ class MemoryOutbox(Tables):
                 due_at=group.due_at if group and group.due_at is not None else at,
                 attempts=group.attempts if group else 0,
                 sequence=group.sequence if group else 0,
+                sending=group.sending if group else 0,
             )
 
     def due_notifications(self, now: datetime, limit: int) -> list[PendingNotification]:
@@ -59,7 +60,11 @@ class MemoryOutbox(Tables):
             return changed
 
     def take(self, group: PendingNotification, until: datetime) -> PendingNotification | None:
-        return self._change(group, due_at=to_second(until))
+        key = _key(group.job_id, group.event, group.channel)
+        with self.lock:  # sending = if_not_exists(sending, pending)
+            stored = self._outbox.get(key)
+            sending = (stored.sending or stored.pending) if stored else 0
+            return self._change(group, due_at=to_second(until), sending=sending)
 
     def delivered(self, taken: PendingNotification, quiet_until: datetime) -> bool:
         return self._settle(taken, due_at=to_second(quiet_until), sequence=taken.sequence + 1)
@@ -71,7 +76,7 @@ class MemoryOutbox(Tables):
         return self._settle(taken, due_at=None)
 
     def _settle(self, taken: PendingNotification, **changes: object) -> bool:
-        """The taken group's pending notices subtracted (those that came since stay), attempts reset."""
+        """The taken group's ``sending`` notices subtracted (those that came since stay), attempts reset."""
         key = _key(taken.job_id, taken.event, taken.channel)
         with self.lock:
             group = self._outbox.get(key)
@@ -79,7 +84,8 @@ class MemoryOutbox(Tables):
                 return False
             self._outbox[key] = dataclasses.replace(
                 group,
-                pending=group.pending - taken.pending,
+                pending=group.pending - group.sending,
+                sending=0,
                 attempts=0,
                 **changes,  # type: ignore[arg-type]
             )
