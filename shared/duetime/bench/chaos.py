@@ -24,9 +24,11 @@ from typing import Any
 
 from duetime.adapters.alerts import StoredAlerts
 from duetime.adapters.dynamodb.codec import item_to_run
-from duetime.adapters.dynamodb.deadline_watches import KEY_PREFIX as DEADLINE_KEY_PREFIX
 from duetime.adapters.dynamodb.reap_tickets import is_ticket
+from duetime.adapters.http_target import HttpTargetCaller
+from duetime.adapters.notify_channels import ChannelSender, SnsTopics, WebhookSender
 from duetime.adapters.sqs import SqsRunQueue
+from duetime.bench.chaos_watch import NOTIFY_GROUP, final_deadline_check, watch_figures, watch_jobs
 from duetime.bench.faults import Faults, FaultyQueue, PollerCrash, attach_claim_cut
 from duetime.bench.fleet import FleetSpec, WorkerFleet
 from duetime.bench.harness import BenchStack, wait_until
@@ -34,6 +36,7 @@ from duetime.claim_plan import initial_state
 from duetime.demo_target import Call
 from duetime.ids import is_manual_run_id, make_run_id, new_job_id
 from duetime.models import Job, JobSpec, OverlapPolicy, Run, RunStatus, Team
+from duetime.notifications import BackgroundDelivery, JobNotifier, deliver_due
 from duetime.poller import Poller, PollerConfig
 from duetime.service import upcoming_runs
 from duetime.worker import WorkOutcome
@@ -179,7 +182,7 @@ def run_chaos(seed: int, minutes: float, dynamodb_fault_rate: float = 0.05) -> d
         for team, cap in TEAMS.items():
             stack.store.put_team(Team(team_id=team, max_concurrency=cap, signing_secret=f"{team}-secret"))
         created = stack.clock.now()
-        jobs = chaos_jobs(stack, created)
+        jobs = chaos_jobs(stack, created) + watch_jobs(stack, created)
         stack.write_jobs(jobs, created)
         faults.attach_dynamodb(stack.dynamodb)
         attach_claim_cut(faults, stack.dynamodb, stack.names.jobs, rate=0.05)
@@ -218,11 +221,21 @@ def run_chaos(seed: int, minutes: float, dynamodb_fault_rate: float = 0.05) -> d
         )
         config = PollerConfig(partitions=list(range(64)), queue_deadline=timedelta(seconds=QUEUE_DEADLINE_S))
         stop = threading.Event()
+        alerts = JobNotifier(StoredAlerts(stack.store), stack.store, stack.store)
+        webhooks = WebhookSender(HttpTargetCaller(allow_private=True), stack.store)
+        delivery = BackgroundDelivery(stack.store, ChannelSender(webhooks, SnsTopics(None)), stack.clock)
 
         def poll_forever() -> None:
             while not stop.is_set():  # a crashed poller is replaced by a fresh one, as EventBridge would
                 poller = Poller(
-                    stack.store, stack.store, queue, StoredAlerts(stack.store), stack.clock, config
+                    stack.store,
+                    stack.store,
+                    queue,
+                    alerts,
+                    stack.clock,
+                    config,
+                    deadlines=stack.store,
+                    notifications=delivery,
                 )
                 try:
                     poller.run_until(stop=stop.is_set, sleep=stop.wait, interval=1.0, recover_every=2)
@@ -255,6 +268,8 @@ def run_chaos(seed: int, minutes: float, dynamodb_fault_rate: float = 0.05) -> d
         stop.set()
         poller_thread.join(timeout=30)
         fleet.stop()
+        final_deadline_check(stack, stack.clock.now())
+        deliver_due(stack.store, ChannelSender(webhooks, SnsTopics(None)), stack.clock.now())
         return check(
             stack,
             jobs,
@@ -358,8 +373,8 @@ def _scan_runs_table(stack: BenchStack) -> tuple[dict[str, Any], int]:
         for item in page.get("Items", []):
             if is_ticket(item):
                 tickets += 1
-            elif item["job_id"]["S"].startswith(DEADLINE_KEY_PREFIX):
-                continue  # a success deadline's watch or missing flag (``deadline_watches``), not a run
+            elif item["job_id"]["S"].startswith("~"):
+                continue  # a deadline watch or missing flag, or a notification outbox record: not a run
             else:
                 runs[item["run_id"]["S"]] = item_to_run(item)
         if "LastEvaluatedKey" not in page:
@@ -385,6 +400,7 @@ def check(
 ) -> dict[str, Any]:
     cancels = cancels or {}
     runs, tickets_left = _scan_runs_table(stack)
+    checked_at = stack.clock.now()
     violations: list[str] = []
     lost = [r for r in expected if r not in runs or not runs[r].status.terminal]
     if lost:
@@ -393,7 +409,10 @@ def check(
     twice = [run_id for run_id, n in succeeded.items() if n > 1]
     if twice:
         violations.append(f"{len(twice)} runs recorded as succeeded twice")
-    calls = list(stack.sink.recorder.calls)
+    every_call = list(stack.sink.recorder.calls)
+    calls = [c for c in every_call if c.query.get("group") != NOTIFY_GROUP]  # the runs' calls
+    watched, watch_violations = watch_figures(stack, jobs, runs, every_call, checked_at)
+    violations += watch_violations
     orphans = [c for c in calls if c.headers.get("idempotency-key") not in runs]
     if orphans:
         violations.append(f"{len(orphans)} target calls match no run row")
@@ -452,5 +471,6 @@ def check(
         "cancelled_while_called": sum(1 for r in reports if r.outcome is WorkOutcome.CANCELLED),
         "reap_tickets_written": tickets_written,
         "reap_tickets_left": tickets_left,  # checks still to come, a lease after the last claims at most
+        **watched,
         "violations": violations,
     }

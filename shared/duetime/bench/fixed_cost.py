@@ -27,7 +27,9 @@ Parts, a month of 30 days:
   the lease every ``renew_every``; every live invocation loads each coming minute's bucket (and the
   current one when it starts); with early handover the holder counts the coming minute's rows once a
   handover (a Query per partition); standbys read the lease every ``standby_poll``; each handover is three
-  lease writes and one read. Empty Queries and small items, by DynamoDB's rules: 0.5 read unit an
+  lease writes and one read. Success deadlines: each partition's watch shard is read every 30 s (a resting
+  group's invocation reads it once); job notifications: each reap pass reads the one ``notify`` shard (a
+  resting group's invocation, once). Empty Queries and small items, by DynamoDB's rules: 0.5 read unit an
   eventually consistent read (an index Query, the marks), 1 a consistent one (the lease), 1 write unit a
   write of an item under 1 KB with no index.
 * **provisioned concurrency**: with ``forecast_scaling`` (the default) the prescaler provisions workers only
@@ -54,6 +56,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from duetime.bench.prices import PRICES_USD
+from duetime.deadlines import DEADLINE_CHECK_INTERVAL
 from duetime.ids import DEFAULT_POLLER_GROUPS
 from duetime.poller import PollerConfig
 from duetime.poller_lease import LeaseTimings
@@ -72,6 +75,7 @@ BATCH_GET_KEYS = 100  # keys per BatchGetItem
 HANDOVER_WRITES = 3  # register as successor, offer, accept
 HANDOVER_READS = 1  # the old holder reads the lease before its handover second
 RECOVER_EVERY_SWEEPS = 5  # Poller.run_until: the reap index every 5th sweep
+DEADLINE_CHECK_SECONDS = DEADLINE_CHECK_INTERVAL.total_seconds()  # each partition's watch shard, read
 
 
 @dataclass(frozen=True)
@@ -186,6 +190,8 @@ def idle_dynamodb_per_second(
     # Early handover: at each handover the holder counts the coming minute's rows (``Poller.busy``), one
     # Query per partition of its group (empty when idle); with a hot standby it never asks.
     busy_counts = 0.0 if stack.poller_hot_standby else partitions * ticks
+    deadline_queries = partitions / DEADLINE_CHECK_SECONDS
+    notify_queries = groups * sweeps / RECOVER_EVERY_SWEEPS  # each reap pass of each group's holder
     lease_reads = groups * ((alive - 1) / timings.standby_poll + HANDOVER_READS * ticks)
     lease_writes = groups * (1 / timings.renew_every + HANDOVER_WRITES * ticks)
     eventual, consistent, write = EVENTUALLY_CONSISTENT_READ_UNITS, CONSISTENT_READ_UNITS, SMALL_WRITE_UNITS
@@ -209,6 +215,16 @@ def idle_dynamodb_per_second(
         "busy_counts": {
             "requests": busy_counts,
             "read_units": busy_counts * eventual,
+            "write_units": 0.0,
+        },
+        "deadline_watch_queries": {
+            "requests": deadline_queries,
+            "read_units": deadline_queries * eventual,
+            "write_units": 0.0,
+        },
+        "notification_queries": {
+            "requests": notify_queries,
+            "read_units": notify_queries * eventual,
             "write_units": 0.0,
         },
         "lease_reads": {"requests": lease_reads, "read_units": lease_reads * consistent, "write_units": 0.0},
@@ -262,6 +278,8 @@ def _resting_dynamodb_per_second(
         "due_index_queries": reads(due_queries, eventual),
         "reap_index_queries": reads(reap_queries, eventual),
         "quiet_look_queries": reads(look_queries, eventual),
+        "deadline_watch_queries": reads(partitions * ticks, eventual),  # each invocation's first pass
+        "notification_queries": reads(groups * ticks, eventual),
         "preload_queries": reads(preload_queries, eventual),
         "lease_reads": reads(lease_reads, consistent),
         "lease_writes": {"requests": lease_writes, "read_units": 0.0, "write_units": lease_writes * write},

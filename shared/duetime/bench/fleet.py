@@ -41,6 +41,7 @@ def _work(spec: FleetSpec, reports: Any, stop: Any) -> None:
     from duetime.adapters.store_clock import StoreClock
     from duetime.bench.accounting import Ledger
     from duetime.local import EventSourceMapping, local_environment
+    from duetime.notifications import JobNotifier
     from duetime.worker import Worker, WorkerConfig
 
     local_environment()
@@ -77,10 +78,11 @@ def _work(spec: FleetSpec, reports: Any, stop: Any) -> None:
                 store,
                 store,
                 SqsRunQueue(sqs, spec.queue_url),
-                StoredAlerts(store),
+                JobNotifier(StoredAlerts(store), store, store),
                 HttpTargetCaller(allow_private=True),
                 clock,
                 worker_config,
+                deadlines=store,
             ),
             on_report=reports.put,
         )

@@ -887,7 +887,7 @@ class DynamoStore(WorkerBatches, DeadlineWatches, DynamoOutbox):
             TableName=self.names.control,
             Item={
                 "pk": s(f"alerts#{alert.team}"),
-                "sk": s(f"{iso_z(alert.at)}#{alert.run_id}#{alert.attempt}"),
+                "sk": s(f"{iso_z(alert.at)}#{alert.run_id}#{alert.attempt}#{alert.kind}"),
                 "alert": s(json.dumps({**alert.__dict__, "at": iso_z(alert.at)})),
             },
         )
