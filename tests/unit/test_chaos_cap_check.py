@@ -77,3 +77,14 @@ def test_an_attempt_given_up_for_a_later_one_stops_counting_when_the_later_one_i
     after = keyed(25.0, 40.0, "job@2")  # the job's next run: the first one had finished (attempt 2)
     assert overlapping_runs([stalled, retried, after], {"job"}, call_timeout) == []
     assert overlapping_runs([stalled, after], {"job"}, call_timeout) == [("job@1", "job@2")]
+
+
+def test_a_stalled_attempt_stops_counting_against_the_cap_when_its_run_is_called_again() -> None:
+    stalled = call(0.0, 62.0, "sleep=62&overlap=skip")  # a 70 s timeout; its worker paused past its lease
+    stalled.headers.update({"idempotency-key": "job@1", "x-duetime-attempt": "1"})
+    assert call_timeout(stalled) == 70.0
+    again = keyed(61.0, 63.0, "job@1", attempt=2)  # the reaper gave the run on: its lease and slot lapsed
+    other = keyed(61.5, 62.5, "job@2")
+    assert max_in_flight_while_waited([stalled, again, other], call_timeout) == {"team-a": 2}
+    never_retried = keyed(61.0, 63.0, "job@3")  # another run: the stalled call still counts against it
+    assert max_in_flight_while_waited([stalled, never_retried, other], call_timeout) == {"team-a": 3}

@@ -103,20 +103,13 @@ def overlapping_runs(
     paused or killed mid-call), the reaper gave the run to the next attempt, and the run was unfinished
     meanwhile, so no other run of the job could start; the stalled worker's request may still be at the
     target, but duetime no longer waited for it."""
-    attempt_of = {id(call): int(call.headers.get("x-duetime-attempt", "1")) for call in calls}
-    later_attempt: dict[tuple[str, int], float] = {}
-    for call in calls:
-        run_id = call.headers.get("idempotency-key", "")
-        for earlier in range(1, attempt_of[id(call)]):
-            key = (run_id, earlier)
-            later_attempt[key] = min(later_attempt.get(key, call.received_at), call.received_at)
+    leased = leased_interval(calls, timeout, cancelled_at)
     by_job: dict[str, list[tuple[float, float, str]]] = defaultdict(list)
     for call in calls:
         run_id = call.headers.get("idempotency-key", "")
         job_id = run_id.partition("@")[0]
         if job_id in guarded_jobs and not is_manual_run_id(run_id):
-            start, end = waited_interval(call, timeout, cancelled_at)
-            end = min(end, max(start, later_attempt.get((run_id, attempt_of[id(call)]), end)))
+            start, end = leased(call)
             by_job[job_id].append((start, end, run_id))
     pairs: list[tuple[str, str]] = []
     for intervals in by_job.values():
@@ -127,18 +120,44 @@ def overlapping_runs(
     return pairs
 
 
+def leased_interval(
+    calls: Sequence[Call], timeout: Callable[[Call], float], cancelled_at: Mapping[str, float] | None = None
+) -> Callable[[Call], tuple[float, float]]:
+    """How long duetime held each of ``calls`` as its own: ``waited_interval``, cut at the arrival of its
+    run's next attempt. That attempt exists because the earlier one's lease (and with it its team slot)
+    lapsed before: its worker was paused or killed mid-call and the reaper gave the run on. The stalled
+    worker's request may still be at the target, but no lease, slot or overlap rule covers it any more
+    (RELIABILITY.md, "What no lease can stop")."""
+    attempt_of = {id(call): int(call.headers.get("x-duetime-attempt", "1")) for call in calls}
+    later_attempt: dict[tuple[str, int], float] = {}
+    for call in calls:
+        run_id = call.headers.get("idempotency-key", "")
+        for earlier in range(1, attempt_of[id(call)]):
+            key = (run_id, earlier)
+            later_attempt[key] = min(later_attempt.get(key, call.received_at), call.received_at)
+
+    def interval(call: Call) -> tuple[float, float]:
+        start, end = waited_interval(call, timeout, cancelled_at)
+        key = (call.headers.get("idempotency-key", ""), attempt_of[id(call)])
+        return start, min(end, max(start, later_attempt.get(key, end)))
+
+    return interval
+
+
 def max_in_flight_while_waited(
     calls: Sequence[Call], timeout: Callable[[Call], float], cancelled_at: Mapping[str, float] | None = None
 ) -> dict[str, int]:
-    """Each team's most calls in flight at once while duetime waited for them: a call counts from its
-    arrival until it was answered, its job's timeout passed or its run was cancelled (``cancelled_at``: run
-    id -> when), whichever came first. A call past its timeout was given up by its worker, whose slot then
-    went to another run; the target may still be working on it (the slow behaviour sleeps 2 s under a 1 s
-    timeout), but the team's cap is on duetime's calls. So is a cancelled run's call: its worker frees the
-    slot at its next heartbeat and discards the answer."""
+    """Each team's most calls in flight at once while duetime held them (``leased_interval``): a call counts
+    from its arrival until it was answered, its job's timeout passed, its run was cancelled
+    (``cancelled_at``: run id -> when) or its run's next attempt arrived, whichever came first. A call past
+    its timeout was given up by its worker, whose slot then went to another run; the target may still be
+    working on it (the slow behaviour sleeps 2 s under a 1 s timeout), but the team's cap is on duetime's
+    calls. So is a cancelled run's call: its worker frees the slot at its next heartbeat and discards the
+    answer; and so is a stalled attempt's, whose lease and slot lapsed before its run was given on."""
+    leased = leased_interval(calls, timeout, cancelled_at)
     edges: dict[str, list[tuple[float, int]]] = defaultdict(list)
     for call in calls:
-        start, end = waited_interval(call, timeout, cancelled_at)
+        start, end = leased(call)
         edges[call.query.get("group", "")] += [(start, 1), (end, -1)]
     most: dict[str, int] = defaultdict(int)
     for team, team_edges in edges.items():

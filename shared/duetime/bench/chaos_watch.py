@@ -2,7 +2,8 @@
 whose dead runs tell a webhook, run under the same faults as the rest, and what the run checks of them.
 
 * **Deadlines:** every watched time whose deadline passed by the final check has a ``missed`` alert if and
-  only if its run had not succeeded by its deadline (``duetime.deadlines.met``).
+  only if its run had not succeeded by its deadline (``duetime.deadlines.met``): the first job's times are
+  met unless the faults delay them, the second's are all missed.
 * **Notifications:** every dead run of the notified job is one notice, and the notifications the webhook
   received (each id counted once, its ``count`` the notices it stands for) plus the notices still waiting in
   the outbox (a quiet window runs 5 minutes) add up to the dead runs, never more. Fewer means notices lost:
@@ -34,8 +35,9 @@ DEADLINE_SECONDS = 60
 
 
 def watch_jobs(stack: BenchStack, created: datetime) -> list[Job]:
-    """A job watched by a one-minute success deadline, and a job whose runs die at once (503, one attempt)
-    and tell a webhook of each."""
+    """A job watched by a one-minute success deadline (its times met, unless the faults delay them), and a
+    job whose runs die at once (503, one attempt) and tell a webhook of each, watched too (its times
+    missed)."""
     sink = stack.sink.url
     specs = [
         {
@@ -51,6 +53,7 @@ def watch_jobs(stack: BenchStack, created: datetime) -> list[Job]:
             "target": {"url": f"{sink}?group={WATCH_TEAM}&status=503&notified=1"},
             "jitter_seconds": 5,
             "retry": {"max_attempts": 1},
+            "success_deadline_seconds": DEADLINE_SECONDS,  # watched too: every time of it is missed
             "notify": [{"type": "webhook", "url": f"{sink}?group={NOTIFY_GROUP}", "events": ["dead"]}],
         },
     ]
