@@ -193,6 +193,11 @@ def test_each_functions_role_grants_every_dynamodb_request_its_code_makes(
             assert call("POST", "/v1/jobs", JOB, headers={"Idempotency-Key": "k1"}).status in (200, 201)
             exact = call("POST", "/v1/jobs", {**JOB, "name": "exact", "exact": True})
             assert exact.status == 201, exact.body
+            # A watched job with a notify channel: every answer that shows it reads its missing flag.
+            hook = {"type": "webhook", "url": "https://example.com/notify", "events": ["missed"]}
+            watched = call("POST", "/v1/jobs", {**JOB, "success_deadline_seconds": 3600, "notify": [hook]})
+            assert watched.status == 201 and watched.body["missing_since"] is None, watched.body
+            assert call("GET", f"/v1/jobs/{watched.body['id']}").status == 200
             job_id = created.body["id"]
             for method, path, body in [
                 ("GET", f"/v1/jobs/{job_id}", None),

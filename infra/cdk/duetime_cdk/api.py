@@ -54,13 +54,15 @@ class Api(Construct):
                 ),
                 allow(["dynamodb:Query"], [storage.index_arn("jobs", TEAM_JOBS_INDEX)]),
                 allow(  # Query: a job's runs are one partition of the runs table; PartiQLInsert: a backfill's
-                    # runs, 25 INSERTs a BatchExecuteStatement (IAM authorizes each statement)
+                    # runs, 25 INSERTs a BatchExecuteStatement (IAM authorizes each statement); BatchGetItem:
+                    # the success-deadline flags of the jobs an answer shows (deadline_watches.py)
                     [
                         "dynamodb:GetItem",
                         "dynamodb:PutItem",
                         "dynamodb:UpdateItem",
                         "dynamodb:Query",
                         "dynamodb:PartiQLInsert",
+                        "dynamodb:BatchGetItem",
                     ],
                     [runs],
                 ),
