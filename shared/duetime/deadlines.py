@@ -26,7 +26,7 @@ runs, and no run was meant to succeed), manual runs and backfills.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 
 DEADLINE_CHECK_INTERVAL = timedelta(seconds=30)  # a poller's reap passes check deadlines this often
 DEADLINE_PAGE_SIZE = 100  # watches read per partition per check
+DEADLINE_CHECK_BUDGET = timedelta(milliseconds=500)  # a poller's check stops after this, to check again soon
 
 
 @dataclass
@@ -47,10 +48,12 @@ class DeadlineReport:
     missed: int = 0
     recovered: int = 0
     dropped: int = 0  # watches of deleted jobs, jobs no longer watched, runs never created
+    cut: bool = False  # stopped by ``keep_going`` with watches perhaps left: check again soon
 
     def add(self, other: DeadlineReport) -> None:
         for name in ("checked", "met", "missed", "recovered", "dropped"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.cut = self.cut or other.cut
 
 
 def met(run: Run, watch: DeadlineWatch) -> bool:
@@ -70,11 +73,19 @@ def check_deadlines(
     partitions: Sequence[int],
     now: datetime,
     limit: int = DEADLINE_PAGE_SIZE,
+    keep_going: Callable[[], bool] | None = None,
 ) -> DeadlineReport:
-    """Settle every watch of ``partitions`` whose deadline passed before ``now`` (a poller's check)."""
+    """Settle the watches of ``partitions`` whose deadline passed before ``now`` (a poller's check), up to
+    ``limit`` a partition; ``keep_going`` is asked before each watch but the first, and a False stops the
+    check (``cut``):
+    a poller gives it a time budget, so that many missed times at once (a target down for many watched
+    jobs) delay their alerts, never its claims."""
     report = DeadlineReport()
     for partition in partitions:
         for watch in deadlines.due_watches(partition, now, limit):
+            if report.checked and keep_going is not None and not keep_going():  # one at least, each check
+                report.cut = True
+                return report
             report.checked += 1
             _settle(deadlines, runs, jobs, alerts, watch, now, report)
     return report

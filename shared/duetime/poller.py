@@ -23,7 +23,12 @@ from duetime.claim_plan import (
     plan_claim,
 )
 from duetime.clock import Clock
-from duetime.deadlines import DEADLINE_CHECK_INTERVAL, DeadlineReport, check_deadlines
+from duetime.deadlines import (
+    DEADLINE_CHECK_BUDGET,
+    DEADLINE_CHECK_INTERVAL,
+    DeadlineReport,
+    check_deadlines,
+)
 from duetime.low_water import LowWaterMarks
 from duetime.models import Job, Run, RunResult, RunStatus
 from duetime.notifications import BackgroundDelivery
@@ -381,18 +386,27 @@ class Poller:
 
     def recover(self) -> RecoveryReport:
         """A reap pass (``recover_runs``); the first, and then one every ``DEADLINE_CHECK_INTERVAL``, also
-        settles the success deadlines that passed (``duetime.deadlines``). Each starts a delivery of the job
-        notifications due, in the background (``duetime.notifications``)."""
+        settles the success deadlines that passed (``duetime.deadlines``), for at most
+        ``DEADLINE_CHECK_BUDGET`` (a check cut short goes on at the next pass). Each starts a delivery of
+        the job notifications due, in the background (``duetime.notifications``)."""
         if self.notifications is not None:
             self.notifications.kick()
         now = self.clock.now()
         report = recover_runs(self.runs, self.queue, self.alerts, self.config, now)
         due = self._next_deadline_check is None or now >= self._next_deadline_check
         if self.deadlines is not None and due:
-            self._next_deadline_check = now + DEADLINE_CHECK_INTERVAL
+            budget_end = now + DEADLINE_CHECK_BUDGET
             report.deadlines = check_deadlines(
-                self.deadlines, self.runs, self.jobs, self.alerts, self.config.partitions, now
+                self.deadlines,
+                self.runs,
+                self.jobs,
+                self.alerts,
+                self.config.partitions,
+                now,
+                keep_going=lambda: self.clock.now() < budget_end,
             )
+            # A check cut by its budget goes on at the next reap pass; a whole one, in 30 s.
+            self._next_deadline_check = now if report.deadlines.cut else now + DEADLINE_CHECK_INTERVAL
         return report
 
     def fire_preloaded(

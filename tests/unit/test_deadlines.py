@@ -249,3 +249,49 @@ def test_a_run_without_a_deadline_has_no_watch() -> None:
     (run,) = make_claim(plan_claim(job, T0), T0).runs
     assert DeadlineWatch.of(run) is None
     assert DeadlineWatch.of(run.model_copy(update={"result": RunResult(duration_ms=1)})) is None
+
+
+def test_a_check_stops_when_its_budget_runs_out_and_the_poller_goes_on_at_its_next_pass(world: World) -> None:
+    for _ in range(3):
+        watched_job(world)
+    runs = world.poller.claim().runs
+    assert len(runs) == 3
+    world.clock.advance(DEADLINE + 1)
+    answers = iter([False])  # asked before the second watch: the first is always settled
+    cut = check_deadlines(
+        world.store,
+        world.store,
+        world.store,
+        world.alerts,
+        range(PARTITIONS),
+        world.clock.now(),
+        keep_going=lambda: next(answers, False),
+    )
+    assert (cut.checked, cut.missed, cut.cut) == (1, 1, True)
+
+    slow = ManualClock(world.clock.now())
+    world.poller.clock = slow
+    world.poller.deadlines = _Slow(world.store, slow)  # each watch read takes a whole second
+    first = world.poller.recover().deadlines
+    assert first is not None and first.cut and first.checked == 1
+    slow.advance(5)
+    again = world.poller.recover().deadlines  # the next pass, not 30 s later
+    assert again is not None and again.checked >= 1
+    assert len([a for a in world.alerts.published if a.kind == "missed"]) == 1 + first.checked + again.checked
+
+
+class _Slow:
+    """The twin's deadline store, each read of due watches moving the clock a second (a slow store)."""
+
+    def __init__(self, store: MemoryStore, clock: ManualClock) -> None:
+        self.store = store
+        self.clock = clock
+
+    def due_watches(self, partition: int, now: Any, limit: int) -> Any:
+        found = self.store.due_watches(partition, now, limit)
+        if found:
+            self.clock.advance(1)
+        return found
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
