@@ -50,11 +50,6 @@ class DeadlineReport:
     dropped: int = 0  # watches of deleted jobs, jobs no longer watched, runs never created
     cut: bool = False  # stopped by ``keep_going`` with watches perhaps left: check again soon
 
-    def add(self, other: DeadlineReport) -> None:
-        for name in ("checked", "met", "missed", "recovered", "dropped"):
-            setattr(self, name, getattr(self, name) + getattr(other, name))
-        self.cut = self.cut or other.cut
-
 
 def met(run: Run, watch: DeadlineWatch) -> bool:
     """Whether ``run`` succeeded by the watch's deadline."""
