@@ -1,0 +1,1 @@
+/* the console (issue 14): replaced by the front end */
