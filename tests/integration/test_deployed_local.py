@@ -136,7 +136,9 @@ def test_the_deployed_api_refuses_a_request_without_a_valid_token(deployed: Depl
     assert deployed.client.request("GET", "/healthz")["status"] == "ok"
 
 
-def test_the_deployed_api_gateway_serves_the_console_without_a_token_under_its_csp(deployed: Deployed) -> None:
+def test_the_deployed_api_gateway_serves_the_console_without_a_token_under_its_csp(
+    deployed: Deployed,
+) -> None:
     """The console's files come through the stack's own API Gateway (its /console routes, no authorizer), with
     the api function's headers, at the stage's prefix, where the page finds the API as ``../v1/``."""
     import urllib3
