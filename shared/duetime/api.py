@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import json
+import threading
 from collections.abc import Callable
 from datetime import datetime
 from typing import Annotated, Any
@@ -162,11 +163,20 @@ _ERROR_TEXT = {
 SECURITY: list[dict[str, list[str]]] = [{"bearerAuth": []}]
 
 app = APIGatewayRestResolver(enable_validation=True)
+# The resolver keeps the request it is answering on itself (its current event, route and context), so it
+# answers one request at a time. On Lambda an environment never has two; ``duetime local`` serves requests
+# on threads of one process, where two at once crossed (a runs listing answered with the history's model).
+_one_request_at_a_time = threading.Lock()
 
 
 def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """The api Lambda's entry: size limit and authentication come before routing and validation, so an
     unauthenticated or oversized request learns nothing else."""
+    with _one_request_at_a_time:
+        return _handle(event, context)
+
+
+def _handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
     body = event.get("body") or ""
     headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
     content_type = (headers.get("content-type") or JSON).split(";")[0].strip().lower()

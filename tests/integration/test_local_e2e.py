@@ -263,3 +263,39 @@ def test_a_job_rescheduled_into_a_resting_group_wakes_its_poller_and_runs_in_its
     )
     claimed_late = datetime.fromisoformat(run["created_at"]) - datetime.fromisoformat(run["fire_at"])
     assert timedelta(0) <= claimed_late < timedelta(seconds=2), run
+
+
+def test_requests_at_once_each_get_their_own_answer(local: LocalSystem) -> None:
+    """``duetime local`` serves requests on threads of one process, and the api's resolver keeps the request
+    it answers on itself: without one request at a time, a runs listing came back as the history's model
+    (422 "response.changes: Field required") or a job read lost its id (500)."""
+    import threading
+    from collections import Counter
+
+    _, job = api(
+        local,
+        "POST",
+        "/v1/jobs",
+        {"name": "race", "schedule": {"rate": "1 hour"}, "target": {"url": f"{local.url}/demo/target"}},
+    )
+    expected = {
+        f"/v1/jobs/{job['id']}/runs?limit=5": "runs",
+        f"/v1/jobs/{job['id']}/history?limit=5": "changes",
+        f"/v1/jobs/{job['id']}/preview?count=3": "job_id",
+        f"/v1/jobs/{job['id']}": "schedule",
+        "/v1/team": "exact_quota",
+    }
+    wrong: Counter[tuple[str, int]] = Counter()
+
+    def ask(path: str) -> None:
+        for _ in range(15):
+            status, body = api(local, "GET", path)
+            if status != 200 or expected[path] not in body:
+                wrong[(path, status)] += 1
+
+    threads = [threading.Thread(target=ask, args=(path,)) for path in list(expected) * 3]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not wrong, wrong  # 225 requests, 15 threads at once
