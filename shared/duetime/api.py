@@ -33,6 +33,7 @@ from duetime.api_models import (
     TriggerIn,
 )
 from duetime.authorizer import request_team
+from duetime.console_files import SECURITY_HEADERS, console_file, is_console_path
 from duetime.errors import (
     ApiError,
     BadRequest,
@@ -171,7 +172,7 @@ def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
         error = PayloadTooLarge(f"request bodies are limited to {MAX_BODY_BYTES} bytes")
     elif body and content_type != JSON:
         error = UnsupportedMediaType("send the body as application/json", "Content-Type")
-    elif event.get("path") not in PUBLIC_PATHS:
+    elif event.get("path") not in PUBLIC_PATHS and not is_console_path(str(event.get("path"))):
         # The team the TeamAuthorizer vouched for (API Gateway on AWS), else the token is checked here
         # (LocalStack runs no authorizer, duetime local has none): without a valid token, 401. Then the
         # team's API rate: over it, 429 before routing, so a refused request changes nothing.
@@ -254,6 +255,23 @@ def healthz() -> Health:
 @app.get("/v1/openapi.json", responses=_public_responses({200: {"description": "This document"}}))
 def openapi() -> Response[Any]:
     return Response(status_code=200, content_type=JSON, body=openapi_document())
+
+
+@app.get("/console", include_in_schema=False)  # powertools routes /console/ here too
+def console_root() -> Response[Any]:
+    """``/console/`` is the index page; ``/console`` moves there (relative: a stage prefix is kept)."""
+    if app.current_event.path.endswith("/"):
+        return console("")
+    return Response(status_code=301, headers={"Location": "console/", **SECURITY_HEADERS}, body="")
+
+
+@app.get("/console/<name>", include_in_schema=False)
+def console(name: str) -> Response[Any]:
+    """The console's static files (``duetime.console_files``): public, the page asks for the token."""
+    found = console_file(name)
+    if found is None:
+        return _error(_NoRoute("no such console file"), SECURITY_HEADERS)
+    return Response(200, content_type=found.content_type, body=found.body, headers=SECURITY_HEADERS)
 
 
 def openapi_document() -> str:

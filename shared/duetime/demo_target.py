@@ -114,7 +114,7 @@ class JsonRequestHandler(BaseHTTPRequestHandler):
         data = b"" if method == "HEAD" else text.encode()
         try:
             self.send_response(status)
-            if text:
+            if text and not any(name.lower() == "content-type" for name in extra):
                 self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             for name, value in extra.items():

@@ -174,6 +174,7 @@ def run_local(port: int, workers: int) -> int:
         print(f"poller rules (rate 1 minute, {POLLER_RUN_SECONDS} s invocations): {seconds}", flush=True)
         print(f"dev team signing secret: {secret}", flush=True)
         print(f"demo target: {gateway.url}/demo/target (calls: {gateway.url}/demo/calls)", flush=True)
+        print(f"duetime console: {gateway.url}/console/", flush=True)
         print(f"duetime local ready: api={gateway.url} token={token}", flush=True)
         try:
             while not stop.wait(0.5):

@@ -65,7 +65,7 @@ class _GatewayHandler(JsonRequestHandler):
             **(response.get("headers") or {}),
             **{k: ", ".join(v) for k, v in (response.get("multiValueHeaders") or {}).items()},
         }
-        extra = {k: v for k, v in answered.items() if k.lower() not in {"content-type", "content-length"}}
+        extra = {k: v for k, v in answered.items() if k.lower() != "content-length"}
         return int(response["statusCode"]), response.get("body") or "", extra
 
 

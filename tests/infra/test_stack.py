@@ -426,7 +426,11 @@ def test_api_has_the_team_authorizer_throttling_and_access_logs(template: Templa
     # Every method is ANY, so a method the API does not serve reaches it and is answered 405 + Allow.
     assert {m["HttpMethod"] for m in methods} == {"ANY"}
     public = [m for m in methods if m.get("AuthorizationType", "NONE") == "NONE"]
-    assert len(public) == 2  # /healthz and /v1/openapi.json
+    paths = resources(template, "AWS::ApiGateway::Resource")
+    parts = {name: r["Properties"]["PathPart"] for name, r in paths.items()}
+    public_parts = sorted(parts[m["ResourceId"]["Ref"]] for m in public)
+    # /healthz, /v1/openapi.json, and the console's static files (/console, /console/{proxy+})
+    assert public_parts == ["console", "healthz", "openapi.json", "{proxy+}"]
 
 
 def test_the_authorizer_cache_keeps_a_decision_authorizer_cache_seconds(template: Template) -> None:

@@ -21,7 +21,8 @@ class Api(Construct):
     """API Gateway (REST) -> the api function. ``/v1/{proxy+}`` is behind the ``TeamAuthorizer`` (a TOKEN
     authorizer, results cached ``authorizer_cache_seconds``, 5 minutes by default) unless the config leaves
     it out (``localstack``); the api function checks the token itself whenever no authorizer vouched for the
-    team. ``/healthz`` and ``/v1/openapi.json`` are public. Stage throttling, JSON access logs, X-Ray."""
+    team. ``/healthz``, ``/v1/openapi.json`` and the console's files (``/console/...``) are public. Stage
+    throttling, JSON access logs, X-Ray."""
 
     def __init__(
         self,
@@ -141,6 +142,13 @@ class Api(Construct):
             api.root.add_resource("healthz").add_method("ANY", integration, request_validator=validator),
             v1.add_resource("openapi.json").add_method("ANY", integration, request_validator=validator),
         ]
+        # The web console's static files (duetime.console_files): public, as any page's files are; the page
+        # asks for the team's token and sends it only to /v1, same origin.
+        console = api.root.add_resource("console")
+        public += [
+            console.add_method("ANY", integration, request_validator=validator),
+            console.add_proxy(any_method=False).add_method("ANY", integration, request_validator=validator),
+        ]
         # No validator on the proxy: it declares no models or parameters, so one would check nothing (and
         # CDK never applied the one given in its default method options).
         private = v1.add_proxy(any_method=False).add_method(
@@ -187,7 +195,8 @@ def _suppress_with_reasons(
         [
             {
                 "id": "AwsSolutions-APIG4",
-                "reason": "The health check and the OpenAPI document are public by design.",
+                "reason": "The health check, the OpenAPI document and the console's static files are public "
+                "by design (the console asks for the token and sends it only to the /v1 API).",
             },
             {"id": "AwsSolutions-COG4", "reason": "Public routes: no authorizer of any kind."},
         ],
