@@ -152,11 +152,21 @@ function excerpt(result) {
 // --- status messages ------------------------------------------------------------------------------------
 
 const statusRegion = () => $('#status');
+let keepStatus = false; // the next page keeps the message (e.g. "Job created" before showing the job)
 
-function announce(message, kind = 'info') {
+function announce(message, kind = 'info', { keep = false } = {}) {
   const region = statusRegion();
   region.className = `status status-${kind}`;
   region.textContent = message;
+  keepStatus = keep;
+}
+
+function clearStatus() {
+  if (keepStatus) {
+    keepStatus = false;
+    return;
+  }
+  statusRegion().textContent = '';
 }
 
 // --- the token ------------------------------------------------------------------------------------------
@@ -310,6 +320,7 @@ function parseRoute() {
 
 function route({ focus = false } = {}) {
   consumeTokenFragment();
+  clearStatus();
   if (!getToken()) {
     showSignIn($('#sign-in-message').textContent || '');
     return;
@@ -431,7 +442,7 @@ async function renderJobs(view, root, params) {
     field({ id: 'jobs-state', label: 'State', input: state }),
     el('div', { class: 'field field-button' }, el('button', { type: 'submit', class: 'button', text: 'Apply' })));
   const tbody = el('tbody');
-  const table = el('table', { class: 'jobs-table' },
+  const table = el('table', { class: 'jobs-table cards' },
     el('caption', { class: 'visually-hidden', text: 'Jobs of your team' }),
     el('thead', {}, el('tr', {},
       ['Name', 'Schedule', 'Labels', 'State', 'Next run', 'Last run'].map((h) => el('th', { scope: 'col', text: h })))),
@@ -445,6 +456,7 @@ async function renderJobs(view, root, params) {
   let jobs = [];
   let cursor = null;
   let sequence = 0;
+  let announceCount = false; // after a filter change, not on the first load
 
   const rowFor = (job) => {
     const last = job.last_run;
@@ -490,7 +502,8 @@ async function renderJobs(view, root, params) {
       jobs = reset ? page.jobs : jobs.concat(page.jobs);
       cursor = page.next_cursor;
       show();
-      if (reset) announce(`${count.textContent}.`);
+      if (reset && announceCount) announce(`${count.textContent}.`);
+      announceCount = false;
     } catch (error) {
       if (!view.alive || mine !== sequence) return;
       if (error instanceof ApiError && error.status === 422 && (error.field === 'label' || error.field === 'q')) {
@@ -523,8 +536,12 @@ async function renderJobs(view, root, params) {
     filters.label = wanted;
     filters.state = state.value;
     keepInAddress();
+    announceCount = true;
     if (changed) load(true);
-    else show();
+    else {
+      show();
+      announce(`${count.textContent}.`);
+    }
   };
 
   let typing = null;
@@ -700,7 +717,7 @@ async function renderNewJob(view, root) {
     try {
       const job = await api('POST', 'v1/jobs', { body: spec });
       if (!view.alive) return;
-      announce(`Job “${job.name}” created.`, 'ok');
+      announce(`Job “${job.name}” created.`, 'ok', { keep: true });
       window.location.hash = `#/jobs/${encodeURIComponent(job.id)}`;
     } catch (error) {
       if (!view.alive || error instanceof SignedOut) return;
@@ -749,7 +766,7 @@ async function renderJob(view, root, jobId) {
         previewBody))),
     el('section', { 'aria-labelledby': 'runs-title' },
       el('h2', { id: 'runs-title', text: 'Runs' }), runsNote,
-      tableWrap('Runs', el('table', { id: 'runs-table' },
+      tableWrap('Runs', el('table', { id: 'runs-table', class: 'cards' },
         el('thead', {}, el('tr', {},
           ['Scheduled', 'Status', 'Attempt', 'Lateness', 'Duration', 'Response', 'Actions'].map((h) => el('th', { scope: 'col', text: h })))),
         runsBody))),
@@ -979,16 +996,19 @@ function minuteInstant(minute) {
   return parseInstant(/Z$|[+-]\d\d:?\d\d$/.test(minute) ? minute : `${minute}:00Z`);
 }
 
-function bucketize(load, start) {
-  const count = Math.round((24 * 60) / BUCKET_MINUTES);
+function bucketize(load, start, end) {
+  // Windows on quarter hours (:00, :15, :30, :45); the first and last are cut by the forecast's window.
+  const size = BUCKET_MINUTES * 60_000;
+  const first = Math.floor(start.getTime() / size) * size;
+  const count = Math.ceil((end.getTime() - first) / size);
   const buckets = Array.from({ length: count }, (_, i) => ({
-    start: new Date(start.getTime() + i * BUCKET_MINUTES * 60_000), total: 0, peak: 0, peakAt: null,
+    start: new Date(first + i * size), total: 0, peak: 0, peakAt: null,
   }));
   let peak = { runs: 0, at: null };
   for (const { minute, runs } of load.minutes || []) {
     const at = minuteInstant(minute);
     if (!at) continue;
-    const index = Math.floor((at.getTime() - start.getTime()) / (BUCKET_MINUTES * 60_000));
+    const index = Math.floor((at.getTime() - first) / size);
     const bucket = buckets[Math.min(Math.max(index, 0), count - 1)];
     bucket.total += runs;
     if (runs > bucket.peak) {
@@ -1041,10 +1061,11 @@ function drawChart(figure, buckets, cap, summaryId) {
       }));
       chart.append(bar);
     }
-    const minutesFromStart = index * BUCKET_MINUTES;
-    if (minutesFromStart % 180 === 0 && (width >= 500 || minutesFromStart % 360 === 0)) {
+    // A tick on each local hour divisible by 3 (6 on a narrow chart), away from the edges.
+    const every = width >= 500 ? 3 : 6;
+    if (bucket.start.getMinutes() === 0 && bucket.start.getHours() % every === 0 && index > 1 && index < buckets.length - 2) {
       chart.append(svg('line', { class: 'tick-mark', x1: x, x2: x, y1: y(0), y2: y(0) + 4 }));
-      chart.append(svg('text', { class: 'tick', x, y: height - 8, 'text-anchor': index === 0 ? 'start' : 'middle', text: SHORT_TIME.format(bucket.start) }));
+      chart.append(svg('text', { class: 'tick', x, y: height - 8, 'text-anchor': 'middle', text: SHORT_TIME.format(bucket.start) }));
     }
   });
   if (cap > 0) {
@@ -1059,7 +1080,7 @@ function drawChart(figure, buckets, cap, summaryId) {
 }
 
 async function renderTeam(view, root) {
-  const limits = el('dl', { class: 'summary' });
+  const limits = el('dl', { class: 'summary', hidden: true });
   const quota = el('p', { id: 'quota-text', class: 'quota' });
   const summaryId = 'load-summary';
   const loadSummary = el('p', { id: summaryId });
@@ -1095,6 +1116,7 @@ async function renderTeam(view, root) {
     const meter = el('meter', { min: '0', max: String(team.exact_quota || 1), value: String(team.exact_jobs), 'aria-labelledby': 'quota-text' });
     quota.after(meter);
     const row = (term, ...value) => [el('dt', { text: term }), el('dd', {}, ...value)];
+    limits.hidden = false;
     append(limits, [
       row('Team', team.name ? `${team.name} (${team.team_id})` : team.team_id),
       row('Jobs', `${team.jobs} of ${team.max_jobs}`),
@@ -1112,7 +1134,7 @@ async function renderTeam(view, root) {
     return;
   }
   const load = loadResult.value;
-  const { buckets, peak } = bucketize(load, start);
+  const { buckets, peak } = bucketize(load, start, end);
   clear(loadSummary);
   if (peak.runs > 0) {
     append(loadSummary, [
@@ -1160,7 +1182,7 @@ function start() {
       return;
     }
     setToken(token);
-    announce('Signed in.', 'ok');
+    announce('Signed in.', 'ok', { keep: true });
     route({ focus: true });
   });
   $('#sign-out').addEventListener('click', () => {
