@@ -178,6 +178,22 @@ def test_a_dead_run_is_retried_with_the_retry_button_and_its_new_attempt_shows(u
     ui.assert_clean()
 
 
+def test_a_running_run_is_cancelled_with_its_cancel_button(ui: Console, api: Api) -> None:
+    spec = job_spec(ui.system, f"Slow target {tag()}")
+    spec["target"]["url"] += "?sleep=8"
+    job = api.ok("POST", "/v1/jobs", spec)
+    ui.open(f"#/jobs/{job['id']}")
+    ui.page.get_by_role("button", name="Run now").click()
+    row = ui.page.locator("#runs-table tbody tr[data-run-id]")
+    expect(row).to_have_attribute("data-status", "running", timeout=RUN_TIMEOUT)
+    expect(row.get_by_role("button", name="Retry")).to_have_count(0)  # only a failed or dead run is retried
+    row.get_by_role("button", name="Cancel").click()
+    expect(row).to_have_attribute("data-status", "cancelled")
+    expect(row.get_by_role("button", name="Cancel")).to_have_count(0)
+    assert api.ok("GET", f"/v1/runs/{row.get_attribute('data-run-id')}")["status"] == "cancelled"
+    ui.assert_clean()
+
+
 def test_a_field_the_api_refuses_shows_the_api_message_next_to_that_field(ui: Console, api: Api) -> None:
     ui.allowed_statuses = (422,)
     bad = {"name": "Refused", "schedule": {"cron": "0 2 * * *", "timezone": TIME_ZONE}}

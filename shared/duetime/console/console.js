@@ -883,10 +883,14 @@ async function renderJob(view, root, jobId) {
       el('td', {}, timeEl(change.at)),
       el('td', {}, el('span', { class: `badge action-${change.action}`, text: change.action })),
       el('td', {}, el('code', { text: change.token_id || '—' })),
-      el('td', {}, fields.length
-        ? el('ul', { class: 'changes' }, fields.map(([name, diff]) => el('li', {},
-          el('code', { text: name }), `: ${changeText(diff && diff.from)} → ${changeText(diff && diff.to)}`)))
-        : el('span', { class: 'muted', text: '—' })));
+      el('td', {}, changesCell(fields)));
+  };
+  const changesCell = (fields) => {
+    if (!fields.length) return el('span', { class: 'muted', text: '—' });
+    const list = el('ul', { class: 'changes' }, fields.map(([name, diff]) => el('li', {},
+      el('code', { text: name }), `: ${changeText(diff && diff.from)} → ${changeText(diff && diff.to)}`)));
+    // A creation sets every field: folded, so the table stays readable.
+    return fields.length > 4 ? el('details', {}, el('summary', { text: `${fields.length} fields` }), list) : list;
   };
 
   const loadHistory = async (reset = true) => {
