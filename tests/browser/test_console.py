@@ -159,6 +159,28 @@ def test_the_history_lists_the_creation_and_the_pause_with_the_token_id_never_th
     ui.assert_clean()
 
 
+def test_the_next_runs_show_local_times_and_say_in_words_which_one_daylight_saving_moved(
+    ui: Console, api: Api
+) -> None:
+    # 02:30 on 28 March in Berlin: in 2027 that is the spring-forward day, and 02:30 does not exist.
+    schedule = {"cron": "30 2 28 3 *", "timezone": "Europe/Berlin"}
+    job = api.ok("POST", "/v1/jobs", job_spec(ui.system, f"Spring forward {tag()}", schedule=schedule))
+    preview = api.ok("GET", f"/v1/jobs/{job['id']}/preview?count=10")["runs"]
+    ui.open(f"#/jobs/{job['id']}")
+    rows = ui.page.locator("#preview-table tbody tr")
+    expect(rows).to_have_count(10)
+    for i, run in enumerate(preview):
+        row = rows.nth(i)
+        assert row.get_attribute("data-dst-shifted") == str(run["dst_shifted"]).lower()
+        assert ("DST moved" in row.inner_text()) is run["dst_shifted"]  # said in words, not by colour alone
+        nominal = row.locator("time").first
+        assert nominal.get_attribute("datetime") == run["nominal_at"]  # the UTC instant, shown in local time
+        local = datetime.fromisoformat(run["nominal_at"]).astimezone(ZoneInfo(TIME_ZONE))
+        assert nominal.inner_text().startswith(local.strftime("%b %-d, %Y, %I:%M"))
+    assert [r["dst_shifted"] for r in preview].count(True) >= 1
+    ui.assert_clean()
+
+
 def test_a_dead_run_is_retried_with_the_retry_button_and_its_new_attempt_shows(ui: Console, api: Api) -> None:
     spec = job_spec(ui.system, f"Always failing {tag()}", retry={"max_attempts": 1})
     spec["target"]["url"] += "?status=500"
