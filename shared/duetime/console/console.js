@@ -1049,7 +1049,8 @@ function drawChart(figure, buckets, cap, summaryId) {
     focusable: 'false',
   });
   chart.append(svg('line', { class: 'axis', x1: margin.left, x2: width - margin.right, y1: y(0), y2: y(0) }));
-  for (const value of [0, Math.round(top / 2), top]) {
+  const ticks = top <= 5 ? Array.from({ length: top + 1 }, (_, i) => i) : [0, top / 2, top].filter(Number.isInteger);
+  for (const value of ticks) {
     chart.append(svg('line', { class: 'grid', x1: margin.left, x2: width - margin.right, y1: y(value), y2: y(value) }));
     chart.append(svg('text', { class: 'tick', x: margin.left - 6, y: y(value) + 4, 'text-anchor': 'end', text: String(value) }));
   }
