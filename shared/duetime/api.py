@@ -21,6 +21,8 @@ from duetime.api_models import (
     BackfillOut,
     ErrorOut,
     Health,
+    JobChangeOut,
+    JobHistory,
     JobList,
     JobOut,
     JobPatch,
@@ -30,9 +32,10 @@ from duetime.api_models import (
     PreviewRun,
     RunList,
     RunOut,
+    TeamOut,
     TriggerIn,
 )
-from duetime.authorizer import request_team
+from duetime.authorizer import request_team, request_token_id
 from duetime.console_files import SECURITY_HEADERS, console_file, is_console_path
 from duetime.errors import (
     ApiError,
@@ -180,6 +183,7 @@ def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
             team = request_team(service(), event, headers.get("authorization"))
             check_rate(team)
             app.context["team"] = team
+            app.context["actor"] = request_token_id(event, headers.get("authorization"))
         except ApiError as exc:
             error = exc
     if error is not None:
@@ -198,6 +202,11 @@ def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
 def team() -> Team:
     current: Team = app.context["team"]
     return current
+
+
+def actor() -> str:
+    """The id of the token the request came with (``job_history.token_id``), for the job's history."""
+    return str(app.context.get("actor", "unknown"))
 
 
 def _api_error(exc: ApiError) -> Response[Any]:
@@ -295,18 +304,31 @@ def create_job(
     idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key", max_length=255)] = None,
 ) -> Response[JobOut]:
     body = json.loads(app.current_event.body or "{}")  # re-validated with the clock (``at`` in the past)
-    job = service().create_job(team(), body, idempotency_key)
+    job = service().create_job(team(), body, idempotency_key, actor())
     return Response(status_code=201, content_type=JSON, body=shown(job))
 
 
-@app.get("/v1/jobs", responses=_responses(200, JobList), security=SECURITY)
+@app.get(
+    "/v1/jobs",
+    responses=_responses(200, JobList),
+    security=SECURITY,
+    description="Your jobs, a page at a time. `label=key:value` lists those with that label; `q` those with "
+    "a word of their name beginning with each word of `q` (case-insensitive; the first 16 words of a name "
+    "count). Both together: both must hold. A filtered page may hold fewer than `limit` jobs while "
+    "`next_cursor` says more may follow. `last_run=true` adds each job's latest run (`last_run`).",
+)
 def list_jobs(
     limit: Annotated[int, Query(ge=1, le=100)] = 50,
     cursor: Annotated[str | None, Query(max_length=2048)] = None,
+    label: Annotated[str | None, Query(max_length=128, description="key:value")] = None,
+    q: Annotated[str | None, Query(max_length=64, description="words the name's words begin with")] = None,
+    last_run: Annotated[bool, Query(description="add each job's latest run")] = False,
 ) -> JobList:
-    page = service().list_jobs(team(), limit, cursor)
+    page = service().list_jobs(team(), limit, cursor, label, q)
     missing = service().missing_since(page.items)
-    return JobList(jobs=[JobOut.of(j, missing.get(j.id)) for j in page.items], next_cursor=page.cursor)
+    latest = service().last_runs(page.items) if last_run else {}
+    jobs = [JobOut.of(j, missing.get(j.id), latest.get(j.id)) for j in page.items]
+    return JobList(jobs=jobs, next_cursor=page.cursor)
 
 
 @app.get("/v1/jobs/<job_id>", responses=_responses(200, JobOut, 404), security=SECURITY)
@@ -317,23 +339,23 @@ def get_job(job_id: JobId) -> JobOut:
 @app.patch("/v1/jobs/<job_id>", responses=_responses(200, JobOut, 404, 409, 429), security=SECURITY)
 def patch_job(job_id: JobId, patch: Annotated[JobPatch, Body()]) -> JobOut:
     changes = json.loads(app.current_event.body or "{}")
-    return shown(service().update_job(team(), job_id, changes))
+    return shown(service().update_job(team(), job_id, changes, actor()))
 
 
 @app.delete("/v1/jobs/<job_id>", responses=_responses(204, None, 404, 409), security=SECURITY)
 def delete_job(job_id: JobId) -> Response[Any]:
-    service().delete_job(team(), job_id)
+    service().delete_job(team(), job_id, actor())
     return Response(status_code=204, body="")
 
 
 @app.post("/v1/jobs/<job_id>/pause", responses=_responses(200, JobOut, 404, 409), security=SECURITY)
 def pause_job(job_id: JobId) -> JobOut:
-    return shown(service().update_job(team(), job_id, {"paused": True}))
+    return shown(service().update_job(team(), job_id, {"paused": True}, actor()))
 
 
 @app.post("/v1/jobs/<job_id>/resume", responses=_responses(200, JobOut, 404, 409), security=SECURITY)
 def resume_job(job_id: JobId) -> JobOut:
-    return shown(service().update_job(team(), job_id, {"paused": False}))
+    return shown(service().update_job(team(), job_id, {"paused": False}, actor()))
 
 
 @app.post("/v1/jobs/<job_id>/trigger", responses=_responses(201, RunOut, 404, 409), security=SECURITY)
@@ -376,6 +398,33 @@ def list_runs(
 def preview(job_id: JobId, count: Annotated[int, Query(ge=1, le=100)] = 10) -> PreviewOut:
     runs = service().preview(team(), job_id, count)
     return PreviewOut(job_id=job_id, runs=[PreviewRun.of(r) for r in runs])
+
+
+@app.get(
+    "/v1/jobs/<job_id>/history",
+    responses=_responses(200, JobHistory, 404),
+    security=SECURITY,
+    description="What changed in the job, when, and by which token (its id, never the token), newest "
+    "first, for 90 days; a deleted job's history stays readable until then.",
+)
+def job_history(
+    job_id: JobId,
+    limit: Annotated[int, Query(ge=1, le=100)] = 50,
+    cursor: Annotated[str | None, Query(max_length=2048)] = None,
+) -> JobHistory:
+    page = service().job_history(team(), job_id, limit, cursor)
+    return JobHistory(changes=[JobChangeOut.of(c) for c in page.items], next_cursor=page.cursor)
+
+
+@app.get(
+    "/v1/team",
+    responses=_responses(200, TeamOut),
+    security=SECURITY,
+    description="Your team's limits and what is in use: jobs and exact-time jobs against their quotas, and "
+    "the cap on runs at once.",
+)
+def get_team() -> TeamOut:
+    return TeamOut.of(team(), *service().job_counts(team()))
 
 
 @app.get("/v1/runs/<run_id>", responses=_responses(200, RunOut, 404), security=SECURITY)

@@ -9,6 +9,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
+from duetime.job_history import JobChange
+from duetime.labels import Labels
 from duetime.models import (
     CatchupWindowSeconds,
     EndAt,
@@ -25,6 +27,7 @@ from duetime.models import (
     RunStatus,
     Schedule,
     StartAt,
+    Team,
     TimeoutSeconds,
 )
 from duetime.service import UpcomingRun
@@ -73,6 +76,20 @@ class JobPatch(BaseModel):
     start_at: StartAt | None = None
     end_at: EndAt | None = None
     paused: bool | SkipJsonSchema[None] = None
+    labels: Labels | SkipJsonSchema[None] = None
+
+
+class RunSummary(Out):
+    run_id: str
+    status: RunStatus
+    scheduled_at: datetime
+    finished_at: datetime | None
+
+    @classmethod
+    def of(cls, run: Run) -> RunSummary:
+        return cls(
+            run_id=run.run_id, status=run.status, scheduled_at=run.nominal_at, finished_at=run.finished_at
+        )
 
 
 class JobOut(JobSpec):
@@ -87,11 +104,16 @@ class JobOut(JobSpec):
         description="success_deadline_seconds: the nominal time of the first scheduled time missed since the "
         "job last recovered (a `missed` alert was raised for it); null while every watched time is met",
     )
+    last_run: RunSummary | None = Field(
+        default=None,
+        description="the job's latest run (by scheduled time), when asked for "
+        "(`GET /v1/jobs?last_run=true`); null otherwise, or before its first run",
+    )
     created_at: datetime
     updated_at: datetime
 
     @classmethod
-    def of(cls, job: Job, missing_since: datetime | None = None) -> JobOut:
+    def of(cls, job: Job, missing_since: datetime | None = None, last_run: Run | None = None) -> JobOut:
         """The job as answers show it; header values are write-only (``HttpTarget.redacted``)."""
         spec = job.model_copy(update={"target": job.target.redacted()}).model_dump(
             include=set(JobSpec.model_fields)
@@ -104,6 +126,7 @@ class JobOut(JobSpec):
             next_nominal_at=job.state.next_nominal_at if scheduled else None,
             last_scheduled_at=job.state.last_scheduled_at,
             missing_since=missing_since,
+            last_run=RunSummary.of(last_run) if last_run is not None else None,
             created_at=job.created_at,
             updated_at=job.updated_at,
         )
@@ -231,3 +254,44 @@ class BackfillOut(Out):
 class Health(Out):
     status: str
     version: str
+
+
+class JobChangeOut(Out):
+    at: datetime
+    action: str = Field(description="create, update, pause, resume or delete")
+    token_id: str = Field(description="the id of the token that made the change (tok_...), never the token")
+    fields: dict[str, dict[str, Any]] = Field(
+        description='each changed field: {"from": old, "to": new} (header values redacted; a value longer '
+        "than 512 characters of JSON is shown by its size)"
+    )
+
+    @classmethod
+    def of(cls, change: JobChange) -> JobChangeOut:
+        return cls(at=change.at, action=change.action, token_id=change.actor, fields=change.fields)
+
+
+class JobHistory(Out):
+    changes: list[JobChangeOut]
+    next_cursor: str | None
+
+
+class TeamOut(Out):
+    team_id: str
+    name: str
+    max_concurrency: int = Field(description="the cap on your runs at once")
+    exact_quota: int = Field(description="how many exact-time jobs you may have")
+    exact_jobs: int = Field(description="exact-time jobs you have")
+    max_jobs: int = Field(description="how many jobs you may have")
+    jobs: int = Field(description="jobs you have")
+
+    @classmethod
+    def of(cls, team: Team, jobs: int, exact_jobs: int) -> TeamOut:
+        return cls(
+            team_id=team.team_id,
+            name=team.name,
+            max_concurrency=team.max_concurrency,
+            exact_quota=team.exact_quota,
+            exact_jobs=exact_jobs,
+            max_jobs=team.max_jobs,
+            jobs=jobs,
+        )

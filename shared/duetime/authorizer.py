@@ -33,7 +33,8 @@ def authorize(token: str | None, method_arn: str) -> dict[str, Any]:
         raise Exception("Unauthorized") from exc  # the exact message API Gateway turns into a 401
     except Forbidden:  # a disabled team: API Gateway answers 403 (and caches the Deny like an Allow)
         return _policy("disabled-team", "Deny", method_arn, {})
-    return _policy(team.team_id, "Allow", method_arn, {"team_id": team.team_id})
+    context = {"team_id": team.team_id, "token_id": bearer_token_id(token) or ""}
+    return _policy(team.team_id, "Allow", method_arn, context)
 
 
 def _policy(principal: str, effect: str, method_arn: str, context: dict[str, str]) -> dict[str, Any]:
@@ -55,6 +56,28 @@ def vouched_team_id(event: Mapping[str, Any]) -> str | None:
     context = (event.get("requestContext") or {}).get("authorizer")
     team_id = context.get("team_id") if isinstance(context, Mapping) else None
     return team_id if isinstance(team_id, str) and team_id else None
+
+
+def bearer_token_id(authorization: str | None) -> str | None:
+    """The id (``job_history.token_id``) of the token ``authorization`` carries (``Bearer <token>``; API
+    Gateway hands a TOKEN authorizer the header as it came), or None without one."""
+    from duetime.job_history import token_id
+    from duetime.team_admin import hash_token
+
+    scheme, _, token = (authorization or "").partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        return None
+    return token_id(hash_token(token.strip()))
+
+
+def request_token_id(event: Mapping[str, Any], authorization: str | None) -> str:
+    """Which token an authenticated request came with, by id: the one the authorizer named, else the one in
+    its ``Authorization`` header (checked by ``request_team``)."""
+    context = (event.get("requestContext") or {}).get("authorizer")
+    vouched = context.get("token_id") if isinstance(context, Mapping) else None
+    if isinstance(vouched, str) and vouched:
+        return vouched
+    return bearer_token_id(authorization) or "unknown"
 
 
 def request_team(service: JobService, event: Mapping[str, Any], authorization: str | None) -> Team:

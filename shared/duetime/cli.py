@@ -107,6 +107,8 @@ def spec_from_args(args: argparse.Namespace) -> dict[str, Any]:
         body["exact"] = True
     if args.paused:
         body["paused"] = True
+    if args.label:
+        body["labels"] = dict(_pair(text, "--label", "KEY=VALUE") for text in args.label)
     if args.max_attempts is not None or args.backoff is not None:
         body["retry"] = {}
         if args.max_attempts is not None:
@@ -158,6 +160,13 @@ def client_from(args: argparse.Namespace) -> DuetimeClient:
     return DuetimeClient(url, token)
 
 
+def _pair(text: str, flag: str, shape: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep:
+        raise SystemExit(f"{flag} takes {shape}, e.g. env=prod (got {text!r})")
+    return key, value
+
+
 def run_jobs(args: argparse.Namespace) -> None:
     client = client_from(args)
     action = args.action
@@ -165,8 +174,13 @@ def run_jobs(args: argparse.Namespace) -> None:
         headers = {"Idempotency-Key": args.idempotency_key} if args.idempotency_key else None
         show(client.request("POST", "/v1/jobs", spec_from_args(args), headers=headers), args.json)
     elif action == "list":
-        data = client.request("GET", "/v1/jobs", query={"limit": args.limit, "cursor": args.cursor})
-        show(data, args.json, JOB_COLUMNS, "jobs")
+        query = {"limit": args.limit, "cursor": args.cursor, "label": args.label, "q": args.search}
+        show(client.request("GET", "/v1/jobs", query=query), args.json, JOB_COLUMNS, "jobs")
+    elif action == "history":
+        data = client.request("GET", client.job_path(args.id, "history"), query={"limit": args.limit})
+        if not args.json:  # a table shows which fields changed; --json has from and to
+            data = {**data, "changes": [{**c, "fields": ", ".join(c["fields"])} for c in data["changes"]]}
+        show(data, args.json, ["at", "action", "token_id", "fields"], "changes")
     elif action == "get":
         show(client.request("GET", client.job_path(args.id)), args.json)
     elif action in ("pause", "resume"):
@@ -442,10 +456,16 @@ def parser() -> argparse.ArgumentParser:
     create.add_argument("--start-at")
     create.add_argument("--end-at")
     create.add_argument("--paused", action="store_true")
+    create.add_argument("--label", action="append", help="KEY=VALUE (repeatable, up to 20)")
     create.add_argument("--idempotency-key")
     listing = api_flags(jobs.add_parser("list", help="list your jobs"))
     listing.add_argument("--limit", type=int, default=50)
     listing.add_argument("--cursor")
+    listing.add_argument("--label", help="only jobs with this label, KEY:VALUE")
+    listing.add_argument("--search", help="only jobs with a name word starting with each of these words")
+    history = api_flags(jobs.add_parser("history", help="a job's changes (90 days), newest first"))
+    history.add_argument("id")
+    history.add_argument("--limit", type=int, default=50)
     for action in ("get", "pause", "resume", "delete"):
         api_flags(jobs.add_parser(action, help=f"{action} a job")).add_argument("id")
     trigger = api_flags(jobs.add_parser("trigger", help="run a job now (its schedule is not touched)"))

@@ -16,7 +16,9 @@ from datetime import timedelta
 from typing import Any
 
 from duetime.errors import ApiError
+from duetime.job_history import token_id
 from duetime.models import Team
+from duetime.team_admin import hash_token
 
 LIMIT_FLAGS = {  # flag -> Team field
     "max_concurrency": "max_concurrency",
@@ -106,7 +108,12 @@ def _act(admin: Any, args: argparse.Namespace) -> tuple[Any, str | None]:
     limits = {LIMIT_FLAGS[f]: getattr(args, f) for f in LIMIT_FLAGS if getattr(args, f, None) is not None}
     if args.action == "create":
         team, token = admin.create_team(args.name, **limits)
-        data = {**team_view(team), "token": token, "signing_secret": team.signing_secret}
+        data = {
+            **team_view(team),
+            "token": token,
+            "token_id": token_id(hash_token(token)),  # what job histories name it by
+            "signing_secret": team.signing_secret,
+        }
         return data, "Keep the token and the signing secret now: duetime stores only the token's hash."
     if args.action == "list":
         return [team_view(team) for team in admin.list_teams()], None
@@ -117,7 +124,8 @@ def _act(admin: Any, args: argparse.Namespace) -> tuple[Any, str | None]:
     if args.action == "rotate-token":
         team, token = admin.rotate_token(args.name)
         note = "The older tokens stop working now (behind API Gateway: once its authorizer cache expires)."
-        return {"team": team.team_id, "token": token, "token_generation": team.token_generation}, note
+        rotated = {"team": team.team_id, "token": token, "token_id": token_id(hash_token(token))}
+        return {**rotated, "token_generation": team.token_generation}, note
     if args.action == "rotate-signing-secret":
         team = admin.rotate_signing_secret(args.name, timedelta(hours=args.overlap_hours))
         return {**team_view(team), "signing_secret": team.signing_secret}, "Give targets the new secret now."

@@ -86,9 +86,10 @@ _UNION_MEMBER = re.compile(r"^[a-z-]+\[.*\]$")  # how pydantic names a union's m
 def field_path(loc: tuple[int | str, ...]) -> str:
     """pydantic's error location as a dotted field name: ``schedule.cron``, ``retry.backoff_seconds.1``.
     The schedule's union tag (``schedule.cron.timezone``), a notify channel's type tag
-    (``notify.0.webhook.url``), union members' names and the request part (``body``) are dropped."""
+    (``notify.0.webhook.url``), union members' names and the request part (``body``, ``query``) are
+    dropped."""
     parts = [str(p) for p in loc if not _UNION_MEMBER.match(str(p))]
-    if parts[:1] == ["body"]:
+    if parts[:1] in (["body"], ["query"]):  # a query parameter is named as it is sent: ``limit``, ``q``
         parts = parts[1:]
     if len(parts) >= 3 and parts[0] == "schedule" and parts[1] in {"cron", "rate", "at"}:
         parts = [parts[0], *parts[2:]]

@@ -32,6 +32,7 @@ from pydantic import (
     field_validator,
 )
 
+from duetime.labels import Labels
 from duetime.timeutil import to_utc, whole_seconds
 
 MAX_SQS_DELAY_SECONDS = 900  # a retry's backoff is carried by an SQS message delay
@@ -452,6 +453,7 @@ class JobSpec(Strict):
     start_at: StartAt | None = None
     end_at: EndAt | None = None
     paused: bool = False
+    labels: Labels = Field(default_factory=dict)
 
     @field_validator("start_at", "end_at")
     @classmethod

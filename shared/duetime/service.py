@@ -32,6 +32,8 @@ from duetime.errors import (
     from_validation_error,
 )
 from duetime.ids import make_manual_run_id, new_job_id, partition_of
+from duetime.job_history import change
+from duetime.labels import label_filter, query_words
 from duetime.models import (
     MAX_BACKFILL_RUNS,
     MAX_SQS_DELAY_SECONDS,
@@ -153,7 +155,10 @@ class JobService:
                 raise InvalidInput(str(exc), field) from exc
         return spec
 
-    def create_job(self, team: Team, body: dict[str, Any], idempotency_key: str | None = None) -> Job:
+    def create_job(
+        self, team: Team, body: dict[str, Any], idempotency_key: str | None = None, actor: str = "api"
+    ) -> Job:
+        """A new job of ``team``'s; ``actor`` (the token's id) is who the job's history says created it."""
         now = self.clock.now()
         spec = self._validate(body, now)
         stamp = ceil_seconds(now)
@@ -169,7 +174,7 @@ class JobService:
             record = IdempotencyRecord(team.team_id, idempotency_key, digest, job.id)
         self.marks.ensure_low_water_mark(partition_of(job.id), minute_bucket(stamp))
         try:
-            job_id = self.catalog.insert_job(job, team, now, record)
+            job_id = self.catalog.insert_job(job, team, now, record, change(None, job, now, actor))
         except StoreQuotaExceeded as exc:
             raise _quota_error(team, exc) from exc
         except IdempotencyMismatch as exc:
@@ -191,13 +196,52 @@ class JobService:
         watched = [job.id for job in jobs if job.success_deadline_seconds is not None]
         return self.marks.missing_flags(watched) if watched else {}
 
-    def list_jobs(self, team: Team, limit: int, cursor: str | None) -> Page:
+    def list_jobs(
+        self, team: Team, limit: int, cursor: str | None, label: str | None = None, q: str | None = None
+    ) -> Page:
+        """A page of the team's jobs, all of them by id, or those labelled ``label`` (``key:value``) and/or
+        with a name word beginning with each word of ``q`` (``duetime.labels``), from their index items."""
         try:
-            return self.catalog.team_jobs(team.team_id, limit, cursor)
+            pair = label_filter(label) if label is not None else None
+        except ValueError as exc:
+            raise InvalidInput(f"label: {exc}", "label") from exc
+        try:
+            words = query_words(q) if q is not None else []
+        except ValueError as exc:
+            raise InvalidInput(f"q: {exc}", "q") from exc
+        try:
+            if pair is None and not words:
+                return self.catalog.team_jobs(team.team_id, limit, cursor)
+            return self.catalog.search_jobs(team.team_id, limit, cursor, pair, words)
         except InvalidCursor as exc:
             raise BadRequest(str(exc), "cursor") from exc
 
-    def update_job(self, team: Team, job_id: str, changes: dict[str, Any]) -> Job:
+    def job_counts(self, team: Team) -> tuple[int, int]:
+        """(jobs, exact-time jobs) the team has."""
+        return self.catalog.job_counts(team.team_id)
+
+    def last_runs(self, jobs: Sequence[Job]) -> dict[str, Run]:
+        """Each job's latest run (by scheduled time), for the jobs that have one: a one-item Query per job,
+        eight at a time."""
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            pages = list(pool.map(lambda job: self.catalog.job_runs(job.id, 1, None), jobs))
+        return {job.id: page.items[0] for job, page in zip(jobs, pages, strict=True) if page.items}
+
+    def job_history(self, team: Team, job_id: str, limit: int, cursor: str | None) -> Page:
+        """The job's changes of the last 90 days, newest first; a deleted job's too, until they expire."""
+        job = self.catalog.get_job(job_id) if len(job_id) <= 64 else None
+        if job is not None and job.team != team.team_id:
+            raise NotFound(f"no job {job_id}")
+        try:
+            page = self.catalog.job_history(job_id, limit, cursor) if len(job_id) <= 64 else Page([], None)
+        except InvalidCursor as exc:
+            raise BadRequest(str(exc), "cursor") from exc
+        mine = [c for c in page.items if c.team == team.team_id]
+        if job is None and not mine:
+            raise NotFound(f"no job {job_id}")
+        return Page(mine, page.cursor)
+
+    def update_job(self, team: Team, job_id: str, changes: dict[str, Any], actor: str = "api") -> Job:
         """Apply ``changes`` (top-level fields; nested objects are replaced whole). Anything that moves
         the schedule reschedules from now; the run history is kept. Header values are write-only: in a
         new ``target``, a value of ``REDACTED`` keeps the value stored under that name."""
@@ -227,7 +271,7 @@ class JobService:
                 state = job.state.model_copy(update={"version": version})
             updated = updated.model_copy(update={"state": state})
             try:
-                if self.catalog.replace_job(job, updated, team, now):
+                if self.catalog.replace_job(job, updated, team, now, change(job, updated, now, actor)):
                     self._wake_if_due_soon(updated, now)
                     return updated
             except StoreQuotaExceeded as exc:
@@ -238,10 +282,10 @@ class JobService:
         if self.waker is not None:
             self.waker.job_written(job, now)
 
-    def delete_job(self, team: Team, job_id: str) -> None:
+    def delete_job(self, team: Team, job_id: str, actor: str = "api") -> None:
         for _ in range(5):
             job = self.get_job(team, job_id)
-            if self.catalog.remove_job(job, team):
+            if self.catalog.remove_job(job, team, change(job, None, self.clock.now(), actor)):
                 return
         raise Conflict("the job kept changing while being deleted; try again")
 

@@ -19,6 +19,11 @@ def target(url: str, **extra: Any) -> dict[str, Any]:
 DEADLINE_FIELD = "success_deadline_seconds"
 HOSTILE: list[tuple[str, dict[str, Any] | str, int, str | None]] = [
     # (what, body or raw text, expected status, field named)
+    ("label key with markup", {**JOB, "labels": {"<script>": "x"}}, 422, "labels"),
+    ("label value with a NUL", {**JOB, "labels": {"env": "pr\u0000od"}}, 422, "labels"),
+    ("label value that is an object", {**JOB, "labels": {"env": {"$ne": 1}}}, 422, "labels.env"),
+    ("21 labels", {**JOB, "labels": {f"k{i}": "v" for i in range(21)}}, 422, "labels"),
+    ("labels that are a list", {**JOB, "labels": ["env:prod"]}, 422, "labels"),
     ("malformed JSON", '{"name": ', 400, None),
     ("JSON that is not an object", "[1, 2, 3]", 422, None),
     ("unknown top-level field", {**JOB, "owner": "mallory"}, 422, "owner"),

@@ -199,10 +199,13 @@ def test_each_functions_role_grants_every_dynamodb_request_its_code_makes(
             assert watched.status == 201 and watched.body["missing_since"] is None, watched.body
             assert call("GET", f"/v1/jobs/{watched.body['id']}").status == 200
             job_id = created.body["id"]
+            # Labels and name words: index items put and deleted with the job, found by Query (job_index.py).
             for method, path, body in [
                 ("GET", f"/v1/jobs/{job_id}", None),
                 ("GET", "/v1/jobs", None),
-                ("PATCH", f"/v1/jobs/{job_id}", {"name": "renamed"}),
+                ("PATCH", f"/v1/jobs/{job_id}", {"name": "renamed", "labels": {"env": "prod"}}),
+                ("GET", f"/v1/jobs/{job_id}/history", None),
+                ("GET", "/v1/team", None),
                 ("POST", f"/v1/jobs/{job_id}/pause", None),
                 ("POST", f"/v1/jobs/{job_id}/resume", None),
                 ("GET", f"/v1/jobs/{job_id}/runs", None),
@@ -211,6 +214,9 @@ def test_each_functions_role_grants_every_dynamodb_request_its_code_makes(
             ]:
                 answer = call(method, path, body)
                 assert answer.status < 300, (method, path, answer.body)
+            search = {"label": "env:prod", "q": "ren", "last_run": "true"}
+            found = call("GET", "/v1/jobs", query=search)
+            assert found.status == 200 and [j["id"] for j in found.body["jobs"]] == [job_id], found.body
             triggered = call("POST", f"/v1/jobs/{job_id}/trigger")
             assert triggered.status == 201, triggered.body
             assert call("GET", f"/v1/runs/{triggered.body['run_id']}").status == 200

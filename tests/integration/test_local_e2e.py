@@ -114,14 +114,22 @@ def test_the_cli_creates_lists_pauses_triggers_and_sees_a_failure_retried(local:
         "2",
         "--backoff",
         "1",
+        "--label",
+        "env=ci",
         "--json",
     )
     assert created.returncode == 0, created.stderr
     job = json.loads(created.stdout)
+    assert job["labels"] == {"env": "ci"}
     listing = cli(local, "jobs", "list")
     assert listing.returncode == 0 and job["id"] in listing.stdout and "NEXT_RUN_AT" in listing.stdout
+    found = json.loads(cli(local, "jobs", "list", "--label", "env:ci", "--search", "fla", "--json").stdout)
+    assert [j["id"] for j in found["jobs"]] == [job["id"]]
     paused = json.loads(cli(local, "jobs", "pause", job["id"], "--json").stdout)
     assert paused["paused"] is True and paused["next_run_at"] is None
+    history = cli(local, "jobs", "history", job["id"])
+    assert history.returncode == 0 and "pause" in history.stdout and "create" in history.stdout
+    assert "tok_" in history.stdout and local.token not in history.stdout
     triggered = cli(local, "jobs", "trigger", job["id"], "--body", '{"replay": 7}', "--json")
     assert triggered.returncode == 0, triggered.stderr
     run_id = json.loads(triggered.stdout)["run_id"]

@@ -8,8 +8,9 @@ import pytest
 
 from duetime import api
 from duetime.adapters.dynamodb.team_records import TokenRecord
-from duetime.authorizer import request_team
+from duetime.authorizer import request_team, request_token_id
 from duetime.errors import Unauthorized
+from duetime.job_history import token_id
 from duetime.models import Team
 from duetime.service import JobService, hash_token
 
@@ -104,6 +105,19 @@ def test_the_team_the_authorizer_vouched_for_is_taken_as_before() -> None:
     assert request_team(SERVICE, gateway_event(vouched), None).team_id == "beta"
     with pytest.raises(Unauthorized):  # a team that is gone since
         request_team(SERVICE, gateway_event({"team_id": "gamma"}), "Bearer dt_alpha")
+
+
+def test_a_request_is_attributed_to_its_tokens_id_never_the_token() -> None:
+    own_id = token_id(hash_token("dt_alpha"))
+    assert own_id.startswith("tok_") and len(own_id) == 16 and "dt_alpha" not in own_id
+    assert request_token_id(gateway_event(None), "Bearer dt_alpha") == own_id
+    assert request_token_id(gateway_event(None), "bearer  dt_alpha ") == own_id  # as the token check reads it
+    vouched = {"team_id": "beta", "token_id": "tok_0123456789ab"}
+    assert (
+        request_token_id(gateway_event(vouched), "Bearer dt_alpha") == "tok_0123456789ab"
+    )  # the authorizer's
+    assert request_token_id(gateway_event(vouched), None) == "tok_0123456789ab"
+    assert request_token_id(gateway_event({"team_id": "beta"}), None) == "unknown"
 
 
 @pytest.mark.usefixtures("served")

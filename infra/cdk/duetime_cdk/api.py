@@ -68,9 +68,17 @@ class Api(Construct):
                     [runs],
                 ),
                 allow(
-                    ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:BatchGetItem"],
+                    [
+                        "dynamodb:GetItem",
+                        "dynamodb:PutItem",
+                        "dynamodb:UpdateItem",
+                        "dynamodb:BatchGetItem",
+                        "dynamodb:DeleteItem",
+                        "dynamodb:Query",
+                    ],
                     [control],
-                ),  # teams, token hashes, idempotency keys, marks, the pollers' wake counts
+                ),  # teams, token hashes, idempotency keys, marks, the pollers' wake counts; jobs' label and
+                # name-word index items (put and deleted with the job) and change history (job_index.py)
                 queue.allow_send(),
                 pollers.allow_wake(),
             ],

@@ -29,11 +29,14 @@ from duetime.adapters.dynamodb.codec import (
     s,
     t,
 )
+from duetime.adapters.dynamodb.job_index import JobIndex, history_pk, label_pk, words_pk
 from duetime.adapters.dynamodb.reads import batch_get, read_job, read_run, team_key
 from duetime.adapters.dynamodb.reap_checks import DEFAULT_LEASE_CHECK, waiting_check
 from duetime.adapters.dynamodb.store import conditional_write
 from duetime.adapters.dynamodb.tables import TEAM_JOBS_INDEX, TableNames
 from duetime.adapters.dynamodb.team_records import TeamRecords
+from duetime.job_history import JobChange
+from duetime.labels import matches_words
 from duetime.models import Job, Run, RunStatus, Team
 
 
@@ -93,7 +96,7 @@ def _reasons(exc: ClientError) -> list[str]:
     return [r.get("Code", "None") for r in exc.response.get("CancellationReasons") or []]
 
 
-class DynamoCatalog(TeamRecords):
+class DynamoCatalog(TeamRecords, JobIndex):
     def __init__(
         self, client: Any, names: TableNames | None = None, lease_check: timedelta = DEFAULT_LEASE_CHECK
     ) -> None:
@@ -155,8 +158,16 @@ class DynamoCatalog(TeamRecords):
 
     # --- jobs -------------------------------------------------------------------------------------------
 
-    def insert_job(self, job: Job, team: Team, now: datetime, idempotency: IdempotencyRecord | None) -> str:
-        """Write a new job (and its idempotency key, and its exact-quota count) in one transaction.
+    def insert_job(
+        self,
+        job: Job,
+        team: Team,
+        now: datetime,
+        idempotency: IdempotencyRecord | None,
+        change: JobChange | None = None,
+    ) -> str:
+        """Write a new job (and its idempotency key, its exact-quota count, its label and name-word index
+        items and its history entry ``change``) in one transaction.
 
         Returns the id of the job the request stands for: ``job.id``, or the job an earlier request with
         the same idempotency key created. Raises ``QuotaExceeded`` or ``IdempotencyMismatch``.
@@ -171,7 +182,8 @@ class DynamoCatalog(TeamRecords):
             }
         ]
         items.append(self._team_counts(team, jobs=+1, exact=+1 if job.exact else 0))
-        if idempotency is not None:
+        items += self._index_writes(None, job) + ([self._history_put(change)] if change else [])
+        if idempotency is not None:  # last: a cancellation's last reason is the key's
             items.append(
                 {
                     "Put": {
@@ -222,9 +234,12 @@ class DynamoCatalog(TeamRecords):
     def get_job(self, job_id: str) -> Job | None:
         return read_job(self.client, self.names, job_id)
 
-    def replace_job(self, before: Job, after: Job, team: Team, now: datetime) -> bool:
+    def replace_job(
+        self, before: Job, after: Job, team: Team, now: datetime, change: JobChange | None = None
+    ) -> bool:
         """Write ``after`` over ``before`` if nobody changed it since (condition JOB_VERSION_IS); keeps the
-        team's exact-job count right. False on a lost race; raises ``QuotaExceeded``."""
+        team's exact-job count, the job's index items and its history (``change``) right in the same
+        transaction. False on a lost race; raises ``QuotaExceeded``."""
         items: list[dict[str, Any]] = [
             {
                 "Put": {
@@ -238,11 +253,12 @@ class DynamoCatalog(TeamRecords):
                 }
             }
         ]
-        if after.exact != before.exact:
+        if after.exact != before.exact:  # second: a cancellation's reason 1 is the quota's
             items.append(self._team_counts(team, jobs=0, exact=+1 if after.exact else -1))
+        items += self._index_writes(before, after) + ([self._history_put(change)] if change else [])
         return self._transact_job(items, 0, +1 if after.exact and not before.exact else 0, team)
 
-    def remove_job(self, job: Job, team: Team) -> bool:
+    def remove_job(self, job: Job, team: Team, change: JobChange | None = None) -> bool:
         items: list[dict[str, Any]] = [
             {
                 "Delete": {
@@ -257,6 +273,7 @@ class DynamoCatalog(TeamRecords):
             }
         ]
         items.append(self._team_counts(team, jobs=-1, exact=-1 if job.exact else 0))
+        items += self._index_writes(job, None) + ([self._history_put(change)] if change else [])
         return self._transact_job(items, 0, 0, team)
 
     def _transact_job(
@@ -287,6 +304,38 @@ class DynamoCatalog(TeamRecords):
         }
         start = decode_cursor(cursor, scope=("team", team_id))
         return self._page(self.names.jobs, "job_id", query, limit, start, item_to_job)
+
+    def search_jobs(
+        self, team_id: str, limit: int, cursor: str | None, label: tuple[str, str] | None, words: list[str]
+    ) -> Page:
+        """One page of the team's jobs labelled ``label`` and/or with every word of ``words`` beginning a word
+        of their name: one Query of the label's index items (else of the longest search word's), the jobs in
+        one BatchGetItem, the rest of the filter applied to those. A page may hold fewer than ``limit`` jobs
+        while ``cursor`` says more may follow; a job two of whose words match may come on two pages."""
+        if label is not None:
+            pk = label_pk(team_id, *label)
+            ids, last = self.label_job_ids(team_id, *label, limit, decode_cursor(cursor, scope=("pk", pk)))
+        else:
+            start = decode_cursor(cursor, scope=("pk", words_pk(team_id)))
+            ids, last = self.word_job_ids(team_id, max(words, key=len), limit, start)
+        ids = list(dict.fromkeys(ids))
+        items = self._batch_get(self.names.jobs, "job_id", ids)
+        jobs = [item_to_job(items[i]) for i in ids if i in items]
+        found = [
+            job
+            for job in jobs
+            if job.team == team_id
+            and (label is None or job.labels.get(label[0]) == label[1])
+            and matches_words(job.name, words)
+        ]
+        return Page(found, encode_cursor(last))
+
+    def job_history(self, job_id: str, limit: int, cursor: str | None) -> Page:
+        """A page of the job's changes (``JobChange``), newest first."""
+        changes, last = self.job_changes(
+            job_id, limit, decode_cursor(cursor, scope=("pk", history_pk(job_id)))
+        )
+        return Page(changes, encode_cursor(last))
 
     def _page(
         self,

@@ -1,0 +1,142 @@
+"""What a team finds its jobs by, and each job's change history: items of the control table written in the
+same transaction as the job write they follow (``DynamoCatalog.insert_job``, ``replace_job``,
+``remove_job``), so they never disagree with the jobs.
+
+- a label pair:  pk ``label#<team>#<key>=<value>``, sk ``<job id>``; one Query lists a pair's jobs.
+- a name word:   pk ``words#<team>``, sk ``<word>#<job id>``; ``begins_with(sk, :word)`` lists the jobs with
+  a word of their name starting with a search word (``duetime.labels.name_words``).
+- a change:      pk ``history#<job id>``, sk ``<instant, ms>#<nonce>``, TTL 90 days; newest first.
+
+The index items carry no condition of their own: the job write they ride with is conditioned
+(JOB_IS_NEW, JOB_VERSION_IS), and if it loses its race, the whole transaction, index items included, does
+not happen. The history item's key is new by construction (a nonce)."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from datetime import datetime
+from typing import Any
+
+from duetime.adapters.dynamodb.codec import Item, n, s
+from duetime.adapters.dynamodb.tables import TableNames
+from duetime.job_history import HISTORY_KEPT, JobChange
+from duetime.labels import name_words
+from duetime.models import Job
+from duetime.timeutil import iso_z
+
+
+def label_pk(team: str, key: str, value: str) -> str:
+    return f"label#{team}#{key}={value}"
+
+
+def words_pk(team: str) -> str:
+    return f"words#{team}"
+
+
+def history_pk(job_id: str) -> str:
+    return f"history#{job_id}"
+
+
+def index_keys(job: Job) -> list[tuple[str, str]]:
+    """The (pk, sk) of every index item ``job`` has: one per label pair, one per name word."""
+    labels = [(label_pk(job.team, k, v), job.id) for k, v in sorted(job.labels.items())]
+    words = [(words_pk(job.team), f"{word}#{job.id}") for word in name_words(job.name)]
+    return labels + words
+
+
+class JobIndex:
+    """The label, word and history items of the control table (a part of ``DynamoCatalog``)."""
+
+    client: Any
+    names: TableNames
+
+    def _index_writes(self, before: Job | None, after: Job | None) -> list[dict[str, Any]]:
+        """The transaction items that take the index from ``before``'s items to ``after``'s: a Delete for
+        each item only ``before`` has, a Put for each only ``after`` has (none for those both have)."""
+        old = set(index_keys(before)) if before else set()
+        new = set(index_keys(after)) if after else set()
+        table = self.names.control
+        writes: list[dict[str, Any]] = [
+            {"Delete": {"TableName": table, "Key": {"pk": s(pk), "sk": s(sk)}}}
+            for pk, sk in sorted(old - new)
+        ]
+        for pk, sk in sorted(new - old):
+            assert after is not None
+            writes.append(
+                {"Put": {"TableName": table, "Item": {"pk": s(pk), "sk": s(sk), "job_id": s(after.id)}}}
+            )
+        return writes
+
+    def _history_put(self, change: JobChange) -> dict[str, Any]:
+        at = change.at
+        item: Item = {
+            "pk": s(history_pk(change.job_id)),
+            "sk": s(f"{at.isoformat(timespec='milliseconds')}#{secrets.token_hex(4)}"),
+            "team": s(change.team),
+            "at": s(iso_z(at)),
+            "action": s(change.action),
+            "actor": s(change.actor),
+            "fields": s(json.dumps(change.fields, sort_keys=True, default=str)),
+            "ttl": n(int((at + HISTORY_KEPT).timestamp())),
+        }
+        return {"Put": {"TableName": self.names.control, "Item": item}}
+
+    def _query_control(
+        self, key_condition: str, values: dict[str, Any], limit: int, start: dict[str, Any] | None
+    ) -> tuple[list[Item], dict[str, Any] | None]:
+        response = self.client.query(
+            TableName=self.names.control,
+            KeyConditionExpression=key_condition,
+            ExpressionAttributeValues=values,
+            Limit=limit,
+            **({"ExclusiveStartKey": start} if start else {}),
+        )
+        return response.get("Items", []), response.get("LastEvaluatedKey")
+
+    def label_job_ids(
+        self, team: str, key: str, value: str, limit: int, start: dict[str, Any] | None
+    ) -> tuple[list[str], dict[str, Any] | None]:
+        """Ids of the team's jobs labelled ``key: value``, by id; and where the next page starts."""
+        items, last = self._query_control("pk = :pk", {":pk": s(label_pk(team, key, value))}, limit, start)
+        return [item["job_id"]["S"] for item in items], last
+
+    def word_job_ids(
+        self, team: str, prefix: str, limit: int, start: dict[str, Any] | None
+    ) -> tuple[list[str], dict[str, Any] | None]:
+        """Ids of the team's jobs with a name word starting with ``prefix`` (lowercase), by word; a job with
+        two such words is listed under each, so callers drop repeats."""
+        items, last = self._query_control(
+            "pk = :pk AND begins_with(sk, :prefix)",
+            {":pk": s(words_pk(team)), ":prefix": s(prefix)},
+            limit,
+            start,
+        )
+        return [item["job_id"]["S"] for item in items], last
+
+    def job_changes(
+        self, job_id: str, limit: int, start: dict[str, Any] | None
+    ) -> tuple[list[JobChange], dict[str, Any] | None]:
+        """The job's recorded changes, newest first (those of the last 90 days, and maybe a little older:
+        DynamoDB's TTL deletes within days of expiry)."""
+        response = self.client.query(
+            TableName=self.names.control,
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues={":pk": s(history_pk(job_id))},
+            ScanIndexForward=False,
+            Limit=limit,
+            ConsistentRead=True,
+            **({"ExclusiveStartKey": start} if start else {}),
+        )
+        changes = [
+            JobChange(
+                job_id=job_id,
+                team=item["team"]["S"],
+                at=datetime.fromisoformat(item["at"]["S"]),
+                action=item["action"]["S"],
+                actor=item["actor"]["S"],
+                fields=json.loads(item["fields"]["S"]),
+            )
+            for item in response.get("Items", [])
+        ]
+        return changes, response.get("LastEvaluatedKey")
