@@ -254,7 +254,7 @@ def test_the_label_filter_and_the_search_narrow_the_list(ui: Console, api: Api) 
     ui.open()
     listed = ui.page.locator("table.jobs-table tbody tr[data-job-id] th a")
 
-    ui.page.get_by_label("Label").fill(f"suite:{run}")
+    ui.page.get_by_label("Label", exact=True).fill(f"suite:{run}")
     ui.page.get_by_role("button", name="Apply").click()
     expect(listed).to_have_text(sorted(names), use_inner_text=True)  # only this test's jobs
     assert any(f"label=suite%3A{run}" in u for u in ui.watch.requests)  # filtered by the API
@@ -313,7 +313,7 @@ def test_at_phone_width_no_page_scrolls_sideways(browser: Browser, system: Local
     try:
         for route in ("#/jobs", f"#/jobs/{job['id']}", "#/new", "#/team"):
             phone.open(route)
-            phone.page.wait_for_selector("main h1")
+            phone.page.wait_for_selector("#view h1")
             phone.page.wait_for_load_state("networkidle")
             width, inner = phone.page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
             assert width <= inner, (route, width, inner)
