@@ -127,7 +127,7 @@ def seed_jobs(api: Api, url: str) -> list[dict[str, Any]]:
         {
             "name": "Hourly cache warm-up",
             "schedule": {"cron": "5 * * * *", "timezone": "UTC"},
-            "target": {"url": target, "method": "GET"},
+            "target": {"url": target, "method": "POST"},
             "labels": {"team": "platform", "env": "prod"},
         },
         {

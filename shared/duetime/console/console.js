@@ -99,6 +99,12 @@ function formatSeconds(ms) {
   return `${sign}${Math.floor(minutes / 60)} h ${minutes % 60} min`;
 }
 
+function formatLateness(ms) {
+  // The API's instants are whole seconds: lateness is shown in seconds.
+  if (ms === null || ms === undefined || Number.isNaN(ms)) return '—';
+  return Math.abs(ms) < 60_000 ? `${ms < 0 ? '−' : ''}${Math.round(Math.abs(ms) / 1000)} s` : formatSeconds(ms);
+}
+
 function between(startIso, endIso) {
   const start = parseInstant(startIso);
   const end = parseInstant(endIso);
@@ -829,7 +835,9 @@ async function renderJob(view, root, jobId) {
 
   const runRow = (run) => {
     const lateness = between(run.fire_at, run.started_at);
-    const duration = between(run.started_at, run.finished_at);
+    // The call's own duration when the run has a result; else the span its (whole-second) instants give.
+    const duration = run.result && Number.isFinite(run.result.duration_ms)
+      ? run.result.duration_ms : between(run.started_at, run.finished_at);
     const when = DATE_TIME.format(parseInstant(run.scheduled_at) || new Date());
     const actions = [];
     if (RETRYABLE.has(run.status)) {
@@ -849,8 +857,8 @@ async function renderJob(view, root, jobId) {
       el('td', { 'data-label': 'Scheduled' }, timeEl(run.scheduled_at)),
       el('td', { 'data-label': 'Status' }, statusBadge(run.status)),
       el('td', { 'data-label': 'Attempt', class: 'attempt', text: `${run.attempt} / ${run.max_attempts}` }),
-      el('td', { 'data-label': 'Lateness', text: run.started_at ? formatSeconds(lateness) : '—' }),
-      el('td', { 'data-label': 'Duration', text: run.finished_at && run.started_at ? formatSeconds(duration) : (run.status === 'running' ? 'running…' : '—') }),
+      el('td', { 'data-label': 'Lateness', text: run.started_at ? formatLateness(lateness) : '—' }),
+      el('td', { 'data-label': 'Duration', text: run.finished_at && duration !== null ? formatSeconds(duration) : (run.status === 'running' ? 'running…' : '—') }),
       el('td', { 'data-label': 'Response', class: 'excerpt', title: result !== '—' ? result : null, text: result }),
       el('td', { 'data-label': 'Actions', class: 'row-actions' }, actions));
   };
@@ -1034,12 +1042,13 @@ function niceCeiling(value) {
 function drawChart(figure, buckets, cap, summaryId) {
   const width = Math.max(280, Math.floor(figure.clientWidth || 640));
   const height = width < 500 ? 180 : 240;
-  const margin = { top: 22, right: 10, bottom: 28, left: 36 };
+  const highest = Math.max(1, ...buckets.map((b) => b.peak));
+  // The cap shares the scale when it is near the bars; far above them it is drawn above the plot, apart from
+  // its scale, and says so.
+  const capOnScale = cap > 0 && cap <= highest * 3;
+  const margin = { top: capOnScale || !cap ? 22 : 44, right: 10, bottom: 28, left: 36 };
   const plotW = width - margin.left - margin.right;
   const plotH = height - margin.top - margin.bottom;
-  const highest = Math.max(1, ...buckets.map((b) => b.peak));
-  // The cap shares the scale when it is near the bars; far above them it is drawn at the top and says so.
-  const capOnScale = cap > 0 && cap <= highest * 3;
   const top = niceCeiling(capOnScale ? Math.max(highest, cap) * 1.1 : highest * 1.2);
   const y = (value) => margin.top + plotH - (Math.min(value, top) / top) * plotH;
   const slot = plotW / buckets.length;
@@ -1074,11 +1083,11 @@ function drawChart(figure, buckets, cap, summaryId) {
     }
   });
   if (cap > 0) {
-    const capY = capOnScale ? y(cap) : margin.top;
+    const capY = capOnScale ? y(cap) : 24;
     chart.append(svg('line', { class: 'cap-line', x1: margin.left, x2: width - margin.right, y1: capY, y2: capY }));
     chart.append(svg('text', {
       class: 'cap-label', x: width - margin.right, y: capY - 6, 'text-anchor': 'end',
-      text: capOnScale ? `concurrency cap ${cap}` : `concurrency cap ${cap} (above this scale)`,
+      text: capOnScale ? `concurrency cap ${cap}` : `concurrency cap ${cap} (far above this scale)`,
     }));
   }
   clear(figure.querySelector('.chart-box')).append(chart);
@@ -1123,7 +1132,7 @@ async function renderTeam(view, root) {
     const row = (term, ...value) => [el('dt', { text: term }), el('dd', {}, ...value)];
     limits.hidden = false;
     append(limits, [
-      row('Team', team.name ? `${team.name} (${team.team_id})` : team.team_id),
+      row('Team', team.name && team.name !== team.team_id ? `${team.name} (${team.team_id})` : team.team_id),
       row('Jobs', `${team.jobs} of ${team.max_jobs}`),
       row('Exact-time jobs', `${team.exact_jobs} of ${team.exact_quota}`),
       row('Concurrency cap', `${team.max_concurrency} runs at once`),
