@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 import urllib3
-from playwright.sync_api import Browser, ConsoleMessage, Page, Playwright, Request
+from playwright.sync_api import Browser, ConsoleMessage, Page, Playwright, Request, Response
 
 CHROMIUM = os.environ.get("DUETIME_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -74,14 +74,16 @@ def utc_in(seconds: float) -> str:
 
 @dataclass
 class Watch:
-    """What a page did: its requests, console messages and uncaught errors."""
+    """What a page did: its requests, the answers that were errors, console messages and uncaught errors."""
 
     requests: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
     console: list[ConsoleMessage] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
     def attach(self, page: Page) -> Watch:
         page.on("request", self._request)
+        page.on("response", self._response)
         page.on("console", self._console)
         page.on("pageerror", lambda error: self.errors.append(str(error)))
         return self
@@ -92,10 +94,17 @@ class Watch:
     def _request(self, request: Request) -> None:
         self.requests.append(request.url)
 
+    def _response(self, response: Response) -> None:
+        if response.status >= 400:
+            answer = response.text()
+            self.failed.append(f"{response.status} {response.request.method} {response.url}: {answer}")
+
     def problems(self, allowed_statuses: tuple[int, ...] = ()) -> list[str]:
         """Uncaught errors, CSP violations and console errors or warnings; a failed API request logged by
         the browser ("the server responded with a status of N") is allowed when N is in allowed_statuses."""
         found = list(self.errors)
+        if any(m.type == "error" and "status of" in m.text for m in self.console):
+            found += [f"answered {f}" for f in self.failed if int(f.split()[0]) not in allowed_statuses]
         for message in self.console:
             if message.type not in ("error", "warning"):
                 continue

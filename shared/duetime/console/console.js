@@ -221,7 +221,19 @@ class ApiError extends Error {
 
 class SignedOut extends Error {}
 
-async function api(method, path, { query, body } = {}) {
+// One request at a time: the page never has two API calls in flight. That keeps it well inside the team's
+// API rate, and `duetime local` serves its api function from one shared app, where concurrent requests
+// could cross (reported to the backend). A call that hangs is given up after REQUEST_TIMEOUT_MS.
+const REQUEST_TIMEOUT_MS = 30_000;
+let apiQueue = Promise.resolve();
+
+function api(method, path, options = {}) {
+  const call = apiQueue.then(() => request(method, path, options));
+  apiQueue = call.catch(() => undefined);
+  return call;
+}
+
+async function request(method, path, { query, body } = {}) {
   const token = getToken();
   if (!token) {
     signOut();
@@ -232,7 +244,10 @@ async function api(method, path, { query, body } = {}) {
     if (value !== undefined && value !== null && value !== '') url.searchParams.set(name, String(value));
   }
   const headers = { Authorization: `Bearer ${token}`, Accept: 'application/json' };
-  const init = { method, headers, credentials: 'omit', cache: 'no-store', referrerPolicy: 'no-referrer' };
+  const init = {
+    method, headers, credentials: 'omit', cache: 'no-store', referrerPolicy: 'no-referrer',
+    signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+  };
   if (body !== undefined) {
     headers['Content-Type'] = 'application/json';
     init.body = JSON.stringify(body);
@@ -240,7 +255,10 @@ async function api(method, path, { query, body } = {}) {
   let response;
   try {
     response = await fetch(url, init);
-  } catch {
+  } catch (error) {
+    if (error && error.name === 'TimeoutError') {
+      throw new ApiError(0, 'timeout', 'The duetime API did not answer in time. Try again.');
+    }
     throw new ApiError(0, 'network', 'The duetime API could not be reached. Check your connection.');
   }
   if (response.status === 401) {
