@@ -136,6 +136,25 @@ def test_the_deployed_api_refuses_a_request_without_a_valid_token(deployed: Depl
     assert deployed.client.request("GET", "/healthz")["status"] == "ok"
 
 
+def test_the_deployed_api_gateway_serves_the_console_without_a_token_under_its_csp(
+    deployed: Deployed,
+) -> None:
+    """The console's files come through the stack's own API Gateway (its /console routes, no authorizer), with
+    the api function's headers, at the stage's prefix, where the page finds the API as ``../v1/``."""
+    import urllib3
+
+    http = urllib3.PoolManager()
+    page = http.request("GET", deployed.stack.api_url.rstrip("/") + "/console/", redirect=False)
+    assert page.status == 200, page.data[:300]
+    assert page.headers["Content-Type"].startswith("text/html")
+    assert "script-src 'self'" in page.headers["Content-Security-Policy"]
+    assert b'src="console.js"' in page.data
+    script = http.request("GET", deployed.stack.api_url.rstrip("/") + "/console/console.js")
+    assert script.status == 200 and script.headers["Content-Type"].startswith("text/javascript")
+    moved = http.request("GET", deployed.stack.api_url.rstrip("/") + "/console", redirect=False)
+    assert moved.status == 301 and moved.headers["Location"] == "console/"
+
+
 @pytest.mark.timeout(DEPLOY_SECONDS + 2 * RUN_SECONDS)
 def test_a_job_runs_end_to_end_and_a_dead_run_alerts_on_sns(
     deployed: Deployed, target: DemoTargetServer

@@ -220,3 +220,20 @@ def test_the_team_answer_shows_its_caps_and_what_is_in_use(alpha: Call) -> None:
         "max_jobs": 10_000,
         "jobs": 2,
     }
+
+
+def test_the_largest_relabel_and_rename_fits_one_transaction_within_awss_limits(alpha: Call) -> None:
+    """20 labels and 16 name words swapped for 20 others and 16 others, and the exact flag moved: 36 deletes,
+    36 puts, the job, the team count and the history entry, 75 items (AWS allows 100; the tests run with the
+    AWS limits enforced on the emulator, DUETIME_STRICT_AWS_LIMITS)."""
+    before = {f"a{i}": f"v{i}" for i in range(20)}
+    after = {f"b{i}": f"w{i}" for i in range(20)}
+    old_name = " ".join(f"old{i}" for i in range(16))
+    new_name = " ".join(f"new{i}" for i in range(16))
+    job = alpha("POST", "/v1/jobs", {**JOB, "name": old_name, "labels": before}).body
+    changed = alpha("PATCH", f"/v1/jobs/{job['id']}", {"name": new_name, "labels": after, "exact": True})
+    assert changed.status == 200, changed.body
+    assert [
+        j["id"] for j in alpha("GET", "/v1/jobs", query={"q": "new15", "label": "b19:w19"}).body["jobs"]
+    ] == [job["id"]]
+    assert alpha("GET", "/v1/jobs", query={"q": "old3"}).body["jobs"] == []

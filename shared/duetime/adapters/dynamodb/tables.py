@@ -23,7 +23,9 @@ control  PK pk, SK sk.         Teams ("team#<id>", "team") with their exact-job 
          ("token#<sha256>", "token"), create idempotency keys ("idem#<team>#<key>", "idem"), per-partition
          low-water marks ("partition#NN", "watermark"), one poller lease per partition group
          ("poller#<group>", "lease": holder, term, since, expires_at, successor, handover_at; instants to
-         the millisecond), locally stored alerts.
+         the millisecond), locally stored alerts; jobs' label and name-word index items
+         ("label#<team>#<key>=<value>", "<job id>"; "words#<team>", "<word>#<job id>") and change
+         history ("history#<job id>", "<instant>#<nonce>", TTL 90 days): ``job_index``.
 """
 
 from __future__ import annotations
