@@ -37,8 +37,17 @@ chaos: venv
 	$(EMU) run $(BIN)/duetime chaos --seed $(SEED) --minutes $(MINUTES)
 
 # What `make test` runs once the emulators answer (useful with `make emulators-start`).
-check: lint typecheck lambda-assets lambda-assets-local
+check: lint typecheck lambda-assets lambda-assets-local browser-deps
 	$(JSII) $(BIN)/pytest
+
+# Debian's Chromium for the console's browser tests (tests/browser), installed with apt when it is missing.
+.PHONY: browser-deps screenshots
+browser-deps:
+	scripts/browser_deps.sh
+
+# The console's screenshots in docs/ (console-*.png), taken in Chromium against a fresh duetime local.
+screenshots: venv browser-deps
+	$(EMU) run $(BIN)/python scripts/console_screenshots.py
 
 lint: venv
 	$(BIN)/ruff check .
