@@ -221,9 +221,9 @@ class ApiError extends Error {
 
 class SignedOut extends Error {}
 
-// One request at a time: the page never has two API calls in flight. That keeps it well inside the team's
-// API rate, and `duetime local` serves its api function from one shared app, where concurrent requests
-// could cross (reported to the backend). A call that hangs is given up after REQUEST_TIMEOUT_MS.
+// One request at a time: the page never has two API calls in flight, so however its refreshes overlap it
+// stays well inside the team's API rate (20 a second by default), which it shares with the team's scripts.
+// A call that hangs is given up after REQUEST_TIMEOUT_MS.
 const REQUEST_TIMEOUT_MS = 30_000;
 let apiQueue = Promise.resolve();
 
