@@ -299,6 +299,53 @@ def test_the_team_page_shows_the_load_chart_and_the_exact_time_quota(ui: Console
     ui.assert_clean()
 
 
+# WCAG 2.x contrast of every visible text node against the first opaque background behind it: 4.5:1, or 3:1
+# for large text (24 px, or 18.66 px bold). SVG text (the chart's, drawn with fill) is left out; the chart's
+# words are in its summary and table, which are checked.
+LOW_CONTRAST_TEXT = """() => {
+  const parse = (c) => { const m = c.match(/rgba?\\(([^)]+)\\)/); if (!m) return null;
+    const p = m[1].split(',').map(parseFloat);
+    return {r: p[0], g: p[1], b: p[2], a: p.length > 3 ? p[3] : 1}; };
+  const channel = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
+  const lum = (c) => 0.2126 * channel(c.r) + 0.7152 * channel(c.g) + 0.0722 * channel(c.b);
+  const behind = (el) => { for (let e = el; e; e = e.parentElement) {
+    const c = parse(getComputedStyle(e).backgroundColor); if (c && c.a > 0.5) return c; }
+    return {r: 255, g: 255, b: 255, a: 1}; };
+  const low = []; let checked = 0;
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  while (walker.nextNode()) {
+    const node = walker.currentNode; const el = node.parentElement;
+    if (!node.textContent.trim() || !el || el.closest('svg')) continue;
+    const style = getComputedStyle(el); const box = el.getBoundingClientRect();
+    if (style.visibility === 'hidden' || box.width <= 1 || box.height <= 1) continue;
+    const fg = parse(style.color); const bg = behind(el);
+    const [hi, lo] = [lum(fg), lum(bg)].sort((x, y) => y - x);
+    const ratio = (hi + 0.05) / (lo + 0.05); const size = parseFloat(style.fontSize);
+    const large = size >= 24 || (parseInt(style.fontWeight, 10) >= 700 && size >= 18.66);
+    checked += 1;
+    if (ratio < (large ? 3 : 4.5)) low.push([node.textContent.trim().slice(0, 40), ratio.toFixed(2)]);
+  }
+  return {checked, low};
+}"""
+
+
+def test_every_text_on_the_main_pages_meets_wcag_aa_contrast(ui: Console, api: Api) -> None:
+    job = api.ok("POST", "/v1/jobs", job_spec(ui.system, f"Contrast {tag()}", labels={"env": "prod"}))
+    api.ok("POST", f"/v1/jobs/{job['id']}/pause")
+    api.ok("POST", f"/v1/jobs/{job['id']}/resume")
+    ui.open()
+    expect(ui.page.get_by_role("link", name=job["name"])).to_be_visible()
+    pages = {"jobs": ("#/jobs", "table.jobs-table"), "job": (f"#/jobs/{job['id']}", "#view h1")}
+    pages |= {"new": ("#/new", "#view h1"), "team": ("#/team", "#load-summary")}
+    for name, (route, ready) in pages.items():
+        ui.page.goto(ui.url + route)
+        ui.page.wait_for_selector(ready)
+        ui.page.wait_for_load_state("networkidle")
+        found = ui.page.evaluate(LOW_CONTRAST_TEXT)
+        assert found["checked"] > 5 and found["low"] == [], (name, found)
+    ui.assert_clean()
+
+
 def test_at_phone_width_no_page_scrolls_sideways(browser: Browser, system: LocalSystem, api: Api) -> None:
     job = api.ok(
         "POST",
