@@ -48,6 +48,7 @@ from duetime.errors import (
     UnsupportedMediaType,
     field_path,
 )
+from duetime.labels import LABEL_FILTER_PATTERN
 from duetime.models import MAX_BACKFILL_RUNS, BackfillWindow, Job, JobSpec, Team
 from duetime.rate_limit import ApiRateLimiter
 from duetime.service import JobService
@@ -330,7 +331,10 @@ def create_job(
 def list_jobs(
     limit: Annotated[int, Query(ge=1, le=100)] = 50,
     cursor: Annotated[str | None, Query(max_length=2048)] = None,
-    label: Annotated[str | None, Query(max_length=128, description="key:value")] = None,
+    label: Annotated[
+        str | None,
+        Query(max_length=127, pattern=LABEL_FILTER_PATTERN, description="key:value, e.g. env:prod"),
+    ] = None,
     q: Annotated[str | None, Query(max_length=64, description="words the name's words begin with")] = None,
     last_run: Annotated[bool, Query(description="add each job's latest run")] = False,
 ) -> JobList:

@@ -44,14 +44,20 @@ def _recorded(value: Any) -> Any:
     return value if len(text) <= MAX_VALUE_CHARS else f"<{len(text.encode())} bytes of JSON>"
 
 
+HIDDEN_CHANGE = {"from": "<header values hidden>", "to": "<a header value changed>"}
+
+
 def changed_fields(before: Job, after: Job) -> dict[str, dict[str, Any]]:
-    """The top-level spec fields whose values differ, each ``{"from": old, "to": new}``."""
+    """The top-level spec fields whose values differ, each ``{"from": old, "to": new}``; a target whose
+    only change is a header's value says so without showing either value (``HIDDEN_CHANGE``)."""
     old, new = shown_spec(before), shown_spec(after)
-    return {
-        name: {"from": _recorded(old.get(name)), "to": _recorded(new.get(name))}
-        for name in JobSpec.model_fields
-        if old.get(name) != new.get(name)
-    }
+    fields: dict[str, dict[str, Any]] = {}
+    for name in JobSpec.model_fields:
+        if old.get(name) != new.get(name):
+            fields[name] = {"from": _recorded(old.get(name)), "to": _recorded(new.get(name))}
+        elif getattr(before, name) != getattr(after, name):
+            fields[name] = dict(HIDDEN_CHANGE)
+    return fields
 
 
 def change(before: Job | None, after: Job | None, at: datetime, actor: str) -> JobChange:

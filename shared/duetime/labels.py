@@ -15,19 +15,22 @@ MAX_LABELS = 20
 MAX_NAME_WORDS = 16  # the first 16 distinct words of a name are searchable
 MAX_WORD_LENGTH = 40  # a longer word is indexed by its first 40 characters
 MAX_QUERY_LENGTH = 64
-_KEY = re.compile(r"^[a-z0-9]([a-z0-9._/-]{0,61}[a-z0-9])?$")
-_VALUE = re.compile(r"^([A-Za-z0-9]([A-Za-z0-9._/-]{0,61}[A-Za-z0-9])?)?$")
+KEY_PATTERN = r"[a-z0-9]([a-z0-9._/-]{0,61}[a-z0-9])?"
+VALUE_PATTERN = r"([A-Za-z0-9]([A-Za-z0-9._/-]{0,61}[A-Za-z0-9])?)?"
+LABEL_FILTER_PATTERN = f"^{KEY_PATTERN}:{VALUE_PATTERN}$"  # ``key:value``, as the API documents it
+_KEY = re.compile(KEY_PATTERN)
+_VALUE = re.compile(VALUE_PATTERN)
 _WORD = re.compile(r"[^\W_]+")  # letters and digits of any script: "nightly-report_v2" -> nightly, report, v2
 
 
 def _valid_labels(labels: dict[str, str]) -> dict[str, str]:
     for key, value in labels.items():
-        if not _KEY.match(key):
+        if not _KEY.fullmatch(key):  # fullmatch: "$" would let a trailing newline through
             raise ValueError(
                 f"label key {key!r} must be 1 to 63 characters of a-z, 0-9, '.', '_', '/' and '-', starting "
                 "and ending with a letter or digit"
             )
-        if not _VALUE.match(value):
+        if not _VALUE.fullmatch(value):
             raise ValueError(
                 f"label {key!r}: value {value!r} must be at most 63 characters of A-Z, a-z, 0-9, '.', '_', "
                 "'/' and '-', starting and ending with a letter or digit (or empty)"
@@ -69,14 +72,11 @@ def name_words(name: str) -> list[str]:
 
 
 def query_words(q: str) -> list[str]:
-    """The words of a search; each must begin some word of a matching job's name. ``ValueError`` when it has
-    none or is too long."""
+    """The words of a search; each must begin some word of a matching job's name (a search without a letter or
+    digit has none and matches no job). ``ValueError`` when it is too long."""
     if len(q) > MAX_QUERY_LENGTH:
         raise ValueError(f"q is longer than {MAX_QUERY_LENGTH} characters")
-    words = [m.group()[:MAX_WORD_LENGTH] for m in _WORD.finditer(q.lower())]
-    if not words:
-        raise ValueError("q needs a letter or digit")
-    return words
+    return [m.group()[:MAX_WORD_LENGTH] for m in _WORD.finditer(q.lower())]
 
 
 def matches_words(name: str, words: list[str]) -> bool:

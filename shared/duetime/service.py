@@ -209,6 +209,8 @@ class JobService:
             words = query_words(q) if q is not None else []
         except ValueError as exc:
             raise InvalidInput(f"q: {exc}", "q") from exc
+        if q is not None and not words:  # nothing to look for: no name word begins with punctuation
+            return Page([], None)
         try:
             if pair is None and not words:
                 return self.catalog.team_jobs(team.team_id, limit, cursor)

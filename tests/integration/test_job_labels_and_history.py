@@ -40,6 +40,7 @@ def test_labels_are_kept_shown_and_replaced_whole_by_a_patch(alpha: Call) -> Non
     [
         ({"Env": "prod"}, "label key 'Env'"),
         ({"env": "prod!"}, "value 'prod!'"),
+        ({"env": "prod\n"}, "value 'prod\\n'"),
         ({"-env": "x"}, "label key '-env'"),
         ({"e" * 64: "x"}, "label key"),
         ({"env": "x" * 64}, "value"),
@@ -141,13 +142,19 @@ def test_searches_page_through_with_a_cursor_and_refuse_another_listings_cursor(
     [
         ({"label": "env"}, "label"),
         ({"label": "Env:prod"}, "label"),
-        ({"q": "!!"}, "q"),
+        ({"label": "env:prod\n"}, "label"),
         ({"q": "x" * 65}, "q"),
     ],
 )
 def test_a_bad_filter_is_422_naming_it(alpha: Call, query: dict[str, str], field: str) -> None:
     answer = alpha("GET", "/v1/jobs", query=query)
     assert answer.status == 422 and answer.body["error"]["field"] == field, answer.body
+
+
+def test_a_search_without_a_letter_or_digit_matches_no_job(alpha: Call) -> None:
+    create(alpha, "a -- b")
+    answer = alpha("GET", "/v1/jobs", query={"q": "--"})
+    assert answer.status == 200 and answer.body == {"jobs": [], "next_cursor": None}
 
 
 def test_a_team_never_finds_another_teams_jobs(alpha: Call, beta: Call) -> None:
