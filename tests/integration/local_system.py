@@ -12,6 +12,12 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from duetime.adapters.dynamodb.catalog import DynamoCatalog
+from duetime.adapters.dynamodb.store import DynamoStore
+from duetime.adapters.dynamodb.tables import TableNames
+
+from .conftest import new_clients
+
 READY = re.compile(r"^duetime local ready: api=(\S+) token=(\S+)$")
 
 
@@ -76,3 +82,15 @@ def start_local(env_overrides: dict[str, str] | None = None) -> LocalSystem:
             process.kill()
             raise AssertionError("duetime local did not get ready:\n" + "\n".join(lines))
     return LocalSystem(process, found["url"], found["token"], found["secret"], lines)
+
+
+def lift_the_api_rate(prefix: str, team_id: str) -> None:
+    """For a test that is not a team's client (the fuzzer, a burst of requests at once): its team may make as
+    many requests as it likes, so every request reaches routing and validation instead of a 429 (the rate
+    has tests of its own: test_rate_limits.py)."""
+    dynamodb = new_clients()[0]
+    names = TableNames(f"{prefix}-jobs", f"{prefix}-runs", f"{prefix}-control")
+    team = DynamoCatalog(dynamodb, names).get_team(team_id)
+    assert team is not None
+    lifted = team.model_copy(update={"api_rate_per_second": 10_000, "api_burst": 100_000})
+    DynamoStore(dynamodb, names).put_team(lifted)

@@ -16,12 +16,7 @@ from pathlib import Path
 
 import urllib3
 
-from duetime.adapters.dynamodb.catalog import DynamoCatalog
-from duetime.adapters.dynamodb.store import DynamoStore
-from duetime.adapters.dynamodb.tables import TableNames
-
-from .conftest import new_clients
-from .local_system import isolated, start_local
+from .local_system import isolated, lift_the_api_rate, start_local
 
 CONFIG = Path(__file__).with_name("schemathesis.toml")
 CHECKS = "all"
@@ -89,14 +84,3 @@ def test_every_operation_survives_schemathesis_without_5xx_and_conforms_to_its_s
     assert "Tested: 18" in result.stdout
     generated = re.search(r"(\d+) generated, (\d+) passed", result.stdout)
     assert generated and generated.group(1) == generated.group(2) and int(generated.group(1)) > 300, summary
-
-
-def lift_the_api_rate(prefix: str, team_id: str) -> None:
-    """The fuzzer is not a team's client: its team may make as many requests as it likes, so every case
-    reaches routing and validation instead of a 429 (the rate has tests of its own: test_rate_limits.py)."""
-    dynamodb = new_clients()[0]
-    names = TableNames(f"{prefix}-jobs", f"{prefix}-runs", f"{prefix}-control")
-    team = DynamoCatalog(dynamodb, names).get_team(team_id)
-    assert team is not None
-    lifted = team.model_copy(update={"api_rate_per_second": 10_000, "api_burst": 100_000})
-    DynamoStore(dynamodb, names).put_team(lifted)
