@@ -59,7 +59,8 @@ rm -rf "$OUT"
   cd "$ROOT/infra/cdk"
   mkdir -p "$OUT"
   CDK_OUTDIR="$OUT" CDK_CONTEXT_JSON='{"localstack": true, "lambda_asset": "build/lambda-local",
-    "deletion_protection": false, "allow_private_targets": true}' "$ROOT/.venv/bin/python" app.py \
+    "deletion_protection": false, "allow_private_targets": true, "aws_targets_without_role": true}' \
+    "$ROOT/.venv/bin/python" app.py \
     >"$OUT/synth.log" 2>&1 || { tail -n 30 "$OUT/synth.log" >&2; exit 1; }
   [ -x node_modules/.bin/cdklocal ] || npm install --no-save --no-audit --no-fund --silent
   export AWS_ENDPOINT_URL="$ENDPOINT" AWS_ENDPOINT_URL_S3="$ENDPOINT"

@@ -161,7 +161,7 @@ start_localstack() {
   fetch_localstack
   mkdir -p "$RUN" "$CACHE/localstack-volume"
   GATEWAY_LISTEN="127.0.0.1:$LS_PORT" LOCALSTACK_VOLUME_DIR="$CACHE/localstack-volume" \
-    SERVICES=sqs,events,scheduler,sns,cloudwatch,logs,sts,iam SKIP_INFRA_DOWNLOADS=1 \
+    SERVICES=sqs,events,scheduler,sns,cloudwatch,logs,sts,iam,stepfunctions SKIP_INFRA_DOWNLOADS=1 \
     SQS_DISABLE_CLOUDWATCH_METRICS="${SQS_DISABLE_CLOUDWATCH_METRICS:-1}" DISABLE_EVENTS=1 \
     setsid "$LS_VENV/bin/python" -m localstack.runtime.main >"$RUN/$LS_NAME.log" 2>&1 &
   echo $! >"$RUN/$LS_NAME.pid"

@@ -19,6 +19,7 @@ from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
 from duetime import __version__
 from duetime.api_models import (
+    AwsRoleIn,
     BackfillOut,
     ErrorOut,
     Health,
@@ -439,6 +440,31 @@ def job_history(
 )
 def get_team() -> TeamOut:
     return TeamOut.of(team(), *service().job_counts(team()))
+
+
+@app.put(
+    "/v1/team/aws-role",
+    responses=_responses(200, TeamOut),
+    security=SECURITY,
+    description="Register the IAM role your AWS targets are called under (a target's own `role_arn` "
+    "overrides it). Its trust policy must let duetime's worker role assume it with your team's external id "
+    "(in the answer). The role is not assumed here: a run's result tells if it cannot be (403).",
+)
+def put_aws_role(role: Annotated[AwsRoleIn, Body()]) -> TeamOut:
+    changed = service().set_aws_role(team(), role.role_arn, actor())
+    return TeamOut.of(changed, *service().job_counts(changed))
+
+
+@app.delete(
+    "/v1/team/aws-role",
+    responses=_responses(204, None),
+    security=SECURITY,
+    description="Remove your team's role: AWS targets without a `role_arn` of their own fail (403-like, "
+    "not retried) until a role is registered again.",
+)
+def delete_aws_role() -> Response[Any]:
+    service().set_aws_role(team(), None, actor())
+    return Response(status_code=204, body="")
 
 
 @app.get("/v1/runs/<run_id>", responses=_responses(200, RunOut, 404), security=SECURITY)

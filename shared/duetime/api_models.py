@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
+from duetime.aws_targets import ROLE_ARN_PATTERN, ROLE_NAME_PREFIX
 from duetime.job_history import JobChange
 from duetime.labels import Labels
 from duetime.models import (
     CatchupWindowSeconds,
     EndAt,
-    HttpTarget,
     JitterSeconds,
     Job,
     JobName,
@@ -27,6 +28,7 @@ from duetime.models import (
     RunStatus,
     Schedule,
     StartAt,
+    Target,
     Team,
     TimeoutSeconds,
 )
@@ -65,7 +67,7 @@ class JobPatch(BaseModel):
 
     name: JobName | SkipJsonSchema[None] = None
     schedule: Schedule | SkipJsonSchema[None] = None
-    target: HttpTarget | SkipJsonSchema[None] = None
+    target: Target | SkipJsonSchema[None] = None
     jitter_seconds: JitterSeconds | SkipJsonSchema[None] = None
     exact: bool | SkipJsonSchema[None] = None
     misfire: MisfirePolicy | SkipJsonSchema[None] = None
@@ -145,7 +147,9 @@ class TriggerIn(BaseModel):
         description="The request body of this run only (the job's stored target is not changed). A string "
         "is sent as it is; any other JSON value (object, array, number, true/false) is sent as its compact "
         "JSON text. Left out or null: the job's own body. At most 64 KiB once encoded (longer: 422 naming "
-        "`body`).",
+        "`body`). For an AWS target it is the run's message (sqs, sns), or its payload (lambda), input "
+        "(stepfunctions) or detail (eventbridge: a JSON object), as the JSON the text holds, else as the "
+        "text.",
     )
 
     @field_validator("body")
@@ -283,6 +287,14 @@ class TeamOut(Out):
     exact_jobs: int = Field(description="exact-time jobs you have")
     max_jobs: int = Field(description="how many jobs you may have")
     jobs: int = Field(description="jobs you have")
+    aws_role_arn: str | None = Field(
+        description="the IAM role your AWS targets are called under (`PUT /v1/team/aws-role`); null: none"
+    )
+    aws_external_id: str | None = Field(
+        description="the external id duetime sends when it assumes your roles: their trust policy must "
+        "require it (`sts:ExternalId`). Assigned by duetime; null until your first role is registered, for "
+        "a team created before AWS targets"
+    )
 
     @classmethod
     def of(cls, team: Team, jobs: int, exact_jobs: int) -> TeamOut:
@@ -294,4 +306,31 @@ class TeamOut(Out):
             exact_jobs=exact_jobs,
             max_jobs=team.max_jobs,
             jobs=jobs,
+            aws_role_arn=team.aws_role_arn,
+            aws_external_id=team.aws_external_id,
         )
+
+
+class AwsRoleIn(BaseModel):
+    """``PUT /v1/team/aws-role``: the role the team's AWS targets are called under."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    role_arn: str = Field(
+        pattern=ROLE_ARN_PATTERN,
+        description=f"an IAM role named `{ROLE_NAME_PREFIX}...` (no path), in any account, whose trust "
+        "policy lets duetime's worker role assume it with your team's external id (README, AWS targets)",
+    )
+    external_id: SkipJsonSchema[None] = Field(default=None, exclude=True)
+
+    @field_validator("role_arn", mode="before")
+    @classmethod
+    def _role_shape(cls, value: Any) -> Any:
+        if isinstance(value, str) and not re.fullmatch(ROLE_ARN_PATTERN, value):
+            raise ValueError(f"must look like arn:aws:iam::<account>:role/{ROLE_NAME_PREFIX}<name> (no path)")
+        return value
+
+    @field_validator("external_id", mode="before")
+    @classmethod
+    def _not_yours(cls, value: Any) -> Any:
+        raise ValueError("the external id is assigned by duetime (GET /v1/team shows it); send role_arn only")

@@ -6,6 +6,10 @@ import re
 
 from pydantic import ValidationError
 
+from duetime.aws_targets import AWS_TARGET_TYPES
+
+TARGET_TYPES = {"http", *AWS_TARGET_TYPES}
+
 
 class ApiError(Exception):
     status = 400
@@ -86,8 +90,8 @@ _UNION_MEMBER = re.compile(r"^[a-z-]+\[.*\]$")  # how pydantic names a union's m
 def field_path(loc: tuple[int | str, ...]) -> str:
     """pydantic's error location as a dotted field name: ``schedule.cron``, ``retry.backoff_seconds.1``.
     The schedule's union tag (``schedule.cron.timezone``), a notify channel's type tag
-    (``notify.0.webhook.url``), union members' names and the request part (``body``, ``query``) are
-    dropped."""
+    (``notify.0.webhook.url``), a target's type tag (``target.sqs.queue_url``), union members' names and the
+    request part (``body``, ``query``) are dropped."""
     parts = [str(p) for p in loc if not _UNION_MEMBER.match(str(p))]
     if parts[:1] in (["body"], ["query"]):  # a query parameter is named as it is sent: ``limit``, ``q``
         parts = parts[1:]
@@ -95,6 +99,8 @@ def field_path(loc: tuple[int | str, ...]) -> str:
         parts = [parts[0], *parts[2:]]
     if len(parts) >= 4 and parts[0] == "notify" and parts[2] in {"webhook", "sns"}:
         parts = [*parts[:2], *parts[3:]]  # a channel's discriminator tag: notify.0.url
+    if len(parts) >= 2 and parts[0] == "target" and parts[1] in TARGET_TYPES:
+        parts = [parts[0], *parts[2:]]  # a target's type tag: target.queue_url
     return ".".join(parts)
 
 

@@ -72,6 +72,8 @@ LOCAL_ENDPOINTS = {
     "AWS_ENDPOINT_URL_SQS": "http://127.0.0.1:4566",
     "AWS_ENDPOINT_URL_SNS": "http://127.0.0.1:4566",
     "AWS_ENDPOINT_URL_EVENTS": "http://127.0.0.1:4566",
+    "AWS_ENDPOINT_URL_SFN": "http://127.0.0.1:4566",  # AWS targets: Step Functions
+    "AWS_ENDPOINT_URL_STS": "http://127.0.0.1:4566",  # ... and their roles, when a job names one
 }
 EMULATORS_SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "emulators.sh"
 
@@ -84,6 +86,7 @@ def local_environment() -> None:
         "AWS_SECRET_ACCESS_KEY": "test",
         "AWS_DEFAULT_REGION": "us-east-1",
         "DUETIME_ALLOW_PRIVATE_TARGETS": "true",
+        "DUETIME_AWS_TARGETS_WITHOUT_ROLE": "true",
         # The handlers run as on Lambda, minus what needs AWS: no X-Ray daemon here, and metrics (EMF
         # lines on stdout, which CloudWatch reads on AWS) would drown the console.
         "POWERTOOLS_TRACE_DISABLED": "true",

@@ -28,10 +28,20 @@ from pydantic import (
     Field,
     StringConstraints,
     Tag,
+    TypeAdapter,
     ValidationInfo,
     field_validator,
 )
 
+from duetime.aws_targets import (
+    AWS_TARGET_TYPES,
+    ROLE_ARN_PATTERN,
+    EventBridgeTarget,
+    LambdaTarget,
+    SnsTarget,
+    SqsTarget,
+    StepFunctionsTarget,
+)
 from duetime.labels import Labels
 from duetime.timeutil import to_utc, whole_seconds
 
@@ -302,6 +312,40 @@ class HttpTarget(Strict):
         return {**sent, "headers": headers}
 
 
+def _target_type(value: Any) -> str | None:
+    """A target's type: ``type`` as sent (``http`` when left out, as before other types existed)."""
+    if isinstance(value, dict):
+        kind = value.get("type", "http")
+        return kind if kind in TARGET_TYPES else None
+    return getattr(value, "type", None)
+
+
+TARGET_TYPES = ("http", *AWS_TARGET_TYPES)
+Target = Annotated[
+    Annotated[HttpTarget, Tag("http")]
+    | Annotated[LambdaTarget, Tag("lambda")]
+    | Annotated[SqsTarget, Tag("sqs")]
+    | Annotated[SnsTarget, Tag("sns")]
+    | Annotated[EventBridgeTarget, Tag("eventbridge")]
+    | Annotated[StepFunctionsTarget, Tag("stepfunctions")],
+    Discriminator(
+        _target_type,
+        custom_error_type="target_type",
+        custom_error_message="target.type must be one of "
+        + ", ".join(f"'{t}'" for t in TARGET_TYPES)
+        + " (left out: 'http')",
+    ),
+]
+
+
+_TARGETS: TypeAdapter[Target] = TypeAdapter(Target)
+
+
+def parse_target(data: Any) -> Target:
+    """A stored target (a run's copy of its job's): an ``HttpTarget`` or one of the AWS targets."""
+    return _TARGETS.validate_python(data)
+
+
 class MisfirePolicy(StrEnum):
     """What to do with runs whose fire time passed more than the grace ago (scheduler down, paused poller)."""
 
@@ -434,7 +478,7 @@ class JobSpec(Strict):
 
     name: JobName
     schedule: Schedule
-    target: HttpTarget
+    target: Target
     jitter_seconds: JitterSeconds = 300
     exact: bool = False
     misfire: MisfirePolicy = MisfirePolicy.RUN_ONCE
@@ -603,7 +647,7 @@ class Run(BaseModel):
     # A scheduled run of a job with ``success_deadline_seconds``: the instant by which it must have succeeded
     # (nominal + deadline), watched by ``duetime.deadlines``; None: not watched (manual runs, backfills).
     success_by: datetime | None = None
-    target: HttpTarget
+    target: Target
     timeout_seconds: int
     retry: RetryPolicy
     result: RunResult | None = None
@@ -634,3 +678,9 @@ class Team(BaseModel):
     previous_signing_secret: str | None = None  # still signs too, until ``previous_signing_secret_until``
     previous_signing_secret_id: str | None = None
     previous_signing_secret_until: datetime | None = None
+    # AWS targets: the IAM role they are called under unless a target names its own (registered by the team:
+    # PUT /v1/team/aws-role), and duetime's external id for the team, which every such role's trust policy
+    # must require: assigned by duetime, never chosen by the team, so that no team can have duetime act
+    # under another team's role (AWS's confused-deputy guidance)
+    aws_role_arn: str | None = Field(default=None, pattern=ROLE_ARN_PATTERN)
+    aws_external_id: str | None = None

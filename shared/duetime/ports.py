@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
+from duetime.aws_targets import AwsTarget, RunEnvelope
 from duetime.claim_plan import Claim
 from duetime.models import Job, Run, RunResult, RunStatus, Team
 
@@ -623,4 +624,34 @@ class TargetResponse:
 class TargetCaller(Protocol):
     def call(self, request: TargetRequest) -> TargetResponse:
         """Make the request; never raises for network trouble (it is reported in the response)."""
+        ...
+
+
+@dataclass(frozen=True)
+class AwsRole:
+    """The IAM role a team's AWS targets are called under, and how it is assumed."""
+
+    role_arn: str
+    external_id: str  # duetime's, for the team (``Team.aws_external_id``): the confused-deputy guard
+    session_name: str  # ``duetime-<team id>``: CloudTrail in the team's account names the team
+
+
+@dataclass(frozen=True)
+class AwsTargetCall:
+    target: AwsTarget
+    envelope: RunEnvelope
+    role: AwsRole | None  # None: the worker's own credentials (allowed on a local stack only)
+    timeout_seconds: float
+
+
+class AwsTargetCaller(Protocol):
+    def call(self, call: AwsTargetCall) -> TargetResponse:
+        """Make the call once, within ``call.timeout_seconds``, with no retry inside it (duetime's retry
+        policy decides what happens next); never raises. The answer is told as HTTP would tell it, so that
+        one judge (``duetime.outcomes.judge``) rules every target: 200 done (the body an excerpt of the
+        service's answer: a message or event id, an execution ARN, a function's result); 429 throttled; the
+        service's own 5xx; 502 a Lambda function error; the service's 4xx for a request it refuses; no
+        status for a timeout or a connection error; ``permanent`` for a call that cannot be made (no role
+        where one is required). Assuming the role (STS) is part of the call: its refusals are told the same
+        way (AccessDenied: 403), under the error ``assume role: <code>: <message>``."""
         ...

@@ -13,12 +13,13 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from pydantic import ValidationError
 
 from duetime.adapters.dynamodb.catalog import DynamoCatalog, IdempotencyMismatch, InvalidCursor, Page
 from duetime.adapters.dynamodb.catalog import QuotaExceeded as StoreQuotaExceeded
+from duetime.aws_targets import AwsTarget, SqsTarget
 from duetime.claim_plan import DEFAULT_QUEUE_DEADLINE, PlannedRun, initial_state, new_run
 from duetime.clock import Clock
 from duetime.errors import (
@@ -39,9 +40,11 @@ from duetime.models import (
     MAX_SQS_DELAY_SECONDS,
     BackfillWindow,
     CronSchedule,
+    HttpTarget,
     Job,
     JobSpec,
     Run,
+    Target,
     Team,
     WebhookChannel,
 )
@@ -93,13 +96,18 @@ class JobService:
         allow_private_targets: bool = False,
         queue_deadline: timedelta = DEFAULT_QUEUE_DEADLINE,
         waker: GroupWaker | None = None,
+        aws_targets_without_role: bool = False,
     ) -> None:
+        """``allow_private_targets``: HTTP targets on loopback and private addresses, and LocalStack queue
+        URLs, are accepted (a local stack only). ``aws_targets_without_role``: AWS targets need no IAM role,
+        and are called with the worker's own credentials (a local stack only)."""
         self.catalog = catalog
         self.waker = waker  # wakes a quiet poller group for a job written due soon (duetime.wake)
         self.marks = marks
         self.queue = queue
         self.clock = clock
         self.allow_private_targets = allow_private_targets
+        self.aws_targets_without_role = aws_targets_without_role
         self.queue_deadline = queue_deadline
         self.teams = TeamAdmin(catalog, clock, actor="api")
 
@@ -136,14 +144,22 @@ class JobService:
             raise Unauthorized("this token was rotated out")
         return _usable(team, "unknown token")
 
+    def set_aws_role(self, team: Team, role_arn: str | None, actor: str = "api") -> Team:
+        """Register (None: remove) the role ``team``'s AWS targets are called under (``TeamAdmin``); the
+        audit trail names ``actor`` (the token's id)."""
+        return TeamAdmin(self.catalog, self.clock, actor=actor).set_aws_role(team.team_id, role_arn)
+
     # --- jobs -------------------------------------------------------------------------------------------
 
-    def _validate(self, body: dict[str, Any], now: datetime) -> JobSpec:
+    def _validate(self, body: dict[str, Any], now: datetime, team: Team) -> JobSpec:
         try:
             spec = JobSpec.model_validate(body, context={"now": now})
         except ValidationError as exc:
             raise from_validation_error(exc) from exc
-        urls = [("target.url", spec.target.url)] + [
+        if isinstance(spec.target, AwsTarget):
+            self._check_aws_target(spec.target, team)
+        urls = [("target.url", spec.target.url)] if isinstance(spec.target, HttpTarget) else []
+        urls += [
             (f"notify.{i}.url", channel.url)
             for i, channel in enumerate(spec.notify)
             if isinstance(channel, WebhookChannel)
@@ -155,12 +171,30 @@ class JobService:
                 raise InvalidInput(str(exc), field) from exc
         return spec
 
+    def _check_aws_target(self, target: AwsTarget, team: Team) -> None:
+        """What an AWS target needs beyond its shape: a role to be called under (the target's or the team's)
+        unless this stack calls without one, and a LocalStack queue URL only where local targets are."""
+        if target.role_arn is None and team.aws_role_arn is None and not self.aws_targets_without_role:
+            raise InvalidInput(
+                "target.role_arn: an AWS target is called under an IAM role: register your team's "
+                "(PUT /v1/team/aws-role) or name one here",
+                "target.role_arn",
+            )
+        if isinstance(target, SqsTarget) and target.local and not self.allow_private_targets:
+            raise InvalidInput(
+                "target.queue_url: a LocalStack queue URL is accepted on a local stack only; give "
+                "https://sqs.<region>.amazonaws.com/<account>/<queue name>",
+                "target.queue_url",
+            )
+        if target.role_arn is not None and team.aws_external_id is None:
+            self.teams.assign_external_id(team.team_id)
+
     def create_job(
         self, team: Team, body: dict[str, Any], idempotency_key: str | None = None, actor: str = "api"
     ) -> Job:
         """A new job of ``team``'s; ``actor`` (the token's id) is who the job's history says created it."""
         now = self.clock.now()
-        spec = self._validate(body, now)
+        spec = self._validate(body, now, team)
         stamp = ceil_seconds(now)
         job = Job(**spec.model_dump(), id=new_job_id(), team=team.team_id, created_at=stamp, updated_at=stamp)
         job = job.model_copy(update={"state": initial_state(job, stamp)})
@@ -256,7 +290,7 @@ class JobService:
                 if "target" in changes
                 else changes
             )
-            spec = self._validate({**current, **sent}, now)
+            spec = self._validate({**current, **sent}, now, team)
             stamp = ceil_seconds(now)
             updated = Job(
                 **spec.model_dump(),
@@ -303,7 +337,7 @@ class JobService:
         run_id = make_manual_run_id(job.id, nominal)
         run = new_run(job, PlannedRun(nominal, nominal), now, now + self.queue_deadline, run_id)
         if body is not None:
-            run = run.model_copy(update={"target": run.target.model_copy(update={"body": body})})
+            run = run.model_copy(update={"target": _with_trigger_body(run.target, body)})
         if not self.catalog.insert_run(run):  # 40 random bits met another trigger's in the same second
             raise Conflict(f"run {run.run_id} exists; trigger again")
         self.queue.send([RunMessage(run.run_id, run.attempt)])
@@ -426,6 +460,18 @@ def _trigger_body(request: Any) -> str | None:
         return body
     except ValidationError as exc:
         raise from_validation_error(exc) from exc
+
+
+def _with_trigger_body(target: Target, body: str) -> Target:
+    """``target`` sending a trigger's ``body``: an HTTP target's body; an AWS target's message, payload,
+    detail or input (``AwsTarget.with_trigger_body``), validated as the job's would be."""
+    if isinstance(target, HttpTarget):
+        return target.model_copy(update={"body": body})
+    try:
+        return cast(Target, target.with_trigger_body(body))
+    except ValidationError as exc:
+        message = str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
+        raise InvalidInput(f"body: {message}", "body") from exc
 
 
 def backfill_pace(team: Team) -> int:

@@ -75,6 +75,9 @@ class Settings(BaseModel):
     prescale_lookahead_minutes: int = Field(default=10, ge=1, le=60)
     prescale_policy: str = ""
     allow_private_targets: bool = False  # SSRF guard: permit loopback/private targets (local use only)
+    # AWS targets need no IAM role and are called with the worker's own credentials (a local stack only: on
+    # AWS that would let any team act with the worker's rights)
+    aws_targets_without_role: bool = False
     max_body_bytes: int = Field(default=64 * 1024, ge=1024)
 
     @field_validator("partitions", mode="before")

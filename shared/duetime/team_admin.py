@@ -42,6 +42,11 @@ def new_signing_secret() -> str:
     return secrets.token_hex(32)
 
 
+def new_external_id() -> str:
+    """duetime's external id for a team's AWS roles: random, so that no team can predict or pick another's."""
+    return "dt-" + secrets.token_hex(16)
+
+
 def next_secret_id(current: str) -> str:
     """``s1`` -> ``s2``: ids only grow, so a target can tell a newer secret from an older one."""
     digits = current.lstrip("s")
@@ -58,7 +63,13 @@ class TeamAdmin:
     def create_team(self, team_id: str, token: str | None = None, **limits: Any) -> tuple[Team, str]:
         """A new team, its API token (returned once, stored only as a hash) and its signing secret."""
         try:
-            team = Team(team_id=team_id, name=team_id, signing_secret=new_signing_secret(), **limits)
+            team = Team(
+                team_id=team_id,
+                name=team_id,
+                signing_secret=new_signing_secret(),
+                aws_external_id=new_external_id(),
+                **limits,
+            )
         except ValidationError as exc:
             raise from_validation_error(exc) from exc
         token = token or new_token()
@@ -149,6 +160,36 @@ class TeamAdmin:
             return team.model_copy(update={"disabled": disabled}), {"disabled": [team.disabled, disabled]}
 
         return self._change(team_id, "disable" if disabled else "enable", change)
+
+    def set_aws_role(self, team_id: str, role_arn: str | None) -> Team:
+        """Register (or with None, remove) the IAM role the team's AWS targets are called under; a team
+        without an external id gets one now. The role is not assumed here: its first call tells whether its
+        trust policy lets duetime in (a 403 naming AssumeRole in the run's result)."""
+
+        def change(team: Team) -> tuple[Team, dict[str, Any]]:
+            try:
+                after = Team.model_validate(
+                    {
+                        **team.model_dump(),
+                        "aws_role_arn": role_arn,
+                        "aws_external_id": team.aws_external_id or new_external_id(),
+                    }
+                )
+            except ValidationError as exc:
+                raise from_validation_error(exc) from exc
+            return after, {"aws_role_arn": [team.aws_role_arn, role_arn]}
+
+        return self._change(team_id, "set-aws-role" if role_arn else "remove-aws-role", change)
+
+    def assign_external_id(self, team_id: str) -> Team:
+        """Give a team created before AWS targets its external id (no change for one that has it)."""
+
+        def change(team: Team) -> tuple[Team, dict[str, Any]]:
+            after = team.model_copy(update={"aws_external_id": team.aws_external_id or new_external_id()})
+            return after, {"aws_external_id": "assigned"}
+
+        team = self.get(team_id)
+        return team if team.aws_external_id else self._change(team_id, "assign-external-id", change)
 
     def audit(self, team_id: str, limit: int = 100) -> list[AuditEvent]:
         self.get(team_id)

@@ -184,6 +184,7 @@ def make_job_service(s: Settings, store: DynamoStore, sqs: Any | None = None) ->
         SqsRunQueue(sqs or client("sqs"), s.run_queue_url),
         make_store_clock(store),
         allow_private_targets=s.allow_private_targets,
+        aws_targets_without_role=s.aws_targets_without_role,
         queue_deadline=timedelta(seconds=s.queue_deadline_seconds),
         waker=make_waker(s, store),
     )

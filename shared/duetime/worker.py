@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import random
+import re
 import threading
 import uuid
 from collections.abc import Callable, Sequence
@@ -29,13 +30,17 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
 
+from duetime.aws_targets import AwsTarget, RunEnvelope
 from duetime.clock import Clock
 from duetime.deadlines import settle_succeeded
-from duetime.models import Run, RunResult, RunStatus, Team
+from duetime.models import HttpTarget, Run, RunResult, RunStatus, Team
 from duetime.outcomes import Verdict, judge, retry_time
 from duetime.ports import (
     Alert,
     AlertSink,
+    AwsRole,
+    AwsTargetCall,
+    AwsTargetCaller,
     DeadlineStore,
     ResultWrite,
     RunMessage,
@@ -142,8 +147,10 @@ class Worker:
         rng: random.Random | None = None,
         wait: Callable[[threading.Event, float], bool] | None = None,
         deadlines: DeadlineStore | None = None,
+        aws_caller: AwsTargetCaller | None = None,
     ) -> None:
-        """``clock`` must be the store's clock: every lease instant is compared by DynamoDB. ``wait(done,
+        """``caller`` calls HTTP targets, ``aws_caller`` AWS ones (none: their runs fail, not retried).
+        ``clock`` must be the store's clock: every lease instant is compared by DynamoDB. ``wait(done,
         seconds)`` is how the heartbeat waits for its next beat: True when ``done`` was set meanwhile (tests
         pass one that moves a manual clock instead of sleeping). ``deadlines``: where the success-deadline
         watches of the runs it finishes are settled at once (none: the pollers settle them at their
@@ -154,6 +161,7 @@ class Worker:
         self.queue = queue
         self.alerts = alerts
         self.caller = caller
+        self.aws_caller = aws_caller
         self.clock = clock
         self.config = config or WorkerConfig()
         self.owner = owner or f"worker-{uuid.uuid4().hex[:12]}"
@@ -298,7 +306,26 @@ class Worker:
         margin = min(self.config.heartbeat, self.config.lease / 2)
         if self.clock.now() + margin >= lease_until:
             raise LeaseLapsedBeforeCall(f"{call.run.run_id}: its lease ran out before the call could start")
+        if isinstance(call.run.target, AwsTarget):
+            return self.call_aws(call.run, call.team)
         return self.caller.call(self.build_request(call.run, call.team))
+
+    def call_aws(self, run: Run, team: Team) -> TargetResponse:
+        """Call ``run``'s AWS target under the target's role, else the team's, with the team's external id;
+        without a role, with the worker's own credentials where the caller allows it (a local stack)."""
+        target = run.target
+        assert isinstance(target, AwsTarget)
+        if self.aws_caller is None:
+            return TargetResponse(None, "", "AWS targets are not enabled on this worker", 0, permanent=True)
+        role_arn = target.role_arn or team.aws_role_arn
+        role = None
+        if role_arn is not None:
+            if team.aws_external_id is None:
+                refused = "the team has no external id: register its role (PUT /v1/team/aws-role)"
+                return TargetResponse(None, "", refused, 0, permanent=True)
+            role = AwsRole(role_arn, team.aws_external_id, session_name(team.team_id))
+        envelope = RunEnvelope(run.run_id, run.job_id, run.attempt, run.nominal_at, run.fire_at)
+        return self.aws_caller.call(AwsTargetCall(target, envelope, role, run.timeout_seconds))
 
     def _land(
         self, wave: list[tuple[_Call, Future[TargetResponse]]], started: datetime, flight: _Flight
@@ -381,6 +408,7 @@ class Worker:
 
     def build_request(self, run: Run, team: Team) -> TargetRequest:
         target = run.target
+        assert isinstance(target, HttpTarget), target.type
         body = target.body.encode() if target.body is not None else b""
         headers = {
             **target.headers,
@@ -522,3 +550,9 @@ def _slots_by_team(calls: Sequence[_Call]) -> dict[str, dict[str, int]]:
     for call in calls:
         by_team.setdefault(call.team.team_id, {})[call.run.run_id] = call.slot
     return by_team
+
+
+def session_name(team_id: str) -> str:
+    """The role session's name, ``duetime-<team>``: CloudTrail in the team's account shows it. STS takes 2 to
+    64 of letters, digits and ``+=,.@_-``; any other character becomes ``-``."""
+    return re.sub(r"[^A-Za-z0-9+=,.@_-]", "-", f"duetime-{team_id}")[:64]

@@ -81,6 +81,9 @@ class StackConfig(BaseModel):
     # set the same alias's provisioned concurrency.
     scheduled_scaling: bool = False
     allow_private_targets: bool = False  # SSRF guard; only for LocalStack smoke tests
+    # AWS targets without a role, called with the worker's own credentials: LocalStack only (on AWS it would
+    # let any team act with the worker's rights)
+    aws_targets_without_role: bool = False
     api_rate_limit: int = Field(default=100, ge=1)
     api_burst_limit: int = Field(default=200, ge=1)
     # How long API Gateway keeps a TeamAuthorizer decision for a token: a rotated-out token keeps working,
@@ -166,6 +169,11 @@ class StackConfig(BaseModel):
             raise ValueError(
                 f"lambda_asset {self.lambda_asset} holds wheels for {', '.join(sorted(built_for))}, "
                 f"but lambda_architecture is {self.lambda_architecture}"
+            )
+        if self.aws_targets_without_role and not self.localstack:
+            raise ValueError(
+                "aws_targets_without_role is for LocalStack only: on AWS it would let any team act with the "
+                "worker's own rights"
             )
         if self.localstack:
             if "scheduled_scaling" in self.model_fields_set and self.scheduled_scaling:

@@ -38,6 +38,7 @@ class DuetimeStack(cdk.Stack):
                 "DUETIME_RUN_QUEUE_URL": queue.queue.queue_url,
                 "DUETIME_ALERTS_TOPIC_ARN": alerts.topic.topic_arn,
                 "DUETIME_ALLOW_PRIVATE_TARGETS": "true" if config.allow_private_targets else "false",
+                "DUETIME_AWS_TARGETS_WITHOUT_ROLE": "true" if config.aws_targets_without_role else "false",
             },
         )
         self.workers = Workers(

@@ -3,11 +3,13 @@ forecast, or a daily schedule raises for the peak."""
 
 from __future__ import annotations
 
+from aws_cdk import Aws
 from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from constructs import Construct
 
+from duetime.aws_targets import ROLE_NAME_PREFIX
 from duetime_cdk.config import StackConfig
 from duetime_cdk.functions import DuetimeFunction, LambdaCode, allow
 from duetime_cdk.observability import Alerts
@@ -75,6 +77,11 @@ class Workers(Construct):
                 allow(["dynamodb:GetItem"], [jobs]),
                 queue.allow_send(),
                 alerts.allow_publish(),
+                # AWS targets (duetime.aws_targets): the worker has no right to any team's resources; it
+                # acts under the team's role, and may assume only roles that opt in by their name, in any
+                # account. Each role's trust policy requires the team's external id, so no team can have
+                # duetime act under another team's role (README, "AWS targets").
+                allow(["sts:AssumeRole"], [f"arn:{Aws.PARTITION}:iam::*:role/{ROLE_NAME_PREFIX}*"]),
             ],
         ).function
         self.alias = lambda_.Alias(self, "Live", alias_name="live", version=self.function.current_version)

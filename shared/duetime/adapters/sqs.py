@@ -26,7 +26,7 @@ _NOT_CARRIED = {"result", "owner", "lease_expires_at", "finished_at"}
 
 def encode(message: RunMessage) -> str:
     head = f'{{"run_id":{json.dumps(message.run_id)},"attempt":{int(message.attempt)}'
-    if message.run is None or message.run.target.headers:
+    if message.run is None or getattr(message.run.target, "headers", None):
         return head + "}"
     run = message.run.model_dump_json(exclude=_NOT_CARRIED, exclude_none=True)  # in_reap_index is excluded
     if len(run) > CARRIED_RUN_MAX_BYTES:

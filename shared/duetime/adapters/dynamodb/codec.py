@@ -9,7 +9,7 @@ from typing import Any
 
 from duetime.adapters.dynamodb.reap_checks import DEFAULT_LEASE_CHECK, waiting_check
 from duetime.ids import partition_of, split_run_id
-from duetime.models import HttpTarget, Job, JobSpec, JobState, RetryPolicy, Run, RunResult, RunStatus
+from duetime.models import Job, JobSpec, JobState, RetryPolicy, Run, RunResult, RunStatus, parse_target
 from duetime.timeutil import iso_z, minute_bucket, parse_iso_z
 
 Item = dict[str, dict[str, Any]]
@@ -182,7 +182,7 @@ def item_to_run(item: Item) -> Run:
         retry_at=_opt_time(item, "retry_at"),
         waits_for=payload.get("waits_for"),
         success_by=parse_iso_z(payload["success_by"]) if "success_by" in payload else None,
-        target=HttpTarget.model_validate(payload["target"]),
+        target=parse_target(payload["target"]),
         timeout_seconds=payload["timeout_seconds"],
         retry=RetryPolicy.model_validate(payload["retry"]),
         result=RunResult.model_validate(result) if result else None,
