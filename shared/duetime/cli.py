@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
@@ -16,6 +17,7 @@ from zoneinfo import ZoneInfo
 
 from pydantic import ValidationError
 
+from duetime.aws_targets import QUEUE_URL_PATTERN
 from duetime.cli_teams import add_team_commands, run_teams
 from duetime.client import ApiFailure, DuetimeClient
 from duetime.errors import from_validation_error
@@ -79,8 +81,10 @@ def spec_from_args(args: argparse.Namespace) -> dict[str, Any]:
     body: dict[str, Any] = {
         "name": args.name,
         "schedule": schedule_from_args(args),
-        "target": {"type": "http", "url": args.target_url, "method": args.method},
+        "target": target_from_args(args),
     }
+    if args.header and body["target"]["type"] != "http":
+        raise UsageError("--header is for HTTP targets")
     if args.header:
         headers = {}
         for header in args.header:
@@ -89,7 +93,7 @@ def spec_from_args(args: argparse.Namespace) -> dict[str, Any]:
                 raise UsageError(f"--header needs NAME:VALUE, got {header!r}")
             headers[name.strip()] = value.strip()
         body["target"]["headers"] = headers
-    if args.body is not None:
+    if args.body is not None and body["target"]["type"] == "http":
         body["target"]["body"] = args.body
     for flag, key in (
         ("jitter", "jitter_seconds"),
@@ -118,6 +122,61 @@ def spec_from_args(args: argparse.Namespace) -> dict[str, Any]:
     if args.notify:
         body["notify"] = [notify_channel(value) for value in args.notify]
     return body
+
+
+AWS_TARGET_KINDS = {  # an ARN's service: the AWS target's type and the field the ARN fills
+    "lambda": ("lambda", "function_arn"),
+    "sns": ("sns", "topic_arn"),
+    "states": ("stepfunctions", "state_machine_arn"),
+    "events": ("eventbridge", "event_bus_name"),
+}
+
+
+def target_kind(address: str) -> tuple[str, str]:
+    """The target type ``--target`` names and the field it fills: an ARN of a function, topic, state machine
+    or event bus; ``eventbridge:<bus name>``; an SQS queue URL (https://sqs.<region>...., or LocalStack's);
+    anything else is an HTTP URL."""
+    parts = address.split(":")
+    if address.startswith("arn:") and len(parts) > 2 and parts[2] in AWS_TARGET_KINDS:
+        return AWS_TARGET_KINDS[parts[2]]
+    if address.startswith("eventbridge:"):
+        return "eventbridge", "event_bus_name"
+    if re.fullmatch(QUEUE_URL_PATTERN, address):
+        return "sqs", "queue_url"
+    return "http", "url"
+
+
+def target_from_args(args: argparse.Namespace) -> dict[str, Any]:
+    """The job's target from ``--target`` (its type read from it: ``target_kind``) and the flags for it:
+    ``--body`` is an HTTP body, an SQS or SNS message, or a Lambda payload, Step Functions input or
+    EventBridge detail (as the JSON it holds, else as text)."""
+    address = args.target_url or ""
+    kind, field = target_kind(address)
+    if kind == "http":
+        return {"type": "http", "url": args.target_url, "method": args.method}
+    target: dict[str, Any] = {"type": kind, field: address.removeprefix("eventbridge:")}
+    if args.body is not None:
+        payload = {"lambda": "payload", "stepfunctions": "input", "eventbridge": "detail"}.get(
+            kind, "message"
+        )
+        target[payload] = args.body if payload == "message" else _json_or_text(args.body)
+    flags = {
+        "role_arn": "role_arn",
+        "group_id": "message_group_id",
+        "detail_type": "detail_type",
+        "source": "source",
+    }
+    for flag, key in flags.items():
+        if getattr(args, flag, None) is not None:
+            target[key] = getattr(args, flag)
+    return target
+
+
+def _json_or_text(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
 
 
 def notify_channel(value: str) -> dict[str, Any]:
@@ -194,6 +253,17 @@ def run_jobs(args: argparse.Namespace) -> None:
     elif action == "delete":
         client.request("DELETE", client.job_path(args.id))
         show({"deleted": args.id}, args.json)
+
+
+def run_team(args: argparse.Namespace) -> None:
+    client = client_from(args)
+    if args.action == "set-aws-role":
+        show(client.request("PUT", "/v1/team/aws-role", {"role_arn": args.role_arn}), args.json)
+    elif args.action == "remove-aws-role":
+        client.request("DELETE", "/v1/team/aws-role")
+        show({"aws_role_arn": None}, args.json)
+    else:
+        show(client.request("GET", "/v1/team"), args.json)
 
 
 def run_runs(args: argparse.Namespace) -> None:
@@ -423,10 +493,24 @@ def parser() -> argparse.ArgumentParser:
     create.add_argument("--file", help="a JSON job body instead of the flags below")
     create.add_argument("--name")
     add_schedule_flags(create)
-    create.add_argument("--target-url", "--target", dest="target_url")
+    create.add_argument(
+        "--target-url",
+        "--target",
+        dest="target_url",
+        help="an HTTP URL; or an AWS target: a Lambda function, SNS topic, Step Functions state machine or "
+        "EventBridge bus ARN, eventbridge:<bus name>, or an SQS queue URL",
+    )
     create.add_argument("--method", default="POST")
     create.add_argument("--header", action="append", help="NAME:VALUE (repeatable)")
-    create.add_argument("--body")
+    create.add_argument(
+        "--body",
+        help="what the target is sent: an HTTP body, an SQS/SNS message, a Lambda payload, Step Functions "
+        "input or EventBridge detail (JSON, else text)",
+    )
+    create.add_argument("--role-arn", help="AWS targets: the role to call under (default: the team's)")
+    create.add_argument("--group-id", help="SQS/SNS FIFO targets: the message group id")
+    create.add_argument("--detail-type", help="EventBridge targets: the event's detail-type")
+    create.add_argument("--source", help="EventBridge targets: the event's source (default duetime)")
     create.add_argument("--jitter", type=int, help="jitter window in seconds (default 300)")
     create.add_argument("--exact", action="store_true", help="fire at the exact second (uses quota)")
     create.add_argument("--misfire", choices=["run_once", "run_all", "skip"])
@@ -478,6 +562,18 @@ def parser() -> argparse.ArgumentParser:
     backfill.add_argument("--from", dest="start", required=True, help="ISO-8601 with an offset (inclusive)")
     backfill.add_argument("--to", dest="end", required=True, help="ISO-8601 with an offset (exclusive), past")
 
+    team = commands.add_parser("team", help="your team: limits, usage, AWS role").add_subparsers(
+        dest="action", required=True
+    )
+    api_flags(team.add_parser("show", help="your team's limits and usage, AWS role and external id"))
+    api_flags(
+        team.add_parser(
+            "set-aws-role", help="the IAM role (duetime-target-...) your AWS targets are called under"
+        )
+    ).add_argument("role_arn")
+    api_flags(
+        team.add_parser("remove-aws-role", help="remove it: AWS targets without a role of their own fail")
+    )
     runs = commands.add_parser("runs", help="a job's runs").add_subparsers(dest="action", required=True)
     run_list = api_flags(runs.add_parser("list", help="runs of a job, newest first"))
     run_list.add_argument("id", help="job id")
@@ -651,6 +747,7 @@ def main(argv: list[str] | None = None) -> int:
         {
             "jobs": run_jobs,
             "runs": run_runs,
+            "team": run_team,
             "preview": run_preview,
             "teams": run_teams,
             "deployed-local": run_deployed_local,

@@ -779,3 +779,28 @@ def test_localstack_settings_are_validated(tmp_path: Path) -> None:
         StackConfig.model_validate({"lambda_asset": asset, "lambda_architecture": "arm64"})
     with pytest.raises(ValidationError, match="holds wheels for arm64, but lambda_architecture is x86_64"):
         StackConfig.model_validate({"lambda_architecture": "x86_64"})
+
+
+def test_the_worker_may_assume_only_roles_that_opt_in_by_name_and_call_no_target_itself(
+    template: Template,
+) -> None:
+    """AWS targets are called under the team's role (duetime.aws_targets): the worker's own role may assume
+    roles named duetime-target-* in any account, and holds no right to call a function, queue, topic, bus or
+    state machine of anyone's: a team cannot have duetime act with the worker's rights."""
+    grants = role_grants(template, "functions/worker/handler.handler")
+    assuming = [(actions, target) for actions, target in grants if any(a.startswith("sts:") for a in actions)]
+    assert len(assuming) == 1
+    actions, target = assuming[0]
+    assert actions == ["sts:AssumeRole"]
+    assert target == {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":iam::*:role/duetime-target-*"]]}
+    forbidden = ("lambda:Invoke", "states:StartExecution", "events:PutEvents")
+    assert not any(a.startswith(forbidden) for actions, _ in grants for a in actions)
+    topics = [t for actions, t in grants if "sns:Publish" in actions]
+    queues = [t for actions, t in grants if "sqs:SendMessage" in actions]
+    own = [t for t in topics + queues if isinstance(t, dict) and set(t) <= {"Ref", "Fn::GetAtt"}]
+    assert len(own) == len(topics + queues) == 2, (topics, queues)  # the stack's alerts topic and run queue
+
+
+def test_aws_targets_without_a_role_are_refused_outside_localstack() -> None:
+    with pytest.raises(ContextError, match="aws_targets_without_role is for LocalStack only"):
+        StackConfig.from_mapping({"aws_targets_without_role": "true"})

@@ -16,6 +16,14 @@ def target(url: str, **extra: Any) -> dict[str, Any]:
     return {**JOB, "target": {"url": url, **extra}}
 
 
+def aws(kind: str, **fields: Any) -> dict[str, Any]:
+    """A job with an AWS target of ``kind`` called under an opted-in role (so only ``fields`` are wrong)."""
+    return {**JOB, "target": {"type": kind, "role_arn": ROLE, **fields}}
+
+
+ACCOUNT = "123456789012"
+ROLE = f"arn:aws:iam::{ACCOUNT}:role/duetime-target-ops"
+QUEUE = f"https://sqs.us-east-1.amazonaws.com/{ACCOUNT}/jobs"
 DEADLINE_FIELD = "success_deadline_seconds"
 HOSTILE: list[tuple[str, dict[str, Any] | str, int, str | None]] = [
     # (what, body or raw text, expected status, field named)
@@ -103,6 +111,105 @@ HOSTILE: list[tuple[str, dict[str, Any] | str, int, str | None]] = [
     ("success deadline under a minute", {**JOB, "success_deadline_seconds": 30}, 422, DEADLINE_FIELD),
     ("success deadline as text", {**JOB, "success_deadline_seconds": "1h"}, 422, DEADLINE_FIELD),
     ("body over the limit", {**JOB, "name": "x" * (70 * 1024)}, 413, None),
+    # AWS targets
+    ("an unknown target type", {**JOB, "target": {"type": "smtp", "url": JOB_URL}}, 422, "target"),
+    (
+        "an S3 ARN as a function",
+        aws("lambda", function_arn="arn:aws:s3:::bucket"),
+        422,
+        "target.function_arn",
+    ),
+    (
+        "a function ARN with a short account",
+        aws("lambda", function_arn="arn:aws:lambda:us-east-1:1234:function:f"),
+        422,
+        "target.function_arn",
+    ),
+    (
+        "a queue URL that is not SQS",
+        aws("sqs", queue_url=f"https://example.com/{ACCOUNT}/q", message="m"),
+        422,
+        "target.queue_url",
+    ),
+    (
+        "a queue URL on a look-alike host",
+        aws("sqs", queue_url=f"https://sqs.us-east-1.amazonaws.com.evil.io/{ACCOUNT}/q", message="m"),
+        422,
+        "target.queue_url",
+    ),
+    (
+        "a metadata URL as a queue",
+        aws("sqs", queue_url="http://169.254.169.254/latest", message="m"),
+        422,
+        "target.queue_url",
+    ),
+    (
+        "a FIFO queue without a group",
+        aws("sqs", queue_url=QUEUE + ".fifo", message="m"),
+        422,
+        "target.message_group_id",
+    ),
+    ("a NUL in a message", aws("sqs", queue_url=QUEUE, message="a\u0000b"), 422, "target.message"),
+    (
+        "a topic ARN of another service",
+        aws("sns", topic_arn=f"arn:aws:sqs:us-east-1:{ACCOUNT}:t", message="m"),
+        422,
+        "target.topic_arn",
+    ),
+    ("an event source of AWS's", aws("eventbridge", detail_type="d", source="aws.s3"), 422, "target.source"),
+    (
+        "duetime's key in a detail",
+        aws("eventbridge", detail_type="d", detail={"duetime": {}}),
+        422,
+        "target.detail",
+    ),
+    ("a detail that is a list", aws("eventbridge", detail_type="d", detail=[1]), 422, "target.detail"),
+    (
+        "a state machine ARN that is an activity",
+        aws("stepfunctions", state_machine_arn=f"arn:aws:states:us-east-1:{ACCOUNT}:activity:a"),
+        422,
+        "target.state_machine_arn",
+    ),
+    (
+        "a role that did not opt in",
+        {
+            **JOB,
+            "target": {
+                "type": "sns",
+                "topic_arn": f"arn:aws:sns:us-east-1:{ACCOUNT}:t",
+                "message": "m",
+                "role_arn": f"arn:aws:iam::{ACCOUNT}:role/Admin",
+            },
+        },
+        422,
+        "target.role_arn",
+    ),
+    (
+        "an opted-in name under a path",
+        {
+            **JOB,
+            "target": {
+                "type": "sns",
+                "topic_arn": f"arn:aws:sns:us-east-1:{ACCOUNT}:t",
+                "message": "m",
+                "role_arn": f"arn:aws:iam::{ACCOUNT}:role/x/duetime-target-a",
+            },
+        },
+        422,
+        "target.role_arn",
+    ),
+    (
+        "an AWS target with no role, the team having none",
+        {**JOB, "target": {"type": "sns", "topic_arn": f"arn:aws:sns:us-east-1:{ACCOUNT}:t", "message": "m"}},
+        422,
+        "target.role_arn",
+    ),
+    (
+        "an HTTP field on an AWS target",
+        aws("lambda", function_arn=f"arn:aws:lambda:us-east-1:{ACCOUNT}:function:f", url=JOB_URL),
+        422,
+        "target.url",
+    ),
 ]
 
 

@@ -312,3 +312,36 @@ def test_a_run_carries_its_aws_target_through_the_queue_message() -> None:
         "a": None,
         "b": [1],
     }
+
+
+# --- the CLI --------------------------------------------------------------------------------------------
+
+
+def cli_spec(*flags: str) -> dict[str, Any]:
+    from duetime.cli import parser, spec_from_args
+
+    return spec_from_args(parser().parse_args(["jobs", "create", "--name", "n", "--rate", "1 hour", *flags]))
+
+
+def test_the_cli_reads_an_aws_targets_type_from_what_it_names() -> None:
+    fifo = cli_spec("--target", QUEUE + ".fifo", "--body", "hello", "--group-id", "g", "--role-arn", ROLE)
+    machine = cli_spec("--target", TARGETS["stepfunctions"]["state_machine_arn"], "--body", '{"day": 1}')
+    bus = cli_spec("--target", "eventbridge:orders", "--detail-type", "tick", "--body", '{"n": 2}')
+
+    assert fifo["target"] == {
+        "type": "sqs",
+        "queue_url": QUEUE + ".fifo",
+        "message": "hello",
+        "message_group_id": "g",
+        "role_arn": ROLE,
+    }
+    assert machine["target"]["type"] == "stepfunctions" and machine["target"]["input"] == {"day": 1}
+    assert bus["target"] == {
+        "type": "eventbridge",
+        "event_bus_name": "orders",
+        "detail_type": "tick",
+        "detail": {"n": 2},
+    }
+    assert cli_spec("--target", "https://example.com/hook")["target"]["type"] == "http"
+    for spec in (fifo, machine, bus):
+        JobSpec.model_validate(spec)  # what the API will accept
