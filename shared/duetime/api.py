@@ -300,7 +300,8 @@ def openapi_document() -> str:
         title="duetime",
         version=__version__,
         description="A distributed job scheduler: jobs (cron in a time zone, rate, or one time) that call "
-        "HTTP targets, at least once, with the run id as idempotency key.",
+        "HTTP targets or AWS services (Lambda, SQS, SNS, EventBridge, Step Functions), at least once, with "
+        "the run id as idempotency key.",
         security_schemes={"bearerAuth": HTTPBearer()},
     )
 
