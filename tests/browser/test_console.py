@@ -145,6 +145,18 @@ def test_pausing_on_the_job_page_pauses_the_job_in_the_api_and_resuming_undoes_i
     ui.assert_clean()
 
 
+def test_an_aws_targets_job_page_names_its_service_and_resource(ui: Console, api: Api) -> None:
+    queue = "http://localhost:4566/000000000000/console-orders"  # duetime local: no role, LocalStack URLs
+    spec = {
+        **job_spec(ui.system, f"To a queue {tag()}"),
+        "target": {"type": "sqs", "queue_url": queue, "message": "m"},
+    }
+    job = api.ok("POST", "/v1/jobs", spec)
+    ui.open(f"#/jobs/{job['id']}")
+    expect(ui.page.locator("dl.summary")).to_contain_text(f"sqs {queue}")
+    ui.assert_clean()
+
+
 def test_the_history_lists_the_creation_and_the_pause_with_the_token_id_never_the_token(
     ui: Console, api: Api
 ) -> None:

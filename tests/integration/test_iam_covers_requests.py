@@ -208,6 +208,13 @@ def test_each_functions_role_grants_every_dynamodb_request_its_code_makes(
                 ("PATCH", f"/v1/jobs/{job_id}", {"name": "renamed", "labels": {"env": "prod"}}),
                 ("GET", f"/v1/jobs/{job_id}/history", None),
                 ("GET", "/v1/team", None),
+                # AWS targets: the team's role registered and removed (a team change with its audit event)
+                (
+                    "PUT",
+                    "/v1/team/aws-role",
+                    {"role_arn": "arn:aws:iam::123456789012:role/duetime-target-iam"},
+                ),
+                ("DELETE", "/v1/team/aws-role", None),
                 ("POST", f"/v1/jobs/{job_id}/pause", None),
                 ("POST", f"/v1/jobs/{job_id}/resume", None),
                 ("GET", f"/v1/jobs/{job_id}/runs", None),

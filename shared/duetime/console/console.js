@@ -111,6 +111,16 @@ function between(startIso, endIso) {
   return start && end ? end.getTime() - start.getTime() : null;
 }
 
+// What a target calls, in one line: "POST https://…" for HTTP, "sqs https://sqs.…" for an AWS service.
+const AWS_TARGET_FIELDS = {
+  lambda: 'function_arn', sqs: 'queue_url', sns: 'topic_arn', eventbridge: 'event_bus_name', stepfunctions: 'state_machine_arn',
+};
+
+function targetSummary(target) {
+  const field = AWS_TARGET_FIELDS[target.type];
+  return field ? `${target.type} ${target[field]}` : `${target.method} ${target.url}`;
+}
+
 function scheduleSummary(schedule) {
   if (!schedule) return ['—'];
   if (schedule.cron !== undefined) {
@@ -815,7 +825,7 @@ async function renderJob(view, root, jobId) {
     append(summary, [
       row('State', stateBadge(job.paused)),
       row('Schedule', scheduleSummary(job.schedule)),
-      row('Target', el('code', { class: 'wrap', text: `${job.target.method} ${job.target.url}` })),
+      row('Target', el('code', { class: 'wrap', text: targetSummary(job.target) })),
       row('Next run', job.paused ? el('span', { class: 'muted', text: 'none while paused' }) : timeEl(job.next_run_at)),
       row('Exact time', job.exact ? 'yes' : `no (up to ${job.jitter_seconds} s of jitter)`),
       row('Attempts per run', String(job.retry ? job.retry.max_attempts : '—')),
