@@ -266,7 +266,8 @@ case "${1:-}" in
     start_dynamodb
     start_localstack
     export AWS_ENDPOINT_URL_DYNAMODB="$DDB_URL" AWS_ENDPOINT_URL_SQS="$LS_URL" \
-      AWS_ENDPOINT_URL_SNS="$LS_URL" AWS_ENDPOINT_URL_EVENTS="$LS_URL" \
+      AWS_ENDPOINT_URL_SNS="$LS_URL" AWS_ENDPOINT_URL_EVENTBRIDGE="$LS_URL" AWS_ENDPOINT_URL_SFN="$LS_URL" \
+      AWS_ENDPOINT_URL_STS="$LS_URL" \
       AWS_ACCESS_KEY_ID="${AWS_ACCESS_KEY_ID:-test}" AWS_SECRET_ACCESS_KEY="${AWS_SECRET_ACCESS_KEY:-test}" \
       AWS_DEFAULT_REGION="${AWS_DEFAULT_REGION:-us-east-1}"
     # The emulators accept requests AWS refuses (DynamoDB Local counts a transaction's 4 MB from the

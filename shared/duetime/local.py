@@ -71,9 +71,10 @@ LOCAL_ENDPOINTS = {
     "AWS_ENDPOINT_URL_DYNAMODB": "http://127.0.0.1:8000",
     "AWS_ENDPOINT_URL_SQS": "http://127.0.0.1:4566",
     "AWS_ENDPOINT_URL_SNS": "http://127.0.0.1:4566",
-    "AWS_ENDPOINT_URL_EVENTS": "http://127.0.0.1:4566",
-    "AWS_ENDPOINT_URL_SFN": "http://127.0.0.1:4566",  # AWS targets: Step Functions
-    "AWS_ENDPOINT_URL_STS": "http://127.0.0.1:4566",  # ... and their roles, when a job names one
+    # AWS targets (boto3 names each variable by the service's id: EVENTBRIDGE, SFN), and their roles
+    "AWS_ENDPOINT_URL_EVENTBRIDGE": "http://127.0.0.1:4566",
+    "AWS_ENDPOINT_URL_SFN": "http://127.0.0.1:4566",
+    "AWS_ENDPOINT_URL_STS": "http://127.0.0.1:4566",
 }
 EMULATORS_SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "emulators.sh"
 

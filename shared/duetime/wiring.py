@@ -11,6 +11,7 @@ from types import ModuleType
 from typing import Any
 
 from duetime.adapters.alerts import SnsAlerts, StoredAlerts
+from duetime.adapters.aws_target_caller import Boto3AwsTargetCaller
 from duetime.adapters.clients import client
 from duetime.adapters.dynamodb.catalog import DynamoCatalog
 from duetime.adapters.dynamodb.rate_limits import DynamoRateLimiter
@@ -150,6 +151,7 @@ def worker() -> Worker:
         make_store_clock(store),
         worker_config(s),
         deadlines=store,
+        aws_caller=Boto3AwsTargetCaller(require_role=not s.aws_targets_without_role),
     )
 
 
