@@ -5,7 +5,8 @@ envelope (``RunEnvelope``): the run id (the idempotency key), the attempt and th
 service lets it travel (README, "AWS targets"):
 
 - lambda: the event is ``{"duetime": <envelope>, "payload": <payload>}``;
-- sqs, sns: the message as given, the envelope in message attributes (``duetime-run-id``, ...); FIFO: the
+- sqs, sns: the message as given, the envelope in message attributes (``duetime-run-id``, ...: 4 of the
+  10 a message may have); FIFO: the
   deduplication id is the run id, so a repeated attempt within the service's 5-minute window is dropped;
 - eventbridge: the detail as given plus ``"duetime": <envelope>``;
 - stepfunctions: the input is ``{"duetime": <envelope>, "input": <input>}`` and the execution's name is
@@ -58,7 +59,7 @@ MESSAGE_PATTERN = r"^[^\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]+$"
 GROUP_ID_PATTERN = r"^[!-~]{1,128}$"
 
 _FIFO_DEDUP_ID = re.compile(GROUP_ID_PATTERN)
-_REGION = re.compile(rf"[:.]({REGION})[:.]")
+_SQS_HOST_REGION = re.compile(rf"https?://sqs\.({REGION})\.")
 
 
 def _shaped(pattern: str, shape: str) -> Any:
@@ -103,8 +104,11 @@ class AwsTarget(BaseModel):
 
     @property
     def region(self) -> str | None:
-        """The region the resource lives in, read from its ARN or URL (None: the worker's own)."""
-        found = _REGION.search(self.resource)
+        """The region the resource lives in, read from its ARN or its SQS URL's host (None: the worker's
+        own: an event bus named by its name, a LocalStack queue URL)."""
+        if self.resource.startswith("arn:"):
+            return self.resource.split(":")[3] or None
+        found = _SQS_HOST_REGION.match(self.resource)
         return found.group(1) if found else None
 
     @property
@@ -149,7 +153,7 @@ Message = Annotated[
         max_length=MAX_PAYLOAD_BYTES,
         pattern=MESSAGE_PATTERN,
         description="the message, sent as it is; the run envelope travels in message attributes "
-        "(`duetime-run-id`, `duetime-attempt`, `duetime-scheduled-at`). At most 64 KiB",
+        "(`duetime-run-id`, `duetime-job-id`, `duetime-attempt`, `duetime-scheduled-at`). At most 64 KiB",
     ),
     AfterValidator(lambda value: _utf8_size(value, "message")),
 ]
@@ -376,6 +380,7 @@ class RunEnvelope:
         """For SQS and SNS: names of letters, digits and ``-``, as the HTTP headers (X-Duetime-Run-Id)."""
         return {
             "duetime-run-id": self.run_id,
+            "duetime-job-id": self.job_id,
             "duetime-attempt": str(self.attempt),
             "duetime-scheduled-at": iso_z(self.scheduled_at),
         }

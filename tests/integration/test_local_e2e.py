@@ -265,6 +265,58 @@ def test_a_job_rescheduled_into_a_resting_group_wakes_its_poller_and_runs_in_its
     assert timedelta(0) <= claimed_late < timedelta(seconds=2), run
 
 
+def test_aws_targets_run_through_duetime_local_into_localstack_with_the_run_envelope(
+    local: LocalSystem,
+) -> None:
+    """An SQS queue and a Step Functions state machine on LocalStack, called by ``duetime local``'s worker
+    with its own credentials (the local stack needs no role), each run's id travelling with its call."""
+    import boto3
+
+    from duetime.aws_targets import execution_name
+
+    tag = uuid.uuid4().hex[:8]
+    sqs, sfn = (
+        boto3.client("sqs"),
+        boto3.client("stepfunctions", endpoint_url=os.environ["AWS_ENDPOINT_URL_SQS"]),
+    )
+    queue = sqs.create_queue(QueueName=f"e2e-target-{tag}")["QueueUrl"]
+    machine = sfn.create_state_machine(
+        name=f"e2e-{tag}",
+        definition=json.dumps({"StartAt": "Done", "States": {"Done": {"Type": "Pass", "End": True}}}),
+        roleArn="arn:aws:iam::000000000000:role/duetime-target-e2e",
+    )["stateMachineArn"]
+    runs = {}
+    for name, target in (
+        ("to-sqs", {"type": "sqs", "queue_url": queue, "message": "hello from duetime"}),
+        ("to-sfn", {"type": "stepfunctions", "state_machine_arn": machine, "input": {"day": 1}}),
+    ):
+        status, job = api(
+            local, "POST", "/v1/jobs", {"name": name, "schedule": {"rate": "1 day"}, "target": target}
+        )
+        assert status == 201, job
+        status, run = api(local, "POST", f"/v1/jobs/{job['id']}/trigger")
+        assert status == 201, run
+        runs[name] = run["run_id"]
+
+    def finished(run_id: str) -> Any:
+        _, run = api(local, "GET", f"/v1/runs/{run_id}")
+        return run if run["status"] in ("succeeded", "failed", "dead") else None
+
+    for run_id in runs.values():
+        assert wait_for(lambda run_id=run_id: finished(run_id))["status"] == "succeeded"
+    received = sqs.receive_message(QueueUrl=queue, MessageAttributeNames=["All"], WaitTimeSeconds=5)[
+        "Messages"
+    ]
+    (message,) = received
+    assert message["Body"] == "hello from duetime"
+    assert message["MessageAttributes"]["duetime-run-id"]["StringValue"] == runs["to-sqs"]
+    (execution,) = sfn.list_executions(stateMachineArn=machine)["executions"]
+    assert execution["name"] == execution_name(runs["to-sfn"], 1)
+    started = json.loads(sfn.describe_execution(executionArn=execution["executionArn"])["input"])
+    assert started == {"duetime": started["duetime"], "input": {"day": 1}}
+    assert started["duetime"]["run_id"] == runs["to-sfn"]
+
+
 def test_requests_at_once_each_get_their_own_answer(local: LocalSystem) -> None:
     """``duetime local`` serves requests on threads of one process, and the api's resolver keeps the request
     it answers on itself: without one request at a time, a runs listing came back as the history's model

@@ -166,6 +166,7 @@ def test_the_envelope_names_the_run_attempt_and_times() -> None:
     }
     assert envelope.message_attributes() == {
         "duetime-run-id": "job@2026-12-01T00:00:00Z",
+        "duetime-job-id": "job",
         "duetime-attempt": "3",
         "duetime-scheduled-at": "2026-12-01T10:00:00Z",
     }
@@ -345,3 +346,15 @@ def test_the_cli_reads_an_aws_targets_type_from_what_it_names() -> None:
     assert cli_spec("--target", "https://example.com/hook")["target"]["type"] == "http"
     for spec in (fifo, machine, bus):
         JobSpec.model_validate(spec)  # what the API will accept
+
+
+def test_the_region_comes_from_an_arn_or_an_sqs_host_never_from_a_bus_name() -> None:
+    named = parse_target({**TARGETS["eventbridge"], "event_bus_name": "orders.eu-west-1.prod"})
+    by_arn = parse_target(
+        {**TARGETS["eventbridge"], "event_bus_name": f"arn:aws:events:eu-north-1:{ACCOUNT}:event-bus/b"}
+    )
+
+    assert named.region is None  # type: ignore[union-attr]  # the worker's own region
+    assert by_arn.region == "eu-north-1"  # type: ignore[union-attr]
+    assert parse_target(TARGETS["sqs"]).region == "eu-west-1"  # type: ignore[union-attr]
+    assert parse_target(TARGETS["lambda"]).region == "eu-west-1"  # type: ignore[union-attr]
