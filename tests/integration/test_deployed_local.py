@@ -221,6 +221,39 @@ def test_a_job_runs_end_to_end_and_a_dead_run_alerts_on_sns(
     assert alert["kind"] == "run_dead" and alert["team"] == "local"
 
 
+def test_the_deployed_worker_sends_an_sqs_targets_message_with_the_run_envelope(deployed: Deployed) -> None:
+    """An AWS target through the deployed stack: API Gateway -> api Lambda (it accepts a LocalStack queue
+    URL and no role: the stack was synthesized with aws_targets_without_role, LocalStack only) -> SQS ->
+    the worker Lambda's boto3 caller -> the team's queue, the run id in its message attributes."""
+    sqs = deployed.aws("sqs")
+    queue = sqs.create_queue(QueueName=f"team-target-{uuid.uuid4().hex[:8]}")["QueueUrl"]
+    job = deployed.client.request(
+        "POST",
+        "/v1/jobs",
+        {
+            "name": "to a queue",
+            "schedule": {"rate": "1 day"},
+            "target": {"type": "sqs", "queue_url": queue, "message": "m"},
+        },
+    )
+    run_id = deployed.client.request("POST", f"/v1/jobs/{job['id']}/trigger")["run_id"]
+    received: list[dict[str, Any]] = []
+
+    def arrived() -> bool:
+        answer = sqs.receive_message(QueueUrl=queue, MessageAttributeNames=["All"], WaitTimeSeconds=1)
+        received.extend(answer.get("Messages", []))
+        return bool(received)
+
+    assert wait_until(arrived, RUN_SECONDS), "\n".join(deployed.output[-20:])
+    (message,) = received
+    assert message["Body"] == "m"
+    assert message["MessageAttributes"]["duetime-run-id"]["StringValue"] == run_id
+    run = deployed.client.request("GET", f"/v1/runs/{run_id}")
+    assert wait_until(
+        lambda: deployed.client.request("GET", f"/v1/runs/{run_id}")["status"] == "succeeded", 30
+    ), run
+
+
 def prescaler_function(deployed: Deployed) -> dict[str, Any]:
     """The deployed prescaler's configuration (found by its handler)."""
     for page in deployed.aws("lambda").get_paginator("list_functions").paginate():
