@@ -151,12 +151,14 @@ class JobService:
 
     # --- jobs -------------------------------------------------------------------------------------------
 
-    def _validate(self, body: dict[str, Any], now: datetime, team: Team) -> JobSpec:
+    def _validate(self, body: dict[str, Any], now: datetime, team: Team, new_target: bool = True) -> JobSpec:
+        """``body`` as a job's spec. ``new_target``: the target is sent (a create, a PATCH of it) and is
+        checked against the team's role; a change that keeps the target (a pause) is never refused for it."""
         try:
             spec = JobSpec.model_validate(body, context={"now": now})
         except ValidationError as exc:
             raise from_validation_error(exc) from exc
-        if isinstance(spec.target, AwsTarget):
+        if isinstance(spec.target, AwsTarget) and new_target:
             self._check_aws_target(spec.target, team)
         urls = [("target.url", spec.target.url)] if isinstance(spec.target, HttpTarget) else []
         urls += [
@@ -290,7 +292,7 @@ class JobService:
                 if "target" in changes
                 else changes
             )
-            spec = self._validate({**current, **sent}, now, team)
+            spec = self._validate({**current, **sent}, now, team, new_target="target" in changes)
             stamp = ceil_seconds(now)
             updated = Job(
                 **spec.model_dump(),

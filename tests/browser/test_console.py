@@ -308,6 +308,8 @@ def test_the_team_page_shows_the_load_chart_and_the_exact_time_quota(ui: Console
     expect(summary).to_contain_text("due in the next 24 hours")
     assert int(ui.page.locator("#peak-text").inner_text().split()[0]) >= 1
     assert ui.page.locator("#load-table tbody tr").count() >= 4
+    limits = ui.page.locator("dl.summary")
+    expect(limits).to_contain_text(team["aws_external_id"])  # what the team's role trust policy requires
     ui.assert_clean()
 
 

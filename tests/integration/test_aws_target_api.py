@@ -46,6 +46,18 @@ def test_a_registered_role_carries_aws_targets_until_it_is_removed(alpha: Call, 
     assert actions[:2] == ["remove-aws-role", "set-aws-role"]  # newest first, by the token's id
 
 
+def test_a_job_whose_role_was_removed_can_still_be_paused_and_renamed(alpha: Call) -> None:
+    """The role is checked when a target is sent; a change that keeps the target is never refused for it."""
+    alpha("PUT", "/v1/team/aws-role", {"role_arn": ROLE})
+    job = alpha("POST", "/v1/jobs", SQS_JOB).body
+    alpha("DELETE", "/v1/team/aws-role")
+
+    assert alpha("POST", f"/v1/jobs/{job['id']}/pause").status == 200
+    assert alpha("PATCH", f"/v1/jobs/{job['id']}", {"name": "renamed"}).status == 200
+    refused = alpha("PATCH", f"/v1/jobs/{job['id']}", {"target": SQS_JOB["target"]})
+    assert (refused.status, refused.body["error"]["field"]) == (422, "target.role_arn")
+
+
 def test_the_external_id_is_duetimes_to_assign_never_the_teams(alpha: Call) -> None:
     before = alpha("GET", "/v1/team").body
 

@@ -1164,6 +1164,12 @@ async function renderTeam(view, root) {
       row('Jobs', `${team.jobs} of ${team.max_jobs}`),
       row('Exact-time jobs', `${team.exact_jobs} of ${team.exact_quota}`),
       row('Concurrency cap', `${team.max_concurrency} runs at once`),
+      row('AWS role', team.aws_role_arn
+        ? el('code', { class: 'wrap', text: team.aws_role_arn })
+        : el('span', { class: 'muted', text: 'none registered' })),
+      row('AWS external id', team.aws_external_id
+        ? el('code', { class: 'wrap', text: team.aws_external_id })
+        : el('span', { class: 'muted', text: 'assigned when a role is registered' })),
     ]);
   } else if (!(teamResult.reason instanceof SignedOut)) {
     quota.textContent = 'The team’s limits are not available from this API.';

@@ -39,7 +39,9 @@ class AuditEvent:
     """One administrative change: what was done to which team, when, by whom, what changed (no secrets)."""
 
     team_id: str
-    action: str  # "create" | "update" | "rotate-token" | "rotate-signing-secret" | "disable" | "enable"
+    # "create" | "update" | "rotate-token" | "rotate-signing-secret" | "disable" | "enable" | "set-aws-role" |
+    # "remove-aws-role" | "assign-external-id"
+    action: str
     at: datetime
     actor: str
     detail: dict[str, Any] = field(default_factory=dict)
