@@ -351,7 +351,7 @@ def run_bench(args: argparse.Namespace) -> None:
     elif args.action == "runcpu":
         from duetime.bench.run_cpu import run_cpu
 
-        result = run_cpu(args.jobs)
+        result = run_cpu(args.jobs, args.target)
     elif args.deployed_local:
         from duetime.bench.deployed import run_deployed_precision
 
@@ -646,6 +646,12 @@ def parser() -> argparse.ArgumentParser:
         "runcpu", help="client CPU of a run's path alone: the poller's claims and the worker's batches"
     )
     runcpu.add_argument("--jobs", type=int, default=2000)
+    runcpu.add_argument(
+        "--target",
+        choices=["http", "sqs"],
+        default="http",
+        help="what runs call: HTTP, or an SQS queue (AWS)",
+    )
     runcpu.add_argument("--json", action="store_true")
     precision = benches.add_parser("precision", help="exact jobs spread over ordinary minutes")
     precision.add_argument("--jobs", type=int, required=True)

@@ -76,3 +76,9 @@ def test_bench_runcpu_claims_and_works_every_job_and_prints_the_cpu_of_each_stag
     assert abs(result["client_cpu_ms_per_run"] - total) <= 0.002  # the figure itself: BENCHMARKS.md
     with_event_source = total + result["event_source_cpu_ms_per_run"]
     assert abs(result["client_cpu_ms_per_run_with_event_source"] - with_event_source) <= 0.003
+
+
+def test_bench_runcpu_with_an_sqs_target_sends_one_message_a_run() -> None:
+    result = bench_json("runcpu", "--jobs", "40", "--target", "sqs")
+    assert (result["target"], result["runs_worked"], result["target_messages"]) == ("sqs", 40, 40)
+    assert result["worker_cpu_ms_per_run"] > 0  # the figure itself: BENCHMARKS.md

@@ -218,20 +218,17 @@ def test_the_team_answer_shows_its_caps_and_what_is_in_use(alpha: Call) -> None:
     exact = alpha("POST", "/v1/jobs", {**JOB, "name": "exact", "exact": True})
     assert exact.status == 201, exact.body
     team = alpha("GET", "/v1/team").body
-    assert (
-        team
-        == {
-            "team_id": "alpha",
-            "name": "alpha",
-            "max_concurrency": 50,
-            "exact_quota": 1,
-            "exact_jobs": 1,
-            "max_jobs": 10_000,
-            "jobs": 2,
-            "aws_role_arn": None,  # none registered; the external id is duetime's (test_aws_target_api)
-            "aws_external_id": team["aws_external_id"],
-        }
-    )
+    assert team == {
+        "team_id": "alpha",
+        "name": "alpha",
+        "max_concurrency": 50,
+        "exact_quota": 1,
+        "exact_jobs": 1,
+        "max_jobs": 10_000,
+        "jobs": 2,
+        "aws_role_arn": None,  # none registered; the external id is duetime's (test_aws_target_api)
+        "aws_external_id": team["aws_external_id"],
+    }
     assert team["aws_external_id"].startswith("dt-")
 
 

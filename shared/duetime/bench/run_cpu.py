@@ -18,6 +18,7 @@ from datetime import timedelta
 from typing import Any
 
 from duetime.adapters.alerts import StoredAlerts
+from duetime.adapters.aws_target_caller import Boto3AwsTargetCaller
 from duetime.adapters.clients import new_client
 from duetime.adapters.dynamodb.store import DynamoStore
 from duetime.adapters.http_target import HttpTargetCaller
@@ -35,19 +36,41 @@ from duetime.worker import Worker
 BATCH = 10  # the event source mapping's batch (StackConfig.worker_batch_size)
 
 
-def run_cpu(jobs: int = 2000) -> dict[str, Any]:
+TARGETS = (
+    "http",
+    "sqs",
+)  # what the runs call: the demo target over HTTP, or a LocalStack queue (an AWS target)
+
+
+def run_cpu(jobs: int = 2000, target: str = "http") -> dict[str, Any]:
+    """``target``: ``http`` calls the demo target in a process of its own; ``sqs`` sends each run's message
+    to a queue of LocalStack's with the AWS target caller (no role: the local stack's way), so the figures
+    tell what an AWS target's call costs the worker beside an HTTP one."""
     stack = BenchStack.create()
     try:
+        if target == "sqs":
+            sqs = new_client("sqs")
+            queue_url = sqs.create_queue(QueueName=f"{stack.names.jobs}-target")["QueueUrl"]
+            try:
+                spec = {"type": "sqs", "queue_url": queue_url, "message": "bench"}
+                figures = _run_cpu(stack, jobs, spec)
+                attributes = sqs.get_queue_attributes(
+                    QueueUrl=queue_url, AttributeNames=["ApproximateNumberOfMessages"]
+                )["Attributes"]
+                sent = int(attributes["ApproximateNumberOfMessages"])  # what the runs' calls enqueued
+                return {"target": target, **figures, "target_messages": sent}
+            finally:
+                sqs.delete_queue(QueueUrl=queue_url)
         with demo_target_process() as target_url:
-            return _run_cpu(stack, jobs, target_url)
+            return {"target": target, **_run_cpu(stack, jobs, target_url)}
     finally:
         stack.close()
 
 
-def _run_cpu(stack: BenchStack, jobs: int, target_url: str) -> dict[str, Any]:
+def _run_cpu(stack: BenchStack, jobs: int, target: str | dict[str, Any]) -> dict[str, Any]:
     now = stack.clock.now()
     minute = (now + timedelta(seconds=jobs / 1500 + 5, minutes=1)).replace(second=0, microsecond=0)
-    stack.write_jobs(spike_jobs(jobs, minute, 0, 1.0, target_url, now), now)
+    stack.write_jobs(spike_jobs(jobs, minute, 0, 1.0, target, now), now)
     dynamodb, sqs = new_client("dynamodb"), new_client("sqs")  # no ledger's hooks: what a Lambda runs
     store = DynamoStore(dynamodb, stack.names)
     config = PollerConfig(partitions=list(range(PARTITIONS)), preload_lead=None)  # sweeps claim it all
@@ -70,6 +93,7 @@ def _run_cpu(stack: BenchStack, jobs: int, target_url: str) -> dict[str, Any]:
         HttpTargetCaller(allow_private=True),
         stack.clock,
         worker_config(Settings()),  # the deployed defaults: 60 s leases, 20 s heartbeats
+        aws_caller=Boto3AwsTargetCaller(require_role=False),
     )
     consumer = SqsConsumer(sqs, stack.queue_url)
     worked = empty = batches = 0

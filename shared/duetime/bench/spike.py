@@ -30,14 +30,20 @@ WORKER_BATCH = 10
 
 
 def spike_jobs(
-    count: int, minute: datetime, jitter: int, exact_fraction: float, target: str, created: datetime
+    count: int,
+    minute: datetime,
+    jitter: int,
+    exact_fraction: float,
+    target: str | dict[str, Any],
+    created: datetime,
 ) -> list[Job]:
-    """``count`` daily jobs whose nominal time is ``minute`` (UTC); the first ``exact_fraction`` exact."""
+    """``count`` daily jobs whose nominal time is ``minute`` (UTC); the first ``exact_fraction`` exact.
+    ``target``: an HTTP target's URL, or a target's spec (an AWS target's)."""
     base = JobSpec.model_validate(
         {
             "name": "spike",
             "schedule": {"cron": f"{minute.minute} {minute.hour} * * *", "timezone": "UTC"},
-            "target": {"url": target},
+            "target": {"url": target} if isinstance(target, str) else target,
             "jitter_seconds": jitter,
             "retry": {"max_attempts": 1},
         }
