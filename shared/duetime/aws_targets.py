@@ -6,8 +6,8 @@ service lets it travel (README, "AWS targets"):
 
 - lambda: the event is ``{"duetime": <envelope>, "payload": <payload>}``;
 - sqs, sns: the message as given, the envelope in message attributes (``duetime-run-id``, ...: 4 of the
-  10 a message may have); FIFO: the
-  deduplication id is the run id, so a repeated attempt within the service's 5-minute window is dropped;
+  10 a message may have); FIFO: the deduplication id is the run id, so a repeated attempt within the
+  service's 5-minute window is dropped;
 - eventbridge: the detail as given plus ``"duetime": <envelope>``;
 - stepfunctions: the input is ``{"duetime": <envelope>, "input": <input>}`` and the execution's name is
   ``execution_name(run_id, attempt)``: a repeat of the same attempt cannot start a second execution.
