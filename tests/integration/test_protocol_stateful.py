@@ -23,7 +23,7 @@ from duetime.claim_plan import DEFAULT_QUEUE_DEADLINE, PlannedRun, new_run
 from duetime.clock import ManualClock
 from duetime.deadlines import check_deadlines, settle_succeeded
 from duetime.errors import Conflict
-from duetime.ids import is_manual_run_id, partition_of
+from duetime.ids import MANUAL_MARK, is_manual_run_id, partition_of
 from duetime.models import Run, RunResult, RunStatus
 from duetime.poller import PollerConfig, claim_due_jobs, recover_runs
 from duetime.ports import Alert, RunMessage
@@ -108,18 +108,23 @@ class Protocol(RuleBasedStateMachine):
         self.terminal_writes: dict[str, int] = {}  # run id -> accepted terminal result writes
         self.claimed_nominals: set[str] = set()
         self.claimed_in_order: list[str] = []  # the same runs, in an order replays repeat (for draws)
+        self.noted_at: dict[str, int] = {}  # run id -> its place in claimed_in_order
         self.batches = 0
         self.last_next_nominal = {job.id: job.state.next_nominal_at for job in self.jobs}
         self.cancelled: set[str] = set()
         self.alerts = KeptAlerts()  # missed and recovered alerts, from deadline checks and worker settles
 
-    def stable_key(self, run_id: str) -> tuple[int, str]:
-        """A run's place in the test's own order: its job's index, then its occurrence (a manual run's
-        random nonce only orders two triggers of one second)."""
+    def stable_key(self, run_id: str) -> tuple[int, str, int]:
+        """A run's place in the test's own order: its job's index, its nominal second, then the order the
+        test first saw it in. Never a manual run's random nonce: two triggers in one second would be
+        ordered differently when hypothesis replays an example, which then draws other runs (a CI run
+        failed on it with ``FlakyStrategyDefinition``)."""
         job_id, _, occurrence = run_id.partition("@")
-        return self.job_index.get(job_id, -1), occurrence
+        second, _, _ = occurrence.partition(MANUAL_MARK)
+        return self.job_index.get(job_id, -1), second, self.noted_at.get(run_id, -1)
 
     def claim_noted(self, run_id: str) -> None:
+        self.noted_at[run_id] = len(self.claimed_in_order)
         self.claimed_nominals.add(run_id)
         self.claimed_in_order.append(run_id)
 
