@@ -142,6 +142,21 @@ wait_for() {  # name url seconds
   return 1
 }
 
+locked_start() {  # name function: one start of an emulator at a time, across invocations of this script
+  # Two runs started at once (two `make test`s, a test's `make run` beside the suite) both saw nothing
+  # answering and both started an emulator on one port; the second died on the taken port after its wait.
+  # The lock is let go once the function returns, so the second finds the first's emulator answering and
+  # reuses it (and leaves its stopping to whoever started it).
+  mkdir -p "$RUN"
+  local fd status=0
+  exec {fd}>"$RUN/$1.lock"
+  flock "$fd"
+  "$2" || status=$?
+  flock -u "$fd"
+  exec {fd}>&-
+  return "$status"
+}
+
 start_dynamodb() {
   if answers "$DDB_URL"; then log "DynamoDB Local already answers on $DDB_URL (reused)"; return 0; fi
   fetch_dynamodb
@@ -247,9 +262,9 @@ on_signal() {  # name number grace: stop run's command, then the emulators; then
 
 case "${1:-}" in
   fetch) fetch_deployed ;;  # all: DynamoDB Local, LocalStack, and what start-deployed adds to them
-  start) start_dynamodb; start_localstack ;;
+  start) locked_start "$DDB_NAME" start_dynamodb; locked_start "$LS_NAME" start_localstack ;;
   stop) stop_one "$LS_NAME"; stop_one "$DDB_NAME" ;;
-  start-deployed) start_deployed ;;
+  start-deployed) locked_start "$DEP_NAME" start_deployed ;;
   stop-deployed) stop_one "$DEP_NAME" ;;
   run)
     shift
@@ -263,8 +278,8 @@ case "${1:-}" in
     trap 'on_signal INT 2 5' INT
     trap 'on_signal TERM 15 0' TERM
     trap 'on_signal HUP 1 5' HUP
-    start_dynamodb
-    start_localstack
+    locked_start "$DDB_NAME" start_dynamodb
+    locked_start "$LS_NAME" start_localstack
     export AWS_ENDPOINT_URL_DYNAMODB="$DDB_URL" AWS_ENDPOINT_URL_SQS="$LS_URL" \
       AWS_ENDPOINT_URL_SNS="$LS_URL" AWS_ENDPOINT_URL_EVENTBRIDGE="$LS_URL" AWS_ENDPOINT_URL_SFN="$LS_URL" \
       AWS_ENDPOINT_URL_STS="$LS_URL" \

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import socket
 import time
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
+
+import pytest
 
 from .local_system import free_port
 
@@ -23,6 +29,21 @@ def marked(marker: str, value: str) -> list[int]:
         except OSError:  # gone, a zombie, or not ours
             continue
     return found
+
+
+def marker_fixture(marker: str) -> Callable[[], Iterator[str]]:
+    """A fixture giving a test a fresh value of ``marker`` to put in its processes' environment, and killing
+    every process still carrying it when the test ends, whatever the outcome."""
+
+    @pytest.fixture
+    def fixture() -> Iterator[str]:
+        value = uuid.uuid4().hex
+        yield value
+        for pid in marked(marker, value):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+
+    return fixture
 
 
 def command_line(pid: int) -> str:

@@ -10,20 +10,25 @@ the outcome.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import signal
 import subprocess
 import threading
 import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from .processes import command_line, describe, distinct_free_ports, listening, marked, wait_until
+from .processes import (
+    command_line,
+    describe,
+    distinct_free_ports,
+    listening,
+    marked,
+    marker_fixture,
+    wait_until,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -54,13 +59,7 @@ def child_environment(marker: str, ddb_port: int, localstack_port: int) -> dict[
     return env
 
 
-@pytest.fixture
-def marker() -> Iterator[str]:
-    value = uuid.uuid4().hex
-    yield value
-    for pid in marked(MARKER, value):  # whatever happened, leave nothing of ours running
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGKILL)
+marker = marker_fixture(MARKER)  # whatever happens, nothing of ours is left running
 
 
 @pytest.mark.timeout(STARTUP_SECONDS + 2 * STOP_SECONDS + 60)
