@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from duetime.adapters.aws_limits import SQS_MAX_BATCH_BYTES, SQS_MAX_BATCH_ENTRIES
-from duetime.models import Run
+from duetime.models import HttpTarget, Run
 from duetime.ports import RunMessage
 
 SQS_BATCH = SQS_MAX_BATCH_ENTRIES
@@ -24,9 +24,14 @@ assert SQS_BATCH * (CARRIED_RUN_MAX_BYTES + 512) < SQS_MAX_BATCH_BYTES
 _NOT_CARRIED = {"result", "owner", "lease_expires_at", "finished_at"}
 
 
+def _has_secret_headers(run: Run) -> bool:
+    """Only an HTTP target has headers; an AWS target's fields hold no secret (``duetime.aws_targets``)."""
+    return isinstance(run.target, HttpTarget) and bool(run.target.headers)
+
+
 def encode(message: RunMessage) -> str:
     head = f'{{"run_id":{json.dumps(message.run_id)},"attempt":{int(message.attempt)}'
-    if message.run is None or getattr(message.run.target, "headers", None):
+    if message.run is None or _has_secret_headers(message.run):
         return head + "}"
     run = message.run.model_dump_json(exclude=_NOT_CARRIED, exclude_none=True)  # in_reap_index is excluded
     if len(run) > CARRIED_RUN_MAX_BYTES:
