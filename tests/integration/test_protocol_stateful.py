@@ -40,16 +40,18 @@ DYNAMODB, _ = new_clients()
 
 
 class ListQueue:
-    """SQS stand-in: the test decides when messages arrive, twice, or never. A send's messages are kept in
-    an order of the test's own (``order``), not the random job ids', so that hypothesis, replaying an
-    example, draws the same messages."""
+    """SQS stand-in: the test decides when messages arrive, twice, or never. The messages are kept in an
+    order of the test's own (``order``, then the attempt), so that hypothesis, replaying an example, draws
+    the same messages. Not in the order of the sends: pollers and the reaper send per partition, and a
+    job's partition comes from its random id, so two replays of one example would send in other orders."""
 
     def __init__(self) -> None:
         self.messages: list[RunMessage] = []
         self.order: Callable[[str], Any] = str
 
     def send(self, messages: Any, delay_seconds: int = 0) -> None:
-        self.messages.extend(sorted(messages, key=lambda m: self.order(m.run_id)))
+        self.messages.extend(messages)
+        self.messages.sort(key=lambda m: (self.order(m.run_id), m.attempt))  # stable: ties keep their order
 
 
 class NoAlerts:
