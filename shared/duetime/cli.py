@@ -446,7 +446,13 @@ def run_plan(args: argparse.Namespace) -> None:
         print(json.dumps(plan))
         return
     for key, value in plan.items():
-        if key in ("inputs", "warnings", "minutes_needing_prescale", "fixed_cost_quantities"):
+        if key in (
+            "inputs",
+            "warnings",
+            "minutes_needing_prescale",
+            "fixed_cost_quantities",
+            "flags_for_the_spike",  # in the spike's warning
+        ):
             continue
         if key == "fixed_cost_levers":
             print("levers on the fixed cost (estimated; each after the ones above it):")

@@ -94,3 +94,35 @@ def test_counts_and_prescale_minutes() -> None:
     assert minutes_needing_prescale(load, baseline_workers=10, worker_rate=100) == [
         ("2026-12-01T00:00", 120_000, 20)
     ]
+
+
+def test_a_late_spike_names_the_cheapest_deploy_flags_that_start_it_in_time() -> None:
+    plan = capacity_plan(PlanInputs())  # the seed's 500,000, all exact, on the default stack: 176 s
+    flags = plan["flags_for_the_spike"]
+    assert flags["flags"] == "-c partition_groups=16 -c worker_min_pollers=2"
+    assert flags["seconds_to_all_started"] <= 60
+    assert f"Deployed with {flags['flags']} it starts in" in plan["warnings"][0]
+    # The flags do what they say: deployed so, the plan has no warning and costs what the flags said.
+    flagged = capacity_plan(
+        PlanInputs(poller_groups=16), StackDefaults(poller_groups=16, worker_min_pollers=2)
+    )
+    assert flagged["warnings"] == [] and flagged["flags_for_the_spike"] is None
+    assert flagged["monthly_fixed_usd"] == flags["monthly_fixed_usd"]
+    assert flags["more_than_now_usd"] == pytest.approx(
+        flags["monthly_fixed_usd"] - plan["monthly_fixed_usd"], abs=0.01
+    )
+    # And none cheaper does: 8 groups claim too slowly, standard mode grows workers too slowly, and 32
+    # groups cost more a month.
+    eight = capacity_plan(PlanInputs(poller_groups=8), StackDefaults(poller_groups=8, worker_min_pollers=2))
+    assert eight["spike_on_the_aws_model"]["seconds_to_all_started"] > 60
+    standard = capacity_plan(PlanInputs(poller_groups=64), StackDefaults(poller_groups=64))
+    assert standard["spike_on_the_aws_model"]["seconds_to_all_started"] > 60
+    more = capacity_plan(PlanInputs(poller_groups=32), StackDefaults(poller_groups=32, worker_min_pollers=2))
+    assert more["monthly_fixed_usd"] > flags["monthly_fixed_usd"]
+
+
+def test_a_spike_in_time_names_no_flags_and_one_no_flag_helps_says_so() -> None:
+    assert capacity_plan(PlanInputs(spike_window_s=360))["flags_for_the_spike"] is None
+    huge = capacity_plan(PlanInputs(spike_jobs=50_000_000))
+    assert huge["flags_for_the_spike"] is None
+    assert "No partition_groups and worker_min_pollers the plan tries start it in time" in huge["warnings"][0]
