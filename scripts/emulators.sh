@@ -144,7 +144,8 @@ wait_for() {  # name url seconds
 
 locked_start() {  # name function: one start of an emulator at a time, across invocations of this script
   # Two runs started at once (two `make test`s, a test's `make run` beside the suite) both saw nothing
-  # answering and both started an emulator on one port; the second died on the taken port after its wait.
+  # answering and both started an emulator on one port: both said "started", the pid file kept the one
+  # that failed to bind (a JVM that lives on without its port), and a `stop` left the serving one running.
   # The lock is let go once the function returns, so the second finds the first's emulator answering and
   # reuses it (and leaves its stopping to whoever started it).
   mkdir -p "$RUN"
