@@ -128,6 +128,42 @@ def test_a_job_created_with_the_form_runs_and_its_run_succeeds_on_the_job_page(u
     ui.assert_clean()
 
 
+def test_more_options_set_jitter_timeout_overlap_and_misfire_and_a_refused_one_is_shown_unfolded(
+    ui: Console, api: Api
+) -> None:
+    ui.allowed_statuses = (422,)
+    name = f"Form-made options {tag()}"
+    ui.open("#/new")
+    ui.page.get_by_label("Name").fill(name)
+    ui.page.get_by_label("Fixed rate").check()
+    ui.page.get_by_label("Every").fill("10")
+    ui.page.get_by_label("URL").fill(f"{ui.system.url}/demo/target")
+    more = ui.page.locator("#job-more-options")
+    expect(ui.page.get_by_label("Call timeout in seconds (optional)")).to_be_hidden()  # folded at first
+    more.locator("summary").click()
+    ui.page.get_by_label("Jitter in seconds (optional)").fill("45")
+    timeout = ui.page.get_by_label("Call timeout in seconds (optional)")
+    timeout.fill("900")  # over the API's 600
+    ui.page.get_by_label("When the previous run has not finished").select_option("skip")
+    ui.page.get_by_label("When runs were missed").select_option("skip")
+    more.locator("summary").click()  # folded again before the submit: the refusal must unfold it
+    ui.page.get_by_role("button", name="Create job").click()
+
+    expect(ui.page.locator("#job-timeout-error")).to_be_visible()
+    expect(ui.page.locator("#job-timeout-error")).to_contain_text("600")
+    expect(timeout).to_be_focused()
+    assert ui.page.url.endswith("#/new")  # nothing was created
+
+    timeout.fill("45")
+    ui.page.get_by_role("button", name="Create job").click()
+    expect(ui.page).to_have_url(re.compile(r"#/jobs/[0-9A-Z]+$"))
+    job = api.ok("GET", f"/v1/jobs/{ui.page.url.rsplit('/', 1)[1]}")
+    assert (job["name"], job["schedule"]) == (name, {"rate": "10 minutes"})
+    assert (job["jitter_seconds"], job["timeout_seconds"]) == (45, 45)
+    assert (job["overlap"], job["misfire"]) == ("skip", "skip")
+    ui.assert_clean()
+
+
 def test_pausing_on_the_job_page_pauses_the_job_in_the_api_and_resuming_undoes_it(
     ui: Console, api: Api
 ) -> None:

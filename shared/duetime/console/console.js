@@ -650,6 +650,19 @@ async function renderNewJob(view, root) {
   const labels = el('textarea', { name: 'labels', rows: '3', spellcheck: 'false', placeholder: 'team:payments\nenv:prod' });
   const maxAttempts = el('input', { type: 'number', name: 'max-attempts', min: '1', max: '20', step: '1', placeholder: '4', inputmode: 'numeric' });
   const exact = el('input', { type: 'checkbox', name: 'exact', id: 'job-exact' });
+  // More options: left empty, the API's defaults apply (each hint says which).
+  const jitter = el('input', { type: 'number', name: 'jitter', min: '0', max: '3600', step: '1', placeholder: '300', inputmode: 'numeric' });
+  const timeout = el('input', { type: 'number', name: 'timeout', min: '1', max: '600', step: '1', placeholder: '30', inputmode: 'numeric' });
+  const overlap = el('select', { name: 'overlap' }, [
+    ['allow', 'Run anyway (runs may overlap)'],
+    ['skip', 'Skip the new run'],
+    ['buffer_one', 'Queue one run until the previous ends'],
+  ].map(([value, text]) => el('option', { value, text })));
+  const misfire = el('select', { name: 'misfire' }, [
+    ['run_once', 'One run, for the latest missed time'],
+    ['run_all', 'One run per missed time'],
+    ['skip', 'None; wait for the next time'],
+  ].map(([value, text]) => el('option', { value, text })));
   const formError = el('p', { class: 'form-error', id: 'job-form-error', hidden: true });
 
   const cronPart = el('div', { class: 'schedule-part', 'data-kind': 'cron' },
@@ -685,6 +698,12 @@ async function renderNewJob(view, root) {
       el('label', { for: 'job-exact', text: 'Exact time' }),
       el('p', { id: 'job-exact-hint', class: 'hint', text: 'Runs on the second, without jitter; counts against your team’s exact-time quota.' }),
       exactError),
+    el('details', { class: 'more-options', id: 'job-more-options' },
+      el('summary', { text: 'More options' }),
+      field({ id: 'job-jitter', label: 'Jitter in seconds (optional)', input: jitter, hint: 'Each run starts up to this long after its time, spread out; the API default is 300. Ignored for exact jobs.' }),
+      field({ id: 'job-timeout', label: 'Call timeout in seconds (optional)', input: timeout, hint: '1 to 600; the API default is 30.' }),
+      field({ id: 'job-overlap', label: 'When the previous run has not finished', input: overlap }),
+      field({ id: 'job-misfire', label: 'When runs were missed', input: misfire, hint: 'For times that passed while the job could not run (paused, or the scheduler down).' })),
     el('div', { class: 'actions' }, el('button', { type: 'submit', class: 'button', text: 'Create job' })));
   const title = heading('New job');
   title.id = 'new-job-title';
@@ -700,6 +719,7 @@ async function renderNewJob(view, root) {
     name, 'schedule.cron': cron, 'schedule.timezone': timezone, 'schedule.rate': rateCount, 'schedule.at': at,
     'target.url': url, 'target.method': method, 'target.body': requestBody, target: url,
     labels, exact, retry: maxAttempts, 'retry.max_attempts': maxAttempts,
+    jitter_seconds: jitter, timeout_seconds: timeout, overlap, misfire,
   };
   const scheduleInput = () => ({ cron, rate: rateCount, at })[kind()];
 
@@ -709,6 +729,8 @@ async function renderNewJob(view, root) {
       input = path === 'schedule' ? scheduleInput() : inputFor[path] || null;
     }
     if (input && setFieldError(input, message)) {
+      const more = input.closest('details');
+      if (more) more.open = true; // a refused option is shown, not left folded away
       input.focus();
     } else {
       formError.textContent = message;
@@ -741,10 +763,15 @@ async function renderNewJob(view, root) {
       showError('labels', error.message);
       return;
     }
-    if (maxAttempts.value.trim()) {
-      const n = Number(maxAttempts.value);
-      spec.retry = { max_attempts: Number.isInteger(n) ? n : maxAttempts.value };
-    }
+    const wholeNumber = (input) => {
+      const n = Number(input.value);
+      return Number.isInteger(n) ? n : input.value; // not a whole number: the API says which field
+    };
+    if (maxAttempts.value.trim()) spec.retry = { max_attempts: wholeNumber(maxAttempts) };
+    if (jitter.value.trim()) spec.jitter_seconds = wholeNumber(jitter);
+    if (timeout.value.trim()) spec.timeout_seconds = wholeNumber(timeout);
+    if (overlap.value !== 'allow') spec.overlap = overlap.value;
+    if (misfire.value !== 'run_once') spec.misfire = misfire.value;
     const submit = form.querySelector('button[type="submit"]');
     submit.disabled = true;
     announce('Creating the job…');
