@@ -349,9 +349,14 @@ def run_bench(args: argparse.Namespace) -> None:
 
         result = run_preload(args.jobs)
     elif args.action == "runcpu":
-        from duetime.bench.run_cpu import run_cpu
+        from duetime.bench.run_cpu import run_cpu, run_cpu_calibrated
 
-        result = run_cpu(args.jobs, args.target)
+        if args.runs > 1 or args.save_calibration:
+            if args.target != "http":
+                raise SystemExit("--runs and --save-calibration measure the HTTP path (the model's)")
+            result = run_cpu_calibrated(args.jobs, args.runs, args.save_calibration)
+        else:
+            result = run_cpu(args.jobs, args.target)
     elif args.deployed_local:
         from duetime.bench.deployed import run_deployed_precision
 
@@ -657,6 +662,14 @@ def parser() -> argparse.ArgumentParser:
         choices=["http", "sqs"],
         default="http",
         help="what runs call: HTTP, or an SQS queue (AWS)",
+    )
+    runcpu.add_argument(
+        "--runs", type=int, default=1, help="measure N times (fresh tables each) and print medians"
+    )
+    runcpu.add_argument(
+        "--save-calibration",
+        action="store_true",
+        help="save the medians as the CPU the midnight model and plan charge (bench/calibration.json)",
     )
     runcpu.add_argument("--json", action="store_true")
     precision = benches.add_parser("precision", help="exact jobs spread over ordinary minutes")
