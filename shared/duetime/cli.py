@@ -428,6 +428,7 @@ def run_plan(args: argparse.Namespace) -> None:
         spike_jobs=parse_count(args.spike_jobs),
         spike_window_s=args.spike_window,
         spike_exact_fraction=args.spike_exact_fraction,
+        table_warm_write_units=args.table_warm_write_units,
         partitions=args.partitions,
         worker_rate=args.worker_rate,
         poller_groups=args.poller_groups,  # the same groups share the spike's preload and cost the fixed part
@@ -720,6 +721,13 @@ def parser() -> argparse.ArgumentParser:
         type=float,
         default=0.05,
         help="with --spike-window past 60 s: the share of the spike due at its first second (no jitter)",
+    )
+    plan.add_argument(
+        "--table-warm-write-units",
+        type=float,
+        default=4000.0,
+        help="write units a second each table and index takes: a new on-demand table's 4,000, or its warm "
+        "throughput",
     )
     plan.add_argument(
         "--worker-rate",

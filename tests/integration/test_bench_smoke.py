@@ -76,6 +76,17 @@ def test_bench_runcpu_claims_and_works_every_job_and_prints_the_cpu_of_each_stag
     assert abs(result["client_cpu_ms_per_run"] - total) <= 0.002  # the figure itself: BENCHMARKS.md
     with_event_source = total + result["event_source_cpu_ms_per_run"]
     assert abs(result["client_cpu_ms_per_run_with_event_source"] - with_event_source) <= 0.003
+    # The poller's CPU in the two parts the midnight model charges: a due row read, the rest of a claim.
+    assert result["poller_read_cpu_us_per_row"] > 0 and result["poller_claim_cpu_us_per_run"] > 0
+    assert result["poller_claim_cpu_us_per_run"] < result["poller_cpu_ms_per_run"] * 1000
+
+
+def test_bench_runcpu_saves_no_calibration_unless_asked_and_prints_each_runs_figures() -> None:
+    result = bench_json("runcpu", "--jobs", "30", "--runs", "2")
+    assert len(result["runs"]) == 2 and result["saved"] is False
+    calibration = result["calibration"]
+    assert calibration["runs_measured"] == 2 and calibration["commit"]
+    assert calibration["poller_claim_cpu_us_per_run"] > 0 and calibration["worker_cpu_ms_per_run"] > 0
 
 
 def test_bench_runcpu_with_an_sqs_target_sends_one_message_a_run() -> None:

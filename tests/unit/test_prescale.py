@@ -169,7 +169,8 @@ def test_the_seeds_midnight_needs_the_workers_duetime_plan_computes() -> None:
     rate = worker_starts_per_s(AwsModel())  # duetime plan's worker rate on the AWS model
     policy = PrescalePolicy(max_workers=1000)
 
-    assert policy.worker_starts_per_second == round(rate)
+    # The default is the plan's rate, to within the calibrated CPU's spread (bench/calibration.json).
+    assert abs(policy.worker_starts_per_second - rate) <= 0.1 * rate
     assert (
         policy.workers_for(500_000) == math.ceil(500_000 / 60 / policy.worker_starts_per_second * 1.1) == 306
     )

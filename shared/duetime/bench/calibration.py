@@ -2,9 +2,10 @@
 saved with the commit and the date it was measured at, so ``bench midnight --simulate`` and ``duetime plan``
 charge the code's own cost, never a constant typed in by hand.
 
-``duetime bench runcpu --runs 5 --save-calibration`` measures and writes ``calibration.json`` beside this
-module (the median of the runs, each run's figures kept); ``bench midnight --simulate --calibrate`` measures
-in the same invocation instead (it needs the emulators, as runcpu does).
+``duetime bench runcpu --runs 5 --save-calibration`` measures (with the emulators up) and writes
+``calibration.json`` beside this module: the median of the runs, each run's figures kept, and the commit
+measured. A model flag (``--poller-claim-cpu-us-per-run`` ...) overrides a figure for a what-if; the
+result's ``calibration`` then says so.
 """
 
 from __future__ import annotations
@@ -84,7 +85,7 @@ def current_commit() -> str:
 def save(calibration: Calibration, path: Path = SAVED) -> None:
     data = asdict(calibration) | {"source": "saved"}
     path.write_text(json.dumps(data, indent=2) + "\n")
-    saved.cache_clear()
+    _read_saved.cache_clear()
 
 
 def load(path: Path) -> Calibration:
@@ -93,12 +94,16 @@ def load(path: Path) -> Calibration:
     except FileNotFoundError:
         raise NoCalibration(
             f"no calibration at {path}: measure one with `duetime bench runcpu --runs 5 --save-calibration` "
-            "(needs the emulators: make emulators-start), or pass --calibrate"
+            "(needs the emulators: make emulators-start)"
         ) from None
     return Calibration(**(data | {"source": f"saved: {path.name}"}))
 
 
-@functools.cache
 def saved() -> Calibration:
     """The calibration saved beside this module (read once a process)."""
+    return _read_saved()
+
+
+@functools.cache
+def _read_saved() -> Calibration:
     return load(SAVED)

@@ -41,7 +41,7 @@ from dataclasses import dataclass, fields
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from duetime.adapters.dynamodb.codec import due_bucket
+from duetime.adapters.dynamodb.codec import due_bucket, job_to_item, run_to_item
 from duetime.adapters.dynamodb.reap_checks import (
     DEFAULT_LEASE_CHECK,
     needs_reaper_at,
@@ -55,9 +55,19 @@ from duetime.adapters.memory.jobs import MemoryDueRow, _JobRow
 from duetime.adapters.memory.runs import _KEEP
 from duetime.adapters.memory.stored import maybe_second
 from duetime.adapters.sqs import ReceivedMessage, encode
-from duetime.bench.midnight_model import AwsModel, KeyMeter, esm_concurrency, model_flags
+from duetime.bench import calibration
+from duetime.bench.accounting import item_size
+from duetime.bench.midnight_model import (
+    CALIBRATED,
+    AwsModel,
+    KeyMeter,
+    esm_activation,
+    esm_concurrency,
+    model_flags,
+)
 from duetime.bench.plan import PlanInputs, capacity_plan
 from duetime.bench.plan_midnight import midnight_estimate
+from duetime.bench.prices import PRICES_USD
 from duetime.claim_plan import Claim, initial_state
 from duetime.clock import ManualClock
 from duetime.ids import PARTITIONS, new_job_id, partition_of, split_run_id
@@ -178,6 +188,8 @@ class SimStore(MemoryStore):
         self._ticket_heaps: dict[int, list[tuple[datetime, tuple[str, ...]]]] = defaultdict(list)
         self.tickets_written = 0
         self.ticket_adoptions = 0
+        self._item_units: dict[str, int] = {}
+        self._ticket_wait = (0.0, "key_throttle")
 
     # --- bulk set-up (not part of the timeline) --------------------------------------------------------
 
@@ -212,8 +224,7 @@ class SimStore(MemoryStore):
                 for row in self._due(partition, bucket, until, limit, after)
                 if (fire := row.job.state.next_fire_at) is not None
             ]
-        m = self.sim.model
-        self.sim.spend(m.ddb_query_ms / 1000 + m.poller_cpu_s(len(rows) * m.load_cpu_us_per_row))
+        self._charge_read(len(rows))
         return rows
 
     def due_jobs(
@@ -221,13 +232,38 @@ class SimStore(MemoryStore):
     ) -> list[Job]:
         with self.lock:
             jobs = [row.job for row in self._due(partition, bucket, until, limit, after)]
-        m = self.sim.model
-        self.sim.spend(m.ddb_query_ms / 1000 + m.poller_cpu_s(len(jobs) * m.sweep_cpu_us_per_row))
+        self._charge_read(len(jobs))
         return jobs
+
+    def _charge_read(self, rows: int) -> None:
+        """A Query page of the due index: its latency, and the poller's CPU for each row it returns (as
+        ``bench runcpu`` measured ``due_jobs``; the preload's lighter ``due_rows`` is charged the same)."""
+        m = self.sim.model
+        self.sim.spend(m.ddb_query_ms / 1000)
+        self.sim.spend(m.poller_cpu_s(rows * m.poller_read_cpu_us_per_row), "cpu")
+
+    def write_units(self, kind: str, item: dict[str, Any]) -> int:
+        """Write units of one write of an item of ``kind`` (AWS: ceil(size / 1 KB)), from the first such
+        item the code writes: the midnight's jobs all have one shape, and so have their runs."""
+        units = self._item_units.get(kind)
+        if units is None:
+            units = self._item_units[kind] = max(1, math.ceil(item_size(item) / 1024))
+        return units
+
+    def _job_units(self, job: Job) -> int:
+        if "job" not in self._item_units:
+            return self.write_units("job", job_to_item(job, self.sim.clock.now()))
+        return self._item_units["job"]
+
+    def _run_units(self, run: Run) -> int:
+        kind = "finished run" if run.result is not None else "run"
+        if kind not in self._item_units:
+            return self.write_units(kind, run_to_item(run))
+        return self._item_units[kind]
 
     def claim(self, claims: Sequence[Claim], now: datetime) -> ClaimOutcome:
         m, sim = self.sim.model, self.sim
-        sim.spend(m.poller_cpu_s(len(claims) * (m.claim_cpu_us + m.row_build_cpu_us)))
+        sim.spend(m.poller_cpu_s(sum(len(c.runs) for c in claims) * m.poller_claim_cpu_us_per_run), "cpu")
         self._creating_ticketed = ticketed_run_ids(run for claim in claims for run in claim.runs)
         outcome = super().claim(claims, now)
         tickets = self._write_tickets([run for run in outcome.runs if run.run_id in self._creating_ticketed])
@@ -243,60 +279,83 @@ class SimStore(MemoryStore):
         elapsed = math.ceil(len(claims) / VERSION_READ_KEYS) * m.ddb_batch_get_ms / 1000
         elapsed += math.ceil(row_requests / m.claim_concurrency) * request_s
         elapsed += math.ceil(math.ceil(tickets / CLAIM_STATEMENTS) / m.claim_concurrency) * request_s
+        latency, throttled = elapsed, [self._ticket_wait]
         moves = [claims[i : i + CLAIM_STATEMENTS] for i in range(0, len(claims), CLAIM_STATEMENTS)]
         for first in range(0, len(moves), m.claim_concurrency):
             at = start + elapsed
-            round_s = 0.0
-            for request in moves[first : first + m.claim_concurrency]:
-                wait = max((self._claim_writes(claim, at) for claim in request), default=0.0)
-                round_s = max(round_s, request_s + wait)
-            elapsed += round_s
+            waits = [
+                self._claim_writes(claim, at)
+                for r in moves[first : first + m.claim_concurrency]
+                for claim in r
+            ]
+            slowest = max(waits, default=(0.0, "key_throttle"))
+            elapsed += request_s + slowest[0]
+            latency += request_s
+            throttled.append(slowest)
             for request in moves[first : first + m.claim_concurrency]:
                 for claim in request:
                     sim.claimed_at(partition_of(claim.plan.job.id), len(claim.runs), start + elapsed)
-        sim.spend(elapsed)
+        sim.spend(latency)
+        for wait, cause in throttled:
+            sim.spend(wait, cause)
         return outcome
 
     def _write_tickets(self, runs: Sequence[Run]) -> int:
         """The reap tickets of a claim's ticketed runs, as ``DynamoStore`` writes them (``ticket_chunks``),
-        each 1 write unit on the shard key of its first run; how many."""
+        each 1 write unit on the shard key of its first run (and on the runs table and its reap index); how
+        many."""
         chunks = ticket_chunks(runs)
+        waits = [(0.0, "key_throttle")]
         for chunk in chunks:
             assert chunk[0].queue_deadline is not None
             check = _check(chunk[0].created_at, chunk[0].queue_deadline)
             heapq.heappush(
                 self._ticket_heaps[chunk[0].partition], (check, tuple(run.run_id for run in chunk))
             )
-            self.sim.meter.write(f"reap:p{chunk[0].partition:02d}", 1, self.sim.now())
+            key = f"reap:p{chunk[0].partition:02d}"
+            waits.append(self.sim.write({key: 1}, {"runs": 1, "runs/reap": 1}))
+        self._ticket_wait = max(waits)
         self.tickets_written += len(chunks)
         return len(chunks)
 
-    def _claim_writes(self, claim: Claim, at: float) -> float:
-        """The index writes of one claim that land on shared keys: the due entry leaves its bucket and
-        enters the next one, each run with an entry of its own enters its partition's reap shard (a ticket
-        covers the others: ``_write_tickets``). The wait for the slowest."""
+    def _claim_writes(self, claim: Claim, at: float) -> tuple[float, str]:
+        """The writes of one claim: on shared keys, the due entry leaves its bucket and enters the next one,
+        each run with an entry of its own enters its partition's reap shard (a ticket covers the others:
+        ``_write_tickets``); on the tables, the job's row and its due-index entry (ALL projected: a key
+        change is a delete and a put of the whole item), each run's row and reap entry. The wait for the
+        slowest, and whether a key or a table held it."""
         job = claim.plan.job
-        meter = self.sim.meter
         partition = partition_of(job.id)
-        wait = 0.0
+        keys: dict[str, float] = {}
+        entries = 0
         if job.state.next_fire_at is not None:
-            old = due_bucket(job.id, job.state.next_fire_at, job.state.next_fire_at)
-            wait = max(wait, meter.write(f"due:{old}", 1, at))
+            keys[f"due:{due_bucket(job.id, job.state.next_fire_at, job.state.next_fire_at)}"] = 1
+            entries += 1
         if claim.plan.next_state.next_fire_at is not None:
             fire = claim.plan.next_state.next_fire_at
-            wait = max(wait, meter.write(f"due:{due_bucket(job.id, fire, fire)}", 1, at))
+            key = f"due:{due_bucket(job.id, fire, fire)}"
+            keys[key] = keys.get(key, 0) + 1
+            entries += 1
         own_entries = sum(1 for run in claim.runs if run.run_id not in self._creating_ticketed)
         if own_entries:
-            wait = max(wait, meter.write(f"reap:p{partition:02d}", own_entries, at))
-        return wait
+            keys[f"reap:p{partition:02d}"] = own_entries
+        job_units = self._job_units(job)
+        tables = {
+            "jobs": job_units,
+            "jobs/due": entries * job_units,
+            "runs": sum(self._run_units(run) for run in claim.runs),
+            "runs/reap": own_entries,
+        }
+        return self.sim.write(keys, tables, at)
 
     def low_water_marks(self, partitions: Sequence[int]) -> dict[int, str]:
         self.sim.spend(self.sim.model.ddb_batch_get_ms / 1000)
         return super().low_water_marks(partitions)
 
     def advance_low_water_mark(self, partition: int, bucket: str) -> None:
-        wait = self.sim.meter.write(f"mark:{partition:02d}", 1, self.sim.now())
-        self.sim.spend(self.sim.model.ddb_write_ms / 1000 + wait)
+        wait = self.sim.write({f"mark:{partition:02d}": 1}, {"control": 1})
+        self.sim.spend(self.sim.model.ddb_write_ms / 1000)
+        self.sim.spend(*wait)
         super().advance_low_water_mark(partition, bucket)
 
     # --- runs -------------------------------------------------------------------------------------------
@@ -349,12 +408,15 @@ class SimStore(MemoryStore):
         statements = math.ceil(count / STATEMENTS_PER_BATCH) * m.ddb_batch_statement_ms
         return (statements + (m.ddb_batch_get_ms if read_first else 0.0)) / 1000
 
-    def _reap_writes(self, run_ids: Sequence[str], units: int) -> float:
-        at = self.sim.now()
+    def _reap_writes(self, run_ids: Sequence[str], units: int, row_units: int) -> tuple[float, str]:
+        """``units`` each of ``run_ids`` writes to its reap shard's key (and the reap index), with
+        ``row_units`` written to the runs table beside them; the wait."""
         by_shard = Counter(_partition_of_run(run_id) for run_id in run_ids)
-        return max(
-            (self.sim.meter.write(f"reap:p{p:02d}", units * n, at) for p, n in by_shard.items()), default=0.0
-        )
+        keys = {f"reap:p{p:02d}": float(units * n) for p, n in by_shard.items()}
+        return self.sim.write(keys, {"runs": row_units, "runs/reap": units * len(run_ids)})
+
+    def _rows_units(self, run_ids: Sequence[str]) -> int:
+        return sum(self._run_units(self._runs[run_id]) for run_id in run_ids if run_id in self._runs)
 
     def acquire_leases(
         self,
@@ -369,20 +431,24 @@ class SimStore(MemoryStore):
         # Runs carried by their messages are not read first (a carried run that is not the stored one is,
         # afterwards, in the DynamoDB store: the twin has none such).
         read_first = any(run_id not in (carried or {}) for run_id, _ in attempts)
+        wait = self.sim.write({}, {"runs": self._rows_units([run_id for run_id, _ in attempts])})
         self.sim.spend(self._batch_s(len(attempts), read_first=read_first))
+        self.sim.spend(*wait)
         self.sim.started(leased.values())
         return leased
 
     def record_results(self, results: Sequence[ResultWrite], owner: str, now: datetime) -> set[str]:
         recorded = super().record_results(results, owner, now)
         in_index = [run_id for run_id in recorded if run_id not in self._ticketed]
-        wait = self._reap_writes(in_index, 1)  # the result takes a run with its own entry out of its shard
+        # The result takes a run with its own entry out of its shard.
+        wait = self._reap_writes(in_index, 1, self._rows_units([w.run.run_id for w in results]))
         for write in results:
             if write.run.run_id in recorded:  # a retry waits with its check; a finished run has none
                 waits = write.retry_at is not None and write.queue_deadline is not None
                 check = _check(write.retry_at, write.queue_deadline) if waits else None  # type: ignore[arg-type]
                 self._set_check(write.run.run_id, check)
-        self.sim.spend(self._batch_s(len(results), read_first=False) + wait)
+        self.sim.spend(self._batch_s(len(results), read_first=False))
+        self.sim.spend(*wait)
         self.sim.finished += len(recorded)
         return recorded
 
@@ -392,7 +458,9 @@ class SimStore(MemoryStore):
         back = super().return_to_queue(run_id, attempt, owner, now, queue_deadline)
         if back:
             self._set_check(run_id, _check(now, queue_deadline))
-        self.sim.spend(self.sim.model.ddb_write_ms / 1000 + self._reap_writes([run_id], 2))
+        wait = self._reap_writes([run_id], 2, self._rows_units([run_id]))
+        self.sim.spend(self.sim.model.ddb_write_ms / 1000)
+        self.sim.spend(*wait)
         self.sim.deferred += 1
         return back
 
@@ -408,7 +476,9 @@ class SimStore(MemoryStore):
         """The reaper's write of a run it sent again: one UpdateItem, its check moved (2 units)."""
         if run is not None and run.queue_deadline is not None:
             self._set_check(run.run_id, _check(now, run.queue_deadline))
-        self.sim.spend(self.sim.model.ddb_write_ms / 1000 + self._reap_writes([candidate.run_id], 2))
+        wait = self._reap_writes([candidate.run_id], 2, self._rows_units([candidate.run_id]))
+        self.sim.spend(self.sim.model.ddb_write_ms / 1000)
+        self.sim.spend(*wait)
         return run
 
     def runs_needing_attention(self, partition: int, now: datetime, limit: int) -> list[Any]:
@@ -434,18 +504,22 @@ class SimStore(MemoryStore):
                 self._checks.pop(run_id, None)  # a candidate (the twin returns it) or finished
         self.check_moves += len(moved)
         spent = m.ddb_query_ms / 1000
+        waits = [(0.0, "key_throttle")]
         if due:
             spent += math.ceil(len(due) / 100) * m.ddb_batch_get_ms / 1000
         if moved:
             spent += math.ceil(len(moved) / STATEMENTS_PER_BATCH) * m.ddb_batch_statement_ms / 1000
-            spent += self._reap_writes(moved, 2)
+            waits.append(self._reap_writes(moved, 2, self._rows_units(moved)))
         if tickets:  # the runs they list read, the live ones adopted, the tickets deleted (1 unit each)
             spent += math.ceil(listed / 100) * m.ddb_batch_get_ms / 1000
             spent += math.ceil(len(adopted) / STATEMENTS_PER_BATCH) * m.ddb_batch_statement_ms / 1000
             spent += math.ceil(tickets / 25) * m.ddb_write_ms / 1000
-            spent += self._reap_writes(adopted, 1)
-            spent += self.sim.meter.write(f"reap:p{partition:02d}", tickets, self.sim.now())
+            waits.append(self._reap_writes(adopted, 1, self._rows_units(adopted)))
+            tables = {"runs": tickets, "runs/reap": tickets}
+            waits.append(self.sim.write({f"reap:p{partition:02d}": tickets}, tables))
         self.sim.spend(spent)
+        for wait, cause in waits:
+            self.sim.spend(wait, cause)
         return super().runs_needing_attention(partition, now, limit)
 
     def _settle_tickets(self, partition: int, now: datetime, limit: int) -> tuple[tuple[int, int], list[str]]:
@@ -476,14 +550,13 @@ class SimStore(MemoryStore):
         self.sim.spend(self.sim.model.ddb_read_ms / 1000)
         return super().get_team(team_id)
 
-    def _slot_writes(self, team_id: str, slots: Sequence[int]) -> float:
-        """The slot writes' wait on their keys: one write per item of SLOTS_PER_ITEM slots, as the store."""
-        at = self.sim.now()
+    def _slot_writes(self, team_id: str, slots: Sequence[int]) -> tuple[float, str]:
+        """The slot writes' wait on their keys and the control table: one write per item of SLOTS_PER_ITEM
+        slots, as the store."""
         items = {slot - slot % SLOTS_PER_ITEM for slot in slots}
         groups = Counter(first // SLOTS_PER_KEY for first in items)
-        return max(
-            (self.sim.meter.write(f"slots:{team_id}#{g}", n, at) for g, n in groups.items()), default=0.0
-        )
+        keys = {f"slots:{team_id}#{g}": float(n) for g, n in groups.items()}
+        return self.sim.write(keys, {"control": len(items)})
 
     def acquire_slots(
         self, team: Team, run_ids: Sequence[str], now: datetime, lease_until: datetime
@@ -494,14 +567,15 @@ class SimStore(MemoryStore):
         io = (
             m.ddb_write_ms / 1000 if len(run_ids) == 1 else (m.ddb_query_ms + m.ddb_batch_statement_ms) / 1000
         )
-        self.sim.spend(io + wait)
+        self.sim.spend(io)
+        self.sim.spend(*wait)
         return taken
 
     def release_slots(self, team_id: str, slots: Mapping[str, int]) -> None:
         super().release_slots(team_id, slots)
-        self.sim.spend(
-            self._batch_s(len(slots), read_first=False) + self._slot_writes(team_id, list(slots.values()))
-        )
+        wait = self._slot_writes(team_id, list(slots.values()))
+        self.sim.spend(self._batch_s(len(slots), read_first=False))
+        self.sim.spend(*wait)
 
 
 class SimQueue(MemoryQueue):
@@ -516,8 +590,9 @@ class SimQueue(MemoryQueue):
 
     def send(self, messages: Sequence[RunMessage], delay_seconds: int = 0) -> None:
         m = self.sim.model
-        rounds = math.ceil(math.ceil(len(messages) / BATCH) / m.sqs_senders)
-        self.sim.spend(rounds * m.sqs_send_ms / 1000)
+        requests = math.ceil(len(messages) / BATCH)
+        self.sim.sqs_requests += requests
+        self.sim.spend(math.ceil(requests / m.sqs_senders) * m.sqs_send_ms / 1000)
         visible_at = self.clock.now() + timedelta(seconds=delay_seconds)
         with self._lock:
             for message in messages:
@@ -527,6 +602,7 @@ class SimQueue(MemoryQueue):
         self.sim.messages_visible(_seconds(visible_at))
 
     def receive(self, max_messages: int = 10, wait_seconds: int = 1) -> list[ReceivedMessage]:
+        self.sim.sqs_requests += 1
         self.sim.spend(self.sim.model.sqs_receive_ms / 1000)
         now = self.clock.now()
         received: list[ReceivedMessage] = []
@@ -554,7 +630,9 @@ class SimQueue(MemoryQueue):
             heapq.heappush(self._heap, (message.visible_at, next(self._seq), message.message_id))
 
     def delete(self, receipt_handles: Sequence[str]) -> None:
-        self.sim.spend(math.ceil(len(receipt_handles) / BATCH) * self.sim.model.sqs_delete_ms / 1000)
+        requests = math.ceil(len(receipt_handles) / BATCH)
+        self.sim.sqs_requests += requests
+        self.sim.spend(requests * self.sim.model.sqs_delete_ms / 1000)
         super().delete(receipt_handles)
 
     def next_visible(self) -> datetime | None:
@@ -647,7 +725,7 @@ class SimWorker(Worker):
             except Exception as exc:
                 future.set_exception(exc)
             wave.append((call, future))
-        self.sim.spend(longest)
+        self.sim.spend(longest, "target")
         flight.land([call.run.run_id for call in calls])
         return self._land(wave, started, flight)
 
@@ -738,9 +816,10 @@ class WorkerSlot(Actor):
             sim.parked.append(self)
             return None
         if not self.warm:
-            sim.spend(m.cold_start_ms / 1000)
+            sim.spend(m.cold_start_ms / 1000, "cold_start")
             self.warm = True
-        sim.spend(m.invoke_ms / 1000 + m.worker_cpu_s(len(received)))
+        sim.spend(m.invoke_ms / 1000)
+        sim.spend(m.worker_cpu_s(len(received)), "cpu")
         outcome = work_batch(self.worker, [(r.message_id, r.body) for r in received])
         failed = set(outcome.failed)
         sim.failed_messages += len(failed)
@@ -771,6 +850,17 @@ class Simulation:
         self.exact_fraction = exact_fraction
         self.clock = ManualClock(MIDNIGHT - timedelta(seconds=20))
         self.meter = KeyMeter(model.key_write_limit)
+        # Tables and their indexes ("jobs", "jobs/due", "runs", "runs/reap", "control"): each takes
+        # table_write_capacity() units a second (on-demand throughput, warm throughput, the table quota).
+        self.tables = KeyMeter(model.table_write_capacity())
+        self.sqs_requests = 0
+        self.current: Actor | None = None
+        # Virtual seconds each kind of actor spent in its phase, by what it waited on (cpu, latency, target,
+        # cold_start, key_throttle, table_throttle).
+        self.spent: dict[str, defaultdict[str, float]] = {
+            "poller": defaultdict(float),
+            "worker": defaultdict(float),
+        }
         self.store = SimStore(self)
         self.queue = SimQueue(self)
         self.alerts = MemoryAlerts()
@@ -802,9 +892,24 @@ class Simulation:
     def set_now(self, seconds: float) -> None:
         self.clock.set(MIDNIGHT + timedelta(seconds=seconds))
 
-    def spend(self, seconds: float) -> None:
+    def spend(self, seconds: float, cause: str = "latency") -> None:
+        """Move the running actor's clock on by ``seconds`` spent on ``cause`` (tallied while its phase
+        lasts: a poller's until every run is claimed, a worker's until every run has started)."""
         if seconds > 0:
             self.clock.advance(seconds)
+            worker = isinstance(self.current, WorkerSlot)
+            if len(self.starts) < self.jobs if worker else self.claims < self.jobs:
+                self.spent["worker" if worker else "poller"][cause] += seconds
+
+    def write(
+        self, keys: Mapping[str, float], tables: Mapping[str, float], at: float | None = None
+    ) -> tuple[float, str]:
+        """Offer a write's units to its partition keys and to the tables and indexes it lands on; the wait
+        before all of them have taken it, and which kind of limit held it longest."""
+        at = self.now() if at is None else at
+        key_wait = self.meter.write_many(keys, at)
+        table_wait = self.tables.write_many(tables, at)
+        return (table_wait, "table_throttle") if table_wait > key_wait else (key_wait, "key_throttle")
 
     def wait_until(self, seconds: float) -> None:
         if seconds > self.now():
@@ -837,12 +942,9 @@ class Simulation:
         self.parked.clear()
 
     def _activation(self, index: int) -> float:
-        """When the event source's ``index``-th concurrent batch starts (growing by esm_growth_per_minute)."""
+        """When the event source's ``index``-th concurrent batch starts (``esm_activation``)."""
         assert self.first_message is not None
-        m = self.model
-        if index < m.esm_start():
-            return self.first_message
-        return self.first_message + (index - m.esm_start() + 1) * 60 / m.esm_growth_per_minute()
+        return self.first_message + esm_activation(self.model, index)
 
     def _schedule(self, at: float, actor: Actor) -> None:
         heapq.heappush(self._events, _Event(at, next(self._seq), actor))
@@ -884,7 +986,7 @@ class Simulation:
                 break
             self.set_now(event.at)
             self.events += 1
-            current = event.actor
+            current = self.current = event.actor
             if (
                 isinstance(current, WorkerSlot)
                 and self.first_message is not None
@@ -897,6 +999,7 @@ class Simulation:
                 self._schedule(wake, current)
         self.stopping = True
         for poller_actor in pollers:  # each stops after its next sweep
+            self.current = poller_actor
             next_wake: float | None = self.now()
             for _ in range(100):
                 if poller_actor.finished or next_wake is None:
@@ -978,6 +1081,19 @@ def run_midnight(
         "reap_ticket_adoptions": sim.store.ticket_adoptions,  # ticketed runs still alive at their check
         "failed_messages": sim.failed_messages,
         "poller_errors": len(sim.errors),
+        "helpers_invoked": 0,  # the claims' fan-out is not built yet: every group's holder claims alone
+        "table_write_capacity": model.table_write_capacity(),
+        "peak_table_wru_per_s": sim.tables.peaks(),
+        "tables_over_capacity": sim.tables.keys_over(),
+        "write_units_per_item": dict(sorted(sim.store._item_units.items())),
+        "throttled_requests": sim.meter.throttled_writes + sim.tables.throttled_writes,
+        "throttled_requests_by_limit": {
+            "key_write_limit": sim.meter.throttled_writes,
+            "table_write_capacity": sim.tables.throttled_writes,
+        },
+        "time_spent_s": {k: {c: round(v, 1) for c, v in sorted(t.items())} for k, t in sim.spent.items()},
+        "spike_cost_usd": spike_cost(sim, busy),
+        "calibration": calibration_used(model),
         "plan": {
             "peak_claims_per_s_per_partition": plan["peak_claims_per_s_per_partition"],
             "peak_wcu_per_s_reap_shard_key": plan["peak_wcu_per_s_reap_shard_key"],
@@ -1005,8 +1121,10 @@ def run_midnight(
         "no_key_over_its_limit": result["keys_over_limit"] == 0,
         "poller_inside_its_memory": rss <= model.poller_memory_mb,
     }
+    goals["no_table_or_index_over_its_capacity"] = not result["tables_over_capacity"]
     result["goals"] = goals
     result["goal_met"] = all(goals.values())
+    result["bound_by"] = bound_by(sim, result, jitter)
     # The simulation over the plan, figure by figure: within 0.5-2 is within the model's stated error.
     result["simulation_over_plan"] = {
         name: round(result[name] / estimate[name], 2) if result.get(name) and estimate[name] else None
@@ -1014,6 +1132,85 @@ def run_midnight(
         if name in result
     }
     return result
+
+
+def calibration_used(model: AwsModel) -> dict[str, Any]:
+    """The saved calibration the model's CPU figures come from (its commit and date), and any a flag
+    overrode (a what-if: the figure is then the flag's, not the code's)."""
+    try:
+        cal = calibration.saved()
+    except calibration.NoCalibration as missing:
+        return {"saved": None, "why": str(missing), "figures": {n: getattr(model, n) for n in CALIBRATED}}
+    overridden = {n: getattr(model, n) for n in CALIBRATED if getattr(model, n) != getattr(cal, n)}
+    return cal.summary() | {"overridden_by_flags": overridden}
+
+
+def spike_cost(sim: Simulation, busy: Sequence[WorkerSlot]) -> dict[str, Any]:
+    """What the simulated horizon bills, at ``prices.PRICES_USD``: the workers' duration (their busy time,
+    cold starts included) and requests (one a batch), the pollers' duration while they claim the spike,
+    the write units offered to every table and index, and the SQS
+    requests. Left out: read units, and the capacity bought ahead of the spike (``duetime plan``)."""
+    m = sim.model
+    worker_gb_s = sum(s.busy_s for s in busy) * m.worker_memory_mb / 1024
+    poller_gb_s = sum(sim.spent["poller"].values()) * m.poller_memory_mb / 1024
+    parts = {
+        "worker_duration": worker_gb_s * PRICES_USD["lambda_gb_second_arm64"],
+        "worker_requests": sum(s.batches for s in busy) * PRICES_USD["lambda_request"],
+        "poller_duration": poller_gb_s * PRICES_USD["lambda_gb_second_arm64"],
+        "dynamodb_writes": sim.tables.total() * PRICES_USD["dynamodb_write_request_unit"],
+        "sqs_requests": sim.sqs_requests * PRICES_USD["sqs_request"],
+    }
+    return {"total": round(sum(parts.values()), 4)} | {k: round(v, 4) for k, v in parts.items()}
+
+
+CAUSE_LIMITS = {
+    "cpu": "CPU (the function's memory_mb: its vCPU share)",
+    "latency": "request latencies (ddb_*_ms, sqs_*_ms)",
+    "target": "the target's answer (target_ms)",
+    "cold_start": "cold starts (cold_start_ms)",
+    "key_throttle": "key_write_limit",
+    "table_throttle": "table_write_capacity (ddb_warm_wru_per_s, ddb_previous_peak_wru_per_s, quota)",
+}
+
+
+def bound_by(sim: Simulation, result: dict[str, Any], jitter: int) -> dict[str, str]:
+    """Which limit set each phase's pace. Claims: the due times when they kept up with them (claimed within
+    a second of the last run falling due), else what the pollers spent most time on. Starts: the claims
+    when the last start came within 2 s of the last claim, else the event source's concurrency, at its
+    cap (``esm_cap_bound_by``) or still ramping (the faster of its own ramp and Lambda's scaling rate
+    setting the pace); beside each, what one poller or worker spent most time on."""
+    m = sim.model
+
+    def most(kind: str) -> str:
+        spent = sim.spent[kind]
+        return CAUSE_LIMITS[max(spent, key=lambda c: spent[c])] if spent else "nothing: idle"
+
+    last_due = float(jitter)
+    claimed = result["seconds_to_all_claimed"]
+    claims = "due times" if claimed is not None and claimed <= last_due + 1 else most("poller")
+    started = result["seconds_to_all_started"]
+    if started is None or sim.first_message is None:
+        starts = "unfinished within the horizon"
+    elif sim.claims and started - sim.last_claim <= 2:
+        starts = "claims"
+    else:
+        full_at = sim.first_message + esm_activation(m, m.esm_cap() - 1)
+        if full_at <= started:
+            starts = m.esm_cap_bound_by()
+        else:
+            ramp_s = (m.esm_cap() - m.esm_start()) * 60 / m.esm_growth_per_minute()
+            lambda_s = 10.0 * ((m.esm_cap() - 1) // m.lambda_scale_per_10s)
+            starts = (
+                "lambda_scale_per_10s"
+                if lambda_s > ramp_s
+                else "the event source's ramp (esm_*scale_per_minute)"
+            )
+    return {
+        "claims": claims,
+        "claims_per_poller": most("poller"),
+        "starts": starts,
+        "starts_per_worker": most("worker"),
+    }
 
 
 def _pct(values: list[float], q: float) -> float | None:
@@ -1060,5 +1257,6 @@ def add_midnight_flags(parser: argparse.ArgumentParser) -> None:
 def run_midnight_args(args: argparse.Namespace) -> dict[str, Any]:
     if not args.simulate:
         raise SystemExit("duetime bench midnight runs only as a simulation: pass --simulate")
-    model = AwsModel(**{f.name: getattr(args, f.name) for f in fields(AwsModel)})
+    given = {f.name: getattr(args, f.name) for f in fields(AwsModel)}
+    model = AwsModel(**{name: value for name, value in given.items() if value is not None})
     return run_midnight(args.jobs, args.jitter, args.exact_fraction, model, args.horizon)

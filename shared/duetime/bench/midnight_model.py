@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import asdict, dataclass, fields
+from collections.abc import Mapping
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any
 
+from duetime.bench import calibration
 from duetime.ids import DEFAULT_POLLER_GROUPS
 
 LAMBDA_MB_PER_VCPU = 1769  # AWS Lambda docs: "at 1,769 MB, a function has the equivalent of one vCPU"
@@ -60,14 +62,31 @@ class AwsModel:
     poller_groups: int = DEFAULT_POLLER_GROUPS  # StackConfig.partition_groups' default
     target_ms: float = 100.0  # each target call (assumption: a webhook answering in 100 ms)
     teams: int = 500  # teams the midnight jobs belong to (1,000 jobs each at 500,000), default caps
-    # CPU on this machine's cores, measured once (BENCHMARKS.md), divided by the function's vCPU share:
-    worker_cpu_ms_per_run: float = 2.4  # "A worker's batch": the workers' share of client CPU per run
-    # Planning and write-building per claim, measured on this machine: 414 us with every schedule new
-    # to the poller, 125 us once its next cron instant is cached (schedule.cron_next_after): midnight's case.
-    claim_cpu_us: float = 125.0
-    row_build_cpu_us: float = 45.0  # "Preload memory": DueRow.job() per fired row (32-49 us)
-    load_cpu_us_per_row: float = 63.0  # "Preload memory": 7.86 CPU s to load 125,000 rows
-    sweep_cpu_us_per_row: float = 55.0  # "Preload memory": item_to_job per row a sweep's Query returns
+    # Lambda (docs, "Lambda scaling behavior" and "Lambda quotas"): each function scales by 1,000 execution
+    # environments every 10 seconds; an account runs 1,000 concurrent executions by default (shared by the
+    # pollers, the workers and every other function of the account: the pollers' are taken out here).
+    lambda_scale_per_10s: int = 1000
+    lambda_account_concurrency: int = 1000
+    # DynamoDB on demand (docs, "Pre-warming a table for on-demand capacity mode", "Understanding DynamoDB
+    # warm throughput", "Service, account, and table quotas"): a new table, and each of its GSIs, sustains
+    # 4,000 write units a second (its warm throughput; pre-warming raises it, never lowers it) or twice the
+    # previous peak, whichever is more; more than that within 30 minutes can throttle; 40,000 write units a
+    # second is the default table-level quota. Modelled per table and per index as a token bucket holding
+    # one second of units at ``table_write_capacity()``; a GSI that throttles holds its table's write back.
+    ddb_warm_wru_per_s: float = 4000.0
+    ddb_previous_peak_wru_per_s: float = 0.0
+    ddb_table_quota_wru_per_s: float = 40_000.0
+    # CPU per run, measured by `duetime bench runcpu` on this machine (bench/calibration.py; the result's
+    # ``calibration`` says when and at which commit); a flag overrides one for a what-if. A Lambda vCPU is
+    # taken as fast as one of this machine's cores (``lambda_vcpu_speed``: an assumption, not measured).
+    poller_read_cpu_us_per_row: float = field(
+        default_factory=lambda: calibration.saved().poller_read_cpu_us_per_row
+    )
+    poller_claim_cpu_us_per_run: float = field(
+        default_factory=lambda: calibration.saved().poller_claim_cpu_us_per_run
+    )
+    worker_cpu_ms_per_run: float = field(default_factory=lambda: calibration.saved().worker_cpu_ms_per_run)
+    lambda_vcpu_speed: float = 1.0
     # The poller's resident memory: the process before any load, and the heap per row held (measured,
     # "Preload memory"); 512 MB is the default poller's memory.
     poller_base_mb: float = 73.0
@@ -86,16 +105,35 @@ class AwsModel:
     def esm_growth_per_minute(self) -> float:
         return self.esm_provisioned_scale_per_minute if self.esm_provisioned else self.esm_scale_per_minute
 
-    def esm_cap(self) -> int:
-        """The most concurrent batches: the stack's MaximumConcurrency (standard mode, 1,000 at most), or
-        the maximum pollers' invocations (provisioned mode, 20,000 at most)."""
+    def esm_cap_by_limit(self) -> dict[str, int]:
+        """Each limit on concurrent batches: the event source's (MaximumConcurrency in standard mode, 1,000
+        at most; the maximum pollers' invocations in provisioned mode, 20,000 at most) and the account's
+        concurrency less the pollers' own."""
         if self.esm_provisioned:
-            return min(20_000, max(self.esm_min_pollers, self.esm_max_pollers) * self.esm_invokes_per_poller)
-        return min(self.max_concurrency, 1000)
+            pollers = max(self.esm_min_pollers, self.esm_max_pollers)
+            source = {"esm_max_pollers": min(20_000, pollers * self.esm_invokes_per_poller)}
+        else:
+            source = {"max_concurrency": min(self.max_concurrency, 1000)}
+        return source | {"lambda_account_concurrency": self.lambda_account_concurrency - self.poller_groups}
+
+    def esm_cap(self) -> int:
+        """The most concurrent batches: the lowest of ``esm_cap_by_limit``."""
+        return max(1, min(self.esm_cap_by_limit().values()))
+
+    def esm_cap_bound_by(self) -> str:
+        """The knob ``esm_cap`` is set by."""
+        limits = self.esm_cap_by_limit()
+        return min(limits, key=lambda name: limits[name])
+
+    def table_write_capacity(self) -> float:
+        """Write units a second a table (or one of its GSIs) takes without throttling during the spike."""
+        ready = max(self.ddb_warm_wru_per_s, 2 * self.ddb_previous_peak_wru_per_s)
+        return min(self.ddb_table_quota_wru_per_s, ready)
 
     def vcpu(self, memory_mb: int) -> float:
-        """Lambda's CPU share for a memory size; one Python process uses one vCPU at most (the GIL)."""
-        return min(1.0, memory_mb / LAMBDA_MB_PER_VCPU)
+        """Lambda's CPU share for a memory size, in this machine's cores; one Python process uses one vCPU at
+        most (the GIL)."""
+        return min(1.0, memory_mb / LAMBDA_MB_PER_VCPU) * self.lambda_vcpu_speed
 
     def worker_cpu_s(self, runs: int) -> float:
         return runs * self.worker_cpu_ms_per_run / 1000 / self.vcpu(self.worker_memory_mb)
@@ -108,35 +146,66 @@ class AwsModel:
 
 
 def model_flags() -> list[tuple[str, type, Any]]:
-    """(flag name, type, default) for every knob: the CLI adds one flag each."""
-    return [(f.name.replace("_", "-"), type(f.default), f.default) for f in fields(AwsModel)]
+    """(flag name, type, default) for every knob: the CLI adds one flag each. A calibrated knob's default is
+    None (the calibration's figure)."""
+    return [
+        (f.name.replace("_", "-"), float, None)
+        if f.default is MISSING
+        else (f.name.replace("_", "-"), type(f.default), f.default)
+        for f in fields(AwsModel)
+    ]
+
+
+CALIBRATED = ("poller_read_cpu_us_per_row", "poller_claim_cpu_us_per_run", "worker_cpu_ms_per_run")
 
 
 class KeyMeter:
-    """Write units per partition key: offered per second (what the code asked for, when it asked), and a
-    token bucket per key that holds back writes past ``limit`` units a second (returns the wait)."""
+    """Write units per key (a partition key, or a table or index): offered per second (what the code asked
+    for, when it asked), and per key a calendar of the units each second has taken, which holds a write
+    past ``limit`` units in its second back to the next second with room (returns the wait). A calendar
+    rather than a token bucket: the simulation's actors write at virtual times that interleave out of
+    order, and a second's units are the same whichever of its writes came first."""
 
     def __init__(self, limit: float) -> None:
         self.limit = limit
         self.offered: dict[str, dict[int, float]] = defaultdict(lambda: defaultdict(float))
-        self._tokens: dict[str, float] = {}
-        self._at: dict[str, float] = {}
+        self._taken: dict[str, dict[int, float]] = defaultdict(lambda: defaultdict(float))
         self.throttled_units = 0.0
         self.throttle_wait_s = 0.0
+        self.throttled_writes = 0  # writes that waited for units (each a throttled request the SDK retries)
 
     def write(self, key: str, units: float, at: float) -> float:
         """Offer ``units`` on ``key`` at ``at`` (seconds); the wait before the key has taken them all."""
-        self.offered[key][math.floor(at)] += units
-        last = self._at.get(key, at)
-        tokens = min(self.limit, self._tokens.get(key, self.limit) + max(0.0, at - last) * self.limit)
-        tokens -= units
-        self._tokens[key], self._at[key] = tokens, max(last, at)
-        if tokens >= 0:
+        first = second = math.floor(at)
+        self.offered[key][first] += units
+        taken = self._taken[key]
+        left = units
+        while True:
+            take = min(max(0.0, self.limit - taken[second]), left)
+            taken[second] += take
+            left -= take
+            if left <= 1e-9:
+                break
+            if second == first:
+                self.throttled_units += left
+            second += 1
+        if second == first:
             return 0.0
-        wait = -tokens / self.limit
-        self.throttled_units += min(units, -tokens)
+        wait = second - at
         self.throttle_wait_s += wait
+        self.throttled_writes += 1
         return wait
+
+    def write_many(self, units: Mapping[str, float], at: float) -> float:
+        """Offer each key its units at ``at``; the wait for the slowest key."""
+        return max((self.write(key, n, at) for key, n in units.items() if n > 0), default=0.0)
+
+    def peaks(self) -> dict[str, float]:
+        """The most units offered in one second, per key."""
+        return {k: round(max(s.values(), default=0.0), 1) for k, s in sorted(self.offered.items())}
+
+    def total(self) -> float:
+        return sum(sum(s.values()) for s in self.offered.values())
 
     def hottest(self) -> tuple[str | None, float]:
         """The key with the most units offered in one second, and that figure."""
@@ -161,8 +230,18 @@ class KeyMeter:
 
 
 def esm_concurrency(model: AwsModel, since_first_message: float) -> int:
-    """Concurrent batches the event source runs ``since_first_message`` seconds after messages appeared."""
-    grown = model.esm_start() + math.floor(
-        max(0.0, since_first_message) * model.esm_growth_per_minute() / 60 + 1e-9
-    )
-    return max(1, min(model.esm_cap(), grown))
+    """Concurrent batches the event source runs ``since_first_message`` seconds after messages appeared:
+    its own ramp, never faster than Lambda adds environments to the function (``lambda_scale_per_10s``
+    every 10 seconds, the first of them at once)."""
+    since = max(0.0, since_first_message)
+    grown = model.esm_start() + math.floor(since * model.esm_growth_per_minute() / 60 + 1e-9)
+    lambda_scaled = model.lambda_scale_per_10s * (1 + math.floor(since / 10 + 1e-9))
+    return max(1, min(model.esm_cap(), grown, lambda_scaled))
+
+
+def esm_activation(model: AwsModel, index: int) -> float:
+    """Seconds after the first message at which the event source's ``index``-th concurrent batch (from 0)
+    starts: the inverse of ``esm_concurrency``."""
+    start = model.esm_start()
+    ramp = 0.0 if index < start else (index - start + 1) * 60 / model.esm_growth_per_minute()
+    return max(ramp, 10.0 * (index // model.lambda_scale_per_10s))

@@ -10,7 +10,7 @@ from typing import Any
 from duetime.adapters.dynamodb.reap_tickets import TICKET_RUNS_MAX
 from duetime.bench.fixed_cost import StackDefaults, fixed_monthly_cost, lever_savings
 from duetime.bench.midnight_model import AwsModel
-from duetime.bench.plan_midnight import midnight_estimate
+from duetime.bench.plan_midnight import TABLE_NAMES, midnight_estimate
 from duetime.bench.prices import PRICES_AS_OF, PRICES_USD
 from duetime.ids import DEFAULT_POLLER_GROUPS
 
@@ -55,6 +55,9 @@ class PlanInputs:
     spike_exact_fraction: float = 0.05  # with a window past a minute: the share due at its first second
     partitions: int = 64
     worker_rate: float | None = None  # runs a worker starts per second; None: the AWS model's estimate
+    # Write units a second each table and index takes without throttling: a new on-demand table's 4,000,
+    # or the warm throughput it was pre-warmed to (AwsModel.ddb_warm_wru_per_s).
+    table_warm_write_units: float = 4000.0
     headroom: float = 1.1
     job_bytes: int = 100
     run_bytes: int = 200
@@ -71,6 +74,7 @@ def capacity_plan(p: PlanInputs, stack: StackDefaults | None = None) -> dict[str
         poller_groups=p.poller_groups,
         poller_memory_mb=stack.poller_memory_mb,
         esm_min_pollers=stack.worker_min_pollers,
+        ddb_warm_wru_per_s=p.table_warm_write_units,
     )
     spike = midnight_estimate(p.spike_jobs, p.spike_window_s, model, p.partitions, p.spike_exact_fraction)
     worker_rate = p.worker_rate or spike["worker_starts_per_s_each"]
@@ -108,10 +112,18 @@ def capacity_plan(p: PlanInputs, stack: StackDefaults | None = None) -> dict[str
                 f". Deployed with {flags['flags']} it starts in {flags['seconds_to_all_started']:,.0f} s on "
                 f"the model, for a fixed cost of ${flags['monthly_fixed_usd']:,.2f} a month "
                 f"(+${flags['more_than_now_usd']:,.2f})"
+                + (
+                    ", its tables and indexes pre-warmed to "
+                    + ", ".join(f"{n} {u:,}" for n, u in flags["warm_write_units"].items())
+                    + " write units a second"
+                    if flags["warm_write_units"]
+                    else ""
+                )
                 if flags
                 else ". No partition_groups and worker_min_pollers the plan tries start it in time"
             )
         )
+    warnings += table_warnings(spike["peak_table_wru_per_s_asked"], model)
     for name, value in keys:
         if value > 0.8 * PARTITION_WRITE_LIMIT:
             warnings.append(
@@ -148,6 +160,34 @@ def capacity_plan(p: PlanInputs, stack: StackDefaults | None = None) -> dict[str
     }
 
 
+def table_warnings(asked: dict[str, float], model: AwsModel) -> list[str]:
+    """A warning for each table or index the spike asks for more write units a second than it takes
+    (``AwsModel.table_write_capacity``: a new on-demand table or index takes 4,000, or twice its previous
+    peak, within the 40,000 default table quota), saying what to set or to request."""
+    warnings = []
+    for name, units in asked.items():
+        if units <= model.table_write_capacity():
+            continue
+        what = TABLE_NAMES[name]
+        advice = (
+            f"pre-warm it to {math.ceil(units / 1000) * 1000:,} write units a second (DynamoDB warm "
+            "throughput: UpdateTable WarmThroughput, set per table and per index, charged when raised above "
+            "the default, never lowered)"
+        )
+        if units > model.ddb_table_quota_wru_per_s:
+            advice = (
+                f"that is over the account's table quota of {model.ddb_table_quota_wru_per_s:,.0f}: request "
+                "an increase of DynamoDB's 'Table-level write throughput limit' in Service Quotas, then "
+                + advice
+            )
+        warnings.append(
+            f"{what}: the spike asks for {units:,.0f} write units a second, over the "
+            f"{model.table_write_capacity():,.0f} it takes on demand (a new table's); {advice}, or spread "
+            "the spike with jitter"
+        )
+    return warnings
+
+
 # What `flags_for_the_spike` tries: partition groups (each divides the 64 partitions) and provisioned SQS
 # event pollers (0: the event source's standard mode, whose ramp of 300 more a minute no flag speeds up).
 GROUPS_TRIED = (4, 8, 16, 32, 64)
@@ -157,14 +197,19 @@ MIN_POLLERS_TRIED = (0, 2)
 def flags_for_the_spike(p: PlanInputs, stack: StackDefaults, fixed_now_usd: float) -> dict[str, Any] | None:
     """The deploy flags of the cheapest stack (by its fixed monthly cost) that starts the spike within its
     window on the AWS model: more poller groups than ``stack``'s (claims in parallel) and the worker's event
-    source in provisioned mode (workers sooner), from ``GROUPS_TRIED`` x ``MIN_POLLERS_TRIED``; None when
-    none of them does. What the model leaves out is ``midnight_estimate``'s to say."""
+    source in provisioned mode (workers sooner), from ``GROUPS_TRIED`` x ``MIN_POLLERS_TRIED``, with every
+    table and index pre-warmed to what the spike asks of it (``warm_write_units``; at most the table quota:
+    the stack does not set warm throughput yet, so that is a step of its own); None when none of them does.
+    What the model leaves out is ``midnight_estimate``'s to say."""
     best: dict[str, Any] | None = None
     for groups in (g for g in GROUPS_TRIED if g >= stack.poller_groups and p.partitions % g == 0):
         for min_pollers in (m for m in MIN_POLLERS_TRIED if m >= stack.worker_min_pollers):
             tried = replace(stack, poller_groups=groups, worker_min_pollers=min_pollers)
             model = AwsModel(
-                poller_groups=groups, poller_memory_mb=tried.poller_memory_mb, esm_min_pollers=min_pollers
+                poller_groups=groups,
+                poller_memory_mb=tried.poller_memory_mb,
+                esm_min_pollers=min_pollers,
+                ddb_warm_wru_per_s=AwsModel.ddb_table_quota_wru_per_s,
             )
             spike = midnight_estimate(
                 p.spike_jobs, p.spike_window_s, model, p.partitions, p.spike_exact_fraction
@@ -182,6 +227,11 @@ def flags_for_the_spike(p: PlanInputs, stack: StackDefaults, fixed_now_usd: floa
                     "seconds_to_all_started": spike["seconds_to_all_started"],
                     "monthly_fixed_usd": fixed,
                     "more_than_now_usd": round(fixed - fixed_now_usd, 2),
+                    "warm_write_units": {
+                        name: math.ceil(units / 1000) * 1000
+                        for name, units in spike["peak_table_wru_per_s_asked"].items()
+                        if units > AwsModel.ddb_warm_wru_per_s
+                    },
                 }
     return best
 

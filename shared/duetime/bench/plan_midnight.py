@@ -19,15 +19,31 @@ SQS_BATCH = 10  # runs a worker gets per invocation (the event source's batch si
 CLAIM_STATEMENTS = 25  # DynamoStore: a request of run rows, then one of schedule moves, 25 claims each
 VERSION_READ_KEYS = 100  # DynamoStore: the jobs' versions are read first, a BatchGetItem per 100 claims
 SWEEP_PAGE = PollerConfig.page_size  # rows a sweep claims of one partition at once
+# Write units a run costs each table and index, by the writes `bench midnight --simulate` charges the code
+# with (its ``write_units_per_item``: a midnight job's item and its run's are each under 1 KB, 1 unit a
+# write). Claim: the job's row (1), its due-index entry moved (a delete and a put: 2), the run's row (1);
+# its reap entry is a ticket's share (1/18) and the ticket's row beside it. Worker: the lease (1) and the
+# result (1) on the run's row, the team's slot taken and freed (2, on the control table: a batch's runs are
+# mostly of different teams). Reap-index removals at the result are a ticket's share too.
+CLAIM_UNITS_PER_RUN = {"jobs": 1.0, "jobs/due": 2.0, "runs": 1.0 + 1 / 18, "runs/reap": 1 / 18}
+START_UNITS_PER_RUN = {"runs": 2.0, "runs/reap": 1 / 18, "control": 2.0}
+TABLE_NAMES = {
+    "jobs": "the jobs table",
+    "jobs/due": "the jobs table's due index",
+    "runs": "the runs table",
+    "runs/reap": "the runs table's reap index",
+    "control": "the control table",
+}
 
 
 def poller_claims_per_s(model: AwsModel, loaded: bool = False) -> float:
-    """One poller's claims a second when the spike keeps it busy: each claim's CPU (planning it, building
-    the job from its row, and loading the row unless ``loaded``: the preload read it before its second) at
-    the poller's vCPU share, plus its share of the claim's latency (a read of 100 jobs' versions, then two
-    requests of 25 claims, the run rows then the schedule moves, ``claim_concurrency`` in flight). Left
-    out: the sweeps' re-reads of rows the preload holds, and waits on throttled keys."""
-    cpu_us = model.claim_cpu_us + model.row_build_cpu_us + (0 if loaded else model.load_cpu_us_per_row)
+    """One poller's claims a second when the spike keeps it busy: each claim's CPU (the rest of the claim,
+    and reading its row unless ``loaded``: the preload read it before its second; both as calibrated by
+    ``bench runcpu``) at the poller's vCPU share, plus its share of the claim's latency (a read of 100
+    jobs' versions, then two requests of 25 claims, the run rows then the schedule moves,
+    ``claim_concurrency`` in flight). Left out: the sweeps' re-reads of rows the preload holds, and waits
+    on throttled keys and tables."""
+    cpu_us = model.poller_claim_cpu_us_per_run + (0 if loaded else model.poller_read_cpu_us_per_row)
     commit_us = 2 * model.ddb_batch_statement_ms * 1000 / (CLAIM_STATEMENTS * model.claim_concurrency)
     commit_us += model.ddb_batch_get_ms * 1000 / VERSION_READ_KEYS  # the versions, read before the writes
     return 1e6 / (model.poller_cpu_s(cpu_us) * 1e6 + commit_us)
@@ -78,9 +94,26 @@ def midnight_estimate(
     spread_s = max(0.0, window_s - 60)
     groups = model.poller_groups
     claims_per_s = poller_claims_per_s(model)
-    claimed_s = max(spread_s, jobs / groups / claims_per_s)
+    capacity = model.table_write_capacity()
+    # The tables and indexes each take ``capacity`` units a second: the claims' and the starts' rates are
+    # held to what their busiest table takes.
+    claims_table_cap = capacity / max(CLAIM_UNITS_PER_RUN.values())
+    starts_table_cap = capacity / max(START_UNITS_PER_RUN.values())
+    claimed_s = max(spread_s, jobs / min(groups * claims_per_s, claims_table_cap))
     rate = worker_starts_per_s(model)
-    started_s = max(claimed_s, seconds_to_start(jobs, model, rate))
+    started_s = max(claimed_s, seconds_to_start(jobs, model, rate), jobs / starts_table_cap)
+    # Units a second each table is asked for, before any throttling: the claims at the pollers' pace (or as
+    # the runs fall due, spread), the starts at the claims' pace or the window's, within the workers'.
+    claims_pace = min(groups * claims_per_s, jobs / max(spread_s, 1.0))
+    starts_pace = min(model.esm_cap() * rate, max(claims_pace, jobs / window_s))
+    offered = {
+        name: round(
+            claims_pace * CLAIM_UNITS_PER_RUN.get(name, 0.0)
+            + starts_pace * START_UNITS_PER_RUN.get(name, 0.0),
+            1,
+        )
+        for name in TABLE_NAMES
+    }
     # Claims land on a poller's partitions at the rate it claims: its share of what falls due each second,
     # or all it can fire when more falls due (rows the preload read ahead). A poller still claiming a minute
     # after the last second falls due has left its preload behind, and its sweep claims a page of a
@@ -105,4 +138,5 @@ def midnight_estimate(
         "workers_needed": math.ceil(jobs / window_s / rate),
         "peak_claims_per_s_per_partition": round(peak_claims, 1),
         "peak_write_units_per_s_hottest_key": round(peak_units, 1),
+        "peak_table_wru_per_s_asked": offered,
     }
