@@ -4,9 +4,10 @@ The real code runs: ``Poller.run_until`` (sweeps, the minute preload, ``plan_cla
 claim), ``work_batch``/``Worker.process_batch`` (leases, team slots, results), on the in-memory twin
 (``adapters.memory``) under a virtual clock. Nothing sleeps and nothing is timed by the wall clock: each
 store and queue call the code makes is charged its modelled AWS latency (``midnight_model.AwsModel``) on
-the virtual clock, each poller's and worker's CPU work a cost measured once on this machine (BENCHMARKS.md)
-scaled to the Lambda function's vCPU share, and each write's units go to the partition key it lands on,
-where a key past 1,000 units a second holds the write back.
+the virtual clock, each poller's and worker's CPU work the cost ``bench runcpu`` measured (the saved
+calibration, ``bench/calibration.py``) scaled to the Lambda function's vCPU share, and each write's units go
+to the partition key it lands on and to the table or index it writes, where a key past 1,000 units a second,
+or a table or index past its on-demand capacity (``AwsModel.table_write_capacity``), holds the write back.
 
 How the actors take turns: a heap of (virtual time, actor). A poller runs its real ``run_until`` loop in a
 thread of its own, but only while the simulation hands it the baton: its ``sleep`` gives the baton back and
@@ -21,7 +22,7 @@ What the simulation adds to the twin, in this module only: an index of the due r
 worker's calls made one after the other in this thread instead of a pool (the heartbeat is not simulated:
 calls shorter than the 20 s heartbeat never need one). Not modelled: the poller group lease (one poller per
 group, never handed over), failures and retries, SQS duplicates, DynamoDB's adaptive capacity and burst
-beyond one second, the run's target outside its duration.
+beyond one second, read units, the run's target outside its duration.
 """
 
 from __future__ import annotations
@@ -1234,6 +1235,11 @@ DECIDED_BY_MODEL = {
     "worker_starts_per_s_each": "model: latencies, CPU and target_ms over the requests the code makes",
     "workers_needed": "model: from worker_starts_per_s_each",
     "lost, duplicate_runs, run_statuses, deferred_runs": "code, on the twin (conditions, claims, leases)",
+    "peak_table_wru_per_s, throttled_requests": "code: which writes, on which tables and indexes, of which "
+    "item sizes (units by AWS's billing rules); model: when they land, table_write_capacity",
+    "spike_cost_usd": "AWS list prices (prices.py) over the model's durations and the code's requests",
+    "bound_by": "model: which modelled limit the virtual time was spent on",
+    "calibration": "measured: bench runcpu on this machine (its commit and date)",
 }
 
 
