@@ -243,24 +243,21 @@ class SimStore(MemoryStore):
         self.sim.spend(m.ddb_query_ms / 1000)
         self.sim.spend(m.poller_cpu_s(rows * m.poller_read_cpu_us_per_row), "cpu")
 
-    def write_units(self, kind: str, item: dict[str, Any]) -> int:
+    def _units(self, kind: str, item: Callable[[], dict[str, Any]]) -> int:
         """Write units of one write of an item of ``kind`` (AWS: ceil(size / 1 KB)), from the first such
-        item the code writes: the midnight's jobs all have one shape, and so have their runs."""
+        item the code writes (encoded by the DynamoDB store's codec): the midnight's jobs all have one
+        shape, and so have their runs."""
         units = self._item_units.get(kind)
         if units is None:
-            units = self._item_units[kind] = max(1, math.ceil(item_size(item) / 1024))
+            units = self._item_units[kind] = max(1, math.ceil(item_size(item()) / 1024))
         return units
 
     def _job_units(self, job: Job) -> int:
-        if "job" not in self._item_units:
-            return self.write_units("job", job_to_item(job, self.sim.clock.now()))
-        return self._item_units["job"]
+        return self._units("job", lambda: job_to_item(job, self.sim.clock.now()))
 
     def _run_units(self, run: Run) -> int:
         kind = "finished run" if run.result is not None else "run"
-        if kind not in self._item_units:
-            return self.write_units(kind, run_to_item(run))
-        return self._item_units[kind]
+        return self._units(kind, lambda: run_to_item(run))
 
     def claim(self, claims: Sequence[Claim], now: datetime) -> ClaimOutcome:
         m, sim = self.sim.model, self.sim
@@ -281,6 +278,7 @@ class SimStore(MemoryStore):
         elapsed += math.ceil(row_requests / m.claim_concurrency) * request_s
         elapsed += math.ceil(math.ceil(tickets / CLAIM_STATEMENTS) / m.claim_concurrency) * request_s
         latency, throttled = elapsed, [self._ticket_wait]
+        elapsed += self._ticket_wait[0]  # the tickets' writes come before the schedule moves
         moves = [claims[i : i + CLAIM_STATEMENTS] for i in range(0, len(claims), CLAIM_STATEMENTS)]
         for first in range(0, len(moves), m.claim_concurrency):
             at = start + elapsed

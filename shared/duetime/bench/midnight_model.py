@@ -71,8 +71,8 @@ class AwsModel:
     # warm throughput", "Service, account, and table quotas"): a new table, and each of its GSIs, sustains
     # 4,000 write units a second (its warm throughput; pre-warming raises it, never lowers it) or twice the
     # previous peak, whichever is more; more than that within 30 minutes can throttle; 40,000 write units a
-    # second is the default table-level quota. Modelled per table and per index as a token bucket holding
-    # one second of units at ``table_write_capacity()``; a GSI that throttles holds its table's write back.
+    # second is the default table-level quota. Modelled per table and per index as a ``KeyMeter`` of
+    # ``table_write_capacity()`` units a second; a GSI that throttles holds its table's write back.
     ddb_warm_wru_per_s: float = 4000.0
     ddb_previous_peak_wru_per_s: float = 0.0
     ddb_table_quota_wru_per_s: float = 40_000.0

@@ -230,7 +230,7 @@ def flags_for_the_spike(p: PlanInputs, stack: StackDefaults, fixed_now_usd: floa
                     "warm_write_units": {
                         name: math.ceil(units / 1000) * 1000
                         for name, units in spike["peak_table_wru_per_s_asked"].items()
-                        if units > AwsModel.ddb_warm_wru_per_s
+                        if units > p.table_warm_write_units
                     },
                 }
     return best

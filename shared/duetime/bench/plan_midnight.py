@@ -95,10 +95,11 @@ def midnight_estimate(
     groups = model.poller_groups
     claims_per_s = poller_claims_per_s(model)
     capacity = model.table_write_capacity()
-    # The tables and indexes each take ``capacity`` units a second: the claims' and the starts' rates are
-    # held to what their busiest table takes.
+    # The tables and indexes each take ``capacity`` units a second: the claims are held to what their
+    # busiest table takes, and the starts (which overlap the claims) to what the busiest takes of both.
     claims_table_cap = capacity / max(CLAIM_UNITS_PER_RUN.values())
-    starts_table_cap = capacity / max(START_UNITS_PER_RUN.values())
+    both = {n: CLAIM_UNITS_PER_RUN.get(n, 0.0) + START_UNITS_PER_RUN.get(n, 0.0) for n in TABLE_NAMES}
+    starts_table_cap = capacity / max(both.values())
     claimed_s = max(spread_s, jobs / min(groups * claims_per_s, claims_table_cap))
     rate = worker_starts_per_s(model)
     started_s = max(claimed_s, seconds_to_start(jobs, model, rate), jobs / starts_table_cap)
