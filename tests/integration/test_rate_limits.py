@@ -204,6 +204,9 @@ def test_without_its_conditions_the_bucket_would_let_a_hammered_team_through(
     }
     original = getattr(conditions, removed)
     monkeypatch.setattr(conditions, removed, conditions.Condition(removed, always[removed], original.why))
-    busy = Team(team_id="busy")
+    # A slow rate, so that even a loaded machine's few requests a second are far over it: at the defaults
+    # (20 a second, 40 at once) a fresh-clone CI run sent only 123 in 1.28 s, all allowed, and "far more
+    # than 40 + 20 * 1.28" could not be shown by so few.
+    busy = Team(team_id="busy", api_rate_per_second=2, api_burst=10)
     tally, elapsed = hammer(stack, busy, 8, 1.0, cold=cold)
     assert tally.allowed > 2 * (busy.api_burst + busy.api_rate_per_second * elapsed), (tally, elapsed)
