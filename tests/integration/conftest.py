@@ -16,10 +16,10 @@ from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
-import boto3
 import pytest
 
 from duetime.adapters.alerts import StoredAlerts
+from duetime.adapters.clients import new_client
 from duetime.adapters.dynamodb.store import DynamoStore
 from duetime.adapters.dynamodb.tables import TableNames, create_tables
 from duetime.adapters.http_target import HttpTargetCaller
@@ -154,8 +154,8 @@ def hooked(client: Any, event: str, handler: Callable[..., None]) -> Iterator[No
 
 
 def new_clients() -> tuple[Any, Any]:
-    session = boto3.session.Session()
-    return session.client("dynamodb"), session.client("sqs")
+    """The clients duetime runs with (``adapters.clients``: the lean transport, AWS's limits enforced)."""
+    return new_client("dynamodb"), new_client("sqs")
 
 
 @pytest.fixture

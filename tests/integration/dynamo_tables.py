@@ -7,15 +7,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 
-import boto3
-
+from duetime.adapters.clients import new_client
 from duetime.adapters.dynamodb.store import DynamoStore
 from duetime.adapters.dynamodb.tables import TableNames, create_tables
 
 
 @contextmanager
 def store_on_fresh_tables(lease_check: timedelta) -> Iterator[DynamoStore]:
-    client = boto3.session.Session().client("dynamodb")
+    client = new_client("dynamodb")  # as duetime runs: the lean transport
     prefix = f"r{uuid.uuid4().hex[:10]}"
     names = TableNames(f"{prefix}-jobs", f"{prefix}-runs", f"{prefix}-control")
     create_tables(client, names)

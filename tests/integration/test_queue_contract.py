@@ -10,9 +10,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import boto3
 import pytest
 
+from duetime.adapters.clients import new_client
 from duetime.adapters.memory import MemoryQueue
 from duetime.adapters.sqs import SqsConsumer, SqsRunQueue, decode, ensure_queue
 from duetime.clock import ManualClock
@@ -41,7 +41,7 @@ def subject(request: pytest.FixtureRequest) -> Iterator[Subject]:
         queue = MemoryQueue(clock, visibility_timeout=VISIBILITY)
         yield Subject(queue, queue, clock.advance)
         return
-    sqs = boto3.session.Session().client("sqs")
+    sqs = new_client("sqs")  # as duetime runs: the lean transport
     url = ensure_queue(sqs, f"c{uuid.uuid4().hex[:10]}", visibility_timeout=VISIBILITY)
     yield Subject(SqsRunQueue(sqs, url), SqsConsumer(sqs, url), time.sleep)
     sqs.delete_queue(QueueUrl=url)

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-import boto3
 import pytest
 
+from duetime.adapters.clients import new_client
 from duetime.adapters.dynamodb.codec import due_key, job_to_item
 from duetime.adapters.dynamodb.store import DynamoStore
 from duetime.adapters.dynamodb.tables import TableNames, create_tables
@@ -53,7 +53,7 @@ def _memory() -> Iterator[Subject]:
 
 
 def _dynamodb() -> Iterator[Subject]:
-    client = boto3.session.Session().client("dynamodb")
+    client = new_client("dynamodb")  # as duetime runs: the lean transport
     prefix = f"c{uuid.uuid4().hex[:10]}"
     names = TableNames(f"{prefix}-jobs", f"{prefix}-runs", f"{prefix}-control")
     create_tables(client, names)
@@ -387,10 +387,16 @@ def test_a_low_water_mark_is_set_once_and_only_moves_forward(subject: Subject) -
     assert subject.store.low_water_marks([61]) == {}
     subject.store.ensure_low_water_mark(61, "2026-12-01T10:00")
     subject.store.ensure_low_water_mark(61, "2026-12-01T09:00")
-    subject.store.advance_low_water_mark(61, "2026-12-01T09:59")
+    subject.store.advance_low_water_marks({61: "2026-12-01T09:59"})
     assert subject.store.low_water_marks([61, 62]) == {61: "2026-12-01T10:00"}
-    subject.store.advance_low_water_mark(61, "2026-12-01T10:05")
-    assert subject.store.low_water_marks([61]) == {61: "2026-12-01T10:05"}
+    subject.store.ensure_low_water_mark(62, "2026-12-01T10:00")
+    # many at once (more than one request's 25), one of them behind its own: that one stays
+    many = {61: "2026-12-01T10:05", 62: "2026-12-01T09:30", **{p: "2026-12-01T10:07" for p in range(30)}}
+    for partition in range(30):
+        subject.store.ensure_low_water_mark(partition, "2026-12-01T10:00")
+    subject.store.advance_low_water_marks({**many, 63: "2026-12-01T10:09"})  # 63 has no mark: gets none
+    expected = {61: "2026-12-01T10:05", 62: "2026-12-01T10:00", **{p: "2026-12-01T10:07" for p in range(30)}}
+    assert subject.store.low_water_marks([*range(30), 61, 62, 63]) == expected
 
 
 # --- leases and results ----------------------------------------------------------------------------------

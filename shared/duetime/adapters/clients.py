@@ -14,6 +14,7 @@ import boto3
 from botocore.config import Config
 
 from duetime.adapters.aws_limits import enforce_aws_limits, strict_limits_wanted
+from duetime.adapters.lean_transport import lean_wanted, with_lean_transport
 
 # parameter_validation off: botocore's client-side check of every request against the service model took
 # about a tenth of the client CPU of a run (the poller 0.77 -> 0.67 ms, the worker 2.46 -> 2.17 ms a run,
@@ -37,8 +38,10 @@ def client(service: str) -> Any:
 
 def new_client(service: str, endpoint_url: str | None = None) -> Any:
     """A client of its own (not shared), e.g. one whose requests a benchmark counts through event hooks, or
-    one for another endpoint than the environment names (the stack deployed into LocalStack)."""
-    made = boto3.session.Session().client(  # type: ignore[call-overload]
-        service, config=_CONFIG, endpoint_url=endpoint_url
-    )
-    return enforce_aws_limits(made) if strict_limits_wanted() else made
+    one for another endpoint than the environment names (the stack deployed into LocalStack). DynamoDB's
+    and SQS's hot operations go by the lean transport (``lean_transport``) unless it is turned off."""
+    session = boto3.session.Session()
+    made = session.client(service, config=_CONFIG, endpoint_url=endpoint_url)  # type: ignore[call-overload]
+    if strict_limits_wanted():
+        made = enforce_aws_limits(made)
+    return with_lean_transport(made, session.get_credentials()) if lean_wanted() else made
