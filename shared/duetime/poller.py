@@ -127,6 +127,7 @@ def find_due_jobs(
         marks, read = known_marks.read(store, config.partitions)
     report.queries += read
     due: dict[str, Job] = {}
+    advanced: dict[int, str] = {}
     for partition in config.partitions:
         mark = marks.get(partition, current)
         bucket_start = parse_minute_bucket(mark)
@@ -145,8 +146,11 @@ def find_due_jobs(
                 break  # the bucket has more; the next tick reads on after these are claimed
             bucket_start += MINUTE
         if new_mark != mark:
-            store.advance_low_water_mark(partition, new_mark)
-            if known_marks is not None:
+            advanced[partition] = new_mark
+    if advanced:
+        store.advance_low_water_marks(advanced)  # a few requests for all of them
+        if known_marks is not None:
+            for partition, new_mark in advanced.items():
                 known_marks.moved(partition, new_mark)
     report.due_rows = len(due)
     return list(due.values())

@@ -137,8 +137,9 @@ class JobStore(Protocol):
         """Give a partition a mark at ``bucket`` if it has none; call before writing its first job."""
         ...
 
-    def advance_low_water_mark(self, partition: int, bucket: str) -> None:
-        """Raise a partition's mark to ``bucket`` (never lowers it; a concurrent raise wins quietly)."""
+    def advance_low_water_marks(self, marks: Mapping[int, str]) -> None:
+        """Raise each partition's mark to its bucket in ``marks`` (never lowers one; a concurrent raise wins
+        quietly). A partition that has no mark yet (``ensure_low_water_mark``) gets none."""
         ...
 
 

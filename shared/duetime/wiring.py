@@ -25,6 +25,7 @@ from duetime.adapters.notify_channels import ChannelSender, SnsTopics, WebhookSe
 from duetime.adapters.sqs import SqsRunBacklog, SqsRunQueue
 from duetime.adapters.store_clock import StoreClock
 from duetime.clock import SystemClock
+from duetime.heap import settle_heap
 from duetime.notifications import BackgroundDelivery, JobNotifier
 from duetime.poller import Poller, PollerConfig
 from duetime.poller_lease import LeaseTimings, PollerShift
@@ -134,7 +135,9 @@ def poller_shift() -> PollerShift:
     )
     warmer = LambdaWorkerWarmer(client("lambda"), s.worker_function_arn) if s.worker_function_arn else None
     quiet = QuietTimings() if s.poller_rest_when_quiet else None
-    return PollerShift(poller, store, lease_timings(s), s.poll_interval_seconds, warmer, quiet)
+    shift = PollerShift(poller, store, lease_timings(s), s.poll_interval_seconds, warmer, quiet)
+    settle_heap()  # the wired parts and the SDK's models: out of the collector's full passes
+    return shift
 
 
 @functools.cache
@@ -142,7 +145,7 @@ def worker() -> Worker:
     s = settings()
     store = make_store(s)
     queue = SqsRunQueue(client("sqs"), s.run_queue_url)
-    return Worker(
+    made = Worker(
         store,
         store,
         queue,
@@ -153,6 +156,8 @@ def worker() -> Worker:
         deadlines=store,
         aws_caller=Boto3AwsTargetCaller(require_role=not s.aws_targets_without_role),
     )
+    settle_heap()
+    return made
 
 
 def prescale_policy(s: Settings) -> PrescalePolicy:

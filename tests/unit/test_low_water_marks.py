@@ -67,7 +67,8 @@ def test_a_copy_overtaken_by_another_poller_still_finds_every_due_row() -> None:
     partition = partition_of(late.id)
     mine = poller_on(store, clock, [partition])
     mine.claim()  # reads the mark: the minute of T0
-    store.advance_low_water_mark(partition, minute_bucket(T0 + timedelta(minutes=3)))  # another poller's move
+    # another poller's move
+    store.advance_low_water_marks({partition: minute_bucket(T0 + timedelta(minutes=3))})
     clock.set(T0 + timedelta(minutes=3, seconds=1))
     report = mine.claim()  # from the older copy: more buckets read, the row found all the same
     assert report.runs_created == 1 and report.queries >= 4

@@ -27,6 +27,7 @@ from duetime.adapters.sqs import ConcurrentRunQueue, SqsConsumer, SqsRunQueue
 from duetime.bench.harness import BenchStack, wait_until
 from duetime.bench.spike import spike_jobs
 from duetime.demo_target import demo_target_process
+from duetime.heap import settle_heap
 from duetime.ids import PARTITIONS
 from duetime.poller import Poller, PollerConfig
 from duetime.ports import JobStore
@@ -95,6 +96,7 @@ def _run_cpu(stack: BenchStack, jobs: int, target: str | dict[str, Any]) -> dict
     reads = TimedDueReads(store)
     poller = Poller(cast(JobStore, reads), store, queue, StoredAlerts(store), stack.clock, config)
     wait_until(lambda: stack.clock.now() >= minute + timedelta(seconds=1), timeout=300, every=0.2)
+    settle_heap()  # as the poller's handler does once wired (``duetime.heap``)
 
     cpu = time.process_time()
     claimed = sweeps = 0
@@ -114,6 +116,7 @@ def _run_cpu(stack: BenchStack, jobs: int, target: str | dict[str, Any]) -> dict
         aws_caller=Boto3AwsTargetCaller(require_role=False),
     )
     consumer = SqsConsumer(sqs, stack.queue_url)
+    settle_heap()  # as the handlers do once wired (``duetime.heap``)
     worked = empty = batches = 0
     worker_cpu = event_source_cpu = 0.0
     while worked < claimed and empty < 5:

@@ -241,6 +241,7 @@ WATERMARK_BEHIND = Condition(
     "WATERMARK_BEHIND",
     "attribute_not_exists(low_water) OR low_water < :bucket",
     "A partition's low-water mark only moves forward.",
+    '"low_water" < :bucket',  # batched: a PartiQL UPDATE needs the item, which ensure_low_water_mark made
 )
 
 WATERMARK_MISSING = Condition(

@@ -12,7 +12,7 @@ still the one read (JOB_UNCHANGED_SINCE_READ), whether the rows were new or not.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -241,7 +241,8 @@ class MemoryJobs(MemoryDeadlines):
         with self.lock:
             self._marks.setdefault(partition, bucket)  # WATERMARK_MISSING
 
-    def advance_low_water_mark(self, partition: int, bucket: str) -> None:
+    def advance_low_water_marks(self, marks: Mapping[int, str]) -> None:
         with self.lock:
-            if partition not in self._marks or self._marks[partition] < bucket:  # WATERMARK_BEHIND
-                self._marks[partition] = bucket
+            for partition, bucket in marks.items():
+                if partition in self._marks and self._marks[partition] < bucket:  # WATERMARK_BEHIND
+                    self._marks[partition] = bucket
