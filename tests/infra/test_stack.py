@@ -576,6 +576,16 @@ def test_every_poller_may_make_the_writes_of_a_claim_on_aws(template: Template) 
     )
 
 
+def test_every_poller_may_advance_a_minutes_low_water_marks_on_aws(template: Template) -> None:
+    """The poller moves a minute's low-water marks in one PartiQL BatchExecuteStatement (UPDATE of the
+    control table), which IAM authorizes per statement as PartiQLUpdate: without it every mark stays behind
+    on AWS and each poll re-reads minutes already claimed (LocalStack does not enforce IAM, so only this test
+    and ``test_iam_covers_requests`` can tell)."""
+    granted, _, control = granted_to_tables(template, "functions/poller/handler.handler")
+    assert "dynamodb:PartiQLUpdate" in granted[control]
+    assert not any("PartiQLDelete" in a or "PartiQLSelect" in a for a in granted[control])
+
+
 def test_the_api_function_may_insert_a_backfills_runs_on_aws(template: Template) -> None:
     """A backfill writes its runs by PartiQL INSERT (BatchExecuteStatement, authorized per statement), and
     nothing else by PartiQL: without the grant every backfill is refused on AWS (LocalStack does not enforce

@@ -101,7 +101,9 @@ class Pollers(Construct):
                 ["sns:Publish", "sns:ListTagsForResource"],
                 [cdk.Stack.of(self).format_arn(service="sns", resource="*")],
             ),
-            allow(["dynamodb:PutItem", "dynamodb:UpdateItem"], [control]),  # low-water marks
+            # Low-water marks: a minute's marks move in one PartiQL BatchExecuteStatement (authorized
+            # per statement as PartiQLUpdate: DynamoStore.advance_low_water_marks); PutItem, UpdateItem too.
+            allow(["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:PartiQLUpdate"], [control]),
             allow(["dynamodb:BatchGetItem", "dynamodb:GetItem"], [control]),  # read the marks
             queue.allow_send(),
             alerts.allow_publish(),
