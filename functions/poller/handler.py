@@ -3,6 +3,7 @@ group for ``run_seconds`` (more than a minute, so the next one always comes befo
 invocations alive, the one holding the group's lease claims; it hands the lease to the next at an agreed
 second once that one is ready, and returns (``poller_lease``). When its group is quiet it gives the lease
 back and returns early (``quiet``); a job written due before the next tick starts one with ``wake``.
+A busy minute's holder starts helpers (``helper.py``, ``fan_out``) for slices of its group.
 
 A tick that raises is logged, counted (``PollerErrors``) and the invocation goes on. The invocation fails
 (Lambda's ``Errors``) only when not one of its ticks or lease calls succeeded."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from duetime.fan_out import HelperAssignment
 from duetime.settings import parse_partitions
 
 
@@ -22,3 +23,11 @@ class PollerTick(BaseModel):
     @classmethod
     def _parse(cls, value: object) -> object:
         return parse_partitions(value) if isinstance(value, str) else value
+
+
+class HelperEvent(BaseModel):
+    """The helper function's event (``duetime.adapters.lambda_helpers``): ``{"helper": <assignment>}``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    helper: HelperAssignment

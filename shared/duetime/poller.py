@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
+from duetime.claim_pace import ClaimPace
 from duetime.claim_plan import (
     DEFAULT_MISFIRE_GRACE,
     DEFAULT_QUEUE_DEADLINE,
@@ -29,6 +30,7 @@ from duetime.deadlines import (
     DeadlineReport,
     check_deadlines,
 )
+from duetime.fan_out import FanOut, FanOutPolicy, HelperLauncher
 from duetime.low_water import LowWaterMarks
 from duetime.models import Job, Run, RunResult, RunStatus
 from duetime.notifications import BackgroundDelivery
@@ -37,6 +39,7 @@ from duetime.ports import (
     AlertSink,
     DeadlineStore,
     JobStore,
+    PollerLeaseStore,
     ReapCandidate,
     RunMessage,
     RunQueue,
@@ -71,6 +74,9 @@ class PollerConfig:
     # A minute with this many rows due is busy: its holder keeps the next invocation waiting as a hot standby
     # rather than handing over early (``duetime.poller_lease``). About a second of one poller's claims.
     busy_rows: int = 500
+    # The most claims a second (``duetime.claim_pace``: this poller's share of the tables' write capacity);
+    # None: unpaced.
+    claims_per_second: float | None = None
 
 
 @dataclass
@@ -306,10 +312,15 @@ class Poller:
         teams: TeamStore | None = None,
         deadlines: DeadlineStore | None = None,
         notifications: BackgroundDelivery | None = None,
+        leases: PollerLeaseStore | None = None,
+        helpers: HelperLauncher | None = None,
+        fan_out: FanOutPolicy | None = None,
     ) -> None:
         """``teams``: where to look up whether a job's team is disabled (none: every team is active).
         ``deadlines``: where success-deadline watches are (none: they are not checked). ``notifications``:
-        the delivery of job notifications, started at each reap pass (none: not delivered here)."""
+        the delivery of job notifications, started at each reap pass (none: not delivered here).
+        ``helpers`` (with ``leases``): where a busy minute's helpers are started (``duetime.fan_out``,
+        with the ``fan_out`` policy); none: the poller claims every minute alone."""
         self.jobs = jobs
         self.runs = runs
         self.queue = queue
@@ -319,6 +330,17 @@ class Poller:
         self.teams = teams
         self.deadlines = deadlines
         self.notifications = notifications
+        self.leases = leases
+        self.helpers = helpers
+        self.fan_out_policy = fan_out
+        self.fan_out = (
+            FanOut(jobs, leases, helpers, config.partitions, fan_out, config.claims_per_second)
+            if helpers is not None and leases is not None
+            else None
+        )
+        self.excluded: frozenset[int] = frozenset()  # partitions live helpers serve: left alone
+        rate = config.claims_per_second
+        self.pace = ClaimPace(rate, clock.now()) if rate else None
         self._next_deadline_check: datetime | None = None  # the first reap pass checks deadlines
         self.team_active = TeamCache(teams, clock).active if teams is not None else None
         self.known_marks = LowWaterMarks()  # read once a reign (``duetime.low_water``)
@@ -343,15 +365,42 @@ class Poller:
         may have passed the window's end in between (a busy machine), and the sweep would claim seconds that
         are no longer this poller's."""
         skip = self.preload.holds if self.preload else None
-        return claim_due_jobs(
-            self.jobs,
-            self.queue,
-            self.config,
-            now or self.clock.now(),
-            skip,
-            self.team_active,
-            self.known_marks,
-        )
+        now = now or self.clock.now()
+        config = self._served()
+        if self.pace is not None:
+            allowance = self.pace.allowance(now)
+            config = replace(config, max_claims_per_tick=max(1, min(config.max_claims_per_tick, allowance)))
+        report = claim_due_jobs(self.jobs, self.queue, config, now, skip, self.team_active, self.known_marks)
+        if self.pace is not None:
+            self.pace.spend(report.claimed_jobs, now)
+        return report
+
+    def _served(self) -> PollerConfig:
+        """The config of the partitions this poller claims and reaps now: its own less those live helpers
+        serve (``duetime.fan_out``)."""
+        if not self.excluded:
+            return self.config
+        return replace(self.config, partitions=[p for p in self.config.partitions if p not in self.excluded])
+
+    def _step_fan_out(self, now: datetime) -> None:
+        """Start the coming minute's helpers if it is busy, and leave the partitions of live helpers alone
+        (``duetime.fan_out``). Reading the helpers' leases failing takes every partition back: a partition
+        claimed twice is a lost race, one claimed by nobody is late."""
+        if self.fan_out is None:
+            return
+        busy = self.preload is not None and self.preload.held_rows >= self.config.busy_rows
+        try:
+            excluded = self.fan_out.step(now, busy)
+        except Exception:
+            log.warning("fan-out step failed; the holder claims every partition", exc_info=True)
+            excluded = frozenset()
+        if self.pace is not None:
+            self.pace.rate = self.fan_out.holder_claims_per_second(now) or self.pace.rate
+        if excluded != self.excluded:
+            self.excluded = excluded
+            self.known_marks.forget()  # the helpers moved their partitions' marks
+            if self.preload is not None:
+                self.preload.exclude(excluded, now)
 
     def ready_to_hold(self, now: datetime) -> bool:
         """Whether this poller could take its partitions over at ``now`` and fire on time: the preload (if
@@ -396,7 +445,7 @@ class Poller:
         if self.notifications is not None:
             self.notifications.kick()
         now = self.clock.now()
-        report = recover_runs(self.runs, self.queue, self.alerts, self.config, now)
+        report = recover_runs(self.runs, self.queue, self.alerts, self._served(), now)
         due = self._next_deadline_check is None or now >= self._next_deadline_check
         if self.deadlines is not None and due:
             budget_end = now + DEADLINE_CHECK_BUDGET
@@ -405,7 +454,7 @@ class Poller:
                 self.runs,
                 self.jobs,
                 self.alerts,
-                self.config.partitions,
+                self._served().partitions,
                 now,
                 keep_going=lambda: self.clock.now() < budget_end,
             )
@@ -422,10 +471,14 @@ class Poller:
         """Fire what is due now (and before ``before``), then read one page of the coming minute when it is
         near. Firing comes first and reading goes a page at a time, so a row due while the next minute is
         read waits for one Query at most, not for the whole minute (``run_until`` comes straight back while
-        pages are left). ``now``: as for ``claim``."""
+        pages are left). ``now``: as for ``claim``. With a claim pace, at most its allowance is fired."""
         if self.preload is None:
             return None
-        report = self.preload.fire(now or self.clock.now(), before, keep_going)
+        now = now or self.clock.now()
+        allowance = self.pace.allowance(now) if self.pace is not None else None
+        report = self.preload.fire(now, before, keep_going, max_rows=allowance)
+        if self.pace is not None:
+            self.pace.spend(report.fired, now)
         report.loaded_rows = self.preload.load_upcoming(self.clock.now(), max_pages=LOAD_PAGES_PER_STEP)
         if report.loaded_rows:
             report.loaded_bucket = self.preload.last_read_bucket
@@ -473,6 +526,8 @@ class Poller:
                         if self.clock.now() >= window.start:
                             reign = window.start
                             self.known_marks.forget()  # the holder before may have moved them
+                            if self.fan_out is not None:
+                                self.fan_out.new_reign()  # find the helpers the holder before started
                             if self.preload is not None:
                                 self.preload.forget_before(window.start)
                 swept = self._tick(next_sweep, sweeps % recover_every == 0, on_report, on_fire, window, gate)
@@ -518,6 +573,8 @@ class Poller:
         if window is not None and now < window.start:
             wakes.append(window.start)
         elif window is not None and now < window.end:
+            if upcoming is not None and upcoming <= now and self.pace is not None:
+                upcoming = self.pace.next_claim_at(now)  # rows due wait for the pace's next claim
             wakes += [at for at in (next_sweep, upcoming) if at is not None and at < window.end]
             if self.preload is not None and self.preload.loading:
                 wakes.append(now)  # the coming minute's next page
@@ -543,6 +600,7 @@ class Poller:
             return False
         if now >= window.end:
             return False
+        self._step_fan_out(now)
         try:
             fired = self.fire_preloaded(window.end, self._still_claiming(gate), now)
         except FireFailed as failed:
@@ -585,6 +643,22 @@ class Poller:
 
         return still_claiming
 
+    def alone(self, partitions: Sequence[int], claims_per_second: float | None = None) -> Poller:
+        """The same poller on ``partitions`` that never starts helpers, paced to ``claims_per_second``: a
+        helper's (``duetime.fan_out``)."""
+        config = replace(self.config, partitions=list(partitions), claims_per_second=claims_per_second)
+        return Poller(
+            self.jobs,
+            self.runs,
+            self.queue,
+            self.alerts,
+            self.clock,
+            config,
+            self.teams,
+            self.deadlines,
+            self.notifications,
+        )
+
     def for_partitions(self, partitions: Sequence[int]) -> Poller:
         """The same poller, on another partition group (one EventBridge rule per group)."""
         config = replace(self.config, partitions=list(partitions))
@@ -598,4 +672,7 @@ class Poller:
             self.teams,
             self.deadlines,
             self.notifications,
+            self.leases,
+            self.helpers,
+            self.fan_out_policy,
         )

@@ -46,6 +46,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any, ParamSpec, TypeVar
 
+from duetime.fan_out import HelperAssignment
 from duetime.observability import MetricsSink, add_counts, record_fire, record_poll, record_poller_error
 from duetime.poller import ClaimReport, ClaimWindow, Poller, RecoveryReport
 from duetime.ports import PollerLease, PollerLeaseStore
@@ -461,9 +462,59 @@ class PollerShift:
         Raises ``ShiftFailed`` when nothing got done: it held the group and not one sweep succeeded, or not
         one lease call did."""
         poller = self.poller.for_partitions(partitions) if partitions else self.poller
-        group = group_label(poller.config.partitions)
         now = poller.clock.now()
         ends_at = None if run_seconds is None else now + timedelta(seconds=max(0.0, run_seconds))
+        group = group_label(poller.config.partitions)
+        return self._serve(poller, group, invocation, ends_at, sleep, stop, metrics, wake, self.quiet)
+
+    def serve_helper(
+        self,
+        invocation: str,
+        assignment: HelperAssignment,
+        sleep: Callable[[float], object],
+        metrics: MetricsSink | None = None,
+        stop: Callable[[], bool] = lambda: False,
+    ) -> ShiftReport:
+        """A helper's run (``duetime.fan_out``): hold the slice's own lease (``assignment.lease_name``), claim
+        the slice's partitions (preload, fire, sweep, reap) up to ``serve_until``, and give the lease back as
+        soon as the assigned minute is over and a sweep found nothing of the slice due (or ``stop()``)."""
+        poller = self.poller.alone(assignment.partitions, assignment.claims_per_second)
+        minute_over = assignment.minute + timedelta(minutes=1)
+        last_due: list[int] = []
+
+        def minute_claimed() -> bool:
+            held = poller.preload.held_rows if poller.preload is not None else 0
+            if stop():
+                return True
+            return poller.clock.now() >= minute_over and last_due[-1:] == [0] and not held
+
+        return self._serve(
+            poller,
+            assignment.lease_name,
+            invocation,
+            assignment.serve_until,
+            sleep,
+            minute_claimed,
+            metrics,
+            False,
+            None,
+            on_sweep=lambda claimed: last_due.append(claimed.due_rows),
+        )
+
+    def _serve(
+        self,
+        poller: Poller,
+        group: str,
+        invocation: str,
+        ends_at: datetime | None,
+        sleep: Callable[[float], object],
+        stop: Callable[[], bool],
+        metrics: MetricsSink | None,
+        wake: bool,
+        quiet: QuietTimings | None,
+        on_sweep: Callable[[ClaimReport], None] | None = None,
+    ) -> ShiftReport:
+        now = poller.clock.now()
         gate = GroupLease(
             self.leases,
             group,
@@ -492,11 +543,13 @@ class PollerShift:
             observers.append(warm_before_loaded_minutes(self.warmer, _warmup_failed))
 
         sweep_observers: list[Callable[[ClaimReport, RecoveryReport | None], None]] = []
+        if on_sweep is not None:
+            sweep_observers.append(lambda claimed, _: on_sweep(claimed))
         if metrics is not None:
             sweep_observers.append(lambda claimed, recovered: record_poll(metrics, claimed, recovered))
         watch = None
-        if self.quiet is not None and ends_at is not None:
-            watch = QuietWatch(poller, self.leases, group, invocation, self.quiet)
+        if quiet is not None and ends_at is not None:
+            watch = QuietWatch(poller, self.leases, group, invocation, quiet)
             observers.append(watch.saw_fire)
             sweep_observers.append(lambda claimed, _: watch.saw_sweep(claimed))
 

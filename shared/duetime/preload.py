@@ -26,6 +26,7 @@ from datetime import UTC, datetime, timedelta
 from operator import attrgetter
 
 from duetime.claim_plan import active_run_ids, make_claim, plan_claim
+from duetime.ids import partition_of
 from duetime.models import Job
 from duetime.ports import DueRow, JobStore, RunMessage, RunQueue
 from duetime.timeutil import iso_z, minute_bucket
@@ -113,6 +114,7 @@ class MinutePreload:
         self._loads: list[_Load] = []  # buckets being read, the earliest first, each where its reading stands
         self._pending: dict[str, DueRow] = {}  # job id -> its row waiting in ``_due``
         self._fired: dict[str, DueRow] = {}  # job id -> its row fired within the last minute
+        self.excluded: frozenset[int] = frozenset()  # partitions a helper serves (``duetime.fan_out``)
 
     def holds(self, job: Job) -> bool:
         """True when the preload fires (or just fired) this very version of the job: the sweep leaves it
@@ -156,7 +158,8 @@ class MinutePreload:
             bucket = minute_bucket(minute)
             if bucket not in self._loaded and all(load.bucket != bucket for load in self._loads):
                 until = minute + MINUTE - timedelta(seconds=1)
-                self._loads.append(_Load(bucket, until, dict.fromkeys(range(len(self.partitions)))))
+                indexes = [i for i, p in enumerate(self.partitions) if p not in self.excluded]
+                self._loads.append(_Load(bucket, until, dict.fromkeys(indexes)))
         loaded = pages = 0
         while self._loads and (max_pages is None or pages < max_pages):
             load = self._loads[0]
@@ -175,6 +178,9 @@ class MinutePreload:
             return 0
         index, after = next(iter(load.afters.items()))
         partition = self.partitions[index]
+        if partition in self.excluded:  # handed to a helper since this minute's reading began
+            del load.afters[index]
+            return 0
         self.last_read_bucket = load.bucket
         rows = self.store.due_rows(partition, load.bucket, load.until, self.page_size, after)
         count = 0
@@ -205,6 +211,35 @@ class MinutePreload:
             self._pending.pop(row.job_id, None)
         return rows
 
+    def exclude(self, partitions: frozenset[int], now: datetime) -> int:
+        """Leave ``partitions`` to their helpers (``duetime.fan_out``): drop their rows held, read none of
+        them from here on. Partitions that come back (their helper gave its lease back, or died) are read
+        again: the current and coming minutes are read anew (a row already held is not held twice). Returns
+        the rows dropped."""
+        back = self.excluded - partitions
+        self.excluded = partitions
+        if back:
+            current = minute_bucket(now)
+            self._loaded = {bucket for bucket in self._loaded if bucket < current}
+            self._loads.clear()
+        if not partitions:
+            return 0
+        dropped = [job_id for job_id, row in self._pending.items() if partition_of(row.job_id) in partitions]
+        if not dropped:
+            return 0
+        gone = set(dropped)
+        for job_id in dropped:
+            del self._pending[job_id]
+        for second in list(self._due):
+            kept = [row for row in self._due[second] if row.job_id not in gone]
+            if kept:
+                self._due[second] = kept
+            else:
+                del self._due[second]
+        self._seconds = list(self._due)
+        heapq.heapify(self._seconds)
+        return len(dropped)
+
     def forget_before(self, instant: datetime) -> int:
         """Drop the rows due before ``instant`` (another poller fired them, or left them to the sweep, before
         this one took the partitions over at ``instant``); the sweep claims whichever are still due. Returns
@@ -215,12 +250,17 @@ class MinutePreload:
         return dropped
 
     def fire(
-        self, now: datetime, before: datetime | None = None, keep_going: Callable[[], bool] | None = None
+        self,
+        now: datetime,
+        before: datetime | None = None,
+        keep_going: Callable[[], bool] | None = None,
+        max_rows: int | None = None,
     ) -> FireReport:
         """Claim and queue every row held whose fire time has come (and is before ``before``, when given:
         the end of this poller's claims), in fire-time then job-id order. Each chunk's jobs are built from
         their rows just before it is claimed. ``keep_going`` is asked before each further chunk; when it
-        says no, the rows not claimed yet are left to the sweep."""
+        says no, the rows not claimed yet are left to the sweep. ``max_rows``: claim at most that many (the
+        claim pace's allowance, ``duetime.claim_pace``); the rest stay held, earliest first."""
         report = FireReport()
         due: list[DueRow] = []
         while (
@@ -233,6 +273,13 @@ class MinutePreload:
             for row in rows:
                 self._fired[row.job_id] = row
             due.extend(rows)
+            if max_rows is not None and len(due) >= max_rows:
+                break
+        if max_rows is not None and len(due) > max_rows:
+            for row in due[max_rows:]:  # held again, for the next call
+                self._fired.pop(row.job_id, None)
+                self._add(row)
+            due = due[:max_rows]
         if len(self._fired) > 2 * len(due) + 10_000:
             recent = (now - MINUTE).timestamp()
             self._fired = {k: v for k, v in self._fired.items() if v.fire_at > recent}

@@ -67,6 +67,11 @@ class Settings(BaseModel):
     poller_function_name: str = ""
     poller_groups: str = ""
     poller_run_seconds: float = Field(default=135, ge=0, le=840)  # what a woken invocation serves
+    # Claims that scale out (duetime.fan_out): the function a busy minute's helpers run in (empty: none, every
+    # holder claims alone), the rows of a minute a holder claims by itself, and the partitions a helper takes.
+    poller_helper_function: str = ""
+    fan_out_holder_rows: int = Field(default=5_000, ge=1)
+    fan_out_partitions_per_helper: int = Field(default=4, ge=1, le=64)
     # Provisioned workers from the forecast (duetime.prescale): never more than this many, never fewer than
     # the baseline; the due index is read this many minutes ahead. The rest of the policy (the worker rate,
     # the event source's own workers) by DUETIME_PRESCALE_POLICY, a JSON object of PrescalePolicy's fields.

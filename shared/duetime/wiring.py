@@ -18,6 +18,7 @@ from duetime.adapters.dynamodb.rate_limits import DynamoRateLimiter
 from duetime.adapters.dynamodb.store import DynamoStore
 from duetime.adapters.dynamodb.tables import TableNames
 from duetime.adapters.http_target import HttpTargetCaller
+from duetime.adapters.lambda_helpers import LambdaHelperLauncher
 from duetime.adapters.lambda_provisioning import LambdaProvisionedWorkers
 from duetime.adapters.lambda_starter import LambdaPollerStarter
 from duetime.adapters.lambda_warmer import LambdaWorkerWarmer
@@ -25,6 +26,7 @@ from duetime.adapters.notify_channels import ChannelSender, SnsTopics, WebhookSe
 from duetime.adapters.sqs import SqsRunBacklog, SqsRunQueue
 from duetime.adapters.store_clock import StoreClock
 from duetime.clock import SystemClock
+from duetime.fan_out import FanOutPolicy
 from duetime.heap import settle_heap
 from duetime.notifications import BackgroundDelivery, JobNotifier
 from duetime.poller import Poller, PollerConfig
@@ -132,6 +134,13 @@ def poller_shift() -> PollerShift:
         store,
         deadlines=store,
         notifications=notifications,
+        leases=store,
+        helpers=LambdaHelperLauncher(client("lambda"), s.poller_helper_function)
+        if s.poller_helper_function
+        else None,
+        fan_out=FanOutPolicy(
+            holder_rows=s.fan_out_holder_rows, partitions_per_helper=s.fan_out_partitions_per_helper
+        ),
     )
     warmer = LambdaWorkerWarmer(client("lambda"), s.worker_function_arn) if s.worker_function_arn else None
     quiet = QuietTimings() if s.poller_rest_when_quiet else None

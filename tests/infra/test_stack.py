@@ -187,7 +187,7 @@ def test_pollers_may_warm_the_worker_alias_the_queue_feeds_and_nothing_else(temp
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]
         if statement["Action"] == "lambda:InvokeFunction" and statement.get("Resource") == {"Ref": alias_id}
     ]
-    assert len(invokes) == 4  # one per poller role, on the alias only
+    assert len(invokes) == 5  # one per poller role and the helpers' role, on the alias only
 
 
 def test_workers_take_sqs_batches_with_partial_failures_and_a_concurrency_cap(template: Template) -> None:
@@ -398,7 +398,7 @@ def test_the_prescaler_and_scheduled_scaling_are_exclusive() -> None:
 
 def test_functions_are_arm64_python313_with_tracing(template: Template) -> None:
     functions = resources(template, "AWS::Lambda::Function")
-    assert len(functions) == 8  # 4 pollers, worker, api, authorizer, prescaler
+    assert len(functions) == 9  # 4 pollers, the pollers' helper, worker, api, authorizer, prescaler
     for function in functions.values():
         props = function["Properties"]
         assert props["Runtime"] == "python3.13" and props["Architectures"] == ["arm64"]
@@ -576,6 +576,53 @@ def test_every_poller_may_make_the_writes_of_a_claim_on_aws(template: Template) 
     )
 
 
+HELPER = "functions/poller/helper.handler"
+
+
+def test_a_busy_minutes_helpers_run_in_a_function_of_one_vcpu_only_the_pollers_may_invoke(
+    template: Template,
+) -> None:
+    """The fan-out (``duetime.fan_out``): one helper function (1,769 MB: a vCPU), invoked by the pollers
+    (asynchronously, never retried, dropped after a minute) and by nothing else (no rule); the pollers are
+    told its name; it has the pollers' rights on the tables."""
+    functions = resources(template, "AWS::Lambda::Function")
+    (helper_id,) = [k for k, f in functions.items() if f["Properties"]["Handler"] == HELPER]
+    helper = functions[helper_id]["Properties"]
+    assert helper["MemorySize"] == 1769 and helper["Timeout"] == 300
+    pollers = [f["Properties"] for f in functions.values() if f["Properties"]["Handler"] == POLLER]
+    assert len(pollers) == 4
+    told = [p["Environment"]["Variables"]["DUETIME_POLLER_HELPER_FUNCTION"] for p in pollers]
+    assert told == [{"Ref": helper_id}] * 4
+    invoking = [
+        target
+        for actions, targets in role_statements(template, POLLER)
+        if "lambda:InvokeFunction" in actions
+        for target in targets
+    ]
+    assert {"Fn::GetAtt": [helper_id, "Arn"]} in invoking
+    assert not rules_of(template, HELPER)
+    (config,) = [
+        c["Properties"]
+        for c in resources(template, "AWS::Lambda::EventInvokeConfig").values()
+        if c["Properties"]["FunctionName"] == {"Ref": helper_id}
+    ]
+    assert (config["MaximumEventAgeInSeconds"], config["MaximumRetryAttempts"]) == (60, 0)
+    helper_grants = [g for g in role_statements(template, HELPER) if "logs:PutLogEvents" not in g[0]]
+    poller_grants = [repr(grant) for grant in role_statements(template, POLLER)]
+    assert helper_grants and all(repr(grant) in poller_grants for grant in helper_grants)
+    claims = [actions for actions, _ in helper_grants if "dynamodb:PartiQLInsert" in actions]
+    assert claims  # it may write a claim's run rows, as the pollers may
+
+
+def test_without_fan_out_there_is_no_helper_function() -> None:
+    _, alone = synth(deletion_protection="false", poller_fan_out="false")
+    functions = resources(alone, "AWS::Lambda::Function").values()
+    assert not [f for f in functions if f["Properties"]["Handler"] == HELPER]
+    assert all(
+        "DUETIME_POLLER_HELPER_FUNCTION" not in f["Properties"]["Environment"]["Variables"] for f in functions
+    )
+
+
 def test_every_poller_may_advance_a_minutes_low_water_marks_on_aws(template: Template) -> None:
     """The poller moves a minute's low-water marks in one PartiQL BatchExecuteStatement (UPDATE of the
     control table), which IAM authorizes per statement as PartiQLUpdate: without it every mark stays behind
@@ -744,7 +791,7 @@ def test_a_localstack_stack_leaves_out_only_what_localstack_cannot_create(
     for kind, count in {
         "AWS::DynamoDB::GlobalTable": 3,
         "AWS::SQS::Queue": 2,
-        "AWS::Lambda::Function": 7,  # 4 pollers, worker, api, prescaler
+        "AWS::Lambda::Function": 8,  # 4 pollers, the pollers' helper, worker, api, prescaler
         "AWS::Events::Rule": 5,
         "AWS::Lambda::EventSourceMapping": 1,
         "AWS::ApiGateway::RestApi": 1,

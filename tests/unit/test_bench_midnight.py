@@ -231,11 +231,12 @@ def test_duetime_plans_arithmetic_agrees_with_the_simulation_within_the_models_e
     """`duetime plan`'s spike estimate (``bench/plan_midnight.py``) against the simulation of the same spike
     on the same model: each figure within a factor of 2, the error BENCHMARKS.md states for the model's
     latencies. (The 500,000-job run, where the pollers fall behind and sweeps claim in pages, is in
-    BENCHMARKS.md; it takes minutes.)"""
-    result = run_midnight(20_000, model=SMALL)
+    BENCHMARKS.md; it takes minutes.)  Each poller's minute is past what it claims alone, so both fan out."""
+    result = run_midnight(20_000, model=replace(SMALL, fan_out_holder_rows=2_000))
 
     ratios = result["simulation_over_plan"]
     assert set(ratios) == {
+        "helpers_invoked",
         "seconds_to_all_claimed",
         "seconds_to_all_started",
         "worker_starts_per_s_each",
@@ -249,3 +250,16 @@ def test_duetime_plans_arithmetic_agrees_with_the_simulation_within_the_models_e
     bursty = {"peak_claims_per_s_per_partition", "peak_write_units_per_s_hottest_key"}
     assert all(0.5 <= ratio <= 2.0 for name, ratio in ratios.items() if name not in bursty), ratios
     assert all(0.5 <= ratios[name] <= 2.5 for name in bursty), ratios
+
+
+def test_a_busy_minute_fans_out_to_helpers_and_starts_every_run_once() -> None:
+    """Holders whose minute holds more than they claim alone hand slices to helpers (``duetime.fan_out``):
+    the real holder and helper code, on the model's clock. Every run starts once, and sooner."""
+    alone = run_midnight(8000, model=replace(SMALL, fan_out=False, poller_memory_mb=256))
+    helped = run_midnight(8000, model=replace(SMALL, fan_out_holder_rows=500, poller_memory_mb=256))
+    assert alone["helpers_invoked"] == 0 and helped["helpers_invoked"] >= 4
+    for result in (alone, helped):
+        assert result["lost"] == 0 and result["duplicate_runs"] == 0 and result["poller_errors"] == 0
+    assert helped["seconds_to_all_claimed"] < alone["seconds_to_all_claimed"]
+    assert helped["spike_cost_usd"]["helper_duration"] > 0 == alone["spike_cost_usd"]["helper_duration"]
+    assert helped["time_spent_s"]["helper"]["cpu"] > 0

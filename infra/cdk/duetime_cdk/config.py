@@ -47,6 +47,10 @@ class StackConfig(BaseModel):
     # A quiet group's holder gives the lease back until the next tick (duetime.quiet) and the API wakes it
     # when a job is written due before then (duetime.wake); off: every holder serves its whole minute.
     poller_rest_when_quiet: bool = True
+    # Claims that scale out (duetime.fan_out): a group's holder whose coming minute holds more than it claims
+    # alone starts helpers (a function of poller_helper_memory_mb, one vCPU at 1,769) for that minute only.
+    poller_fan_out: bool = True
+    poller_helper_memory_mb: int = Field(default=1769, ge=128, le=10240)
     worker_max_concurrency: int = Field(default=100, ge=2, le=1000)
     worker_batch_size: int = Field(default=10, ge=1, le=10)
     # The worker's SQS event source in provisioned mode: at least worker_min_pollers event pollers kept

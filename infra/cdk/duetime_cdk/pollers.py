@@ -41,6 +41,10 @@ MIDNIGHT_JOBS = 500_000
 POLLER_BASE_MB = 73
 PRELOAD_HEADROOM = 2.0
 POLLER_MIN_MEMORY_MB = 512
+# A busy minute's helpers (duetime.fan_out) are started 30 s before it and serve it and up to 90 s after:
+# their timeout leaves room past that (the handler's own end is the assignment's serve_until).
+HELPER_TIMEOUT_SECONDS = 300
+HELPER_MEMORY_MB = 1769  # Lambda: one vCPU at 1,769 MB; claiming is CPU-bound
 
 
 def poller_memory_mb(partitions: int, bytes_per_job: float = MEASURED_PRELOAD_BYTES_PER_JOB) -> int:
@@ -72,6 +76,8 @@ class Pollers(Construct):
         worker: lambda_.IFunction,
         hot_standby: bool = False,
         rest_when_quiet: bool = True,
+        fan_out: bool = True,
+        helper_memory_mb: int = HELPER_MEMORY_MB,
     ) -> None:
         """``worker``: the worker alias the SQS event source invokes; pollers warm it before each minute
         that holds runs (``duetime.warmup``)."""
@@ -109,6 +115,28 @@ class Pollers(Construct):
             alerts.allow_publish(),
             allow(["lambda:InvokeFunction"], [worker.function_arn]),  # warm-ups (asynchronous)
         ]
+        # The helpers of busy minutes (duetime.fan_out): the pollers' code and rights, sized for CPU, invoked
+        # by a group's holder only (asynchronously, its event naming the slice and minute). Idle, it costs
+        # nothing: no rule invokes it.
+        self.helper: lambda_.Function | None = None
+        helper_environment: dict[str, str] = {}
+        if fan_out:
+            self.helper = DuetimeFunction(
+                self,
+                "PollerHelper",
+                code=code,
+                handler="functions/poller/helper.handler",
+                service="poller-helper",
+                environment={"DUETIME_WORKER_FUNCTION_ARN": worker.function_arn},
+                timeout=cdk.Duration.seconds(HELPER_TIMEOUT_SECONDS),
+                memory_mb=helper_memory_mb,
+                statements=statements,
+            ).function
+            # A helper event that waited a minute in Lambda's queue is past its minute; one that failed is
+            # not retried (its slice never left the holder, or comes back to it when the lease expires).
+            self.helper.configure_async_invoke(max_event_age=cdk.Duration.seconds(60), retry_attempts=0)
+            statements = [*statements, allow(["lambda:InvokeFunction"], [self.helper.function_arn])]
+            helper_environment = {"DUETIME_POLLER_HELPER_FUNCTION": self.helper.function_name}
         self.functions: list[lambda_.Function] = []
         self.labels: list[str] = []  # each group's label, as its rule's input names it
         memory: list[int] = []
@@ -126,6 +154,7 @@ class Pollers(Construct):
                     "DUETIME_WORKER_FUNCTION_ARN": worker.function_arn,
                     "DUETIME_POLLER_HOT_STANDBY": "true" if hot_standby else "false",
                     "DUETIME_POLLER_REST_WHEN_QUIET": "true" if rest_when_quiet else "false",
+                    **helper_environment,
                 },
                 timeout=cdk.Duration.seconds(POLLER_TIMEOUT_SECONDS),
                 memory_mb=memory_mb,

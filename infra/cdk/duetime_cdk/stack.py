@@ -66,6 +66,8 @@ class DuetimeStack(cdk.Stack):
             partition_groups=config.partition_groups,
             hot_standby=config.poller_hot_standby,
             rest_when_quiet=config.poller_rest_when_quiet,
+            fan_out=config.poller_fan_out,
+            helper_memory_mb=config.poller_helper_memory_mb,
             storage=storage,
             queue=queue,
             alerts=alerts,
@@ -83,6 +85,7 @@ class DuetimeStack(cdk.Stack):
             pollers=self.pollers.functions,
             functions=[
                 *self.pollers.functions,
+                *([self.pollers.helper] if self.pollers.helper else []),
                 self.workers.function,
                 *self.api.functions,
                 *([self.prescaler.function] if self.prescaler else []),

@@ -71,10 +71,12 @@ from duetime.bench.plan_midnight import midnight_estimate
 from duetime.bench.prices import PRICES_USD
 from duetime.claim_plan import Claim, initial_state
 from duetime.clock import ManualClock
+from duetime.fan_out import FanOutPolicy, HelperAssignment
 from duetime.ids import PARTITIONS, new_job_id, partition_of, split_run_id
 from duetime.models import Job, JobSpec, Run, Team
 from duetime.poller import Poller, PollerConfig
-from duetime.ports import ClaimOutcome, ResultWrite, RunMessage, TargetRequest, TargetResponse
+from duetime.poller_lease import LeaseTimings, PollerShift
+from duetime.ports import ClaimOutcome, PollerLease, ResultWrite, RunMessage, TargetRequest, TargetResponse
 from duetime.run_batch import work_batch
 from duetime.schedule import fire_time, next_nominal_after, rate_anchor
 from duetime.timeutil import iso_z, minute_bucket
@@ -241,7 +243,18 @@ class SimStore(MemoryStore):
         ``bench runcpu`` measured ``due_jobs``; the preload's lighter ``due_rows`` is charged the same)."""
         m = self.sim.model
         self.sim.spend(m.ddb_query_ms / 1000)
-        self.sim.spend(m.poller_cpu_s(rows * m.poller_read_cpu_us_per_row), "cpu")
+        self.sim.spend(m.poller_cpu_s(rows * m.poller_read_cpu_us_per_row, self.sim.memory_mb()), "cpu")
+
+    def count_due(self, partition: int, bucket: str) -> int:
+        """A ``Select=COUNT`` Query: one page's latency, no rows' CPU."""
+        self.sim.spend(self.sim.model.ddb_query_ms / 1000)
+        rows = self._index.buckets.get(f"{partition:02d}#{bucket}")
+        return 0 if rows is None else len(rows.keys)
+
+    def read_poller_lease(self, group: str) -> PollerLease:
+        """A GetItem (the fan-out's reads of its helpers' leases, a helper's lease steps)."""
+        self.sim.spend(self.sim.model.ddb_read_ms / 1000)
+        return super().read_poller_lease(group)
 
     def _units(self, kind: str, item: Callable[[], dict[str, Any]]) -> int:
         """Write units of one write of an item of ``kind`` (AWS: ceil(size / 1 KB)), from the first such
@@ -261,7 +274,8 @@ class SimStore(MemoryStore):
 
     def claim(self, claims: Sequence[Claim], now: datetime) -> ClaimOutcome:
         m, sim = self.sim.model, self.sim
-        sim.spend(m.poller_cpu_s(sum(len(c.runs) for c in claims) * m.poller_claim_cpu_us_per_run), "cpu")
+        runs = sum(len(c.runs) for c in claims)
+        sim.spend(m.poller_cpu_s(runs * m.poller_claim_cpu_us_per_run, sim.memory_mb()), "cpu")
         self._creating_ticketed = ticketed_run_ids(run for claim in claims for run in claim.runs)
         outcome = super().claim(claims, now)
         tickets = self._write_tickets([run for run in outcome.runs if run.run_id in self._creating_ticketed])
@@ -783,6 +797,54 @@ class PollerActor(Actor):
         return None if self.finished else self._wake
 
 
+# The simulation starts 40 s before midnight (before the fan-out's launch lead); what actors spend is tallied
+# from 20 s before it (the preload's approach), so idle sweeps do not weigh in ``bound_by``.
+TALLY_FROM_S = -20.0
+
+
+class HelperActor(PollerActor):
+    """A helper invocation (``duetime.fan_out``): ``PollerShift.serve_helper`` on its slice, under its own
+    lease, from when Lambda has started it (the launch's ``invoke_ms`` and a cold start later)."""
+
+    def __init__(self, sim: Simulation, poller: Poller, name: str, assignment: HelperAssignment) -> None:
+        self.assignment = assignment
+        self.memory_mb = sim.model.helper_memory_mb
+        self.started_at: float | None = None
+        self.ended_at: float | None = None
+        super().__init__(sim, poller, name)
+
+    def _main(self) -> None:
+        self._turn.wait()
+        self._turn.clear()
+        self.started_at = self.sim.now()
+        try:
+            shift = PollerShift(self.poller, self.sim.store, LeaseTimings())
+            shift.serve_helper(self.name, self.assignment, self._sleep, stop=lambda: self.sim.stopping)
+        except Exception as exc:
+            self.sim.errors.append(exc)
+        finally:
+            self.ended_at = self.sim.now()
+            self.finished = True
+            self._back.set()
+
+
+class SimHelpers:
+    """Implements ``duetime.fan_out.HelperLauncher`` on the simulation: each launch a ``HelperActor``."""
+
+    def __init__(self, sim: Simulation) -> None:
+        self.sim = sim
+        self.parent: Poller | None = None  # the holder whose slices these are
+
+    def launch(self, assignment: HelperAssignment) -> None:
+        sim, m = self.sim, self.sim.model
+        assert self.parent is not None
+        poller = self.parent.alone(assignment.partitions)
+        sim.use_lanes(poller)
+        actor = HelperActor(sim, poller, f"helper-{assignment.lease_name}", assignment)
+        sim.helpers.append(actor)
+        sim._schedule(sim.now() + (m.invoke_ms + m.helper_cold_start_ms) / 1000, actor)
+
+
 class WorkerSlot(Actor):
     """One concurrent batch of the SQS event source, invoking one worker environment."""
 
@@ -847,7 +909,7 @@ class Simulation:
         self.jobs = jobs
         self.jitter = jitter
         self.exact_fraction = exact_fraction
-        self.clock = ManualClock(MIDNIGHT - timedelta(seconds=20))
+        self.clock = ManualClock(MIDNIGHT - timedelta(seconds=40))  # before the fan-out's launch lead
         self.meter = KeyMeter(model.key_write_limit)
         # Tables and their indexes ("jobs", "jobs/due", "runs", "runs/reap", "control"): each takes
         # table_write_capacity() units a second (on-demand throughput, warm throughput, the table quota).
@@ -858,6 +920,7 @@ class Simulation:
         # cold_start, key_throttle, table_throttle).
         self.spent: dict[str, defaultdict[str, float]] = {
             "poller": defaultdict(float),
+            "helper": defaultdict(float),
             "worker": defaultdict(float),
         }
         self.store = SimStore(self)
@@ -866,6 +929,7 @@ class Simulation:
         self.errors: list[Exception] = []
         self.stopping = False
         self.parked: list[WorkerSlot] = []
+        self.helpers: list[HelperActor] = []
         self._events: list[_Event] = []
         self._seq = itertools.count()
         self.first_message: float | None = None
@@ -897,8 +961,21 @@ class Simulation:
         if seconds > 0:
             self.clock.advance(seconds)
             worker = isinstance(self.current, WorkerSlot)
+            kind = "worker" if worker else "helper" if isinstance(self.current, HelperActor) else "poller"
+            if self.now() < TALLY_FROM_S:
+                return  # the idle sweeps before the spike's approach: not the spike's
             if len(self.starts) < self.jobs if worker else self.claims < self.jobs:
-                self.spent["worker" if worker else "poller"][cause] += seconds
+                self.spent[kind][cause] += seconds
+
+    def memory_mb(self) -> int:
+        """The running actor's memory size (a helper's, or the pollers')."""
+        return getattr(self.current, "memory_mb", self.model.poller_memory_mb)
+
+    def use_lanes(self, poller: Poller) -> None:
+        """The preload's sends on the simulation's lanes, not a real thread."""
+        assert poller.preload is not None
+        poller.preload._sender.shutdown()
+        poller.preload._sender = LaneSender(self)  # type: ignore[assignment]
 
     def write(
         self, keys: Mapping[str, float], tables: Mapping[str, float], at: float | None = None
@@ -961,6 +1038,11 @@ class Simulation:
         pollers: list[PollerActor] = []
         for g in range(groups):
             partitions = [p for p in range(PARTITIONS) if p * groups // PARTITIONS == g]
+            m = self.model
+            policy = FanOutPolicy(
+                holder_rows=m.fan_out_holder_rows, partitions_per_helper=m.fan_out_partitions_per_helper
+            )
+            helpers = SimHelpers(self) if m.fan_out else None
             poller = Poller(
                 self.store,
                 self.store,
@@ -969,10 +1051,13 @@ class Simulation:
                 self.clock,
                 PollerConfig(partitions),
                 self.store,
+                leases=self.store,
+                helpers=helpers,
+                fan_out=policy,
             )
-            assert poller.preload is not None
-            poller.preload._sender.shutdown()
-            poller.preload._sender = LaneSender(self)  # type: ignore[assignment]
+            if helpers is not None:
+                helpers.parent = poller
+            self.use_lanes(poller)
             actor = PollerActor(self, poller, f"poller-{g}")
             pollers.append(actor)
             self._schedule(self.now(), actor)
@@ -997,7 +1082,7 @@ class Simulation:
             if wake is not None:
                 self._schedule(wake, current)
         self.stopping = True
-        for poller_actor in pollers:  # each stops after its next sweep
+        for poller_actor in [*pollers, *self.helpers]:  # each stops after its next sweep
             self.current = poller_actor
             next_wake: float | None = self.now()
             for _ in range(100):
@@ -1080,7 +1165,7 @@ def run_midnight(
         "reap_ticket_adoptions": sim.store.ticket_adoptions,  # ticketed runs still alive at their check
         "failed_messages": sim.failed_messages,
         "poller_errors": len(sim.errors),
-        "helpers_invoked": 0,  # the claims' fan-out is not built yet: every group's holder claims alone
+        "helpers_invoked": len(sim.helpers),
         "table_write_capacity": model.table_write_capacity(),
         "peak_table_wru_per_s": sim.tables.peaks(),
         "tables_over_capacity": sim.tables.keys_over(),
@@ -1147,15 +1232,20 @@ def calibration_used(model: AwsModel) -> dict[str, Any]:
 def spike_cost(sim: Simulation, busy: Sequence[WorkerSlot]) -> dict[str, Any]:
     """What the simulated horizon bills, at ``prices.PRICES_USD``: the workers' duration (their busy time,
     cold starts included) and requests (one a batch), the pollers' duration while they claim the spike,
+    the helpers' (from their cold start to their return) and requests,
     the write units offered to every table and index, and the SQS
     requests. Left out: read units, and the capacity bought ahead of the spike (``duetime plan``)."""
     m = sim.model
     worker_gb_s = sum(s.busy_s for s in busy) * m.worker_memory_mb / 1024
     poller_gb_s = sum(sim.spent["poller"].values()) * m.poller_memory_mb / 1024
+    helper_s = sum((h.ended_at or sim.now()) - h.started_at for h in sim.helpers if h.started_at is not None)
+    helper_gb_s = (helper_s + len(sim.helpers) * m.helper_cold_start_ms / 1000) * m.helper_memory_mb / 1024
     parts = {
         "worker_duration": worker_gb_s * PRICES_USD["lambda_gb_second_arm64"],
         "worker_requests": sum(s.batches for s in busy) * PRICES_USD["lambda_request"],
         "poller_duration": poller_gb_s * PRICES_USD["lambda_gb_second_arm64"],
+        "helper_duration": helper_gb_s * PRICES_USD["lambda_gb_second_arm64"],
+        "helper_requests": len(sim.helpers) * PRICES_USD["lambda_request"],
         "dynamodb_writes": sim.tables.total() * PRICES_USD["dynamodb_write_request_unit"],
         "sqs_requests": sim.sqs_requests * PRICES_USD["sqs_request"],
     }

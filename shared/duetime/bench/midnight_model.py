@@ -60,6 +60,15 @@ class AwsModel:
     worker_memory_mb: int = 1024  # Workers: memory_mb=1024 -> 0.58 vCPU
     poller_memory_mb: int = 512  # pollers.poller_memory_mb at the default groups -> 0.29 vCPU
     poller_groups: int = DEFAULT_POLLER_GROUPS  # StackConfig.partition_groups' default
+    # Claims that scale out (duetime.fan_out; the stack's poller_fan_out): a holder whose coming minute holds
+    # more than fan_out_holder_rows hands slices of fan_out_partitions_per_helper partitions to helper
+    # invocations of helper_memory_mb (1,769 MB: one vCPU), each starting after invoke_ms and a cold start
+    # (helper_cold_start_ms: an assumption, the poller's package without the worker's targets).
+    fan_out: bool = True
+    fan_out_holder_rows: int = 5_000
+    fan_out_partitions_per_helper: int = 4
+    helper_memory_mb: int = LAMBDA_MB_PER_VCPU
+    helper_cold_start_ms: float = 1500.0
     target_ms: float = 100.0  # each target call (assumption: a webhook answering in 100 ms)
     teams: int = 500  # teams the midnight jobs belong to (1,000 jobs each at 500,000), default caps
     # Lambda (docs, "Lambda scaling behavior" and "Lambda quotas"): each function scales by 1,000 execution
@@ -138,8 +147,10 @@ class AwsModel:
     def worker_cpu_s(self, runs: int) -> float:
         return runs * self.worker_cpu_ms_per_run / 1000 / self.vcpu(self.worker_memory_mb)
 
-    def poller_cpu_s(self, microseconds: float) -> float:
-        return microseconds / 1e6 / self.vcpu(self.poller_memory_mb)
+    def poller_cpu_s(self, microseconds: float, memory_mb: int | None = None) -> float:
+        """A poller's (or, with ``memory_mb``, a helper's) CPU seconds for ``microseconds`` of this
+        machine's."""
+        return microseconds / 1e6 / self.vcpu(memory_mb or self.poller_memory_mb)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -36,7 +36,7 @@ TABLE_NAMES = {
 }
 
 
-def poller_claims_per_s(model: AwsModel, loaded: bool = False) -> float:
+def poller_claims_per_s(model: AwsModel, loaded: bool = False, memory_mb: int | None = None) -> float:
     """One poller's claims a second when the spike keeps it busy: each claim's CPU (the rest of the claim,
     and reading its row unless ``loaded``: the preload read it before its second; both as calibrated by
     ``bench runcpu``) at the poller's vCPU share, plus its share of the claim's latency (a read of 100
@@ -46,7 +46,31 @@ def poller_claims_per_s(model: AwsModel, loaded: bool = False) -> float:
     cpu_us = model.poller_claim_cpu_us_per_run + (0 if loaded else model.poller_read_cpu_us_per_row)
     commit_us = 2 * model.ddb_batch_statement_ms * 1000 / (CLAIM_STATEMENTS * model.claim_concurrency)
     commit_us += model.ddb_batch_get_ms * 1000 / VERSION_READ_KEYS  # the versions, read before the writes
-    return 1e6 / (model.poller_cpu_s(cpu_us) * 1e6 + commit_us)
+    return 1e6 / (model.poller_cpu_s(cpu_us, memory_mb) * 1e6 + commit_us)
+
+
+def fan_out_of(jobs: float, model: AwsModel, partitions: int = 64) -> tuple[int, float]:
+    """The helpers a minute of ``jobs`` rows (spread evenly over the partitions) starts
+    (``duetime.fan_out``: each holder hands its biggest slices to helpers until what is left fits
+    ``fan_out_holder_rows``), and the claims a second all the claimers (holders and helpers) make together:
+    the minute takes as long as its slowest claimer. A helper's claims are read ahead (its preload) and
+    held to its partitions' keys' ``key_write_limit`` (a claim writes one unit on its due-bucket key)."""
+    groups = model.poller_groups
+    alone = groups * poller_claims_per_s(model)
+    per_group = jobs / groups
+    if not model.fan_out or per_group <= model.fan_out_holder_rows:
+        return 0, alone
+    size = model.fan_out_partitions_per_helper
+    slices = math.ceil(partitions / groups / size)
+    per_slice = jobs / partitions * min(size, partitions // groups)
+    delegated = min(slices, math.ceil((per_group - model.fan_out_holder_rows) / per_slice))
+    left = max(0.0, per_group - delegated * per_slice)
+    helper_rate = min(
+        poller_claims_per_s(model, loaded=True, memory_mb=model.helper_memory_mb),
+        min(size, partitions // groups) * model.key_write_limit,
+    )
+    slowest_s = max(left / poller_claims_per_s(model), per_slice / helper_rate)
+    return groups * delegated, jobs / slowest_s
 
 
 def worker_starts_per_s(model: AwsModel) -> float:
@@ -94,18 +118,21 @@ def midnight_estimate(
     spread_s = max(0.0, window_s - 60)
     groups = model.poller_groups
     claims_per_s = poller_claims_per_s(model)
+    # A minute's rows (the spike's first, for a spread one) decide the fan-out; its claimers' pace, all.
+    minute_rows = jobs if not spread_s else jobs * min(1.0, 60 / spread_s)
+    helpers, claimers_per_s = fan_out_of(minute_rows, model, partitions)
     capacity = model.table_write_capacity()
     # The tables and indexes each take ``capacity`` units a second: the claims are held to what their
     # busiest table takes, and the starts (which overlap the claims) to what the busiest takes of both.
     claims_table_cap = capacity / max(CLAIM_UNITS_PER_RUN.values())
     both = {n: CLAIM_UNITS_PER_RUN.get(n, 0.0) + START_UNITS_PER_RUN.get(n, 0.0) for n in TABLE_NAMES}
     starts_table_cap = capacity / max(both.values())
-    claimed_s = max(spread_s, jobs / min(groups * claims_per_s, claims_table_cap))
+    claimed_s = max(spread_s, jobs / min(claimers_per_s, claims_table_cap))
     rate = worker_starts_per_s(model)
     started_s = max(claimed_s, seconds_to_start(jobs, model, rate), jobs / starts_table_cap)
     # Units a second each table is asked for, before any throttling: the claims at the pollers' pace (or as
     # the runs fall due, spread), the starts at the claims' pace or the window's, within the workers'.
-    claims_pace = min(groups * claims_per_s, jobs / max(spread_s, 1.0))
+    claims_pace = min(claimers_per_s, jobs / max(spread_s, 1.0))
     starts_pace = min(model.esm_cap() * rate, max(claims_pace, jobs / window_s))
     offered = {
         name: round(
@@ -130,9 +157,14 @@ def midnight_estimate(
         peak_units = 2 * peak_claims
     else:
         peak_claims = min(due_per_poller_s, poller_claims_per_s(model, loaded=True)) / (partitions / groups)
+        if helpers:  # a helper fires its slice's rows as fast as it claims
+            size = min(model.fan_out_partitions_per_helper, partitions // groups)
+            helper = poller_claims_per_s(model, loaded=True, memory_mb=model.helper_memory_mb)
+            peak_claims = max(peak_claims, min(helper / size, model.key_write_limit))
         peak_units = peak_claims + min(jobs / window_s, model.esm_cap() * rate) / partitions
     return {
         "poller_claims_per_s": round(claims_per_s, 1),
+        "helpers_invoked": helpers,
         "seconds_to_all_claimed": round(claimed_s, 1),
         "worker_starts_per_s_each": round(rate, 1),
         "seconds_to_all_started": round(started_s, 1),

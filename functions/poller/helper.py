@@ -1,0 +1,27 @@
+"""Poller helper Lambda: a busy minute's holder invokes it (asynchronously) to claim a slice of its group
+for that minute (``duetime.fan_out``): the event is the ``HelperAssignment``. It holds the slice's own
+lease, preloads, fires and sweeps the slice, and returns once the minute is claimed
+(``PollerShift.serve_helper``); if it dies, the holder takes the slice back when the lease expires."""
+
+import time
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from duetime import wiring
+from duetime.lambda_events import HelperEvent
+from duetime.poller_lease import invocation_id
+
+logger = Logger(service="duetime-poller-helper")
+metrics = Metrics(namespace="duetime", service="poller-helper")
+tracer = Tracer(service="duetime-poller-helper")
+
+
+@logger.inject_lambda_context
+@metrics.log_metrics
+@tracer.capture_lambda_handler
+def handler(event: dict, context: LambdaContext) -> dict:
+    assignment = HelperEvent.model_validate(event).helper
+    invocation = invocation_id(context.aws_request_id)
+    report = wiring.poller_shift().serve_helper(invocation, assignment, time.sleep, metrics=metrics)
+    return report.summary()
