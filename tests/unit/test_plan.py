@@ -1,7 +1,10 @@
 """`duetime plan` reproduces the design's arithmetic for the seed's assumptions."""
 
+import json
+
 import pytest
 
+from duetime import cli
 from duetime.bench import calibration
 from duetime.bench.fixed_cost import StackDefaults
 from duetime.bench.plan import (
@@ -205,3 +208,17 @@ def test_warm_units_parse_as_the_stack_takes_them_and_format_as_the_flag_names_t
     ):
         with pytest.raises(ValueError, match=why):
             parse_units(bad, floor=4000)
+
+
+def test_the_plan_command_takes_the_stacks_warm_throughput_as_the_stack_flag_gives_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    cli.main(["plan", "--json"])
+    default = json.loads(capsys.readouterr().out)
+    assert default["warm_write_units"] == DEFAULT_WARM_WRITE_UNITS
+    cli.main(["plan", "--json", "--warm-write-units", "runs:0,control:0"])
+    cold = json.loads(capsys.readouterr().out)
+    assert cold["warm_write_units"] == {"runs": 0, "control": 0}
+    assert set(cold["warm_write_units_needed"]) == {"runs", "control"}
+    with pytest.raises(SystemExit, match="--warm-write-units: 'runz' is no table or index"):
+        cli.main(["plan", "--warm-write-units", "runz:9000"])
