@@ -414,13 +414,19 @@ def run_chaos(args: argparse.Namespace) -> int:
 def run_plan(args: argparse.Namespace) -> None:
     from duetime.bench.fixed_cost import StackDefaults
     from duetime.bench.plan import PlanInputs, capacity_plan, minutes_needing_prescale, parse_count
+    from duetime.warm_throughput import DEFAULT_WARM_WRITE_UNITS, NEW_TABLE_WRITE_UNITS, parse_units
 
+    try:
+        warm = {**DEFAULT_WARM_WRITE_UNITS, **parse_units(args.warm_write_units, NEW_TABLE_WRITE_UNITS)}
+    except ValueError as exc:
+        raise SystemExit(f"duetime plan: --warm-write-units: {exc}") from None
     stack = StackDefaults(
         poller_groups=args.poller_groups,
         poller_memory_mb=args.poller_memory_mb,
         peak_workers=args.peak_workers,
         poller_hot_standby=args.poller_hot_standby,
         worker_min_pollers=args.worker_min_pollers,
+        warm_write_units=warm,
     )
     inputs = PlanInputs(
         jobs=parse_count(args.jobs),
@@ -726,8 +732,14 @@ def parser() -> argparse.ArgumentParser:
         "--table-warm-write-units",
         type=float,
         default=4000.0,
-        help="write units a second each table and index takes: a new on-demand table's 4,000, or its warm "
-        "throughput",
+        help="write units a second every table and index takes at least: a new on-demand table's 4,000, or "
+        "what all have grown to",
+    )
+    plan.add_argument(
+        "--warm-write-units",
+        default="",
+        help="the stack's warm_write_units, as -c takes it (e.g. runs:26000,jobs/due:17000): names given "
+        "replace the stack's defaults (duetime.warm_throughput), 0 for none",
     )
     plan.add_argument(
         "--worker-rate",

@@ -144,3 +144,17 @@ def test_the_event_source_sets_a_maximum_concurrency(template: Template) -> None
     (mapping,) = template.find_resources("AWS::Lambda::EventSourceMapping").values()
     assert mapping["Properties"]["ScalingConfig"]["MaximumConcurrency"] > 0
     assert DEFAULTS.event_source_long_polls == 5
+
+
+def test_the_tables_are_pre_warmed_as_the_plan_assumes(template: Template) -> None:
+    """`duetime plan` takes StackDefaults.warm_write_units as each table's and index's write capacity at
+    the spike (its warm throughput, bought once: no part of the fixed cost a month)."""
+    warm = {}
+    for logical, table in template.find_resources("AWS::DynamoDB::GlobalTable").items():
+        role = next(r for r in ("jobs", "runs", "control") if logical.startswith(f"Storage{r.title()}"))
+        warm[role] = table["Properties"].get("WarmThroughput", {}).get("WriteUnitsPerSecond", 0)
+        for index in table["Properties"].get("GlobalSecondaryIndexes", []):
+            units = index.get("WarmThroughput", {}).get("WriteUnitsPerSecond", 0)
+            warm[f"{role}/{index['IndexName']}"] = units
+    assert {name: units for name, units in warm.items() if units} == DEFAULTS.warm_write_units
+    assert DEFAULTS.warm_write_units  # the default stack is ready for the seed's midnight

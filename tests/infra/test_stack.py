@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -24,6 +25,8 @@ sys.path.insert(0, str(ROOT / "infra" / "cdk"))
 from duetime_cdk.config import ContextError, StackConfig  # noqa: E402
 from duetime_cdk.pollers import poller_memory_mb  # noqa: E402
 from duetime_cdk.stack import DuetimeStack, check_with_cdk_nag  # noqa: E402
+
+from duetime.warm_throughput import DEFAULT_WARM_WRITE_UNITS, targets  # noqa: E402
 
 
 def synth(**context: Any) -> tuple[DuetimeStack, Template]:
@@ -100,6 +103,59 @@ def test_tables_are_on_demand_with_pitr_ttl_and_the_indexes_the_code_queries(tem
     }
     assert indexes[jobs] == {"due": ["due_bucket", "due_key"], "team-jobs": ["team", "job_id"]}
     assert indexes[runs] == {"reap": ["reap_shard", "reap_at"]}  # a job's runs: a Query on the table
+
+
+def warm_throughput(template: Template) -> dict[str, dict[str, int] | None]:
+    """Each table's WarmThroughput (by its role, from the logical id) and each GSI's, as
+    ``duetime.warm_throughput`` names them (None: not set)."""
+    found: dict[str, dict[str, int] | None] = {}
+    for logical, table in resources(template, "AWS::DynamoDB::GlobalTable").items():
+        (role,) = [r for r in ("jobs", "runs", "control") if logical.startswith(f"Storage{r.title()}")]
+        found[role] = table["Properties"].get("WarmThroughput")
+        for index in table["Properties"].get("GlobalSecondaryIndexes", []):
+            found[f"{role}/{index['IndexName']}"] = index.get("WarmThroughput")
+    return found
+
+
+def expected_warm(write: dict[str, int], read: dict[str, int]) -> dict[str, dict[str, int] | None]:
+    expected: dict[str, dict[str, int] | None] = {}
+    for name in targets():
+        units = {"WriteUnitsPerSecond": write.get(name, 0), "ReadUnitsPerSecond": read.get(name, 0)}
+        expected[name] = {key: value for key, value in units.items() if value} or None
+    return expected
+
+
+def test_every_table_and_index_is_pre_warmed_to_the_setting(template: Template) -> None:
+    # By default: what `duetime plan` says the seed's midnight asks of each (tests/unit/test_plan.py).
+    assert warm_throughput(template) == expected_warm(DEFAULT_WARM_WRITE_UNITS, {})
+    assert warm_throughput(template)["runs"] == {"WriteUnitsPerSecond": 9000}
+    # Given: the names given replace their defaults, the rest keep theirs; 0 is none.
+    write = "jobs:9000,jobs/due:17000,runs:26000,runs/reap:5000,jobs/team-jobs:4000,control:0"
+    _, given = synth(
+        deletion_protection="false", warm_write_units=write, warm_read_units="jobs:15000,runs/reap:12000"
+    )
+    assert warm_throughput(given) == expected_warm(
+        {"jobs": 9000, "jobs/due": 17000, "runs": 26000, "runs/reap": 5000, "jobs/team-jobs": 4000},
+        {"jobs": 15000, "runs/reap": 12000},
+    )
+    # cdk.json's form: an object.
+    _, none = synth(deletion_protection="false", warm_write_units={"runs": 0, "control": 0})
+    assert set(warm_throughput(none).values()) == {None}
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "why"),
+    [
+        ("warm_write_units", "runz:9000", "'runz' is no table or index; they are: jobs, jobs/due"),
+        ("warm_write_units", "runs:3000", "runs: 3,000 is under the 4,000 a new on-demand table"),
+        ("warm_write_units", "runs=9000", "is not <table or index>:<units a second>"),
+        ("warm_write_units", "runs:lots", "runs: 'lots' is not a whole number"),
+        ("warm_read_units", "jobs:4000", "jobs: 4,000 is under the 12,000 a new on-demand table"),
+    ],
+)
+def test_a_bad_warm_throughput_is_refused_naming_the_key(key: str, value: str, why: str) -> None:
+    with pytest.raises(ContextError, match=rf"^bad CDK context:\n  {key}: .*{re.escape(why)}"):
+        StackConfig.from_mapping({key: value})
 
 
 def test_deletion_protection_is_on_by_default_and_off_for_test_stacks(template: Template) -> None:
@@ -807,6 +863,8 @@ def test_a_localstack_stack_leaves_out_only_what_localstack_cannot_create(
     assert rule["ScheduleExpression"] == "rate(5 minutes)"
     for function in resources(local, "AWS::Lambda::Function").values():
         assert function["Properties"]["Architectures"] == ["x86_64"]  # what the asset is built for
+    # LocalStack's CloudFormation does not apply DynamoDB warm throughput (storage.py): none is set.
+    assert set(warm_throughput(local).values()) == {None}
     assert nag_findings(stack) == []
     cfn_lint(local, tmp_path)
 
@@ -826,6 +884,16 @@ def test_localstack_settings_are_validated(tmp_path: Path) -> None:
         )
     with pytest.raises(ValidationError, match="localstack"):
         StackConfig.model_validate({"localstack": "ture"})
+    # Warm throughput: the defaults are dropped on LocalStack; one given is refused, naming it.
+    assert (local.warm_write_units, local.warm_read_units) == ({}, {})
+    assert default.warm_write_units == DEFAULT_WARM_WRITE_UNITS
+    for key in ("warm_write_units", "warm_read_units"):
+        with pytest.raises(ValidationError, match=f"{key} sets DynamoDB warm throughput, which LocalStack"):
+            StackConfig.model_validate({"localstack": "true", key: "runs:40000"})
+    assert (
+        StackConfig.model_validate({"localstack": "true", "warm_write_units": "runs:0"}).warm_write_units
+        == {}
+    )
     with pytest.raises(ValidationError, match=r"no finished Lambda build \(no \.built\)"):
         StackConfig.model_validate({"lambda_asset": str(tmp_path / "lambda-local")})
     assert StackConfig.model_validate({"lambda_asset": "build/lambda"}).lambda_asset == ROOT / "build/lambda"

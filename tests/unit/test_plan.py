@@ -1,7 +1,11 @@
 """`duetime plan` reproduces the design's arithmetic for the seed's assumptions."""
 
+import json
+
 import pytest
 
+from duetime import cli
+from duetime.bench import calibration
 from duetime.bench.fixed_cost import StackDefaults
 from duetime.bench.plan import (
     MEASURED_PRELOAD_BYTES_PER_JOB,
@@ -10,6 +14,7 @@ from duetime.bench.plan import (
     minutes_needing_prescale,
     parse_count,
 )
+from duetime.warm_throughput import DEFAULT_WARM_WRITE_UNITS, TABLE_QUOTA_UNITS, format_units, parse_units
 
 
 def test_the_seed_workload() -> None:
@@ -42,10 +47,15 @@ def test_the_seed_spike_on_the_aws_model_is_late_and_says_why() -> None:
     assert spike["peak_write_units_per_s_hottest_key"] == 500
     late, *tables = capacity_plan(PlanInputs())["warnings"]
     assert "takes 473 s to start, not 60" in late and "270 workers" in late
-    # The starts, at the workers' pace, write the runs and control tables past a new table's 4,000 units.
-    assert [w.split(":")[0] for w in tables] == ["the runs table", "the control table"]
+    # The default stack pre-warms the runs and control tables for the starts at the workers' pace ...
+    assert tables == []
+    # ... which, on tables as new, write them past a new table's 4,000 units.
+    cold = capacity_plan(PlanInputs(), StackDefaults(warm_write_units={}))
+    assert [w.split(":")[0] for w in cold["warnings"][1:]] == ["the runs table", "the control table"]
+    assert "-c warm_write_units=runs:8000" in cold["warnings"][1]
+    assert cold["warm_write_units_needed"] == {"runs": 8000, "control": 7000}
     # 300 s of jitter, 5% exact: still late (473 s of claims), the runs table still over 4,000.
-    spread = capacity_plan(PlanInputs(spike_window_s=360))
+    spread = capacity_plan(PlanInputs(spike_window_s=360), StackDefaults(warm_write_units={}))
     assert "takes 473 s to start, not 360" in spread["warnings"][0]
     assert spread["spike_on_the_aws_model"]["peak_table_wru_per_s_asked"]["runs"] == pytest.approx(
         3894.4, abs=1
@@ -111,18 +121,30 @@ def test_counts_and_prescale_minutes() -> None:
 def test_a_late_spike_names_the_cheapest_deploy_flags_that_start_it_in_time() -> None:
     plan = capacity_plan(PlanInputs())  # the seed's 500,000, all exact, on the default stack: 473 s
     flags = plan["flags_for_the_spike"]
-    assert flags["flags"] == "-c partition_groups=32 -c worker_min_pollers=2"
+    # The tables the default stack does not pre-warm enough for 32 groups' pace are named in the flag with
+    # their units; the runs/reap index (283 units a second) takes the spike as it is.
+    warm = {"jobs": 9000, "jobs/due": 17000, "runs": 26000, "control": 17000}
+    assert flags["flags"] == (
+        "-c partition_groups=32 -c worker_min_pollers=2 "
+        "-c warm_write_units=jobs:9000,jobs/due:17000,runs:26000,control:17000"
+    )
     assert flags["seconds_to_all_started"] <= 60
-    assert flags["warm_write_units"] == {"jobs": 9000, "jobs/due": 17000, "runs": 26000, "control": 17000}
+    assert flags["warm_write_units"] == warm
     assert f"Deployed with {flags['flags']} it starts in" in plan["warnings"][0]
-    assert "pre-warmed to jobs 9,000, jobs/due 17,000" in plan["warnings"][0]
-    # The flags do what they say: deployed so, with the tables pre-warmed (the quota here), the plan has no
-    # warning and costs what the flags said.
+    assert (
+        "one-time purchase of warm throughput (write units a second: jobs 9,000, jobs/due 17,000"
+        in (plan["warnings"][0])
+    )
+    # The flags do what they say: deployed so (the stack config's merge of the flag over its defaults), the
+    # plan has no warning and costs what the flags said.
     flagged = capacity_plan(
-        PlanInputs(poller_groups=32, table_warm_write_units=40_000),
-        StackDefaults(poller_groups=32, worker_min_pollers=2),
+        PlanInputs(poller_groups=32),
+        StackDefaults(
+            poller_groups=32, worker_min_pollers=2, warm_write_units={**DEFAULT_WARM_WRITE_UNITS, **warm}
+        ),
     )
     assert flagged["warnings"] == [] and flagged["flags_for_the_spike"] is None
+    assert flagged["warm_write_units_needed"] == {}
     assert flagged["monthly_fixed_usd"] == flags["monthly_fixed_usd"]
     assert flags["more_than_now_usd"] == pytest.approx(
         flags["monthly_fixed_usd"] - plan["monthly_fixed_usd"], abs=0.01
@@ -148,3 +170,55 @@ def test_a_spike_in_time_names_no_flags_and_one_no_flag_helps_says_so() -> None:
     huge = capacity_plan(PlanInputs(spike_jobs=50_000_000))
     assert huge["flags_for_the_spike"] is None
     assert "No partition_groups and worker_min_pollers the plan tries start it in time" in huge["warnings"][0]
+
+
+def test_the_stacks_default_warm_throughput_is_what_the_plan_says_the_seeds_midnight_asks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """At bench/calibration.json's CPU figures (what `duetime plan` charges; not the unit tests' pinned
+    ones), the seed's midnight on the default stack asks each table for what the stack pre-warms it to by
+    default (StackConfig.warm_write_units; tests/infra checks the template has it): rounded up to a
+    thousand, within the table quota, and nothing for the tables a new one's 4,000 serves. A new calibration
+    that moves them fails here: change DEFAULT_WARM_WRITE_UNITS (it is never lowered on a deployed table)."""
+    monkeypatch.setattr(calibration, "saved", lambda: calibration.load(calibration.SAVED))
+    cold = capacity_plan(PlanInputs(), StackDefaults(warm_write_units={}))
+    assert cold["warm_write_units_needed"] == DEFAULT_WARM_WRITE_UNITS
+    assert all(units <= TABLE_QUOTA_UNITS for units in DEFAULT_WARM_WRITE_UNITS.values())
+    # And the default stack's tables then take it: no table warning, nothing more needed.
+    default = capacity_plan(PlanInputs())
+    assert default["warm_write_units"] == DEFAULT_WARM_WRITE_UNITS
+    assert default["warm_write_units_needed"] == {}
+    assert not any(
+        w.startswith(("the runs table", "the control table", "the jobs")) for w in default["warnings"]
+    )
+
+
+def test_warm_units_parse_as_the_stack_takes_them_and_format_as_the_flag_names_them() -> None:
+    units = parse_units("runs:26000, jobs/due:17000,control:0", floor=4000)
+    assert units == {"runs": 26000, "jobs/due": 17000, "control": 0}
+    assert format_units(units) == "jobs/due:17000,runs:26000,control:0"
+    assert parse_units(format_units(units), floor=4000) == units
+    assert parse_units({"runs/reap": 5000}, floor=4000) == {"runs/reap": 5000}
+    for bad, why in (
+        ("runz:9000", "no table or index"),
+        ("runs=9000", "is not <table or index>:<units a second>"),
+        ("runs:lots", "not a whole number"),
+        ("runs:3000", "under the 4,000"),
+        ("runs:-1", "under the 4,000"),
+    ):
+        with pytest.raises(ValueError, match=why):
+            parse_units(bad, floor=4000)
+
+
+def test_the_plan_command_takes_the_stacks_warm_throughput_as_the_stack_flag_gives_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    cli.main(["plan", "--json"])
+    default = json.loads(capsys.readouterr().out)
+    assert default["warm_write_units"] == DEFAULT_WARM_WRITE_UNITS
+    cli.main(["plan", "--json", "--warm-write-units", "runs:0,control:0"])
+    cold = json.loads(capsys.readouterr().out)
+    assert cold["warm_write_units"] == {"runs": 0, "control": 0}
+    assert set(cold["warm_write_units_needed"]) == {"runs", "control"}
+    with pytest.raises(SystemExit, match="--warm-write-units: 'runz' is no table or index"):
+        cli.main(["plan", "--warm-write-units", "runz:9000"])

@@ -11,6 +11,13 @@ from pydantic import BaseModel, Field, ValidationError, ValidationInfo, field_va
 
 from duetime.ids import DEFAULT_POLLER_GROUPS, PARTITIONS
 from duetime.settings import parse_partitions
+from duetime.warm_throughput import (
+    DEFAULT_WARM_READ_UNITS,
+    DEFAULT_WARM_WRITE_UNITS,
+    NEW_TABLE_READ_UNITS,
+    NEW_TABLE_WRITE_UNITS,
+    parse_units,
+)
 
 ROOT = Path(__file__).resolve().parents[3]
 WHEEL_ARCHITECTURES = {"aarch64": "arm64", "x86_64": "x86_64"}  # a wheel's platform tag -> Lambda's name
@@ -94,6 +101,15 @@ class StackConfig(BaseModel):
     # and a disabled team's requests reach the api function (which refuses them), for at most this long.
     # 0 turns the cache off (one authorizer invocation per request); API Gateway allows up to 3600.
     authorizer_cache_seconds: int = Field(default=300, ge=0, le=3600)
+    # DynamoDB warm throughput (duetime.warm_throughput): write and read units a second each table and index
+    # takes at once, e.g. -c warm_write_units=runs:26000,jobs/due:17000 (names: jobs, jobs/due,
+    # jobs/team-jobs, runs, runs/reap, control). The names given replace their defaults, the rest keep
+    # theirs; 0: none (a new table's 4,000 writes, 12,000 reads). AWS charges once for raising it (not a
+    # monthly cost), and a raised warm throughput cannot be lowered.
+    # Default writes: what `duetime plan` says the seed's midnight asks of each table on the default stack
+    # (runs 9,000, control 7,000); reads: none. Left out with localstack (see storage.py).
+    warm_write_units: dict[str, int] = Field(default_factory=lambda: dict(DEFAULT_WARM_WRITE_UNITS))
+    warm_read_units: dict[str, int] = Field(default_factory=lambda: dict(DEFAULT_WARM_READ_UNITS))
 
     @field_validator("stack_name")
     @classmethod
@@ -145,6 +161,17 @@ class StackConfig(BaseModel):
             raise ValueError("partition_groups must cover partitions 0-63, each exactly once")
         return groups
 
+    @field_validator("warm_write_units", "warm_read_units", mode="before")
+    @classmethod
+    def _warm(cls, value: Any, info: ValidationInfo) -> dict[str, int]:
+        if info.field_name == "warm_write_units":
+            defaults, floor = DEFAULT_WARM_WRITE_UNITS, NEW_TABLE_WRITE_UNITS
+        else:
+            defaults, floor = DEFAULT_WARM_READ_UNITS, NEW_TABLE_READ_UNITS
+        if info.data.get("localstack"):  # (validated before: defined above) no default pre-warming there
+            defaults = {}
+        return {**defaults, **parse_units(value, floor)}
+
     @field_validator("worker_max_pollers")
     @classmethod
     def _at_least_the_minimum(cls, maximum: int, info: ValidationInfo) -> int:
@@ -186,6 +213,13 @@ class StackConfig(BaseModel):
                     "does not have: leave it unset (or false) with localstack=true"
                 )
             self.scheduled_scaling = False
+            for key in ("warm_write_units", "warm_read_units"):
+                if key in self.model_fields_set and any(getattr(self, key).values()):
+                    raise ValueError(
+                        f"{key} sets DynamoDB warm throughput, which LocalStack's CloudFormation does not "
+                        f"apply: leave it unset (or 0) with localstack=true"
+                    )
+                setattr(self, key, {})  # no default pre-warming on LocalStack either (storage.py says why)
         default_cap = type(self).model_fields["worker_max_concurrency"].default
         if self.worker_min_pollers is not None and self.worker_max_concurrency != default_cap:
             raise ValueError(

@@ -25,7 +25,13 @@ class DuetimeStack(cdk.Stack):
     def __init__(self, scope: Construct, id: str, *, config: StackConfig, **kwargs: Any) -> None:
         super().__init__(scope, id, description="duetime: a distributed job scheduler", **kwargs)
         self.config = config
-        self.storage = storage = Storage(self, "Storage", deletion_protection=config.deletion_protection)
+        self.storage = storage = Storage(
+            self,
+            "Storage",
+            deletion_protection=config.deletion_protection,
+            warm_write_units=config.warm_write_units,
+            warm_read_units=config.warm_read_units,
+        )
         self.queue = queue = RunQueue(self, "Queue")
         self.alerts = alerts = Alerts(self, "Alerts", email=config.alert_email)
         code = LambdaCode(

@@ -52,7 +52,7 @@ billing of the pollers' cold starts, the free tiers.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from duetime.bench.prices import PRICES_USD
@@ -61,6 +61,7 @@ from duetime.ids import DEFAULT_POLLER_GROUPS
 from duetime.poller import PollerConfig
 from duetime.poller_lease import LeaseTimings
 from duetime.quiet import QuietTimings
+from duetime.warm_throughput import DEFAULT_WARM_WRITE_UNITS
 
 SECONDS_PER_DAY = 86_400
 DAYS_PER_MONTH = 30
@@ -120,6 +121,9 @@ class StackDefaults:
     event_source_long_polls: int = 5
     long_poll_seconds: float = 20.0
     poller_rests_when_quiet: bool = True  # Settings.poller_rest_when_quiet (duetime.quiet)
+    # StackConfig.warm_write_units: each table's and index's warm throughput (duetime.warm_throughput), bought
+    # once: no part of the fixed cost a month; `duetime plan`'s midnight takes it as each one's capacity.
+    warm_write_units: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_WARM_WRITE_UNITS))
 
     @property
     def alarm_metrics(self) -> int:

@@ -65,6 +65,9 @@ class AwsModel:
     # invocations of helper_memory_mb (1,769 MB: one vCPU), each starting after invoke_ms and a cold start
     # (helper_cold_start_ms: an assumption, the poller's package without the worker's targets).
     fan_out: bool = True
+    # Claims paced to the tables' capacity for claims and starts together (duetime.claim_pace; the stack
+    # gives each group its share): False, claims go as fast as the claimers go and the tables throttle.
+    claims_paced: bool = True
     fan_out_holder_rows: int = 5_000
     fan_out_partitions_per_helper: int = 4
     helper_memory_mb: int = LAMBDA_MB_PER_VCPU

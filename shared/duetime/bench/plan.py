@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from duetime.adapters.dynamodb.reap_tickets import TICKET_RUNS_MAX
 from duetime.bench.fixed_cost import StackDefaults, fixed_monthly_cost, lever_savings
 from duetime.bench.midnight_model import AwsModel
-from duetime.bench.plan_midnight import TABLE_NAMES, midnight_estimate
+from duetime.bench.plan_midnight import TABLE_NAMES, midnight_estimate, table_capacities
 from duetime.bench.prices import PRICES_AS_OF, PRICES_USD
 from duetime.ids import DEFAULT_POLLER_GROUPS
+from duetime.warm_throughput import format_units, rounded_up
 
 PARTITION_WRITE_LIMIT = 1000  # DynamoDB: write units per second per partition (key)
 # Measured by `duetime bench spike --jobs 5000` (BENCHMARKS.md, "Every write a run makes"): per run, by AWS's
@@ -55,8 +57,9 @@ class PlanInputs:
     spike_exact_fraction: float = 0.05  # with a window past a minute: the share due at its first second
     partitions: int = 64
     worker_rate: float | None = None  # runs a worker starts per second; None: the AWS model's estimate
-    # Write units a second each table and index takes without throttling: a new on-demand table's 4,000,
-    # or the warm throughput it was pre-warmed to (AwsModel.ddb_warm_wru_per_s).
+    # Write units a second every table and index takes at least without throttling: a new on-demand table's
+    # 4,000, or what all were pre-warmed (or have grown) to (AwsModel.ddb_warm_wru_per_s). The stack's own
+    # pre-warming, per table and index, is StackDefaults.warm_write_units (StackConfig.warm_write_units).
     table_warm_write_units: float = 4000.0
     headroom: float = 1.1
     job_bytes: int = 100
@@ -76,7 +79,11 @@ def capacity_plan(p: PlanInputs, stack: StackDefaults | None = None) -> dict[str
         esm_min_pollers=stack.worker_min_pollers,
         ddb_warm_wru_per_s=p.table_warm_write_units,
     )
-    spike = midnight_estimate(p.spike_jobs, p.spike_window_s, model, p.partitions, p.spike_exact_fraction)
+    spike = midnight_estimate(
+        p.spike_jobs, p.spike_window_s, model, p.partitions, p.spike_exact_fraction, stack.warm_write_units
+    )
+    capacity = table_capacities(model, stack.warm_write_units)
+    needed = warm_write_units_needed(spike["peak_table_wru_per_s_asked"], capacity, model)
     worker_rate = p.worker_rate or spike["worker_starts_per_s_each"]
     average = p.runs_per_day / 86_400
     peak = p.spike_jobs / p.spike_window_s
@@ -113,9 +120,9 @@ def capacity_plan(p: PlanInputs, stack: StackDefaults | None = None) -> dict[str
                 f"the model, for a fixed cost of ${flags['monthly_fixed_usd']:,.2f} a month "
                 f"(+${flags['more_than_now_usd']:,.2f})"
                 + (
-                    ", its tables and indexes pre-warmed to "
+                    " and a one-time purchase of warm throughput (write units a second: "
                     + ", ".join(f"{n} {u:,}" for n, u in flags["warm_write_units"].items())
-                    + " write units a second"
+                    + "; AWS charges for raising it once, never monthly)"
                     if flags["warm_write_units"]
                     else ""
                 )
@@ -123,7 +130,7 @@ def capacity_plan(p: PlanInputs, stack: StackDefaults | None = None) -> dict[str
                 else ". No partition_groups and worker_min_pollers the plan tries start it in time"
             )
         )
-    warnings += table_warnings(spike["peak_table_wru_per_s_asked"], model)
+    warnings += table_warnings(spike["peak_table_wru_per_s_asked"], capacity, model)
     for name, value in keys:
         if value > 0.8 * PARTITION_WRITE_LIMIT:
             warnings.append(
@@ -144,6 +151,9 @@ def capacity_plan(p: PlanInputs, stack: StackDefaults | None = None) -> dict[str
         "workers_for_peak": math.ceil(peak / worker_rate),
         "workers_with_headroom": math.ceil(peak / worker_rate * p.headroom),
         "spike_on_the_aws_model": spike,
+        # The stack's warm throughput (bought once, not in the monthly cost) and what the spike asks past it.
+        "warm_write_units": dict(stack.warm_write_units),
+        "warm_write_units_needed": needed,
         "job_table_gb": round(job_table_gb, 2),
         "run_history_gb": round(run_history_gb, 1),
         "monthly_usd_requests": round(request_cost, 2),
@@ -160,19 +170,33 @@ def capacity_plan(p: PlanInputs, stack: StackDefaults | None = None) -> dict[str
     }
 
 
-def table_warnings(asked: dict[str, float], model: AwsModel) -> list[str]:
+def warm_write_units_needed(
+    asked: Mapping[str, float], capacity: Mapping[str, float], model: AwsModel
+) -> dict[str, int]:
+    """The tables and indexes the spike asks more write units a second of than they take (``capacity``:
+    ``table_capacities``), each with what to pre-warm it to: the units asked rounded up to a thousand,
+    at most the table quota."""
+    return {
+        name: min(rounded_up(units), int(model.ddb_table_quota_wru_per_s))
+        for name, units in asked.items()
+        if units > capacity[name]
+    }
+
+
+def table_warnings(asked: dict[str, float], capacity: Mapping[str, float], model: AwsModel) -> list[str]:
     """A warning for each table or index the spike asks for more write units a second than it takes
-    (``AwsModel.table_write_capacity``: a new on-demand table or index takes 4,000, or twice its previous
-    peak, within the 40,000 default table quota), saying what to set or to request."""
+    (``capacity``: a new on-demand table or index takes 4,000, or twice its previous peak, or what the
+    stack's ``warm_write_units`` pre-warm it to, within the 40,000 default table quota), saying what to set
+    or to request."""
     warnings = []
     for name, units in asked.items():
-        if units <= model.table_write_capacity():
+        if units <= capacity[name]:
             continue
         what = TABLE_NAMES[name]
         advice = (
-            f"pre-warm it to {math.ceil(units / 1000) * 1000:,} write units a second (DynamoDB warm "
-            "throughput: UpdateTable WarmThroughput, set per table and per index, charged when raised above "
-            "the default, never lowered)"
+            f"pre-warm it to {rounded_up(units):,} write units a second (-c warm_write_units="
+            f"{name}:{rounded_up(units)}: DynamoDB warm throughput, set per table and per index, charged "
+            "once when raised above the default, never lowered)"
         )
         if units > model.ddb_table_quota_wru_per_s:
             advice = (
@@ -182,8 +206,9 @@ def table_warnings(asked: dict[str, float], model: AwsModel) -> list[str]:
             )
         warnings.append(
             f"{what}: the spike asks for {units:,.0f} write units a second, over the "
-            f"{model.table_write_capacity():,.0f} it takes on demand (a new table's); {advice}, or spread "
-            "the spike with jitter"
+            f"{capacity[name]:,.0f} it takes on demand ("
+            + ("a new table's" if capacity[name] <= model.table_write_capacity() else "its warm throughput")
+            + f"); {advice}, or spread the spike with jitter"
         )
     return warnings
 
@@ -198,9 +223,11 @@ def flags_for_the_spike(p: PlanInputs, stack: StackDefaults, fixed_now_usd: floa
     """The deploy flags of the cheapest stack (by its fixed monthly cost) that starts the spike within its
     window on the AWS model: more poller groups than ``stack``'s (claims in parallel) and the worker's event
     source in provisioned mode (workers sooner), from ``GROUPS_TRIED`` x ``MIN_POLLERS_TRIED``, with every
-    table and index pre-warmed to what the spike asks of it (``warm_write_units``; at most the table quota:
-    the stack does not set warm throughput yet, so that is a step of its own); None when none of them does.
-    What the model leaves out is ``midnight_estimate``'s to say."""
+    table and index pre-warmed to what the spike asks of it (``warm_write_units``: those the spike asks
+    more of than ``stack``'s warm throughput gives them, rounded up to a thousand, at most the table quota;
+    the flag ``-c warm_write_units=...`` names them, the rest keep the stack's); None when none of them
+    does. Warm throughput is bought once: it adds nothing to the fixed cost a month. What the model leaves
+    out is ``midnight_estimate``'s to say."""
     best: dict[str, Any] | None = None
     for groups in (g for g in GROUPS_TRIED if g >= stack.poller_groups and p.partitions % g == 0):
         for min_pollers in (m for m in MIN_POLLERS_TRIED if m >= stack.worker_min_pollers):
@@ -211,8 +238,21 @@ def flags_for_the_spike(p: PlanInputs, stack: StackDefaults, fixed_now_usd: floa
                 esm_min_pollers=min_pollers,
                 ddb_warm_wru_per_s=AwsModel.ddb_table_quota_wru_per_s,
             )
-            spike = midnight_estimate(
+            asked = midnight_estimate(
                 p.spike_jobs, p.spike_window_s, model, p.partitions, p.spike_exact_fraction
+            )["peak_table_wru_per_s_asked"]
+            # What each table takes as the stack has it, and what it would take pre-warmed as asked: the
+            # spike again on those (the asked units do not depend on the tables' capacity).
+            now = replace(model, ddb_warm_wru_per_s=p.table_warm_write_units)
+            warm = warm_write_units_needed(asked, table_capacities(now, stack.warm_write_units), now)
+            tried = replace(tried, warm_write_units={**stack.warm_write_units, **warm})
+            spike = midnight_estimate(
+                p.spike_jobs,
+                p.spike_window_s,
+                now,
+                p.partitions,
+                p.spike_exact_fraction,
+                tried.warm_write_units,
             )
             if spike["seconds_to_all_started"] > p.spike_window_s:
                 continue
@@ -220,6 +260,7 @@ def flags_for_the_spike(p: PlanInputs, stack: StackDefaults, fixed_now_usd: floa
             if best is None or fixed < best["monthly_fixed_usd"]:
                 flags = [f"-c partition_groups={groups}"] * (groups != stack.poller_groups)
                 flags += [f"-c worker_min_pollers={min_pollers}"] * (min_pollers != stack.worker_min_pollers)
+                flags += [f"-c warm_write_units={format_units(warm)}"] * bool(warm)
                 best = {
                     "flags": " ".join(flags),
                     "partition_groups": groups,
@@ -227,11 +268,7 @@ def flags_for_the_spike(p: PlanInputs, stack: StackDefaults, fixed_now_usd: floa
                     "seconds_to_all_started": spike["seconds_to_all_started"],
                     "monthly_fixed_usd": fixed,
                     "more_than_now_usd": round(fixed - fixed_now_usd, 2),
-                    "warm_write_units": {
-                        name: math.ceil(units / 1000) * 1000
-                        for name, units in spike["peak_table_wru_per_s_asked"].items()
-                        if units > p.table_warm_write_units
-                    },
+                    "warm_write_units": warm,
                 }
     return best
 

@@ -10,6 +10,7 @@ can be compared (the simulation prints both). What each term leaves out is said 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from duetime.bench.midnight_model import AwsModel
@@ -108,31 +109,63 @@ def seconds_to_start(jobs: int, model: AwsModel, rate: float) -> float:
     return ramp_s + (jobs - ramp_runs) / (rate * cap)
 
 
+# A paced spike wants its claims done within this long, so that the last runs start within the minute.
+SPIKE_CLAIM_SECONDS = 45.0
+
+
+def claims_per_second_within(capacity: Mapping[str, float]) -> float:
+    """The claims a second the tables take when each claim's run starts as fast (its claim's units and its
+    start's, on each table and index): what the stack paces a spike's claims to (``duetime.claim_pace``)."""
+    both = {n: CLAIM_UNITS_PER_RUN.get(n, 0.0) + START_UNITS_PER_RUN.get(n, 0.0) for n in TABLE_NAMES}
+    return min(capacity[n] / units for n, units in both.items() if units)
+
+
+def table_capacities(model: AwsModel, warm_write_units: Mapping[str, float]) -> dict[str, float]:
+    """Write units a second each table and index takes during the spike: ``model.table_write_capacity()``
+    (a new table's, or ``ddb_warm_wru_per_s``), or the warm throughput ``warm_write_units`` gives it (the
+    stack's ``warm_write_units``: ``duetime.warm_throughput``), within the table quota."""
+    any_table = model.table_write_capacity()
+    quota = model.ddb_table_quota_wru_per_s
+    return {name: max(any_table, min(quota, warm_write_units.get(name, 0.0))) for name in TABLE_NAMES}
+
+
 def midnight_estimate(
-    jobs: int, window_s: float, model: AwsModel, partitions: int = 64, exact_fraction: float = 0.05
+    jobs: int,
+    window_s: float,
+    model: AwsModel,
+    partitions: int = 64,
+    exact_fraction: float = 0.05,
+    warm_write_units: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
     """``jobs`` due over the first ``window_s`` - 60 seconds (the simulation's window is 60 s plus its
     jitter), each to start within 60 s of its second, by the arithmetic above; the simulation's figures of
     the same names are what it is compared with. Spread over seconds, the ``exact_fraction`` of them (no
-    jitter) still falls due at the spike's first second; with no spread, all of them do."""
+    jitter) still falls due at the spike's first second; with no spread, all of them do. Tables and indexes
+    in ``warm_write_units`` take that many write units a second (``table_capacities``); the simulation
+    takes one capacity for all, ``model``'s."""
     spread_s = max(0.0, window_s - 60)
     groups = model.poller_groups
     claims_per_s = poller_claims_per_s(model)
     # A minute's rows (the spike's first, for a spread one) decide the fan-out; its claimers' pace, all.
     minute_rows = jobs if not spread_s else jobs * min(1.0, 60 / spread_s)
     helpers, claimers_per_s = fan_out_of(minute_rows, model, partitions)
-    capacity = model.table_write_capacity()
-    # The tables and indexes each take ``capacity`` units a second: the claims are held to what their
-    # busiest table takes, and the starts (which overlap the claims) to what the busiest takes of both.
-    claims_table_cap = capacity / max(CLAIM_UNITS_PER_RUN.values())
-    both = {n: CLAIM_UNITS_PER_RUN.get(n, 0.0) + START_UNITS_PER_RUN.get(n, 0.0) for n in TABLE_NAMES}
-    starts_table_cap = capacity / max(both.values())
-    claimed_s = max(spread_s, jobs / min(claimers_per_s, claims_table_cap))
+    capacity = table_capacities(model, warm_write_units or {})
+    # Each table and index takes its ``capacity`` units a second: the claims are held to what the tightest
+    # of their tables takes, and the starts (which overlap the claims) to the tightest for both.
+    claims_table_cap = min(capacity[n] / units for n, units in CLAIM_UNITS_PER_RUN.items())
+    starts_table_cap = claims_per_second_within(capacity)
+    # Paced (``duetime.claim_pace``), the claims take no more than the tables take of claims and starts.
+    pace_cap = starts_table_cap if model.claims_paced else claims_table_cap
+    claimed_s = max(spread_s, jobs / min(claimers_per_s, pace_cap))
     rate = worker_starts_per_s(model)
     started_s = max(claimed_s, seconds_to_start(jobs, model, rate), jobs / starts_table_cap)
-    # Units a second each table is asked for, before any throttling: the claims at the pollers' pace (or as
-    # the runs fall due, spread), the starts at the claims' pace or the window's, within the workers'.
-    claims_pace = min(claimers_per_s, jobs / max(spread_s, 1.0))
+    # Units a second each table is asked for: the claims at the pace the spike wants (its claimers' pace, or
+    # all in SPIKE_CLAIM_SECONDS, or as the runs fall due, spread; paced claims are held below it, and what
+    # is asked past a table's capacity is what to pre-warm it to), the starts at the claims' pace or the
+    # window's, within the workers'.
+    claims_pace = min(
+        claimers_per_s, jobs / max(spread_s, SPIKE_CLAIM_SECONDS if model.claims_paced else 1.0)
+    )
     starts_pace = min(model.esm_cap() * rate, max(claims_pace, jobs / window_s))
     offered = {
         name: round(
