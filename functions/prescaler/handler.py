@@ -1,6 +1,7 @@
 """Prescaler Lambda: EventBridge invokes it every 5 minutes; it counts the due index over the next minutes
 and sets the worker alias's provisioned concurrency ahead of a busy minute, lowering it once the queue has
-drained (``duetime.prescale``). A failed call is logged and raised; the next invocation looks again."""
+drained, and switches the worker's event source to provisioned mode and back the same way
+(``duetime.prescale``). A failed call is logged (raised, for the workers); the next invocation looks again."""
 
 from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext

@@ -589,6 +589,27 @@ class ProvisionedWorkers(Protocol):
         ...
 
 
+class ProvisionedEventPollers(Protocol):
+    """The worker's event source in provisioned mode (on AWS: the SQS event source mapping's
+    ``ProvisionedPollerConfig``). Standard mode is 0 pollers: the event source starts a spike with 5
+    concurrent batches and adds up to 300 a minute, capped by its MaximumConcurrency. In provisioned mode at
+    least ``minimum`` event pollers are kept (each runs up to 10 concurrent batches), and the event source
+    adds up to 1,000 concurrent batches a minute.
+
+    AWS refuses MaximumConcurrency together with provisioned mode, so an implementation removes it when it
+    switches on and puts the standard mode's cap back when it switches off."""
+
+    def minimum_pollers(self) -> int:
+        """The minimum pollers requested now; 0 in standard mode (whether or not the pollers are up yet:
+        AWS does not say how long that takes)."""
+        ...
+
+    def provision_pollers(self, minimum: int) -> None:
+        """Provisioned mode with at least ``minimum`` pollers (2 or more), or standard mode for 0. Raises when
+        the platform refuses; the caller asks again at its next look."""
+        ...
+
+
 @dataclass(frozen=True)
 class Alert:
     kind: str  # "run_dead" | "run_failed" | "missed" | "recovered" (``duetime.deadlines``)

@@ -79,6 +79,12 @@ class Settings(BaseModel):
     prescale_baseline_workers: int = Field(default=0, ge=0, le=10_000)
     prescale_lookahead_minutes: int = Field(default=10, ge=1, le=60)
     prescale_policy: str = ""
+    # The worker's SQS event source mapping (its UUID), whose provisioned mode the prescaler switches ahead of
+    # a spike (duetime.prescale); empty: left alone (standard mode, or the stack pins provisioned mode). In
+    # provisioned mode it keeps at most this many pollers; back in standard mode, this MaximumConcurrency.
+    worker_event_source_uuid: str = ""
+    prescale_max_pollers: int = Field(default=200, ge=2, le=2000)
+    worker_max_concurrency: int = Field(default=100, ge=2, le=1000)
     allow_private_targets: bool = False  # SSRF guard: permit loopback/private targets (local use only)
     # AWS targets need no IAM role and are called with the worker's own credentials (a local stack only: on
     # AWS that would let any team act with the worker's rights)

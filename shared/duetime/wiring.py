@@ -19,7 +19,7 @@ from duetime.adapters.dynamodb.store import DynamoStore
 from duetime.adapters.dynamodb.tables import TableNames
 from duetime.adapters.http_target import HttpTargetCaller
 from duetime.adapters.lambda_helpers import LambdaHelperLauncher
-from duetime.adapters.lambda_provisioning import LambdaProvisionedWorkers
+from duetime.adapters.lambda_provisioning import LambdaEventPollers, LambdaProvisionedWorkers
 from duetime.adapters.lambda_starter import LambdaPollerStarter
 from duetime.adapters.lambda_warmer import LambdaWorkerWarmer
 from duetime.adapters.notify_channels import ChannelSender, SnsTopics, WebhookSender
@@ -176,20 +176,32 @@ def prescale_policy(s: Settings) -> PrescalePolicy:
         max_workers=s.prescale_max_workers,
         baseline_workers=s.prescale_baseline_workers,
         lookahead_minutes=s.prescale_lookahead_minutes,
+        max_pollers=s.prescale_max_pollers,
+        standard_max_concurrency=s.worker_max_concurrency,
     )
     return PrescalePolicy.model_validate(fields)
 
 
 @functools.cache
 def prescaler() -> Prescaler:
-    """The prescaler of the worker alias ``worker_function_arn`` (``duetime.prescale``)."""
+    """The prescaler of the worker alias ``worker_function_arn`` (``duetime.prescale``), and of its event
+    source's provisioned mode when ``worker_event_source_uuid`` names the mapping."""
     s = settings()
+    lambda_ = client("lambda")
+    pollers = (
+        LambdaEventPollers(
+            lambda_, s.worker_event_source_uuid, s.prescale_max_pollers, s.worker_max_concurrency
+        )
+        if s.worker_event_source_uuid
+        else None
+    )
     return Prescaler(
         make_store(s),
-        LambdaProvisionedWorkers(client("lambda"), s.worker_function_arn),
+        LambdaProvisionedWorkers(lambda_, s.worker_function_arn),
         SqsRunBacklog(client("sqs"), s.run_queue_url),
         SystemClock(),
         prescale_policy(s),
+        pollers=pollers,
     )
 
 

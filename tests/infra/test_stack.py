@@ -414,7 +414,8 @@ def test_the_prescaler_may_count_the_due_index_set_the_workers_and_read_the_queu
 ) -> None:
     """Least privilege (LocalStack does not enforce IAM: only this test can tell): Query on the jobs
     table's ``due`` index, the provisioned concurrency calls on the worker alias (and the function's
-    unqualified ARN, which IAM may evaluate too), GetQueueAttributes on the run queue."""
+    unqualified ARN, which IAM may evaluate too), GetQueueAttributes on the run queue, Get/Update of the
+    worker's event source mapping (its provisioned mode, ``forecast_pollers``) on that mapping only."""
     tables = resources(template, "AWS::DynamoDB::GlobalTable")
     (jobs,) = [name for name in tables if "Jobs" in name]
     (alias_id,) = [
@@ -440,9 +441,89 @@ def test_the_prescaler_may_count_the_due_index_set_the_workers_and_read_the_queu
             [{"Ref": alias_id}, {"Fn::GetAtt": [worker_id, "Arn"]}],
         ),
         (["sqs:GetQueueAttributes"], [{"Fn::GetAtt": [runs_queue, "Arn"]}]),
+        (
+            ["lambda:GetEventSourceMapping", "lambda:UpdateEventSourceMapping"],
+            [mapping_arn(template)],
+        ),
     ]
     wildcards = [actions for actions, resources_ in statements if "*" in resources_]
     assert wildcards == [["xray:PutTraceSegments", "xray:PutTelemetryRecords"]]  # the DuetimeFunction's own
+
+
+def mapping_arn(template: Template) -> dict[str, Any]:
+    """The worker's SQS event source mapping's ARN, as the template builds it from the mapping's UUID."""
+    (mapping_id,) = resources(template, "AWS::Lambda::EventSourceMapping")
+    return {
+        "Fn::Join": [
+            "",
+            [
+                "arn:",
+                {"Ref": "AWS::Partition"},
+                ":lambda:",
+                {"Ref": "AWS::Region"},
+                ":",
+                {"Ref": "AWS::AccountId"},
+                ":event-source-mapping:",
+                {"Ref": mapping_id},
+            ],
+        ]
+    }
+
+
+def prescaler_variables(template: Template) -> dict[str, Any]:
+    (prescaler,) = [
+        resources(template, "AWS::Lambda::Function")[f] for f in function_ids(template, PRESCALER)
+    ]
+    variables: dict[str, Any] = prescaler["Properties"]["Environment"]["Variables"]
+    return variables
+
+
+def test_by_default_the_prescaler_is_told_the_event_source_mapping_whose_provisioned_mode_it_switches(
+    template: Template,
+) -> None:
+    """The mapping's UUID (its Ref), the pollers' cap and the standard mode's MaximumConcurrency it restores;
+    the mapping itself is created in standard mode, capped as before."""
+    (mapping_id, mapping), *_ = resources(template, "AWS::Lambda::EventSourceMapping").items()
+    variables = prescaler_variables(template)
+
+    assert variables["DUETIME_WORKER_EVENT_SOURCE_UUID"] == {"Ref": mapping_id}
+    assert variables["DUETIME_PRESCALE_MAX_POLLERS"] == "200"  # worker_max_pollers
+    assert variables["DUETIME_WORKER_MAX_CONCURRENCY"] == "100"  # worker_max_concurrency
+    assert mapping["Properties"]["ScalingConfig"] == {"MaximumConcurrency": 100}
+    assert "ProvisionedPollerConfig" not in mapping["Properties"]
+    _, capped = synth(deletion_protection="false", worker_max_concurrency="40", worker_max_pollers="30")
+    assert (
+        prescaler_variables(capped)["DUETIME_WORKER_MAX_CONCURRENCY"],
+        prescaler_variables(capped)["DUETIME_PRESCALE_MAX_POLLERS"],
+    ) == ("40", "30")
+
+
+@pytest.mark.parametrize(
+    "context",
+    [{"worker_min_pollers": "2"}, {"forecast_pollers": "false"}],
+    ids=["provisioned-mode-pinned", "switching-off"],
+)
+def test_the_prescaler_leaves_the_event_source_alone_when_the_stack_pins_its_mode_or_says_so(
+    context: dict[str, str],
+) -> None:
+    _, template = synth(deletion_protection="false", **context)
+
+    variables = prescaler_variables(template)
+    assert not {"DUETIME_WORKER_EVENT_SOURCE_UUID", "DUETIME_PRESCALE_MAX_POLLERS"} & set(variables)
+    granted = [action for actions, _ in role_statements(template, PRESCALER) for action in actions]
+    assert not [action for action in granted if "EventSourceMapping" in action]
+
+
+def test_switching_the_event_source_needs_the_prescaler_and_an_unpinned_mode() -> None:
+    with pytest.raises(ContextError, match="worker_min_pollers pins provisioned mode"):
+        StackConfig.from_mapping({"forecast_pollers": "true", "worker_min_pollers": "2"})
+    with pytest.raises(ContextError, match="forecast_pollers is the prescaler's"):
+        StackConfig.from_mapping(
+            {"forecast_pollers": "true", "forecast_scaling": "false", "scheduled_scaling": "true"}
+        )
+    pinned = StackConfig.from_mapping({"worker_min_pollers": "2"})  # the default gives way to the pin
+    assert (pinned.forecast_pollers, pinned.prescaler_switches_pollers) == (True, False)
+    assert StackConfig.from_mapping({}).prescaler_switches_pollers
 
 
 def test_the_prescaler_and_scheduled_scaling_are_exclusive() -> None:

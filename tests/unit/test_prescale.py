@@ -1,9 +1,10 @@
-"""Provisioned workers from the forecast (``duetime.prescale``): on the in-memory twin with a manual clock,
-the real poller claiming the busy minute and putting its runs on the queue, the prescaler looking every 5
-minutes as its rule invokes it."""
+"""Provisioned workers and the event source's provisioned mode from the forecast (``duetime.prescale``): on
+the in-memory twins with a manual clock, the real poller claiming the busy minute and putting its runs on the
+queue, the prescaler looking every 5 minutes as its rule invokes it."""
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -12,23 +13,45 @@ import pytest
 from botocore.stub import Stubber
 from pydantic import ValidationError
 
+from duetime import wiring
 from duetime.adapters.clients import new_client
-from duetime.adapters.lambda_provisioning import LambdaProvisionedWorkers, split_qualified_arn
-from duetime.adapters.memory import MemoryAlerts, MemoryProvisionedWorkers, MemoryQueue, MemoryStore
+from duetime.adapters.lambda_provisioning import (
+    LambdaEventPollers,
+    LambdaProvisionedWorkers,
+    split_qualified_arn,
+)
+from duetime.adapters.memory import (
+    MemoryAlerts,
+    MemoryEventPollers,
+    MemoryProvisionedWorkers,
+    MemoryQueue,
+    MemoryStore,
+)
 from duetime.bench.midnight_model import AwsModel
 from duetime.bench.plan_midnight import worker_starts_per_s
 from duetime.clock import ManualClock
 from duetime.ids import PARTITIONS, partition_of
 from duetime.models import Job, Team
 from duetime.poller import Poller, PollerConfig
-from duetime.prescale import PrescalePolicy, Prescaler, decide
+from duetime.prescale import PrescalePolicy, Prescaler, decide, decide_pollers
 from duetime.timeutil import minute_bucket
 
 from ..twin_support import T0, a_job
 
 # Small numbers, the same arithmetic: a worker starts 1 run a second, the event source brings 1 by itself,
-# so a minute of 120 runs needs ceil(120 / 60 / 1 * 1.1) = 3 workers.
-POLICY = PrescalePolicy(worker_starts_per_second=1, on_demand_workers=1, max_workers=8)
+# so a minute of 120 runs needs ceil(120 / 60 / 1 * 1.1) = 3 workers. In standard mode the event source
+# starts 1 batch and adds 1 a second up to 3: 1x2 + 2x2/2 + 3x58 = 178 worker-seconds, 178 runs in the
+# minute by itself; a poller runs 2 at once, so a minute of 600 runs (11 at once) needs 6 pollers.
+POLICY = PrescalePolicy(
+    worker_starts_per_second=1,
+    on_demand_workers=1,
+    max_workers=8,
+    standard_ramp_per_minute=60,
+    standard_max_concurrency=3,
+    invocations_per_poller=2,
+    max_pollers=10,
+)
+STANDARD_ALONE = 178
 LOOK = timedelta(minutes=5)  # the prescaler's rule
 ALIAS = "arn:aws:lambda:us-east-1:123456789012:function:duetime-worker:live"
 
@@ -44,6 +67,7 @@ class World:
     store: MemoryStore
     queue: MemoryQueue
     workers: MemoryProvisionedWorkers
+    pollers: MemoryEventPollers
     prescaler: Prescaler
     poller: Poller
 
@@ -63,6 +87,22 @@ class World:
             self.clock.advance(LOOK.total_seconds())
         return looks
 
+    def pollers_every_5_minutes_until(self, until: datetime) -> list[tuple[str, int | None, str | None]]:
+        """As ``look_every_5_minutes_until``, for the event source: (HH:MM, minimum pollers after, action)."""
+        looks = []
+        while self.clock.now() <= until:
+            decision = self.prescaler.tick()
+            looks.append((decision.at.strftime("%H:%M"), decision.pollers_after, decision.pollers_action))
+            self.clock.advance(LOOK.total_seconds())
+        return looks
+
+    def claim_and_drain(self, busy: datetime) -> None:
+        """The poller queues the busy minute's runs; 3 minutes on, the workers have taken them all."""
+        self.clock.set(busy + timedelta(seconds=1))
+        self.poller.claim()
+        self.clock.set(busy + timedelta(minutes=3))
+        self.queue.delete([m.receipt_handle for m in self.queue.receive(max_messages=10_000)])
+
 
 @pytest.fixture
 def world() -> World:
@@ -71,9 +111,11 @@ def world() -> World:
     store.put_team(Team(team_id="team-a", max_concurrency=1000))
     queue = MemoryQueue(clock)
     workers = MemoryProvisionedWorkers(clock)
+    pollers = MemoryEventPollers(clock)
     config = PollerConfig(partitions=list(range(PARTITIONS)), preload_lead=None, page_size=1000)
     poller = Poller(store, store, queue, MemoryAlerts(), clock, config, store)
-    return World(clock, store, queue, workers, Prescaler(store, workers, queue, clock, POLICY), poller)
+    prescaler = Prescaler(store, workers, queue, clock, POLICY, pollers=pollers)
+    return World(clock, store, queue, workers, pollers, prescaler, poller)
 
 
 def test_an_idle_installation_provisions_no_worker(world: World) -> None:
@@ -81,6 +123,7 @@ def test_an_idle_installation_provisions_no_worker(world: World) -> None:
 
     assert {(workers, action) for _, workers, action in looks} == {(0, "keep")}
     assert world.workers.history == []  # not one call to the provisioning API
+    assert world.pollers.history == []  # nor to the event source's
 
 
 def test_workers_are_raised_5_to_10_minutes_before_a_busy_minute_and_lowered_once_its_runs_have_started(
@@ -219,3 +262,242 @@ def test_provisioning_needs_an_alias_arn_not_a_bare_function() -> None:
     for bad in ("duetime-worker", ALIAS.removesuffix(":live"), "arn:aws:sqs:us-east-1:1:q:x:y"):
         with pytest.raises(ValueError, match="worker_function_arn must be a Lambda alias ARN"):
             split_qualified_arn(bad)
+
+
+# --- the event source's provisioned mode (ProvisionedEventPollers) ---------------------------------------
+
+
+def test_the_event_source_goes_provisioned_5_to_10_minutes_before_a_spike_and_standard_once_it_has_drained(
+    world: World,
+) -> None:
+    busy = T0 + timedelta(minutes=32)
+    world.due_at(busy, 600)  # 11 runs a second at once: more than standard mode's 178 in the minute
+
+    looks = world.pollers_every_5_minutes_until(busy)
+    world.clock.set(busy + timedelta(seconds=1))
+    assert len(world.poller.claim().runs) == 600
+    world.clock.set(busy + timedelta(minutes=3))
+    while_waiting = world.prescaler.tick()
+    world.queue.delete([m.receipt_handle for m in world.queue.receive(max_messages=600)])
+    after = world.prescaler.tick()
+
+    assert looks == [
+        ("10:00", 0, "keep"),
+        ("10:05", 0, "keep"),
+        ("10:10", 0, "keep"),
+        ("10:15", 0, "keep"),
+        ("10:20", 0, "keep"),
+        ("10:25", 6, "on"),  # 7 minutes ahead, as the workers: ceil(600 / 60 / 1 * 1.1 / 2) pollers
+        ("10:30", 6, "keep"),
+    ]
+    assert (while_waiting.pollers_action, while_waiting.pollers_after) == ("hold", 6)
+    assert (after.pollers_action, after.pollers_after) == ("off", 0)
+    assert world.pollers.history == [(T0 + timedelta(minutes=25), 6), (busy + timedelta(minutes=3), 0)]
+    assert world.workers.history[0] == (T0 + timedelta(minutes=25), 8)  # the workers too, capped at 8
+
+
+def test_the_event_source_stays_provisioned_while_more_runs_wait_than_standard_mode_would_start() -> None:
+    assert POLICY.standard_startable() == STANDARD_ALONE
+    assert decide_pollers(POLICY, {"m": 0}, 6, STANDARD_ALONE + 1) == (6, "hold")
+    assert decide_pollers(POLICY, {"m": 0}, 6, STANDARD_ALONE) == (0, "off")
+    # Fewer needed ahead (250 runs: 3 pollers), but not none: lowered once what waits fits their window.
+    assert POLICY.pollers_startable(3) == 3 * 2 * 60
+    assert decide_pollers(POLICY, {"m": 250}, 6, 361) == (6, "hold")
+    assert decide_pollers(POLICY, {"m": 250}, 6, 360) == (3, "lower")
+    assert decide_pollers(POLICY, {"m": 600}, 3, 0) == (6, "raise")
+
+
+def test_a_minute_standard_mode_starts_by_itself_provisions_workers_but_leaves_the_event_source_standard(
+    world: World,
+) -> None:
+    world.due_at(T0 + timedelta(minutes=5), STANDARD_ALONE)
+
+    decision = world.prescaler.tick()
+
+    assert (decision.workers_needed, decision.action) == (4, "raise")  # ceil(178 / 60 * 1.1) ready workers
+    assert (decision.pollers_needed, decision.pollers_action, decision.pollers_after) == (0, "keep", 0)
+    assert world.pollers.history == []
+
+
+def test_the_pollers_a_minute_needs_come_from_its_runs_a_second_and_a_pollers_10_invokes() -> None:
+    # The AWS figures: 5 batches, +300 a minute, the stack's cap of 100, 10 invokes a poller.
+    policy = PrescalePolicy(max_workers=1000)
+
+    # Standard mode alone: 5 -> 100 in 19 s, 5,097.5 worker-seconds at 30 runs/s = 152,925 runs in a minute.
+    assert policy.standard_startable() == pytest.approx(152_925)
+    assert policy.pollers_for(152_925) == 0
+    assert policy.pollers_for(152_926) == math.ceil(152_926 / 60 / 30 * 1.1 / 10) == 10
+    # The seed's midnight: 306 concurrent batches, 31 pollers (310 at once, the rest scaled as AWS does).
+    assert policy.pollers_for(500_000) == 31
+    # Bounded: by max_pollers (the stack's worker_max_pollers), by AWS's 200 minimum pollers, and at least 2.
+    assert PrescalePolicy(max_pollers=20).pollers_for(10**7) == 20
+    assert PrescalePolicy(max_pollers=2000).pollers_for(10**8) == 200
+    assert PrescalePolicy(invocations_per_poller=1000).pollers_for(200_000) == 2
+    # Without the cap of 100, standard mode's ramp (5 -> 305 in the minute) starts 279,000 by itself.
+    assert PrescalePolicy(standard_max_concurrency=1000).standard_startable() == pytest.approx(279_000)
+    assert PrescalePolicy(standard_max_concurrency=1000).pollers_for(250_000) == 0
+    assert policy.pollers_for(250_000) == 16
+
+
+def test_without_an_event_source_to_switch_the_prescaler_leaves_it_alone_and_reports_none(
+    world: World,
+) -> None:
+    """A stack that pins provisioned mode (worker_min_pollers) or turns switching off gives no pollers."""
+    pinned = MemoryEventPollers(world.clock, minimum=20)  # what the stack set: never the prescaler's
+    prescaler = Prescaler(world.store, world.workers, world.queue, world.clock, POLICY)
+    world.due_at(T0 + timedelta(minutes=5), 600)
+
+    decision = prescaler.tick()
+
+    assert decision.action == "raise"  # the workers are still the prescaler's
+    summary = decision.summary()
+    assert {key: summary[key] for key in summary if key.startswith("pollers_")} == {
+        "pollers_needed": None,
+        "pollers_before": None,
+        "pollers_after": None,
+        "pollers_action": None,
+        "pollers_error": None,
+    }
+    assert (pinned.minimum_pollers(), pinned.history) == (20, [])
+
+
+def test_a_refused_switch_is_logged_and_asked_again_at_the_next_look_and_the_workers_are_set_all_the_same(
+    world: World, caplog: pytest.LogCaptureFixture
+) -> None:
+    world.due_at(T0 + timedelta(minutes=8), 600)
+    world.pollers.refuse = 1
+
+    with caplog.at_level(logging.WARNING, logger="duetime.prescale"):
+        refused = world.prescaler.tick()
+    world.clock.advance(LOOK.total_seconds())
+    retried = world.prescaler.tick()
+
+    assert refused.pollers_error == "RuntimeError: refused: the event source mapping is being updated"
+    assert (refused.pollers_before, refused.pollers_after, refused.pollers_action) == (0, 0, None)
+    assert (refused.action, refused.provisioned_after) == ("raise", 8)  # the workers were set regardless
+    assert "event source pollers not switched" in caplog.text
+    assert (retried.pollers_error, retried.pollers_action, retried.pollers_after) == (None, "on", 6)
+    assert world.pollers.history == [(T0 + timedelta(minutes=5), 6)]
+
+
+def test_a_failed_read_of_the_event_source_is_reported_and_the_workers_are_set_all_the_same(
+    world: World,
+) -> None:
+    class Unreadable(MemoryEventPollers):
+        def minimum_pollers(self) -> int:
+            raise ConnectionError("throttled")
+
+    prescaler = Prescaler(
+        world.store, world.workers, world.queue, world.clock, POLICY, pollers=Unreadable(world.clock)
+    )
+    world.due_at(T0 + timedelta(minutes=5), 600)
+
+    decision = prescaler.tick()
+
+    assert (decision.pollers_error, decision.pollers_before, decision.pollers_needed) == (
+        "ConnectionError: throttled",
+        None,
+        6,
+    )
+    assert world.workers.provisioned() == 8
+
+
+def test_the_pollers_twin_takes_what_an_sqs_event_source_takes(world: World) -> None:
+    for bad in (-1, 1):
+        with pytest.raises(ValueError, match="0 \\(standard mode\\) or 2\\+ pollers"):
+            world.pollers.provision_pollers(bad)
+
+
+# --- the event source adapter: Get/UpdateEventSourceMapping (tests/integration runs it on LocalStack) ---
+
+MAPPING = "a1b2c3d4-5678-90ab-cdef-11111EXAMPLE"
+
+
+def stubbed_pollers() -> tuple[LambdaEventPollers, Stubber]:
+    client = new_client("lambda", endpoint_url="http://127.0.0.1:1")
+    return LambdaEventPollers(client, MAPPING, max_pollers=40, max_concurrency=100), Stubber(client)
+
+
+def test_the_adapter_drops_maximum_concurrency_to_go_provisioned_and_restores_it_to_go_standard() -> None:
+    pollers, stub = stubbed_pollers()
+    uuid = {"UUID": MAPPING}
+    stub.add_response(
+        "update_event_source_mapping",
+        {},
+        {
+            **uuid,
+            "ProvisionedPollerConfig": {"MinimumPollers": 31, "MaximumPollers": 40},
+            "ScalingConfig": {},
+        },
+    )
+    stub.add_response(
+        "get_event_source_mapping",
+        {"UUID": MAPPING, "ProvisionedPollerConfig": {"MinimumPollers": 31, "MaximumPollers": 40}},
+        uuid,
+    )
+    stub.add_response(
+        "update_event_source_mapping",
+        {},
+        {**uuid, "ProvisionedPollerConfig": {}, "ScalingConfig": {"MaximumConcurrency": 100}},
+    )
+    stub.add_response("get_event_source_mapping", {"UUID": MAPPING, "ProvisionedPollerConfig": {}}, uuid)
+    stub.add_response(
+        "get_event_source_mapping", {"UUID": MAPPING, "ScalingConfig": {"MaximumConcurrency": 100}}, uuid
+    )
+    stub.add_response(  # more pollers than max_pollers: the maximum follows the minimum
+        "update_event_source_mapping",
+        {},
+        {
+            **uuid,
+            "ProvisionedPollerConfig": {"MinimumPollers": 50, "MaximumPollers": 50},
+            "ScalingConfig": {},
+        },
+    )
+
+    with stub:
+        pollers.provision_pollers(31)
+        assert pollers.minimum_pollers() == 31
+        pollers.provision_pollers(0)
+        assert pollers.minimum_pollers() == 0  # LocalStack answers {} once it is off
+        assert pollers.minimum_pollers() == 0  # and no ProvisionedPollerConfig at all is standard mode too
+        pollers.provision_pollers(50)
+    stub.assert_no_pending_responses()
+
+
+def test_the_adapter_refuses_pollers_an_sqs_event_source_does_not_take() -> None:
+    pollers, _ = stubbed_pollers()
+    for bad in (1, 201):
+        with pytest.raises(ValueError, match="0 \\(standard mode\\) or 2-200 minimum pollers"):
+            pollers.provision_pollers(bad)
+    with pytest.raises(ValueError, match="event source mapping UUID"):
+        LambdaEventPollers(pollers.client, "", max_pollers=40, max_concurrency=100)
+
+
+def test_the_prescaler_switches_the_event_source_only_when_the_stack_names_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    environment = {
+        "DUETIME_WORKER_FUNCTION_ARN": ALIAS,
+        "DUETIME_RUN_QUEUE_URL": "http://127.0.0.1:1/000000000000/runs",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("DUETIME_WORKER_EVENT_SOURCE_UUID", raising=False)
+    wiring.forget()
+    assert wiring.prescaler().pollers is None  # pinned provisioned mode, or forecast_pollers=false
+
+    monkeypatch.setenv("DUETIME_WORKER_EVENT_SOURCE_UUID", MAPPING)
+    monkeypatch.setenv("DUETIME_PRESCALE_MAX_POLLERS", "40")
+    monkeypatch.setenv("DUETIME_WORKER_MAX_CONCURRENCY", "50")
+    wiring.forget()
+    prescaler = wiring.prescaler()
+    wiring.forget()
+
+    assert isinstance(prescaler.pollers, LambdaEventPollers)
+    assert (prescaler.pollers.uuid, prescaler.pollers.max_pollers, prescaler.pollers.max_concurrency) == (
+        MAPPING,
+        40,
+        50,
+    )
+    assert (prescaler.policy.max_pollers, prescaler.policy.standard_max_concurrency) == (40, 50)

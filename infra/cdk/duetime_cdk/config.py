@@ -87,6 +87,11 @@ class StackConfig(BaseModel):
     localstack: bool = False
     # The prescaler (duetime.prescale) provisions workers only ahead of minutes the due index shows busy.
     forecast_scaling: bool = True
+    # ...and switches the worker's SQS event source to provisioned mode ahead of a minute standard mode would
+    # not start within 60 s, back to standard (MaximumConcurrency restored) once the queue has drained: the
+    # pollers a spike needs, bought for the spike only (31 for the seed's midnight, for about 15-20 minutes:
+    # $0.07-0.10). Only with forecast_scaling and without worker_min_pollers (which pins provisioned mode).
+    forecast_pollers: bool = True
     # Instead: peak_workers provisioned from peak_scale_up to peak_scale_down every day, idle or not, by
     # Application Auto Scaling (not on LocalStack, which does not have it for Lambda). Not both: they would
     # set the same alias's provisioned concurrency.
@@ -228,12 +233,26 @@ class StackConfig(BaseModel):
                 "MaximumConcurrency: cap the worker with worker_max_pollers instead (about 10 concurrent "
                 "batches a poller)"
             )
+        if "forecast_pollers" in self.model_fields_set and self.forecast_pollers:
+            if self.worker_min_pollers is not None:
+                raise ValueError(
+                    "forecast_pollers switches the worker's event source between standard and provisioned "
+                    "mode; worker_min_pollers pins provisioned mode: set one of them"
+                )
+            if not self.forecast_scaling:
+                raise ValueError("forecast_pollers is the prescaler's: it needs forecast_scaling=true")
         if self.forecast_scaling and self.scheduled_scaling:
             raise ValueError(
                 "forecast_scaling and scheduled_scaling both set the worker alias's provisioned concurrency: "
                 "turn one off (scheduled_scaling=true needs forecast_scaling=false)"
             )
         return self
+
+    @property
+    def prescaler_switches_pollers(self) -> bool:
+        """Whether the prescaler switches the worker's event source's provisioned mode: ``forecast_pollers``,
+        with a prescaler (``forecast_scaling``) and the event source not pinned (``worker_min_pollers``)."""
+        return self.forecast_scaling and self.forecast_pollers and self.worker_min_pollers is None
 
     @property
     def team_authorizer(self) -> bool:

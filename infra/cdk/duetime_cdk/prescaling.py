@@ -1,5 +1,6 @@
 """The prescaler: one function and one EventBridge rule that set the worker alias's provisioned concurrency
-from the due index's forecast (``forecast_scaling``)."""
+from the due index's forecast (``forecast_scaling``), and switch the worker's SQS event source to provisioned
+mode ahead of a spike (``forecast_pollers``)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_event_sources as sources
 from constructs import Construct
 
 from duetime.adapters.dynamodb.tables import DUE_INDEX
@@ -29,6 +31,8 @@ PROVISIONED_CONCURRENCY_ACTIONS = [
     "lambda:PutProvisionedConcurrencyConfig",
     "lambda:DeleteProvisionedConcurrencyConfig",
 ]
+# ...and on the worker's event source mapping (...:event-source-mapping:<UUID>): its provisioned mode.
+EVENT_SOURCE_ACTIONS = ["lambda:GetEventSourceMapping", "lambda:UpdateEventSourceMapping"]
 
 
 class Prescaler(Construct):
@@ -38,8 +42,12 @@ class Prescaler(Construct):
     raised at once ahead of a busy minute, up to ``peak_workers``; lowered, down to ``baseline_workers``, only
     once the run queue's depth (``sqs:GetQueueAttributes``) says the fewer workers can start what waits
     (``duetime.prescale``). It owns the alias's provisioned concurrency: no Application Auto Scaling target
-    (``scheduled_scaling``) may set it as well. A tick is never retried, and a late one is dropped once the
-    next is due: each look starts from what it reads."""
+    (``scheduled_scaling``) may set it as well. With ``forecast_pollers`` (the default, unless
+    ``worker_min_pollers`` pins provisioned mode) it also switches the worker's SQS event source mapping,
+    named by ``DUETIME_WORKER_EVENT_SOURCE_UUID``, to provisioned mode ahead of a minute standard mode would
+    not start in time, and back to standard mode with ``worker_max_concurrency`` once the queue has drained
+    (``lambda:Get/UpdateEventSourceMapping`` on that mapping's ARN only). A tick is never retried, and a
+    late one is dropped once the next is due: each look starts from what it reads."""
 
     def __init__(
         self,
@@ -50,10 +58,12 @@ class Prescaler(Construct):
         storage: Storage,
         queue: RunQueue,
         worker: lambda_.Alias,
+        event_source: sources.SqsEventSource,
         config: StackConfig,
     ) -> None:
         """``worker``: the worker alias (``live``) the SQS event source invokes, whose provisioned
-        concurrency the prescaler sets."""
+        concurrency the prescaler sets; ``event_source``: that source (bound), whose provisioned mode it
+        switches with ``forecast_pollers``."""
         super().__init__(scope, id)
         environment = {
             "DUETIME_WORKER_FUNCTION_ARN": worker.function_arn,  # qualified: ...:function:<name>:live
@@ -63,6 +73,18 @@ class Prescaler(Construct):
         if config.worker_min_pollers is not None:  # provisioned mode starts a spike with its pollers' workers
             on_demand = config.worker_min_pollers * INVOCATIONS_PER_SQS_POLLER
             environment["DUETIME_PRESCALE_POLICY"] = json.dumps({"on_demand_workers": on_demand})
+        statements = [
+            allow(["dynamodb:Query"], [storage.index_arn("jobs", DUE_INDEX)]),  # Select=COUNT
+            allow(PROVISIONED_CONCURRENCY_ACTIONS, [worker.function_arn, worker.lambda_.function_arn]),
+            allow(["sqs:GetQueueAttributes"], [queue.queue.queue_arn]),  # the runs waiting
+        ]
+        if config.prescaler_switches_pollers:  # its event source: on ahead of a spike, off when drained
+            environment |= {
+                "DUETIME_WORKER_EVENT_SOURCE_UUID": event_source.event_source_mapping_id,
+                "DUETIME_PRESCALE_MAX_POLLERS": str(config.worker_max_pollers),
+                "DUETIME_WORKER_MAX_CONCURRENCY": str(config.worker_max_concurrency),
+            }
+            statements.append(allow(EVENT_SOURCE_ACTIONS, [event_source.event_source_mapping_arn]))
         self.function = DuetimeFunction(
             self,
             "Prescaler",
@@ -72,11 +94,7 @@ class Prescaler(Construct):
             timeout=PRESCALER_TIMEOUT,
             memory_mb=PRESCALER_MEMORY_MB,
             environment=environment,
-            statements=[
-                allow(["dynamodb:Query"], [storage.index_arn("jobs", DUE_INDEX)]),  # Select=COUNT
-                allow(PROVISIONED_CONCURRENCY_ACTIONS, [worker.function_arn, worker.lambda_.function_arn]),
-                allow(["sqs:GetQueueAttributes"], [queue.queue.queue_arn]),  # the runs waiting
-            ],
+            statements=statements,
         ).function
         self.rule = events.Rule(
             self,

@@ -60,6 +60,7 @@ class DuetimeStack(cdk.Stack):
                 storage=storage,
                 queue=queue,
                 worker=self.workers.alias,
+                event_source=self.workers.event_source,
                 config=config,
             )
             if config.forecast_scaling

@@ -97,15 +97,17 @@ class Workers(Construct):
                 minimum_pollers=config.worker_min_pollers, maximum_pollers=config.worker_max_pollers
             )
         )
-        self.alias.add_event_source(
-            sources.SqsEventSource(
-                queue.queue,
-                batch_size=config.worker_batch_size,
-                report_batch_item_failures=True,
-                max_concurrency=config.worker_max_concurrency if pollers is None else None,
-                provisioned_poller_config=pollers,
-            )
+        # With forecast_pollers the prescaler switches this mapping's mode by its UUID (Prescaler): the
+        # template's MaximumConcurrency is what it restores, and the deployed mapping differs from the
+        # template while a spike is served (deploy outside those minutes).
+        self.event_source = sources.SqsEventSource(
+            queue.queue,
+            batch_size=config.worker_batch_size,
+            report_batch_item_failures=True,
+            max_concurrency=config.worker_max_concurrency if pollers is None else None,
+            provisioned_poller_config=pollers,
         )
+        self.alias.add_event_source(self.event_source)
         if config.scheduled_scaling:
             # Lambda's provisioned concurrency may scale to 0 (Application Auto Scaling's floor is 1 for
             # every other resource): outside the peak nothing stays provisioned unless baseline_workers says.

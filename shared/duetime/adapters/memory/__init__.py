@@ -5,8 +5,8 @@
 contracts as ``DynamoStore`` and ``SqsRunQueue``: the same named conditions, a lost race as ``False`` or
 ``None``, instants stored to the whole second (poller leases to the millisecond) and compared as stored.
 ``MemoryAlerts`` keeps the alerts published, ``MemoryProvisionedWorkers`` the workers the prescaler asked
-for. ``tests/integration/test_store_contract.py`` holds the store
-and DynamoDB Local to one suite.
+for, ``MemoryEventPollers`` the event source's provisioned mode it switched.
+``tests/integration/test_store_contract.py`` holds the store and DynamoDB Local to one suite.
 
 What it does not model: throughput and throttling, latency, AWS's size and count limits (item and
 transaction bytes, 100 actions a transaction, 25 statements a batch), eventually consistent index reads
@@ -16,8 +16,8 @@ about cost, speed or limits, which only DynamoDB Local, LocalStack and AWS can s
 """
 
 from duetime.adapters.memory.alerts import MemoryAlerts
-from duetime.adapters.memory.provisioned import MemoryProvisionedWorkers
+from duetime.adapters.memory.provisioned import MemoryEventPollers, MemoryProvisionedWorkers
 from duetime.adapters.memory.queue import MemoryQueue
 from duetime.adapters.memory.store import MemoryStore
 
-__all__ = ["MemoryAlerts", "MemoryProvisionedWorkers", "MemoryQueue", "MemoryStore"]
+__all__ = ["MemoryAlerts", "MemoryEventPollers", "MemoryProvisionedWorkers", "MemoryQueue", "MemoryStore"]
