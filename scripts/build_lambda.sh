@@ -80,7 +80,7 @@ cp -r "$ROOT/shared/duetime" "$tmp/duetime"
 for fn in "$ROOT"/functions/*/; do
   name="$(basename "$fn")"
   mkdir -p "$tmp/functions/$name"
-  cp "$fn/handler.py" "$tmp/functions/$name/handler.py"
+  cp "$fn"/*.py "$tmp/functions/$name/"  # each function's handlers (the poller's: handler.py, helper.py)
 done
 find "$tmp" -name '__pycache__' -type d -prune -exec rm -rf {} +
 rm -rf "$OUT"

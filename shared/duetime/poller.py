@@ -140,7 +140,8 @@ def find_due_jobs(
         new_mark = mark
         while minute_bucket(bucket_start) <= current and len(due) < config.max_claims_per_tick:
             bucket = minute_bucket(bucket_start)
-            rows = store.due_jobs(partition, bucket, now, config.page_size)
+            limit = min(config.page_size, config.max_claims_per_tick - len(due))  # a paced sweep reads less
+            rows = store.due_jobs(partition, bucket, now, limit)
             report.queries += 1
             for job in rows:
                 if skip is None or not skip(job):
@@ -148,7 +149,7 @@ def find_due_jobs(
             settled = bucket_start + MINUTE + config.bucket_settle <= now
             if not rows and settled and new_mark == bucket:
                 new_mark = minute_bucket(bucket_start + MINUTE)  # empty for good: never read it again
-            if len(rows) == config.page_size:
+            if len(rows) == limit:
                 break  # the bucket has more; the next tick reads on after these are claimed
             bucket_start += MINUTE
         if new_mark != mark:
@@ -573,9 +574,11 @@ class Poller:
         if window is not None and now < window.start:
             wakes.append(window.start)
         elif window is not None and now < window.end:
-            if upcoming is not None and upcoming <= now and self.pace is not None:
+            behind = upcoming is not None and upcoming <= now
+            if behind and self.pace is not None:
                 upcoming = self.pace.next_claim_at(now)  # rows due wait for the pace's next claim
-            wakes += [at for at in (next_sweep, upcoming) if at is not None and at < window.end]
+            sweep_at = None if behind else next_sweep  # no sweep while the preload fires what is due
+            wakes += [at for at in (sweep_at, upcoming) if at is not None and at < window.end]
             if self.preload is not None and self.preload.loading:
                 wakes.append(now)  # the coming minute's next page
             if gate is not None:
@@ -611,6 +614,10 @@ class Poller:
             on_fire(fired)
         now = self.clock.now()
         if now < next_sweep or now >= window.end:
+            return False
+        if self.preload is not None and self.preload.behind(now):
+            # Still firing rows already due (a paced or long fire): a sweep now would re-read the rows the
+            # preload holds, a Query page a partition; it sweeps once the preload has caught up.
             return False
         try:
             claimed = self.claim(now)  # the instant checked against the window, not a later one

@@ -125,6 +125,10 @@ class MinutePreload:
             fired is not None and fired.version == job.state.version
         )
 
+    def behind(self, now: datetime) -> bool:
+        """True while rows due at or before ``now`` are held, not yet fired."""
+        return bool(self._seconds) and _instant(self._seconds[0]) <= now
+
     def next_fire_at(self) -> datetime | None:
         return _instant(self._seconds[0]) if self._seconds else None
 

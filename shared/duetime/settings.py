@@ -72,6 +72,9 @@ class Settings(BaseModel):
     poller_helper_function: str = ""
     fan_out_holder_rows: int = Field(default=5_000, ge=1)
     fan_out_partitions_per_helper: int = Field(default=4, ge=1, le=64)
+    # The group's claims a second (duetime.claim_pace): its share of what the tables take of claims and
+    # starts, set by the stack from their warm throughput; empty: unpaced.
+    claims_per_second: float | None = Field(default=None, gt=0)
     # Provisioned workers from the forecast (duetime.prescale): never more than this many, never fewer than
     # the baseline; the due index is read this many minutes ahead. The rest of the policy (the worker rate,
     # the event source's own workers) by DUETIME_PRESCALE_POLICY, a JSON object of PrescalePolicy's fields.

@@ -32,15 +32,17 @@ ROLES = ("jobs", "runs", "control")  # table_definitions' order (the CDK app's S
 
 # Write units a second each table and index is pre-warmed to by default: what the seed's midnight (500,000
 # jobs due at 00:00, all exact) asks of it when its claims are paced to end within 45 s (``plan_midnight.
-# SPIKE_CLAIM_SECONDS``: 11,111 claims a second, each run's start as fast) on the default stack, rounded up
-# to a thousand: a claim and its start write 1 unit on the jobs table, 2 on its due index, 3.06 on the runs
-# table, 2 on the control table (the team's slots); the reap index's 0.11 fits the 4,000 a new index takes.
-# ``tests/unit/test_plan.py`` checks the plan still says so.
+# SPIKE_CLAIM_SECONDS``: 11,111 claims a second, each run's start as fast) on the default stack, at the
+# pace's 90% of what a table takes (``duetime.claim_pace.PACE_HEADROOM``), rounded up to a thousand: a claim
+# and its start write 1 unit on the jobs table, 2 on its due index, 3.06 on the runs table, 0.39 on its
+# reap index at its peak (the reaper deletes 5 s of tickets at a pass), 2 on the control table (the team's
+# slots). ``tests/unit/test_plan.py`` checks the plan still says so.
 DEFAULT_WARM_WRITE_UNITS: dict[str, int] = {
-    "jobs": 12_000,
-    "jobs/due": 23_000,
-    "runs": 34_000,
-    "control": 23_000,
+    "jobs": 13_000,
+    "jobs/due": 25_000,
+    "runs": 38_000,
+    "runs/reap": 5_000,
+    "control": 25_000,
 }
 # Reads: the midnight's reads (~2.7 read units a run, spread over the tables) stay under a new table's
 # 12,000 a second on the default stack; none bought by default.

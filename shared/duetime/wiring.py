@@ -93,6 +93,7 @@ def poller_config(s: Settings) -> PollerConfig:
         partitions=s.partitions,
         misfire_grace=timedelta(seconds=s.misfire_grace_seconds),
         queue_deadline=timedelta(seconds=s.queue_deadline_seconds),
+        claims_per_second=s.claims_per_second,
     )
 
 

@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "infra" / "cdk"))
 
 from duetime_cdk.config import ContextError, StackConfig  # noqa: E402
-from duetime_cdk.pollers import poller_memory_mb  # noqa: E402
+from duetime_cdk.pollers import claims_per_second_for, poller_memory_mb  # noqa: E402
 from duetime_cdk.stack import DuetimeStack, check_with_cdk_nag  # noqa: E402
 
 from duetime.warm_throughput import DEFAULT_WARM_WRITE_UNITS, targets  # noqa: E402
@@ -128,7 +128,7 @@ def expected_warm(write: dict[str, int], read: dict[str, int]) -> dict[str, dict
 def test_every_table_and_index_is_pre_warmed_to_the_setting(template: Template) -> None:
     # By default: what `duetime plan` says the seed's midnight asks of each (tests/unit/test_plan.py).
     assert warm_throughput(template) == expected_warm(DEFAULT_WARM_WRITE_UNITS, {})
-    assert warm_throughput(template)["runs"] == {"WriteUnitsPerSecond": 9000}
+    assert warm_throughput(template)["runs"] == {"WriteUnitsPerSecond": 38000}
     # Given: the names given replace their defaults, the rest keep theirs; 0 is none.
     write = "jobs:9000,jobs/due:17000,runs:26000,runs/reap:5000,jobs/team-jobs:4000,control:0"
     _, given = synth(
@@ -139,7 +139,8 @@ def test_every_table_and_index_is_pre_warmed_to_the_setting(template: Template) 
         {"jobs": 15000, "runs/reap": 12000},
     )
     # cdk.json's form: an object.
-    _, none = synth(deletion_protection="false", warm_write_units={"runs": 0, "control": 0})
+    off = {name: 0 for name in DEFAULT_WARM_WRITE_UNITS}
+    _, none = synth(deletion_protection="false", warm_write_units=off)
     assert set(warm_throughput(none).values()) == {None}
 
 
@@ -749,6 +750,21 @@ def test_a_busy_minutes_helpers_run_in_a_function_of_one_vcpu_only_the_pollers_m
     assert helper_grants and all(repr(grant) in poller_grants for grant in helper_grants)
     claims = [actions for actions, _ in helper_grants if "dynamodb:PartiQLInsert" in actions]
     assert claims  # it may write a claim's run rows, as the pollers may
+
+
+def test_each_group_claims_at_its_share_of_what_the_pre_warmed_tables_take(template: Template) -> None:
+    """Claims paced (``duetime.claim_pace``): the tables' warm throughput, for each claim and its start (the
+    runs table's 38,000 units at 3.06 a run binds, at 90%: 11,191 a second), over the 4 groups."""
+    pollers = [
+        f["Properties"]
+        for f in resources(template, "AWS::Lambda::Function").values()
+        if f["Properties"]["Handler"] == POLLER
+    ]
+    paced = {p["Environment"]["Variables"]["DUETIME_CLAIMS_PER_SECOND"] for p in pollers}
+    assert paced == {f"{claims_per_second_for(DEFAULT_WARM_WRITE_UNITS) / 4:.1f}"} == {"2798.2"}
+    local = synth(deletion_protection="false", localstack="true", lambda_asset="build/lambda-local")[1]
+    for function in resources(local, "AWS::Lambda::Function").values():
+        assert "DUETIME_CLAIMS_PER_SECOND" not in function["Properties"]["Environment"]["Variables"]
 
 
 def test_without_fan_out_there_is_no_helper_function() -> None:

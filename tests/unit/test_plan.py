@@ -1,6 +1,7 @@
 """`duetime plan` reproduces the design's arithmetic for the seed's assumptions."""
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -35,61 +36,69 @@ def test_workers_are_sized_at_the_aws_models_rate_unless_one_is_given() -> None:
     assert plan["workers_for_peak"] == 270 and plan["workers_with_headroom"] == 297
 
 
-def test_the_seed_spike_on_the_aws_model_is_late_and_says_why() -> None:
-    spike = capacity_plan(PlanInputs())["spike_on_the_aws_model"]
-    # 125,000 claims a poller at ~264 a second (the calibrated 1.01 ms of CPU a claim at 512 MB's 0.29
-    # vCPU, and a version read and two requests of 25 claims); a poller behind its spike claims a sweep's
-    # page (250) of a partition at once, and that burst's results come back together: 2 writes a claim on
-    # the partition's reap shard.
+def test_the_seed_spike_starts_within_the_minute_on_the_default_stack() -> None:
+    """The default stack: 4 groups whose holders each hand their minute to 4 helpers (16 in all, a vCPU
+    each: ``duetime.fan_out``), claims paced to what the pre-warmed tables take of claims and starts
+    (11,191 a second: 90% of the runs table's 38,000 units at 3.06 a run), the event source switched to
+    provisioned mode for the spike (the prescaler: 31 pollers). All 500,000 claimed and started in 45 s."""
+    plan = capacity_plan(PlanInputs())
+    spike = plan["spike_on_the_aws_model"]
+    assert spike["helpers_invoked"] == 16
+    assert spike["seconds_to_all_claimed"] == pytest.approx(44.7, abs=0.5)
+    assert spike["seconds_to_all_started"] == pytest.approx(44.7, abs=0.5)
+    assert plan["warnings"] == [] and plan["flags_for_the_spike"] is None
+    assert plan["warm_write_units_needed"] == {}
+    assert plan["monthly_fixed_usd"] == pytest.approx(15.96, abs=0.01)
+
+
+def test_the_seed_spike_without_fan_out_is_late_and_says_why() -> None:
+    # 125,000 claims a holder at ~264 a second (the pinned 1.01 ms of CPU a claim at 512 MB's 0.29 vCPU, and
+    # a version read and two requests of 25 claims); a poller behind its spike claims a sweep's page (250)
+    # of a partition at once, and that burst's results come back together: 2 writes a claim on the
+    # partition's reap shard.
+    plan = capacity_plan(PlanInputs(), StackDefaults(poller_fan_out=False))
+    spike = plan["spike_on_the_aws_model"]
+    assert spike["helpers_invoked"] == 0
     assert spike["seconds_to_all_claimed"] == pytest.approx(472.7, abs=0.5)
-    assert spike["seconds_to_all_started"] == pytest.approx(472.7, abs=0.5)
     assert spike["peak_claims_per_s_per_partition"] == 250
     assert spike["peak_write_units_per_s_hottest_key"] == 500
-    late, *tables = capacity_plan(PlanInputs())["warnings"]
-    assert "takes 473 s to start, not 60" in late and "270 workers" in late
-    # The default stack pre-warms the runs and control tables for the starts at the workers' pace ...
-    assert tables == []
-    # ... which, on tables as new, write them past a new table's 4,000 units.
+    (late,) = plan["warnings"]
+    assert "takes 473 s to start, not 60" in late
+    assert plan["flags_for_the_spike"]["flags"] == "-c partition_groups=32"
+
+
+def test_on_fresh_tables_the_paced_claims_take_what_the_runs_table_takes_and_each_table_is_named() -> None:
     cold = capacity_plan(PlanInputs(), StackDefaults(warm_write_units={}))
-    assert [w.split(":")[0] for w in cold["warnings"][1:]] == ["the runs table", "the control table"]
-    assert "-c warm_write_units=runs:8000" in cold["warnings"][1]
-    assert cold["warm_write_units_needed"] == {"runs": 8000, "control": 7000}
-    # 300 s of jitter, 5% exact: still late (473 s of claims), the runs table still over 4,000.
-    spread = capacity_plan(PlanInputs(spike_window_s=360), StackDefaults(warm_write_units={}))
-    assert "takes 473 s to start, not 360" in spread["warnings"][0]
-    assert spread["spike_on_the_aws_model"]["peak_table_wru_per_s_asked"]["runs"] == pytest.approx(
-        3894.4, abs=1
+    # 4,000 units a second on the runs table at 3.06 a claim and its start, at 90%: 1,178 claims a second.
+    assert cold["spike_on_the_aws_model"]["seconds_to_all_claimed"] == pytest.approx(424.4, abs=0.5)
+    tables = [w.split(":")[0] for w in cold["warnings"][1:]]
+    assert tables == [
+        "the jobs table",
+        "the jobs table's due index",
+        "the runs table",
+        "the runs table's reap index",
+        "the control table",
+    ]
+    assert "-c warm_write_units=runs:38000" in cold["warnings"][3]
+    assert cold["flags_for_the_spike"]["flags"] == (
+        "-c warm_write_units=jobs:13000,jobs/due:25000,runs:38000,runs/reap:5000,control:25000"
     )
-
-
-def test_a_fresh_tables_due_index_holds_the_claims_to_two_thousand_a_second() -> None:
-    # 16 groups would claim 4,231 a second, but each claim moves its job's due-index entry (a delete and a
-    # put: 2 units) and a new on-demand index takes 4,000 units a second: 250 s for 500,000.
-    inputs = PlanInputs(poller_groups=16)
-    provisioned = capacity_plan(inputs, StackDefaults(poller_groups=16, worker_min_pollers=2))
-    assert provisioned["spike_on_the_aws_model"]["seconds_to_all_claimed"] == pytest.approx(250.0, abs=0.1)
-    assert any(
-        w.startswith("the jobs table's due index: the spike asks for 8,462") for w in provisioned["warnings"]
-    )
-    assert provisioned["monthly_fixed_parts"]["event_pollers_minimum"] == pytest.approx(13.32, abs=0.01)
-    # Pre-warmed to the table quota, the index is no longer what holds them: the pollers' CPU is.
-    warm = capacity_plan(
-        PlanInputs(poller_groups=16, table_warm_write_units=40_000),
-        StackDefaults(poller_groups=16, worker_min_pollers=2),
-    )
-    assert warm["spike_on_the_aws_model"]["seconds_to_all_claimed"] == pytest.approx(118.2, abs=0.5)
+    # 300 s of jitter, 5% exact: the claims follow the seconds the runs fall due on; each minute fans out.
+    spread = capacity_plan(PlanInputs(spike_window_s=360))["spike_on_the_aws_model"]
+    assert spread["seconds_to_all_started"] == pytest.approx(300, abs=1) and spread["helpers_invoked"] == 16
 
 
 def test_a_table_asked_past_the_account_quota_says_to_request_an_increase() -> None:
-    plan = capacity_plan(PlanInputs(poller_groups=64), StackDefaults(poller_groups=64, worker_min_pollers=2))
-    (runs,) = [w for w in plan["warnings"] if w.startswith("the runs table")]
+    plan = capacity_plan(PlanInputs(spike_jobs=1_000_000))  # 22,222 claims a second wanted: runs 55,224
+    (runs,) = [w for w in plan["warnings"] if w.startswith("the runs table:")]
     assert "over the account's table quota of 40,000" in runs and "Service Quotas" in runs
+    assert plan["flags_for_the_spike"] is None  # no flag of the stack's raises a quota
 
 
 def test_bigger_pollers_claim_the_spike_sooner() -> None:
-    warm = PlanInputs(table_warm_write_units=40_000)  # the due index not what holds the claims back
-    default = capacity_plan(warm)["spike_on_the_aws_model"]
-    bigger = capacity_plan(warm, StackDefaults(poller_memory_mb=1769))["spike_on_the_aws_model"]
+    alone = StackDefaults(poller_fan_out=False)  # the holders claim alone: their CPU holds the claims
+    default = capacity_plan(PlanInputs(), alone)["spike_on_the_aws_model"]
+    bigger = capacity_plan(PlanInputs(), replace(alone, poller_memory_mb=1769))["spike_on_the_aws_model"]
     assert bigger["seconds_to_all_claimed"] < default["seconds_to_all_claimed"] / 2  # a vCPU, not 0.29
 
 
@@ -119,49 +128,23 @@ def test_counts_and_prescale_minutes() -> None:
 
 
 def test_a_late_spike_names_the_cheapest_deploy_flags_that_start_it_in_time() -> None:
-    plan = capacity_plan(PlanInputs())  # the seed's 500,000, all exact, on the default stack: 473 s
+    """Without fan-out the holders claim alone: 32 groups are the cheapest that claim the seed's midnight in
+    time, 16 claim too slowly, and 64 cost more a month."""
+    alone = StackDefaults(poller_fan_out=False)
+    plan = capacity_plan(PlanInputs(), alone)
     flags = plan["flags_for_the_spike"]
-    # The tables the default stack does not pre-warm enough for 32 groups' pace are named in the flag with
-    # their units; the runs/reap index (283 units a second) takes the spike as it is.
-    warm = {"jobs": 9000, "jobs/due": 17000, "runs": 26000, "control": 17000}
-    assert flags["flags"] == (
-        "-c partition_groups=32 -c worker_min_pollers=2 "
-        "-c warm_write_units=jobs:9000,jobs/due:17000,runs:26000,control:17000"
-    )
-    assert flags["seconds_to_all_started"] <= 60
-    assert flags["warm_write_units"] == warm
+    assert flags["flags"] == "-c partition_groups=32" and flags["seconds_to_all_started"] <= 60
     assert f"Deployed with {flags['flags']} it starts in" in plan["warnings"][0]
-    assert (
-        "one-time purchase of warm throughput (write units a second: jobs 9,000, jobs/due 17,000"
-        in (plan["warnings"][0])
-    )
-    # The flags do what they say: deployed so (the stack config's merge of the flag over its defaults), the
-    # plan has no warning and costs what the flags said.
-    flagged = capacity_plan(
-        PlanInputs(poller_groups=32),
-        StackDefaults(
-            poller_groups=32, worker_min_pollers=2, warm_write_units={**DEFAULT_WARM_WRITE_UNITS, **warm}
-        ),
-    )
+    # The flags do what they say: deployed so, the plan has no warning and costs what the flags said.
+    flagged = capacity_plan(PlanInputs(poller_groups=32), replace(alone, poller_groups=32))
     assert flagged["warnings"] == [] and flagged["flags_for_the_spike"] is None
-    assert flagged["warm_write_units_needed"] == {}
     assert flagged["monthly_fixed_usd"] == flags["monthly_fixed_usd"]
     assert flags["more_than_now_usd"] == pytest.approx(
         flags["monthly_fixed_usd"] - plan["monthly_fixed_usd"], abs=0.01
     )
-    # And none cheaper does: 16 groups claim too slowly even on warm tables, standard mode grows workers too
-    # slowly, and 64 groups cost more a month.
-    warm = 40_000
-    sixteen = capacity_plan(
-        PlanInputs(poller_groups=16, table_warm_write_units=warm),
-        StackDefaults(poller_groups=16, worker_min_pollers=2),
-    )
+    sixteen = capacity_plan(PlanInputs(poller_groups=16), replace(alone, poller_groups=16))
     assert sixteen["spike_on_the_aws_model"]["seconds_to_all_started"] > 60
-    standard = capacity_plan(
-        PlanInputs(poller_groups=64, table_warm_write_units=warm), StackDefaults(poller_groups=64)
-    )
-    assert standard["spike_on_the_aws_model"]["seconds_to_all_started"] > 60
-    more = capacity_plan(PlanInputs(poller_groups=64), StackDefaults(poller_groups=64, worker_min_pollers=2))
+    more = capacity_plan(PlanInputs(poller_groups=64), replace(alone, poller_groups=64))
     assert more["monthly_fixed_usd"] > flags["monthly_fixed_usd"]
 
 
@@ -218,7 +201,7 @@ def test_the_plan_command_takes_the_stacks_warm_throughput_as_the_stack_flag_giv
     assert default["warm_write_units"] == DEFAULT_WARM_WRITE_UNITS
     cli.main(["plan", "--json", "--warm-write-units", "runs:0,control:0"])
     cold = json.loads(capsys.readouterr().out)
-    assert cold["warm_write_units"] == {"runs": 0, "control": 0}
+    assert cold["warm_write_units"] == {**DEFAULT_WARM_WRITE_UNITS, "runs": 0, "control": 0}
     assert set(cold["warm_write_units_needed"]) == {"runs", "control"}
     with pytest.raises(SystemExit, match="--warm-write-units: 'runz' is no table or index"):
         cli.main(["plan", "--warm-write-units", "runz:9000"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 import aws_cdk as cdk
 from aws_cdk import aws_events as events
@@ -13,8 +14,10 @@ from constructs import Construct
 
 from duetime.adapters.dynamodb.tables import DUE_INDEX, REAP_INDEX
 from duetime.bench.plan import MEASURED_PRELOAD_BYTES_PER_JOB, preload_mb
+from duetime.bench.plan_midnight import TABLE_NAMES, claims_per_second_within
 from duetime.ids import PARTITIONS
 from duetime.poller_lease import group_label
+from duetime.warm_throughput import NEW_TABLE_WRITE_UNITS, TABLE_QUOTA_UNITS
 from duetime_cdk.functions import DuetimeFunction, LambdaCode, allow
 from duetime_cdk.observability import Alerts
 from duetime_cdk.queue import RunQueue
@@ -78,6 +81,7 @@ class Pollers(Construct):
         rest_when_quiet: bool = True,
         fan_out: bool = True,
         helper_memory_mb: int = HELPER_MEMORY_MB,
+        warm_write_units: Mapping[str, int] | None = None,
     ) -> None:
         """``worker``: the worker alias the SQS event source invokes; pollers warm it before each minute
         that holds runs (``duetime.warmup``)."""
@@ -137,6 +141,17 @@ class Pollers(Construct):
             self.helper.configure_async_invoke(max_event_age=cdk.Duration.seconds(60), retry_attempts=0)
             statements = [*statements, allow(["lambda:InvokeFunction"], [self.helper.function_arn])]
             helper_environment = {"DUETIME_POLLER_HELPER_FUNCTION": self.helper.function_name}
+        # Each group's share of the claims a second the tables take with their starts (duetime.claim_pace),
+        # from their warm throughput: a busy minute's claimers together never ask a table more than it takes.
+        # None (unpaced) on LocalStack, whose tables take anything.
+        self.claims_per_second = (
+            claims_per_second_for(warm_write_units) / len(partition_groups)
+            if warm_write_units is not None
+            else None
+        )
+        pace_environment = (
+            {"DUETIME_CLAIMS_PER_SECOND": f"{self.claims_per_second:.1f}"} if self.claims_per_second else {}
+        )
         self.functions: list[lambda_.Function] = []
         self.labels: list[str] = []  # each group's label, as its rule's input names it
         memory: list[int] = []
@@ -155,6 +170,7 @@ class Pollers(Construct):
                     "DUETIME_POLLER_HOT_STANDBY": "true" if hot_standby else "false",
                     "DUETIME_POLLER_REST_WHEN_QUIET": "true" if rest_when_quiet else "false",
                     **helper_environment,
+                    **pace_environment,
                 },
                 timeout=cdk.Duration.seconds(POLLER_TIMEOUT_SECONDS),
                 memory_mb=memory_mb,
@@ -201,6 +217,16 @@ class Pollers(Construct):
     def allow_wake(self) -> iam.PolicyStatement:
         """Invoking the wakes' function (asynchronously), and no other."""
         return allow(["lambda:InvokeFunction"], [self.waker.function_arn])
+
+
+def claims_per_second_for(warm_write_units: Mapping[str, int]) -> float:
+    """The claims a second the tables and indexes take, each at its warm throughput (or a new table's
+    4,000), when every claim's run starts as fast (``duetime.bench.plan_midnight``)."""
+    capacity = {
+        name: float(max(NEW_TABLE_WRITE_UNITS, min(TABLE_QUOTA_UNITS, warm_write_units.get(name, 0))))
+        for name in TABLE_NAMES
+    }
+    return claims_per_second_within(capacity)
 
 
 def construct_name(label: str) -> str:

@@ -75,6 +75,7 @@ class DuetimeStack(cdk.Stack):
             rest_when_quiet=config.poller_rest_when_quiet,
             fan_out=config.poller_fan_out,
             helper_memory_mb=config.poller_helper_memory_mb,
+            warm_write_units=None if config.localstack else config.warm_write_units,
             storage=storage,
             queue=queue,
             alerts=alerts,

@@ -107,6 +107,11 @@ class StackDefaults:
     # StackConfig.worker_min_pollers: the worker's event source in provisioned mode keeps this many SQS event
     # pollers all day (0: standard mode, no poller is billed).
     worker_min_pollers: int = 0
+    # StackConfig.forecast_pollers: with worker_min_pollers unset, the prescaler switches the event source to
+    # provisioned mode ahead of a forecast spike (PrescalePolicy.pollers_for) and back after: no fixed cost.
+    forecast_pollers: bool = True
+    # StackConfig.poller_fan_out: a busy minute's holder starts helpers (duetime.fan_out), only then.
+    poller_fan_out: bool = True
     dashboards: int = 1
     # Observability's alarms, each metric a metric-math alarm reads counted: latency p99 (1), dead runs
     # (2), dead letters (1), poller takeovers (1), DynamoDB throttles (2 tables x 2), poller errors (the

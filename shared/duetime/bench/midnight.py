@@ -38,7 +38,7 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -67,7 +67,7 @@ from duetime.bench.midnight_model import (
     model_flags,
 )
 from duetime.bench.plan import PlanInputs, capacity_plan
-from duetime.bench.plan_midnight import midnight_estimate
+from duetime.bench.plan_midnight import TABLE_NAMES, claims_per_second_within, midnight_estimate
 from duetime.bench.prices import PRICES_USD
 from duetime.claim_plan import Claim, initial_state
 from duetime.clock import ManualClock
@@ -77,6 +77,7 @@ from duetime.models import Job, JobSpec, Run, Team
 from duetime.poller import Poller, PollerConfig
 from duetime.poller_lease import LeaseTimings, PollerShift
 from duetime.ports import ClaimOutcome, PollerLease, ResultWrite, RunMessage, TargetRequest, TargetResponse
+from duetime.prescale import PrescalePolicy
 from duetime.run_batch import work_batch
 from duetime.schedule import fire_time, next_nominal_after, rate_anchor
 from duetime.timeutil import iso_z, minute_bucket
@@ -913,7 +914,7 @@ class Simulation:
         self.meter = KeyMeter(model.key_write_limit)
         # Tables and their indexes ("jobs", "jobs/due", "runs", "runs/reap", "control"): each takes
         # table_write_capacity() units a second (on-demand throughput, warm throughput, the table quota).
-        self.tables = KeyMeter(model.table_write_capacity())
+        self.tables = KeyMeter(model.table_write_capacity(), model.table_write_capacities(TABLE_NAMES))
         self.sqs_requests = 0
         self.current: Actor | None = None
         # Virtual seconds each kind of actor spent in its phase, by what it waited on (cpu, latency, target,
@@ -1036,6 +1037,9 @@ class Simulation:
         del jobs
         groups = self.model.poller_groups
         pollers: list[PollerActor] = []
+        # Paced claims (duetime.claim_pace): each group its share of what the tables take of claims + starts.
+        capacities = self.model.table_write_capacities(TABLE_NAMES)
+        group_rate = claims_per_second_within(capacities) / groups if self.model.claims_paced else None
         for g in range(groups):
             partitions = [p for p in range(PARTITIONS) if p * groups // PARTITIONS == g]
             m = self.model
@@ -1049,7 +1053,7 @@ class Simulation:
                 self.queue,
                 self.alerts,
                 self.clock,
-                PollerConfig(partitions),
+                PollerConfig(partitions, claims_per_second=group_rate),
                 self.store,
                 leases=self.store,
                 helpers=helpers,
@@ -1102,6 +1106,8 @@ def run_midnight(
     horizon_s: float | None = None,
 ) -> dict[str, Any]:
     model = model or AwsModel()
+    if model.esm_forecast_pollers and not model.esm_min_pollers:  # what the prescaler switches on for it
+        model = replace(model, esm_min_pollers=PrescalePolicy().pollers_for(jobs))
     wall = time.perf_counter()
     cpu = time.process_time()
     sim = Simulation(model, jobs, jitter, exact_fraction)
@@ -1166,7 +1172,7 @@ def run_midnight(
         "failed_messages": sim.failed_messages,
         "poller_errors": len(sim.errors),
         "helpers_invoked": len(sim.helpers),
-        "table_write_capacity": model.table_write_capacity(),
+        "table_write_capacity": model.table_write_capacities(TABLE_NAMES),
         "peak_table_wru_per_s": sim.tables.peaks(),
         "tables_over_capacity": sim.tables.keys_over(),
         "write_units_per_item": dict(sorted(sim.store._item_units.items())),
@@ -1248,6 +1254,13 @@ def spike_cost(sim: Simulation, busy: Sequence[WorkerSlot]) -> dict[str, Any]:
         "helper_requests": len(sim.helpers) * PRICES_USD["lambda_request"],
         "dynamodb_writes": sim.tables.total() * PRICES_USD["dynamodb_write_request_unit"],
         "sqs_requests": sim.sqs_requests * PRICES_USD["sqs_request"],
+        # Provisioned mode switched on for the spike (the prescaler: from 5-10 minutes before it until its
+        # first look after the queue drained, esm_forecast_hold_minutes), the minimum pollers billed.
+        "event_pollers": (
+            m.esm_min_pollers * m.esm_forecast_hold_minutes / 60 * PRICES_USD["lambda_sqs_event_poller_hour"]
+            if m.esm_forecast_pollers
+            else 0.0
+        ),
     }
     return {"total": round(sum(parts.values()), 4)} | {k: round(v, 4) for k, v in parts.items()}
 

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any
 
 from duetime.bench import calibration
 from duetime.ids import DEFAULT_POLLER_GROUPS
+from duetime.warm_throughput import DEFAULT_WARM_WRITE_UNITS, NEW_TABLE_WRITE_UNITS, format_units, parse_units
 
 LAMBDA_MB_PER_VCPU = 1769  # AWS Lambda docs: "at 1,769 MB, a function has the equivalent of one vCPU"
 
@@ -68,6 +69,11 @@ class AwsModel:
     # Claims paced to the tables' capacity for claims and starts together (duetime.claim_pace; the stack
     # gives each group its share): False, claims go as fast as the claimers go and the tables throttle.
     claims_paced: bool = True
+    # The event source as the stack's prescaler sets it for the forecast spike (StackConfig.forecast_pollers:
+    # provisioned mode with PrescalePolicy.pollers_for(the spike's runs) pollers), unless esm_min_pollers
+    # pins it; False: standard mode.
+    esm_forecast_pollers: bool = True
+    esm_forecast_hold_minutes: float = 20.0
     fan_out_holder_rows: int = 5_000
     fan_out_partitions_per_helper: int = 4
     helper_memory_mb: int = LAMBDA_MB_PER_VCPU
@@ -88,6 +94,9 @@ class AwsModel:
     ddb_warm_wru_per_s: float = 4000.0
     ddb_previous_peak_wru_per_s: float = 0.0
     ddb_table_quota_wru_per_s: float = 40_000.0
+    # The stack's warm throughput per table and index (StackConfig.warm_write_units, the same syntax):
+    # each named one takes that many units a second (within the quota), the rest table_write_capacity().
+    ddb_warm_write_units: str = field(default_factory=lambda: format_units(DEFAULT_WARM_WRITE_UNITS))
     # CPU per run, measured by `duetime bench runcpu` on this machine (bench/calibration.py; the result's
     # ``calibration`` says when and at which commit); a flag overrides one for a what-if. A Lambda vCPU is
     # taken as fast as one of this machine's cores (``lambda_vcpu_speed``: an assumption, not measured).
@@ -137,10 +146,16 @@ class AwsModel:
         limits = self.esm_cap_by_limit()
         return min(limits, key=lambda name: limits[name])
 
-    def table_write_capacity(self) -> float:
-        """Write units a second a table (or one of its GSIs) takes without throttling during the spike."""
+    def table_write_capacity(self, name: str | None = None) -> float:
+        """Write units a second a table (or one of its GSIs; ``name``: one of them, with its warm throughput
+        from ``ddb_warm_write_units``) takes without throttling during the spike."""
         ready = max(self.ddb_warm_wru_per_s, 2 * self.ddb_previous_peak_wru_per_s)
+        if name is not None:
+            ready = max(ready, parse_units(self.ddb_warm_write_units, NEW_TABLE_WRITE_UNITS).get(name, 0))
         return min(self.ddb_table_quota_wru_per_s, ready)
+
+    def table_write_capacities(self, names: Iterable[str]) -> dict[str, float]:
+        return {name: self.table_write_capacity(name) for name in names}
 
     def vcpu(self, memory_mb: int) -> float:
         """Lambda's CPU share for a memory size, in this machine's cores; one Python process uses one vCPU at
@@ -180,8 +195,10 @@ class KeyMeter:
     rather than a token bucket: the simulation's actors write at virtual times that interleave out of
     order, and a second's units are the same whichever of its writes came first."""
 
-    def __init__(self, limit: float) -> None:
+    def __init__(self, limit: float, limits: Mapping[str, float] | None = None) -> None:
+        """``limits``: keys with a limit of their own (a table's warm throughput); the rest take ``limit``."""
         self.limit = limit
+        self.limits = dict(limits or {})
         self.offered: dict[str, dict[int, float]] = defaultdict(lambda: defaultdict(float))
         self._taken: dict[str, dict[int, float]] = defaultdict(lambda: defaultdict(float))
         self.throttled_units = 0.0
@@ -193,9 +210,10 @@ class KeyMeter:
         first = second = math.floor(at)
         self.offered[key][first] += units
         taken = self._taken[key]
+        limit = self.limits.get(key, self.limit)
         left = units
         while True:
-            take = min(max(0.0, self.limit - taken[second]), left)
+            take = min(max(0.0, limit - taken[second]), left)
             taken[second] += take
             left -= take
             if left <= 1e-9:
@@ -231,7 +249,11 @@ class KeyMeter:
         return best
 
     def keys_over(self) -> list[str]:
-        return sorted(k for k, s in self.offered.items() if max(s.values(), default=0.0) > self.limit)
+        return sorted(
+            k
+            for k, s in self.offered.items()
+            if max(s.values(), default=0.0) > self.limits.get(k, self.limit)
+        )
 
     def peak_by_kind(self) -> dict[str, float]:
         """The highest units offered in one second on any key of each kind (due bucket, reap shard, slot

@@ -14,6 +14,7 @@ from duetime.bench.midnight_model import AwsModel
 from duetime.bench.plan_midnight import TABLE_NAMES, midnight_estimate, table_capacities
 from duetime.bench.prices import PRICES_AS_OF, PRICES_USD
 from duetime.ids import DEFAULT_POLLER_GROUPS
+from duetime.prescale import PrescalePolicy
 from duetime.warm_throughput import format_units, rounded_up
 
 PARTITION_WRITE_LIMIT = 1000  # DynamoDB: write units per second per partition (key)
@@ -67,6 +68,15 @@ class PlanInputs:
     retention_days: int = 30
 
 
+def spike_event_pollers(spike_jobs: int, stack: StackDefaults) -> int:
+    """The worker's event pollers in provisioned mode at the spike: the stack's pinned minimum, else what
+    the prescaler switches on for the forecast minute (``duetime.prescale.PrescalePolicy.pollers_for``, the
+    stack's max pollers), else none (standard mode)."""
+    if stack.worker_min_pollers or not stack.forecast_pollers:
+        return stack.worker_min_pollers
+    return PrescalePolicy().pollers_for(spike_jobs)
+
+
 def capacity_plan(p: PlanInputs, stack: StackDefaults | None = None) -> dict[str, Any]:
     """The workload's rates, per-partition load, workers, storage and monthly cost: per run
     (``monthly_usd``: requests and storage) and fixed (``monthly_fixed_usd``: what the stack costs with no
@@ -76,8 +86,9 @@ def capacity_plan(p: PlanInputs, stack: StackDefaults | None = None) -> dict[str
     model = AwsModel(
         poller_groups=p.poller_groups,
         poller_memory_mb=stack.poller_memory_mb,
-        esm_min_pollers=stack.worker_min_pollers,
+        esm_min_pollers=spike_event_pollers(p.spike_jobs, stack),
         ddb_warm_wru_per_s=p.table_warm_write_units,
+        fan_out=stack.poller_fan_out,
     )
     spike = midnight_estimate(
         p.spike_jobs, p.spike_window_s, model, p.partitions, p.spike_exact_fraction, stack.warm_write_units
@@ -235,8 +246,9 @@ def flags_for_the_spike(p: PlanInputs, stack: StackDefaults, fixed_now_usd: floa
             model = AwsModel(
                 poller_groups=groups,
                 poller_memory_mb=tried.poller_memory_mb,
-                esm_min_pollers=min_pollers,
+                esm_min_pollers=spike_event_pollers(p.spike_jobs, tried),
                 ddb_warm_wru_per_s=AwsModel.ddb_table_quota_wru_per_s,
+                fan_out=tried.poller_fan_out,
             )
             asked = midnight_estimate(
                 p.spike_jobs, p.spike_window_s, model, p.partitions, p.spike_exact_fraction

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from duetime.bench.midnight_model import AwsModel
+from duetime.claim_pace import PACE_HEADROOM
 from duetime.poller import PollerConfig
 
 SQS_BATCH = 10  # runs a worker gets per invocation (the event source's batch size)
@@ -27,7 +28,10 @@ SWEEP_PAGE = PollerConfig.page_size  # rows a sweep claims of one partition at o
 # result (1) on the run's row, the team's slot taken and freed (2, on the control table: a batch's runs are
 # mostly of different teams). Reap-index removals at the result are a ticket's share too.
 CLAIM_UNITS_PER_RUN = {"jobs": 1.0, "jobs/due": 2.0, "runs": 1.0 + 1 / 18, "runs/reap": 1 / 18}
-START_UNITS_PER_RUN = {"runs": 2.0, "runs/reap": 1 / 18, "control": 2.0}
+# The reaper deletes the tickets whose check came at each reap pass (every 5 sweeps, 5 s), so a spike's
+# ticket deletions land 5 seconds' worth at once: 5/18 a run at the peak, beside the ticket's own 1/18.
+REAP_PASS_SECONDS = 5
+START_UNITS_PER_RUN = {"runs": 2.0, "runs/reap": (1 + REAP_PASS_SECONDS) / 18, "control": 2.0}
 TABLE_NAMES = {
     "jobs": "the jobs table",
     "jobs/due": "the jobs table's due index",
@@ -114,10 +118,11 @@ SPIKE_CLAIM_SECONDS = 45.0
 
 
 def claims_per_second_within(capacity: Mapping[str, float]) -> float:
-    """The claims a second the tables take when each claim's run starts as fast (its claim's units and its
-    start's, on each table and index): what the stack paces a spike's claims to (``duetime.claim_pace``)."""
+    """The claims a second the stack paces a spike's claims to (``duetime.claim_pace``): ``PACE_HEADROOM``
+    of what the tables take when each claim's run starts as fast (its claim's units and its start's, on
+    each table and index)."""
     both = {n: CLAIM_UNITS_PER_RUN.get(n, 0.0) + START_UNITS_PER_RUN.get(n, 0.0) for n in TABLE_NAMES}
-    return min(capacity[n] / units for n, units in both.items() if units)
+    return PACE_HEADROOM * min(capacity[n] / units for n, units in both.items() if units)
 
 
 def table_capacities(model: AwsModel, warm_write_units: Mapping[str, float]) -> dict[str, float]:
@@ -167,10 +172,14 @@ def midnight_estimate(
         claimers_per_s, jobs / max(spread_s, SPIKE_CLAIM_SECONDS if model.claims_paced else 1.0)
     )
     starts_pace = min(model.esm_cap() * rate, max(claims_pace, jobs / window_s))
+    headroom = PACE_HEADROOM if model.claims_paced else 1.0  # a paced table runs at 90% of what it takes
     offered = {
         name: round(
-            claims_pace * CLAIM_UNITS_PER_RUN.get(name, 0.0)
-            + starts_pace * START_UNITS_PER_RUN.get(name, 0.0),
+            (
+                claims_pace * CLAIM_UNITS_PER_RUN.get(name, 0.0)
+                + starts_pace * START_UNITS_PER_RUN.get(name, 0.0)
+            )
+            / headroom,
             1,
         )
         for name in TABLE_NAMES
