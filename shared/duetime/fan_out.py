@@ -54,9 +54,11 @@ class FanOutPolicy(BaseModel):
     # Rows of one minute a holder claims by itself: the default pollers (512 MB, 0.29 vCPU) claim about
     # 550 runs a second at the calibrated 0.525 ms a run, so about 10 s of claiming.
     holder_rows: int = Field(default=5_000, ge=1)
-    # A helper fires its slice as fast as it claims (about 2,000 a second on one vCPU); each claim writes a
-    # unit on its partition's due-bucket key, which takes 1,000 a second: 4 partitions keep each under half.
-    partitions_per_helper: int = Field(default=4, ge=1, le=64)
+    # A helper fires its slice as fast as its pace lets it (a share of its group's, by its rows); each claim
+    # writes a unit on its partition's due-bucket key, which takes 1,000 a second: 2 partitions a helper keep
+    # each key under half of that at the seed's midnight (32 helpers), and a helper's requests' latency
+    # (not its CPU) is what bounds it (BENCHMARKS.md, "Midnight at full scale, simulated").
+    partitions_per_helper: int = Field(default=2, ge=1, le=64)
     # Helpers are started this long before their minute: a cold start (~1-2 s), the lease, and the preload of
     # the slice's rows (a Query page of 250 rows each ~10 ms) fit with room.
     launch_lead_seconds: float = Field(default=30.0, gt=0, le=50)

@@ -514,6 +514,9 @@ class Poller:
         stay under ``interval`` (the lease must be renewed), and the loop ends when the gate is done."""
         sweeps = 0
         failures = 0
+        # Each poller's reap passes at its own phase of the cadence (by its partitions): a busy minute's
+        # claimers, started together, would otherwise settle their reap tickets in the same second.
+        phase = sum(self.config.partitions) % max(1, recover_every)
         next_sweep = self.clock.now()
         reign: datetime | None = None  # the start of the gate's window being served
         window: ClaimWindow | None = ALWAYS
@@ -531,7 +534,8 @@ class Poller:
                                 self.fan_out.new_reign()  # find the helpers the holder before started
                             if self.preload is not None:
                                 self.preload.forget_before(window.start)
-                swept = self._tick(next_sweep, sweeps % recover_every == 0, on_report, on_fire, window, gate)
+                reap = sweeps == 0 or (sweeps + phase) % recover_every == 0
+                swept = self._tick(next_sweep, reap, on_report, on_fire, window, gate)
             except Exception as exc:
                 failures += 1
                 pause = min(interval * 2 ** min(failures - 1, 30), max(interval, max_backoff))

@@ -71,7 +71,7 @@ class Settings(BaseModel):
     # holder claims alone), the rows of a minute a holder claims by itself, and the partitions a helper takes.
     poller_helper_function: str = ""
     fan_out_holder_rows: int = Field(default=5_000, ge=1)
-    fan_out_partitions_per_helper: int = Field(default=4, ge=1, le=64)
+    fan_out_partitions_per_helper: int = Field(default=2, ge=1, le=64)
     # The group's claims a second (duetime.claim_pace): its share of what the tables take of claims and
     # starts, set by the stack from their warm throughput; empty: unpaced.
     claims_per_second: float | None = Field(default=None, gt=0)

@@ -274,3 +274,19 @@ def test_a_busy_minute_fans_out_to_helpers_and_starts_every_run_once() -> None:
     assert helped["seconds_to_all_claimed"] < alone["seconds_to_all_claimed"]
     assert helped["spike_cost_usd"]["helper_duration"] > 0 == alone["spike_cost_usd"]["helper_duration"]
     assert helped["time_spent_s"]["helper"]["cpu"] > 0
+
+
+def test_the_cli_takes_the_models_switches_and_warm_units_as_the_stack_writes_them(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    main(
+        [
+            "bench", "midnight", "--simulate", "--jobs", "200", "--json",
+            "--fan-out", "false", "--claims-paced", "no", "--ddb-warm-write-units", "runs:9000",
+        ]
+    )  # fmt: skip
+    result = json.loads(capsys.readouterr().out)
+    assert (result["model"]["fan_out"], result["model"]["claims_paced"]) == (False, False)
+    assert result["table_write_capacity"]["runs"] == 9000 and result["table_write_capacity"]["jobs"] == 4000
+    with pytest.raises(SystemExit):
+        main(["bench", "midnight", "--simulate", "--fan-out", "maybe"])

@@ -37,13 +37,13 @@ def test_workers_are_sized_at_the_aws_models_rate_unless_one_is_given() -> None:
 
 
 def test_the_seed_spike_starts_within_the_minute_on_the_default_stack() -> None:
-    """The default stack: 4 groups whose holders each hand their minute to 4 helpers (16 in all, a vCPU
+    """The default stack: 4 groups whose holders each hand their minute to 8 helpers (32 in all, a vCPU
     each: ``duetime.fan_out``), claims paced to what the pre-warmed tables take of claims and starts
     (11,191 a second: 90% of the runs table's 38,000 units at 3.06 a run), the event source switched to
     provisioned mode for the spike (the prescaler: 31 pollers). All 500,000 claimed and started in 45 s."""
     plan = capacity_plan(PlanInputs())
     spike = plan["spike_on_the_aws_model"]
-    assert spike["helpers_invoked"] == 16
+    assert spike["helpers_invoked"] == 32
     assert spike["seconds_to_all_claimed"] == pytest.approx(44.7, abs=0.5)
     assert spike["seconds_to_all_started"] == pytest.approx(44.7, abs=0.5)
     assert plan["warnings"] == [] and plan["flags_for_the_spike"] is None
@@ -82,10 +82,10 @@ def test_on_fresh_tables_the_paced_claims_take_what_the_runs_table_takes_and_eac
     assert "-c warm_write_units=runs:38000" in cold["warnings"][3]
     assert cold["flags_for_the_spike"]["flags"] == (
         "-c warm_write_units=jobs:13000,jobs/due:25000,runs:38000,runs/reap:5000,control:25000"
-    )
+    )  # what the plan asks; the stack's default gives the reap index more (warm_throughput.py)
     # 300 s of jitter, 5% exact: the claims follow the seconds the runs fall due on; each minute fans out.
     spread = capacity_plan(PlanInputs(spike_window_s=360))["spike_on_the_aws_model"]
-    assert spread["seconds_to_all_started"] == pytest.approx(300, abs=1) and spread["helpers_invoked"] == 16
+    assert spread["seconds_to_all_started"] == pytest.approx(300, abs=1) and spread["helpers_invoked"] == 28
 
 
 def test_a_table_asked_past_the_account_quota_says_to_request_an_increase() -> None:
@@ -165,7 +165,15 @@ def test_the_stacks_default_warm_throughput_is_what_the_plan_says_the_seeds_midn
     that moves them fails here: change DEFAULT_WARM_WRITE_UNITS (it is never lowered on a deployed table)."""
     monkeypatch.setattr(calibration, "saved", lambda: calibration.load(calibration.SAVED))
     cold = capacity_plan(PlanInputs(), StackDefaults(warm_write_units={}))
-    assert cold["warm_write_units_needed"] == DEFAULT_WARM_WRITE_UNITS
+    needed = cold["warm_write_units_needed"]
+    # Each what the plan asks; the reap index and the control table more (writes in bursts the plan's even
+    # pace leaves out: warm_throughput.py says what the simulation found).
+    bursty = ("runs/reap", "control")
+    assert {n: u for n, u in DEFAULT_WARM_WRITE_UNITS.items() if n not in bursty} == {
+        n: u for n, u in needed.items() if n not in bursty
+    }
+    assert needed["runs/reap"] == 5_000 < DEFAULT_WARM_WRITE_UNITS["runs/reap"]
+    assert needed["control"] == 25_000 < DEFAULT_WARM_WRITE_UNITS["control"]
     assert all(units <= TABLE_QUOTA_UNITS for units in DEFAULT_WARM_WRITE_UNITS.values())
     # And the default stack's tables then take it: no table warning, nothing more needed.
     default = capacity_plan(PlanInputs())

@@ -75,7 +75,7 @@ class AwsModel:
     esm_forecast_pollers: bool = True
     esm_forecast_hold_minutes: float = 20.0
     fan_out_holder_rows: int = 5_000
-    fan_out_partitions_per_helper: int = 4
+    fan_out_partitions_per_helper: int = 2
     helper_memory_mb: int = LAMBDA_MB_PER_VCPU
     helper_cold_start_ms: float = 1500.0
     target_ms: float = 100.0  # each target call (assumption: a webhook answering in 100 ms)
@@ -174,15 +174,30 @@ class AwsModel:
         return asdict(self)
 
 
-def model_flags() -> list[tuple[str, type, Any]]:
+def model_flags() -> list[tuple[str, Any, Any]]:
     """(flag name, type, default) for every knob: the CLI adds one flag each. A calibrated knob's default is
     None (the calibration's figure)."""
-    return [
-        (f.name.replace("_", "-"), float, None)
-        if f.default is MISSING
-        else (f.name.replace("_", "-"), type(f.default), f.default)
-        for f in fields(AwsModel)
-    ]
+    flags: list[tuple[str, Any, Any]] = []
+    for f in fields(AwsModel):
+        name = f.name.replace("_", "-")
+        if f.name in CALIBRATED:
+            flags.append((name, float, None))
+        elif f.default is MISSING:  # a default made at construction (the stack's warm throughput)
+            flags.append((name, str, None))
+        elif isinstance(f.default, bool):
+            flags.append((name, _boolean, f.default))
+        else:
+            flags.append((name, type(f.default), f.default))
+    return flags
+
+
+def _boolean(value: str) -> bool:
+    """A flag's true or false (argparse's ``bool`` would take "false" as true)."""
+    if value.lower() in ("true", "1", "yes", "on"):
+        return True
+    if value.lower() in ("false", "0", "no", "off"):
+        return False
+    raise ValueError(f"{value!r} is not true or false")
 
 
 CALIBRATED = ("poller_read_cpu_us_per_row", "poller_claim_cpu_us_per_run", "worker_cpu_ms_per_run")
