@@ -177,8 +177,8 @@ class FanOut:
         bucket = minute_bucket(minute)
         if bucket in self._planned:
             return
+        counts = {p: self.jobs.count_due(p, bucket) for s in self.slices for p in s}  # a raise: counted again
         self._planned = {b for b in self._planned if b >= minute_bucket(now)} | {bucket}
-        counts = {p: self.jobs.count_due(p, bucket) for s in self.slices for p in s}
         delegated = plan_helpers(counts, self.slices, self.policy.holder_rows)
         until = minute + MINUTE + timedelta(seconds=self.policy.serve_after_seconds)
         total = max(1, sum(counts.values()))

@@ -159,6 +159,19 @@ def test_a_refused_launch_leaves_the_slice_with_the_holder(store: MemoryStore) -
     assert holder.launch_failures == 1 and holder.helpers_launched == 0
 
 
+def test_a_count_that_fails_is_made_again_at_the_next_step(store: MemoryStore) -> None:
+    jobs_in(store, 0, 5)
+    launches = Launches()
+    holder = fan_out(store, launches)
+    original = store.count_due
+    store.count_due = lambda partition, bucket: (_ for _ in ()).throw(RuntimeError("throttled"))  # type: ignore[method-assign]
+    with pytest.raises(RuntimeError):
+        holder.step(MINUTE_START - timedelta(seconds=30), busy=False)
+    store.count_due = original  # type: ignore[method-assign]
+    holder.step(MINUTE_START - timedelta(seconds=29), busy=False)
+    assert [a.partitions for a in launches.assignments] == [[0]]
+
+
 def test_the_holder_leaves_a_live_helpers_slice_alone_and_takes_it_back_once_its_lease_expires(
     store: MemoryStore,
 ) -> None:
