@@ -658,21 +658,13 @@ class Poller:
         """The same poller on ``partitions`` that never starts helpers, paced to ``claims_per_second``: a
         helper's (``duetime.fan_out``)."""
         config = replace(self.config, partitions=list(partitions), claims_per_second=claims_per_second)
-        return Poller(
-            self.jobs,
-            self.runs,
-            self.queue,
-            self.alerts,
-            self.clock,
-            config,
-            self.teams,
-            self.deadlines,
-            self.notifications,
-        )
+        return self._with(config, helpers=None)
 
     def for_partitions(self, partitions: Sequence[int]) -> Poller:
         """The same poller, on another partition group (one EventBridge rule per group)."""
-        config = replace(self.config, partitions=list(partitions))
+        return self._with(replace(self.config, partitions=list(partitions)), self.helpers)
+
+    def _with(self, config: PollerConfig, helpers: HelperLauncher | None) -> Poller:
         return Poller(
             self.jobs,
             self.runs,
@@ -684,6 +676,6 @@ class Poller:
             self.deadlines,
             self.notifications,
             self.leases,
-            self.helpers,
+            helpers,
             self.fan_out_policy,
         )

@@ -14,7 +14,8 @@ from duetime.ids import make_run_id
 from duetime.models import Team
 from duetime.poller import Poller, PollerConfig
 
-from .test_fan_out import MINUTE_START, PARTITIONS, NoAlerts, Queue, jobs_in
+from .test_fan_out import MINUTE_START, PARTITIONS, jobs_in
+from .test_poller_lease_loop import NoAlerts, Queue
 
 
 def test_the_bucket_holds_a_tenth_of_a_seconds_claims_and_refills_at_its_rate() -> None:

@@ -5,7 +5,6 @@ and a helper serves its slice for its minute and gives its lease back."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -30,23 +29,11 @@ from duetime.lambda_events import HelperEvent
 from duetime.models import Job, JobSpec, Team
 from duetime.poller import Poller, PollerConfig
 from duetime.poller_lease import LeaseTimings, PollerShift, group_label
-from duetime.ports import Alert, RunMessage
+
+from .test_poller_lease_loop import NoAlerts, Queue
 
 MINUTE_START = datetime(2026, 12, 2, 0, 0, 0, tzinfo=UTC)  # the busy minute
 PARTITIONS = [0, 1, 2, 3]
-
-
-@dataclass
-class Queue:
-    sent: list[RunMessage] = field(default_factory=list)
-
-    def send(self, messages: Sequence[RunMessage], delay_seconds: int = 0) -> None:
-        self.sent.extend(messages)
-
-
-class NoAlerts:
-    def publish(self, alert: Alert) -> None:
-        raise AssertionError(alert)
 
 
 @dataclass
