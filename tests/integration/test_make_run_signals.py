@@ -62,6 +62,16 @@ def child_environment(marker: str, ddb_port: int, localstack_port: int) -> dict[
 marker = marker_fixture(MARKER)  # whatever happens, nothing of ours is left running
 
 
+def as_in_a_terminal() -> None:
+    """Give ``make run`` HUP's default action, as a terminal's shell does, whatever the suite inherited.
+
+    A signal ignored at exec stays ignored, and bash cannot trap one ignored on entry: under ``nohup`` (or
+    a CI runner that ignores HUP) every process the suite starts would ignore the HUP this test sends, and
+    ``make run`` would keep running, as a user who started it under ``nohup`` asked it to.
+    """
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 @pytest.mark.timeout(STARTUP_SECONDS + 2 * STOP_SECONDS + 60)
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["TERM", "HUP"])
 def test_make_run_stops_duetime_and_its_emulators_on_a_signal(sig: signal.Signals, marker: str) -> None:
@@ -83,6 +93,7 @@ def test_make_run_stops_duetime_and_its_emulators_on_a_signal(sig: signal.Signal
         text=True,
         env=child_environment(marker, ddb_port, localstack_port),
         start_new_session=True,  # a process group of its own, led by make
+        preexec_fn=as_in_a_terminal,  # before the reader thread starts: no other thread of ours runs yet
     )
 
     def read() -> None:
