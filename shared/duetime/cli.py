@@ -303,6 +303,31 @@ def run_preview(args: argparse.Namespace) -> None:
         print("\n".join(times))
 
 
+def deployed_local_arguments(parser: argparse.ArgumentParser, what: str) -> None:
+    """A bench's ``--deployed-local``, ``--port`` and ``--redeploy``."""
+    parser.add_argument(
+        "--deployed-local",
+        action="store_true",
+        help=f"{what} (deployed with scripts/deploy_local.sh --detach, and stopped afterwards, if no "
+        "LocalStack answers on --port)",
+    )
+    parser.add_argument("--port", type=int, help="with --deployed-local: DUETIME_DEPLOYED_PORT or 4610")
+    parser.add_argument(
+        "--redeploy", action="store_true", help="with --deployed-local: replace a stack found on --port"
+    )
+
+
+def spike_modes(text: str) -> list[str]:
+    """``--modes``: fan_out and/or alone, comma-separated."""
+    from duetime.bench.deployed_spike import MODES
+
+    modes = [m.strip() for m in text.split(",") if m.strip()]
+    unknown = [m for m in modes if m not in MODES]
+    if unknown or not modes:
+        raise argparse.ArgumentTypeError(f"{', '.join(unknown) or 'none'}: the modes are {', '.join(MODES)}")
+    return modes
+
+
 def run_deployed_local(args: argparse.Namespace) -> None:
     from pathlib import Path
 
@@ -329,7 +354,11 @@ def run_bench(args: argparse.Namespace) -> None:
         )
         print(json.dumps(idle) if args.json else "\n".join(f"{k:36} {v}" for k, v in idle.items()))
         return
-    if args.action == "spike":
+    if args.action == "spike" and args.deployed_local:
+        from duetime.bench.deployed_spike import run_deployed_spike
+
+        result = run_deployed_spike(args.jobs, args.port, args.redeploy, args.holder_rows, args.modes)
+    elif args.action == "spike":
         from duetime.bench.spike import run_spike
 
         result = run_spike(
@@ -628,6 +657,23 @@ def parser() -> argparse.ArgumentParser:
         help="leave DynamoDB Local on every core, shared with the poller, workers and LocalStack "
         "(by default it gets cores of its own, as DynamoDB does on AWS)",
     )
+    deployed_local_arguments(
+        spike,
+        "exact jobs at one second on the stack make deploy-local deploys, the pollers' fan-out on and then "
+        "off (--exact-fraction, --jitter, --workers and --chart do not apply)",
+    )
+    spike.add_argument(
+        "--holder-rows",
+        type=int,
+        default=300,
+        help="with --deployed-local: the rows of a minute a group's holder claims alone in the fan_out mode",
+    )
+    spike.add_argument(
+        "--modes",
+        type=spike_modes,
+        default=["fan_out", "alone"],
+        help="with --deployed-local: fan_out, alone or both, comma-separated, run in that order",
+    )
     spike.add_argument("--json", action="store_true")
     versus = benches.add_parser(
         "versus",
@@ -683,15 +729,8 @@ def parser() -> argparse.ArgumentParser:
     precision.add_argument("--jobs", type=int, required=True)
     precision.add_argument("--minutes", type=int, default=2)
     precision.add_argument("--workers", type=int, default=8)
-    precision.add_argument(
-        "--deployed-local",
-        action="store_true",
-        help="on the stack make deploy-local deploys, pollers invoked by its EventBridge rules (deployed "
-        "with scripts/deploy_local.sh --detach, and stopped afterwards, if no LocalStack answers on --port)",
-    )
-    precision.add_argument("--port", type=int, help="with --deployed-local: DUETIME_DEPLOYED_PORT or 4610")
-    precision.add_argument(
-        "--redeploy", action="store_true", help="with --deployed-local: replace a stack found on --port"
+    deployed_local_arguments(
+        precision, "on the stack make deploy-local deploys, pollers invoked by its EventBridge rules"
     )
     precision.add_argument("--json", action="store_true")
 

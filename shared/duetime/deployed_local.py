@@ -78,15 +78,29 @@ def loopback_api_url(api_url: str, endpoint: str) -> str:
     return f"{endpoint.rstrip('/')}/restapis/{match['api']}/{stage}/_user_request_"
 
 
-def team_token(stack: DeployedStack, team_id: str, exact_quota: int = 1000) -> tuple[str, str | None]:
-    """(token, signing secret) for ``team_id`` in the stack's control table: a new team, or a new token
-    for a team an earlier deploy created (its secret is not shown again: None)."""
+def stack_service(stack: DeployedStack, allow_private_targets: bool = False) -> JobService:
+    """The API's logic on the stack's tables and queue, in this process (no API Gateway in between);
+    ``allow_private_targets`` as the stack's API function has it on LocalStack."""
     names = TableNames(stack.jobs_table, stack.runs_table, stack.control_table)
     dynamodb = new_client("dynamodb", stack.endpoint)
     queue = SqsRunQueue(new_client("sqs", stack.endpoint), stack.queue_url)
-    service = JobService(DynamoCatalog(dynamodb, names), DynamoStore(dynamodb, names), queue, SystemClock())
+    return JobService(
+        DynamoCatalog(dynamodb, names),
+        DynamoStore(dynamodb, names),
+        queue,
+        SystemClock(),
+        allow_private_targets=allow_private_targets,
+    )
+
+
+def team_token(
+    stack: DeployedStack, team_id: str, exact_quota: int = 1000, max_concurrency: int = 50
+) -> tuple[str, str | None]:
+    """(token, signing secret) for ``team_id`` in the stack's control table: a new team, or a new token
+    for a team an earlier deploy created (its secret is not shown again: None)."""
+    service = stack_service(stack)
     try:
-        team, token = service.create_team(team_id, exact_quota=exact_quota)
+        team, token = service.create_team(team_id, max_concurrency=max_concurrency, exact_quota=exact_quota)
         return token, team.signing_secret
     except Conflict:
         return service.issue_token(team_id), None

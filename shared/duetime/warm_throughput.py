@@ -37,9 +37,9 @@ ROLES = ("jobs", "runs", "control")  # table_definitions' order (the CDK app's S
 # and its start write 1 unit on the jobs table, 2 on its due index, 3.06 on the runs table, 2 on the control
 # table (the team's slots). Two are set above the plan's figure, where the simulation of that midnight finds
 # writes in bursts the plan's even pace leaves out: the runs table's reap index (its tickets settle in
-# bursts that reach whatever it takes: 5,076 a second at 5,000, 9,054 at 9,000, 12,279 at 15,000, the claims
-# held back 108 s, 61 s and not at all) and the control table (the workers' slot writes: 25,128 a second at
-# 25,000, 323 requests throttled). ``tests/unit/test_plan.py`` checks the plan asks no more than these.
+# bursts that reach whatever the index takes) and the control table (the workers' slot writes); at these
+# values the simulation finds no table or index over what it takes (BENCHMARKS.md, "The midnight").
+# ``tests/unit/test_plan.py`` checks the plan asks no more than these.
 DEFAULT_WARM_WRITE_UNITS: dict[str, int] = {
     "jobs": 13_000,
     "jobs/due": 25_000,

@@ -4,8 +4,9 @@ of its own (real Lambda processes, no Docker), and one job goes the whole way a 
 API Gateway -> api Lambda -> DynamoDB -> EventBridge-invoked poller Lambda -> SQS -> worker Lambda -> an HTTP
 target on 127.0.0.1, with the idempotency and signature headers; a run that fails on its last attempt
 goes dead and its alert reaches the SNS topic. The prescaler, invoked as its rule would, provisions workers
-on the worker's alias ahead of a busy minute and removes them once it is gone. TERM then stops everything
-the script started.
+on the worker's alias ahead of a busy minute and removes them once it is gone. A helper that a busy
+minute's holder started (``duetime.fan_out``) is killed mid-claim, and every run of the minute still
+starts, once. TERM then stops everything the script started.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import subprocess
 import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -29,11 +31,17 @@ import boto3
 import pytest
 
 from duetime.adapters.dynamodb.catalog import DynamoCatalog
+from duetime.adapters.dynamodb.store import DynamoStore
 from duetime.adapters.dynamodb.tables import TableNames
+from duetime.bench.deployed import find_stack
 from duetime.client import DuetimeClient
 from duetime.demo_target import DemoTargetServer
-from duetime.deployed_local import DeployedStack
+from duetime.deployed_local import DeployedStack, stack_service
+from duetime.fan_out import FanOutPolicy, plan_helpers, slices_of
+from duetime.ids import make_run_id, partition_of
+from duetime.settings import parse_partitions
 from duetime.signing import verify_signature
+from duetime.timeutil import iso_z
 
 from .processes import describe, distinct_free_ports, listening, marked, wait_until
 
@@ -317,6 +325,114 @@ def test_the_prescaler_provisions_workers_ahead_of_a_busy_minute_and_removes_the
         lambda_.update_function_configuration(FunctionName=name, Environment={"Variables": variables})
         with contextlib.suppress(lambda_.exceptions.ResourceNotFoundException):
             lambda_.delete_provisioned_concurrency_config(FunctionName=function_arn, Qualifier=alias)
+
+
+HELPER_HANDLER = "functions/poller/helper.handler"
+KILLED_GROUP = "0-15"  # the group whose holder hands a slice to the helper the test kills
+KILL_JOBS = 400  # ~100 in the group, ~12 in the helper's slice
+KILL_CLAIM_SECONDS = 10.0  # the group's claims paced to last about this long, so the kill lands mid-claim
+QUEUE_DEADLINE_SECONDS = 600  # a run claimed but not yet sent is re-sent past its queue deadline (10 min)
+
+
+def poller_of_group(deployed: Deployed, group: str) -> dict[str, Any]:
+    """The deployed poller function of ``group`` (found by its DUETIME_PARTITIONS)."""
+    for page in deployed.aws("lambda").get_paginator("list_functions").paginate():
+        for function in page["Functions"]:
+            if function.get("Environment", {}).get("Variables", {}).get("DUETIME_PARTITIONS") == group:
+                return dict(function)
+    raise AssertionError(f"no poller function of group {group} was deployed")
+
+
+def helper_processes(root: Path) -> list[int]:
+    """The deployed LocalStack's execution environments of the helper function (by their command line)."""
+    found = []
+    for pid in runtimes_under(root):
+        with contextlib.suppress(OSError):
+            if HELPER_HANDLER in Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode():
+                found.append(pid)
+    return found
+
+
+@pytest.mark.timeout(QUEUE_DEADLINE_SECONDS + 900)
+def test_a_helper_killed_mid_claim_leaves_every_run_to_start_once(
+    deployed: Deployed, target: DemoTargetServer
+) -> None:
+    """One group's holder hands its busiest slice to a helper (its rows lowered to what the rest of the
+    group holds, its claims paced to last ~10 s); the helper's process is killed (SIGKILL) once it has
+    claimed some of the slice's runs and not all. Its lease expires, the holder takes the slice back, and
+    every run of the minute reaches the target exactly once: what the helper claimed and sent is worked,
+    what it claimed and did not send is sent again past its queue deadline, the rest is claimed anew."""
+    lambda_ = deployed.aws("lambda")
+    poller = poller_of_group(deployed, KILLED_GROUP)
+    name, variables = poller["FunctionName"], poller["Environment"]["Variables"]
+    assert variables.get("DUETIME_POLLER_HELPER_FUNCTION"), "the stack was deployed without helpers"
+    info = find_stack(deployed.stack.endpoint)
+    assert info is not None and info.functions.get("helper"), "no helper function in the deployed stack"
+    run_seconds = max(info.poller_run_seconds)
+    service = stack_service(deployed.stack, allow_private_targets=True)
+    team_id = f"kill-{uuid.uuid4().hex[:6]}"
+    service.create_team(team_id, max_concurrency=KILL_JOBS, exact_quota=KILL_JOBS)
+    team = service.team(team_id)
+    # A poller invocation keeps the environment it started with: the minute is one run past the update.
+    due = (datetime.now(UTC) + timedelta(seconds=run_seconds + 45)).replace(
+        second=0, microsecond=0
+    ) + timedelta(minutes=1)
+    body = {"schedule": {"at": iso_z(due)}, "exact": True, "target": {"url": target.url}}
+    jobs = [service.create_job(team, {**body, "name": f"kill {i}"}) for i in range(KILL_JOBS)]
+    runs = {make_run_id(job.id, due): partition_of(job.id) for job in jobs}
+
+    partitions = parse_partitions(KILLED_GROUP)
+    counts = Counter(p for p in runs.values() if p in partitions)
+    slices = slices_of(partitions, FanOutPolicy().partitions_per_helper)  # the stack leaves the default
+    busiest = max(sum(counts[p] for p in s) for s in slices)
+    holder_rows = sum(counts.values()) - busiest  # exactly one slice (the busiest) goes to a helper
+    (helped,) = plan_helpers(counts, slices, holder_rows)
+    helped_runs = [r for r, p in runs.items() if p in helped]
+    lambda_.update_function_configuration(
+        FunctionName=name,
+        Environment={
+            "Variables": {
+                **variables,
+                "DUETIME_FAN_OUT_HOLDER_ROWS": str(holder_rows),
+                "DUETIME_CLAIMS_PER_SECOND": f"{sum(counts.values()) / KILL_CLAIM_SECONDS:.1f}",
+            }
+        },
+    )
+    store = DynamoStore(
+        deployed.aws("dynamodb"),
+        TableNames(deployed.stack.jobs_table, deployed.stack.runs_table, deployed.stack.control_table),
+    )
+    try:
+        lambda_.get_waiter("function_updated_v2").wait(FunctionName=name)
+        time.sleep(max(0.0, (due - datetime.now(UTC)).total_seconds() - 2))
+        killed, claimed_when_killed = [], 0
+        deadline = time.monotonic() + 60
+        while not killed and time.monotonic() < deadline:
+            claimed_when_killed = sum(store.get_run(r) is not None for r in helped_runs)
+            helpers = helper_processes(deployed.root)
+            if helpers and 0 < claimed_when_killed < len(helped_runs):
+                for pid in helpers:
+                    with contextlib.suppress(OSError):
+                        os.kill(pid, signal.SIGKILL)
+                killed = helpers
+            time.sleep(0.1)
+        assert killed, (
+            f"no helper was caught mid-claim: {claimed_when_killed}/{len(helped_runs)} of slice {helped} "
+            f"claimed, helper processes {helper_processes(deployed.root)}"
+        )
+
+        def started() -> set[str]:
+            return {c.headers.get("x-duetime-run-id", "") for c in target.recorder.calls} & runs.keys()
+
+        assert wait_until(lambda: len(started()) == len(runs), QUEUE_DEADLINE_SECONDS + 240), (
+            f"{len(runs) - len(started())} of {len(runs)} runs never started; of the helper's slice "
+            f"{sum(r in started() for r in helped_runs)}/{len(helped_runs)}"
+        )
+        time.sleep(5)  # time for a repeat to show up
+        calls = Counter(c.headers.get("x-duetime-run-id", "") for c in target.recorder.calls)
+        assert {r: n for r, n in calls.items() if r in runs and n > 1} == {}
+    finally:
+        lambda_.update_function_configuration(FunctionName=name, Environment={"Variables": variables})
 
 
 @pytest.mark.timeout(STOP_SECONDS * 2 + 60)

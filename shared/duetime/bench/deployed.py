@@ -39,9 +39,10 @@ import time
 import urllib.request
 import uuid
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from itertools import pairwise
 from pathlib import Path
@@ -102,16 +103,16 @@ class TargetCall:
     received_at: float  # epoch seconds, the target's clock
 
 
-def _round(value: float | None) -> float | None:
+def rounded(value: float | None) -> float | None:
     return None if value is None else round(value, 3)
 
 
 def _spread(values: Sequence[float], prefix: str) -> dict[str, float | None]:
     """p50 / p99 / max of ``values`` as ``<prefix>_p50_s``...; None when there are none."""
     return {
-        f"{prefix}_p50_s": _round(percentile(list(values), 0.50)) if values else None,
-        f"{prefix}_p99_s": _round(percentile(list(values), 0.99)) if values else None,
-        f"{prefix}_max_s": _round(max(values)) if values else None,
+        f"{prefix}_p50_s": rounded(percentile(list(values), 0.50)) if values else None,
+        f"{prefix}_p99_s": rounded(percentile(list(values), 0.99)) if values else None,
+        f"{prefix}_max_s": rounded(max(values)) if values else None,
     }
 
 
@@ -131,7 +132,7 @@ def lateness_figures(
         "runs_started": len(started),
         "lost": len(planned) - len(started),
         **_spread(values, "lateness"),
-        "lateness_min_s": _round(min(values)) if values else None,  # < 0: a call before its second
+        "lateness_min_s": rounded(min(values)) if values else None,  # < 0: a call before its second
         "early": sum(v < 0 for v in values),
         "late_over_1s": sum(v > 1 for v in values),
         "late_over_2s": sum(v > 2 for v in values),
@@ -155,7 +156,7 @@ def max_by_minute(
     for run_id, at in planned.items():
         if run_id in lateness:
             minutes[minute(at)].append(lateness[run_id])
-    return [_round(max(values)) if values else None for values in minutes]
+    return [rounded(max(values)) if values else None for values in minutes]
 
 
 @dataclass(frozen=True)
@@ -259,7 +260,7 @@ def invocation_figures(messages: Iterable[str]) -> tuple[dict[str, Any], list[fl
     figures = {
         "invocations": invocations,
         "cold_starts": len(inits),
-        "init_max_s": _round(max(inits)) if inits else None,
+        "init_max_s": rounded(max(inits)) if inits else None,
     }
     return figures, lateness
 
@@ -271,13 +272,15 @@ def invocation_figures(messages: Iterable[str]) -> tuple[dict[str, Any], list[fl
 class StackInfo:
     stack: DeployedStack
     created_at: str
-    functions: dict[str, list[str]]  # "poller" | "worker" | "api" | "prescaler" -> function names
+    functions: dict[str, list[str]]  # "poller" | "helper" | "worker" | "api" | "prescaler" -> names
     groups: list[str]  # the pollers' partition groups
     poller_run_seconds: list[int]  # what the EventBridge rules ask each poller invocation to run
+    how: str = "reused"  # how the bench came by it (deployed_stack)
 
 
-def _kind(logical_id: str) -> str:
+def function_kind(logical_id: str) -> str:
     for prefix, kind in (
+        ("PollersPollerHelper", "helper"),  # the helpers of busy minutes (duetime.fan_out)
         ("Pollers", "poller"),
         ("Workers", "worker"),
         ("Api", "api"),
@@ -309,7 +312,7 @@ def find_stack(endpoint: str) -> StackInfo | None:
     lambdas, events = new_client("lambda", endpoint), new_client("events", endpoint)
     groups, run_seconds = [], []
     for resource in resources:
-        kind, name = _kind(resource["LogicalResourceId"]), resource["PhysicalResourceId"]
+        kind, name = function_kind(resource["LogicalResourceId"]), resource["PhysicalResourceId"]
         if resource["ResourceType"] == "AWS::Lambda::Function":
             functions[kind].append(name)
             if kind == "poller":
@@ -419,7 +422,7 @@ def create_jobs(
         return dict(pool.map(create, range(len(dues))))
 
 
-def _log_messages(logs: Any, function: str, since_ms: int) -> list[str]:
+def log_messages(logs: Any, function: str, since_ms: int) -> list[str]:
     messages: list[str] = []
     request: dict[str, Any] = {"logGroupName": f"/aws/lambda/{function}", "startTime": since_ms}
     while True:
@@ -438,36 +441,51 @@ def _progress(text: str) -> None:
     print(f"bench precision (deployed-local): {text}", file=sys.stderr, flush=True)
 
 
-def run_deployed_precision(
-    jobs: int, minutes: int, port: int | None = None, redeploy: bool = False, grace_seconds: float = 180.0
-) -> dict[str, Any]:
+def aws_defaults() -> None:
     for name, value in (
         ("AWS_ACCESS_KEY_ID", "test"),
         ("AWS_SECRET_ACCESS_KEY", "test"),
         ("AWS_DEFAULT_REGION", "us-east-1"),
     ):
         os.environ.setdefault(name, value)  # LocalStack's, as deploy_local.sh exports them
+
+
+@contextmanager
+def deployed_stack(port: int | None, redeploy: bool, progress: Callable[[str], None]) -> Iterator[StackInfo]:
+    """The stack on ``port`` (``DUETIME_DEPLOYED_PORT`` or 4610): the one found there, or one deployed for
+    the bench and stopped after it (only then: a LocalStack the bench found running is left running).
+    ``info.how`` says which: "reused", "deployed into a running LocalStack" or "started"."""
+    aws_defaults()
     port = port or int(os.environ.get("DUETIME_DEPLOYED_PORT") or DEFAULT_PORT)
     endpoint = f"http://127.0.0.1:{port}"
     found = answers(endpoint)
     info = find_stack(endpoint) if found and not redeploy else None
     how = "reused"
     if info is None:
-        _progress(f"deploying the stack on {endpoint} (scripts/deploy_local.sh --detach)")
+        progress(f"deploying the stack on {endpoint} (scripts/deploy_local.sh --detach)")
         deploy(port)
         how = "deployed into a running LocalStack" if found else "started"
         info = find_stack(endpoint)
         if info is None:
             raise RuntimeError(f"no complete {STACK} stack on {endpoint} after deploying")
-    target = DemoTargetServer().start()
     try:
-        return {**_measure(info, jobs, minutes, target, grace_seconds), "stack": how}
+        yield replace(info, how=how)
     finally:
-        target.shutdown()
-        target.server_close()
         if how == "started":
             env = {**os.environ, "DUETIME_DEPLOYED_PORT": str(port)}
             subprocess.run([str(EMULATORS_SCRIPT), "stop-deployed"], env=env, check=False)
+
+
+def run_deployed_precision(
+    jobs: int, minutes: int, port: int | None = None, redeploy: bool = False, grace_seconds: float = 180.0
+) -> dict[str, Any]:
+    with deployed_stack(port, redeploy, _progress) as info:
+        target = DemoTargetServer().start()
+        try:
+            return {**_measure(info, jobs, minutes, target, grace_seconds), "stack": info.how}
+        finally:
+            target.shutdown()
+            target.server_close()
 
 
 def _measure(
@@ -534,7 +552,7 @@ def _measure(
     worker_lateness: list[float] = []
     for kind in ("api", "poller", "worker"):
         messages = [
-            m for name in info.functions.get(kind, []) for m in _log_messages(logs, name, bench_started_ms)
+            m for name in info.functions.get(kind, []) for m in log_messages(logs, name, bench_started_ms)
         ]
         functions[kind], values = invocation_figures(messages)
         worker_lateness += values if kind == "worker" else []
@@ -545,8 +563,8 @@ def _measure(
         **figures,
         "mode": "deployed-local",
         "clock": "target",  # lateness = arrival at the target (this process) - X-Duetime-Scheduled-At
-        "store_clock_offset_s": _round(clock.offset_seconds()),  # the store's clock minus the target's
-        "store_clock_uncertainty_s": _round(clock.uncertainty_seconds()),
+        "store_clock_offset_s": rounded(clock.offset_seconds()),  # the store's clock minus the target's
+        "store_clock_uncertainty_s": rounded(clock.uncertainty_seconds()),
         "lateness_max_by_minute_s": max_by_minute(planned, lateness, start),
         **_spread(worker_lateness, "worker_start_lateness"),  # lease - fire time, store clock, floored at 0
         "claimed_in_a_later_second": sum(d >= 1 for d in claim_delays.values()),  # run rows: whole seconds
@@ -562,14 +580,14 @@ def _measure(
         "latest": [
             {
                 "run_id": r,
-                "lateness_s": _round(lateness[r]),
+                "lateness_s": rounded(lateness[r]),
                 "group": groups[r],
                 "claim_delay_s": claim_delays.get(r),
             }
             for r in latest
         ],
         "window": [iso_z(start), iso_z(end)],
-        "creation_s": _round(creation_seconds),
+        "creation_s": rounded(creation_seconds),
         "load_average_1m": [round(value, 2) for value in load],  # at the start and at the end (2 cores)
         "created_after_preload": created_late,
         "poller_groups": info.groups,

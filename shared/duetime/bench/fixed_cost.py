@@ -199,6 +199,10 @@ def idle_dynamodb_per_second(
     # Early handover: at each handover the holder counts the coming minute's rows (``Poller.busy``), one
     # Query per partition of its group (empty when idle); with a hot standby it never asks.
     busy_counts = 0.0 if stack.poller_hot_standby else partitions * ticks
+    # Fan-out: launch_lead before each minute a holder counts that minute's rows, a Query per partition of
+    # its group (duetime.fan_out; empty when idle): at most once a minute, as here (a resting holder counts
+    # only when it serves then).
+    fan_out_counts = partitions / 60 if stack.poller_fan_out else 0.0
     deadline_queries = partitions / DEADLINE_CHECK_SECONDS
     notify_queries = groups * sweeps / RECOVER_EVERY_SWEEPS  # each reap pass of each group's holder
     lease_reads = groups * ((alive - 1) / timings.standby_poll + HANDOVER_READS * ticks)
@@ -224,6 +228,11 @@ def idle_dynamodb_per_second(
         "busy_counts": {
             "requests": busy_counts,
             "read_units": busy_counts * eventual,
+            "write_units": 0.0,
+        },
+        "fan_out_counts": {
+            "requests": fan_out_counts,
+            "read_units": fan_out_counts * eventual,
             "write_units": 0.0,
         },
         "deadline_watch_queries": {
@@ -287,6 +296,9 @@ def _resting_dynamodb_per_second(
         "due_index_queries": reads(due_queries, eventual),
         "reap_index_queries": reads(reap_queries, eventual),
         "quiet_look_queries": reads(look_queries, eventual),
+        # Fan-out's count of the coming minute (duetime.fan_out), when the invocation serves within
+        # launch_lead of it: at most once a tick, as here.
+        "fan_out_counts": reads(partitions * ticks if stack.poller_fan_out else 0.0, eventual),
         "deadline_watch_queries": reads(partitions * ticks, eventual),  # each invocation's first pass
         "notification_queries": reads(groups * ticks, eventual),
         "preload_queries": reads(preload_queries, eventual),
