@@ -230,13 +230,11 @@ class FanOut:
     def _refresh(self, now: datetime) -> None:
         excluded: set[int] = set()
         alive: set[str] = set()
-        for partitions in self.slices:
-            name = helper_lease_name(self.group, partitions)
-            if name not in self._watching:
-                continue
-            lease = self.leases.read_poller_lease(name)
+        names = {helper_lease_name(self.group, partitions): partitions for partitions in self.slices}
+        leases = self.leases.read_poller_leases([name for name in names if name in self._watching])
+        for name, lease in leases.items():
             if not lease.free_at(now):
-                excluded.update(partitions)
+                excluded.update(names[name])
                 alive.add(name)
         self._excluded = frozenset(excluded)
         # Watched from here on: the slices held, and those launched whose helper's run has not ended (it may

@@ -456,6 +456,11 @@ class PollerLeaseStore(Protocol):
         """The group's lease, read consistently (a group never leased has no holder and term 0)."""
         ...
 
+    def read_poller_leases(self, groups: Sequence[str]) -> dict[str, PollerLease]:
+        """Several leases at once (a holder's watch of its helpers' slices), each as ``read_poller_lease``
+        reads it, by name: one consistent read of them all, not one each."""
+        ...
+
     def acquire_poller_lease(self, group: str, me: str, now: datetime, until: datetime) -> PollerLease | None:
         """Take a free or expired lease (condition POLLER_LEASE_FREE): ``me`` holds it from ``now`` until
         ``until``, the term goes up by one, and any registered successor or open offer is cleared."""

@@ -875,6 +875,21 @@ def test_a_poller_lease_is_taken_once_and_renewed_only_by_its_holder(subject: Su
     assert store.renew_poller_lease("0-15", "inv-a", at(15.001), at(25)) is None  # expired: not revived
 
 
+def test_poller_leases_read_together_are_each_as_read_alone(subject: Subject) -> None:
+    store = subject.store
+    store.acquire_poller_lease("0-15~0-1", "helper-a", at(0.5), at(10))
+    store.acquire_poller_lease("0-15~2-3", "helper-b", at(1), at(11))
+    store.release_poller_lease("0-15~2-3", "helper-b")
+    names = ["0-15~0-1", "0-15~2-3", "0-15~4-5"]  # held, given back, never taken
+
+    together = store.read_poller_leases(names)
+
+    assert together == {name: store.read_poller_lease(name) for name in names}
+    assert together["0-15~0-1"].holder == "helper-a" and not together["0-15~0-1"].free_at(at(5))
+    assert together["0-15~2-3"].free_at(at(5)) and together["0-15~4-5"].term == 0
+    assert store.read_poller_leases([]) == {}
+
+
 def test_an_expired_poller_lease_is_taken_over_and_the_term_goes_up(subject: Subject) -> None:
     store = subject.store
     store.acquire_poller_lease("0-15", "inv-a", T0, at(10))

@@ -130,8 +130,8 @@ def test_helpers_are_started_once_launch_lead_before_a_busy_minute(store: Memory
 def test_a_quiet_minute_starts_no_helper_and_reads_no_lease(store: MemoryStore) -> None:
     jobs_in(store, 1, 2)
     reads: list[str] = []
-    original = store.read_poller_lease
-    store.read_poller_lease = lambda group: reads.append(group) or original(group)  # type: ignore[method-assign]
+    original = store.read_poller_leases
+    store.read_poller_leases = lambda groups: reads.extend(groups) or original(groups)  # type: ignore[method-assign]
     launches = Launches()
     holder = fan_out(store, launches)
     for second in range(-40, 60, 1):

@@ -257,6 +257,11 @@ class SimStore(MemoryStore):
         self.sim.spend(self.sim.model.ddb_read_ms / 1000)
         return super().read_poller_lease(group)
 
+    def read_poller_leases(self, groups: Sequence[str]) -> dict[str, PollerLease]:
+        """A BatchGetItem (the fan-out's reads of its helpers' leases): one read's latency."""
+        self.sim.spend(self.sim.model.ddb_read_ms / 1000)
+        return super().read_poller_leases(groups)
+
     def _units(self, kind: str, item: Callable[[], dict[str, Any]]) -> int:
         """Write units of one write of an item of ``kind`` (AWS: ceil(size / 1 KB)), from the first such
         item the code writes (encoded by the DynamoDB store's codec): the midnight's jobs all have one

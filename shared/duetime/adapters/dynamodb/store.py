@@ -784,6 +784,11 @@ class DynamoStore(WorkerBatches, DeadlineWatches, DynamoOutbox):
         ).get("Item")
         return _item_to_lease(group, item or {})
 
+    def read_poller_leases(self, groups: Sequence[str]) -> dict[str, PollerLease]:
+        found = batch_get(self.client, self.names.control, [_lease_key(g) for g in groups], consistent=True)
+        items = {item["pk"]["S"].removeprefix("poller#"): item for item in found}
+        return {group: _item_to_lease(group, items.get(group, {})) for group in groups}
+
     def acquire_poller_lease(self, group: str, me: str, now: datetime, until: datetime) -> PollerLease | None:
         return self._lease_write(
             group,

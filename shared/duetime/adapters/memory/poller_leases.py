@@ -7,7 +7,7 @@ fixed-width millisecond strings. A condition on a field the lease lacks is false
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
 
@@ -58,6 +58,10 @@ class MemoryPollerLeases(Tables):
     def read_poller_lease(self, group: str) -> PollerLease:
         with self.lock:
             return self._poller_leases.get(group, PollerLease(group))
+
+    def read_poller_leases(self, groups: Sequence[str]) -> dict[str, PollerLease]:
+        with self.lock:
+            return {group: self._poller_leases.get(group, PollerLease(group)) for group in groups}
 
     def acquire_poller_lease(self, group: str, me: str, now: datetime, until: datetime) -> PollerLease | None:
         return self._write(
