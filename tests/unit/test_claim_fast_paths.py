@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import pydantic
 import pytest
 
-from duetime.models import CronSchedule
+from duetime.adapters.dynamodb.codec import run_payload, run_payload_by_dict
+from duetime.claim_plan import Claim, initial_state, make_claim, plan_claim
+from duetime.models import CronSchedule, HttpTarget, Job, JobSpec
 from duetime.timeutil import MINUTE_BUCKET, minute_bucket, to_utc
 
 CRONS = ["0 0 * * *", "  */5\t* * *  1-5 ", "@daily", "@hourly", "0 12 1,15 * MON", "30\t\t2 * * *"]
@@ -49,3 +53,52 @@ def test_a_minute_bucket_is_the_text_strftime_makes() -> None:
     instants += [start + timedelta(seconds=7 * k + 0.25) for k in range(2000)]
     for instant in instants:
         assert minute_bucket(instant) == to_utc(instant).strftime(MINUTE_BUCKET)
+
+
+CREATED = datetime(2026, 12, 3, 8, 0, 5, tzinfo=UTC)
+NOW = datetime(2026, 12, 3, 12, 0, 1, 123_456, tzinfo=UTC)
+QUEUE_URL = "https://sqs.us-east-1.amazonaws.com/123456789012/q"
+SPECS: list[dict[str, Any]] = [
+    {"target": {"url": "https://example.com/a"}},
+    {"target": {"url": "https://example.com/h", "headers": {"X-Token": "s"}, "method": "PUT", "body": "b"}},
+    {"target": {"url": "https://exämple.com/ü", "body": 'naïve \u2603 \x7f \x01 \t\n"quoted" \\ /'}},
+    {"target": {"url": "https://example.com/c", "body": 'control \x01\x1f\t\r\n\b\f "q" \\ / ~'}},
+    {"target": {"type": "sqs", "queue_url": QUEUE_URL, "message": "m"}},
+    {"target": {"type": "lambda", "function_arn": "arn:aws:lambda:us-east-1:123456789012:function:f"}},
+    {"target": {"url": "https://example.com/d"}, "success_deadline_seconds": 600},
+    {
+        "target": {"url": "https://example.com/o"},
+        "overlap": "buffer_one",
+        "misfire": "run_all",
+        "schedule": {"rate": "1 minute"},
+    },
+    {"target": {"url": "https://example.com/s"}, "overlap": "buffer_one", "success_deadline_seconds": 3600},
+    {"target": {"url": "https://example.com/r"}, "misfire": "run_all", "schedule": {"rate": "1 minute"}},
+    {"target": {"url": "https://example.com/t"}, "retry": {"max_attempts": 7, "backoff_seconds": [1, 2]}},
+]
+
+
+def claims_of(spec: dict[str, Any]) -> list[Claim]:
+    """A claim of a job of ``spec`` due at noon (hours after its creation): its runs and skipped runs."""
+    job_spec = JobSpec.model_validate({"name": "j", "schedule": {"cron": "0 12 * * *"}, **spec})
+    job = Job(**job_spec.model_dump(), id="01JOB", team="t", created_at=CREATED, updated_at=CREATED)
+    job = job.model_copy(update={"state": initial_state(job, CREATED)})
+    return [make_claim(plan_claim(job, NOW), NOW)]
+
+
+@pytest.mark.parametrize("spec", SPECS)
+def test_a_run_payload_is_the_text_of_the_general_path(spec: dict[str, Any]) -> None:
+    runs = [run for claim in claims_of(spec) for run in (*claim.runs, *claim.skipped)]
+    buffered = runs[0].model_copy(update={"waits_for": 'a "run" \u2603'})  # any text, even this
+    for run in [*runs, buffered]:
+        assert run_payload(run) == run_payload_by_dict(run)
+        assert json.loads(run_payload(run)) == json.loads(run_payload_by_dict(run))
+    assert any(run.success_by for run in runs) == ("success_deadline_seconds" in spec)
+
+
+def test_the_specs_cover_what_a_payload_holds() -> None:
+    runs = [run for spec in SPECS for claim in claims_of(spec) for run in (*claim.runs, *claim.skipped)]
+    assert {type(run.target).__name__ for run in runs} >= {"HttpTarget", "SqsTarget", "LambdaTarget"}
+    assert any(run.waits_for for run in runs) and any(run.success_by for run in runs)
+    assert any(isinstance(run.target, HttpTarget) and run.target.headers for run in runs)
+    assert not all(run.target.model_dump_json().isascii() for run in runs)  # some go by the dict path
