@@ -5,6 +5,7 @@ ISO strings of this one shape sort in time order, which the DynamoDB keys rely o
 
 from __future__ import annotations
 
+import functools
 from datetime import UTC, datetime, timedelta
 
 ISO_Z = "%Y-%m-%dT%H:%M:%SZ"
@@ -35,6 +36,14 @@ def iso_z(value: datetime) -> str:
     years before 1000, which ``strftime`` leaves unpadded, still go through it."""
     if value.tzinfo is not UTC:
         value = to_utc(value)
+    return _utc_iso_z(value)
+
+
+# A claim formats the same few instants for each of its runs (now, its queue deadline, the due times shared
+# by the jobs of a second), so the text of recent ones is kept. The key is the instant in UTC: an aware
+# datetime in another zone compares equal to its twin across a fall-back (``fold``), a UTC one never does.
+@functools.lru_cache(maxsize=4096)
+def _utc_iso_z(value: datetime) -> str:
     if value.year < 1000:
         return value.strftime(ISO_Z)
     # %-formatting, not an f-string: format specs in an f-string took 1.8 us here, %-formatting 0.95 us.

@@ -13,7 +13,7 @@ import pytest
 from duetime.adapters.dynamodb.codec import run_payload, run_payload_by_dict
 from duetime.claim_plan import Claim, initial_state, make_claim, plan_claim
 from duetime.models import CronSchedule, HttpTarget, Job, JobSpec
-from duetime.timeutil import MINUTE_BUCKET, minute_bucket, to_utc
+from duetime.timeutil import ISO_Z, MINUTE_BUCKET, iso_z, minute_bucket, to_utc
 
 CRONS = ["0 0 * * *", "  */5\t* * *  1-5 ", "@daily", "@hourly", "0 12 1,15 * MON", "30\t\t2 * * *"]
 
@@ -102,3 +102,21 @@ def test_the_specs_cover_what_a_payload_holds() -> None:
     assert any(run.waits_for for run in runs) and any(run.success_by for run in runs)
     assert any(isinstance(run.target, HttpTarget) and run.target.headers for run in runs)
     assert not all(run.target.model_dump_json().isascii() for run in runs)  # some go by the dict path
+
+
+def test_an_instant_formats_as_strftime_formats_it_also_from_the_cache() -> None:
+    berlin = ZoneInfo("Europe/Berlin")
+    first = datetime(2026, 10, 25, 2, 30, fold=0, tzinfo=berlin)
+    second = first.replace(fold=1)  # equal to ``first`` as Python compares them, an hour later
+    instants = [
+        first,
+        second,
+        datetime(999, 12, 31, 23, 59, 59, tzinfo=UTC),
+        datetime(1000, 1, 1, tzinfo=UTC),
+    ]
+    start = datetime(2026, 12, 3, tzinfo=UTC)
+    instants += [start + timedelta(seconds=k // 3, microseconds=k % 3) for k in range(3000)]
+    for _ in range(2):
+        for instant in instants:
+            assert iso_z(instant) == to_utc(instant).strftime(ISO_Z)
+    assert iso_z(first) == "2026-10-25T00:30:00Z" and iso_z(second) == "2026-10-25T01:30:00Z"
