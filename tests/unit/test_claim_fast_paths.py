@@ -10,7 +10,9 @@ from zoneinfo import ZoneInfo
 import pydantic
 import pytest
 
-from duetime.adapters.dynamodb.codec import run_payload, run_payload_by_dict
+from duetime.adapters.dynamodb import conditions as c
+from duetime.adapters.dynamodb import partiql
+from duetime.adapters.dynamodb.codec import Item, run_payload, run_payload_by_dict
 from duetime.claim_plan import Claim, initial_state, make_claim, plan_claim
 from duetime.models import CronSchedule, HttpTarget, Job, JobSpec
 from duetime.timeutil import ISO_Z, MINUTE_BUCKET, iso_z, minute_bucket, to_utc
@@ -120,3 +122,16 @@ def test_an_instant_formats_as_strftime_formats_it_also_from_the_cache() -> None
         for instant in instants:
             assert iso_z(instant) == to_utc(instant).strftime(ISO_Z)
     assert iso_z(first) == "2026-10-25T00:30:00Z" and iso_z(second) == "2026-10-25T01:30:00Z"
+
+
+def test_an_insert_names_its_item_s_attributes_in_order_whichever_text_it_shares() -> None:
+    items: list[Item] = [
+        {"job_id": {"S": "j"}, "occurrence": {"S": "o"}, "n": {"N": "1"}},
+        {"job_id": {"S": "k"}, "occurrence": {"S": "p"}, "n": {"N": "2"}},
+        {"occurrence": {"S": "p"}, "job_id": {"S": "k"}},
+    ]
+    for item in items * 2:
+        statement = partiql.insert("runs", item, c.RUN_IS_NEW)
+        fields = ", ".join(f"'{name}': ?" for name in item)
+        assert statement.text == f'INSERT INTO "runs" VALUE {{{fields}}}'
+        assert statement.parameters == [item[name] for name in item]
