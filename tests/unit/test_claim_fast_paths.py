@@ -67,6 +67,13 @@ SPECS: list[dict[str, Any]] = [
     {"target": {"url": "https://example.com/c", "body": 'control \x01\x1f\t\r\n\b\f "q" \\ / ~'}},
     {"target": {"type": "sqs", "queue_url": QUEUE_URL, "message": "m"}},
     {"target": {"type": "lambda", "function_arn": "arn:aws:lambda:us-east-1:123456789012:function:f"}},
+    {
+        "target": {
+            "type": "lambda",
+            "function_arn": "arn:aws:lambda:us-east-1:123456789012:function:f",
+            "payload": {"floats": [1e16, 1e-7, 0.1, 1.0, float("nan")], "big": 2**70},
+        }
+    },
     {"target": {"url": "https://example.com/d"}, "success_deadline_seconds": 600},
     {
         "target": {"url": "https://example.com/o"},

@@ -10,7 +10,17 @@ from typing import Any
 
 from duetime.adapters.dynamodb.reap_checks import DEFAULT_LEASE_CHECK, waiting_check
 from duetime.ids import partition_of, split_run_id
-from duetime.models import Job, JobSpec, JobState, RetryPolicy, Run, RunResult, RunStatus, parse_target
+from duetime.models import (
+    HttpTarget,
+    Job,
+    JobSpec,
+    JobState,
+    RetryPolicy,
+    Run,
+    RunResult,
+    RunStatus,
+    parse_target,
+)
 from duetime.timeutil import iso_z, minute_bucket, parse_iso_z
 
 Item = dict[str, dict[str, Any]]
@@ -114,6 +124,8 @@ def run_key(run_id: str) -> Item:
 
 def run_payload(run: Run) -> str:
     """A run row's ``payload``: what its worker calls and how (target, timeout, retry policy), as JSON."""
+    if not isinstance(run.target, HttpTarget):
+        return run_payload_by_dict(run)
     text = run.model_dump_json(include=_PAYLOAD_FIELDS)
     if not _PRINTABLE_ASCII.fullmatch(text):
         return run_payload_by_dict(run)
@@ -125,9 +137,10 @@ def run_payload(run: Run) -> str:
 
 
 # The payload's fields pydantic writes as JSON itself (in this order, the model's), faster than a dict
-# of their dumps through ``json.dumps``; the text is the same as long as it is printable ASCII. Outside that,
-# ``json.dumps`` escapes what pydantic writes as it is (any other character, DEL), so such a payload is made
-# by the dict path.
+# of their dumps through ``json.dumps``. The text is the same for an HTTP target (strings and whole numbers)
+# as long as it is printable ASCII: outside that, ``json.dumps`` escapes what pydantic writes as it is (any
+# other character, DEL). An AWS target may hold any JSON, whose floats the two write differently (``1e+16``
+# and ``1e16``, NaN and null): such payloads, and those that are not printable ASCII, go by the dict path.
 _PAYLOAD_FIELDS = {"target", "timeout_seconds", "retry"}
 _PRINTABLE_ASCII = re.compile("[ -~]*")
 
