@@ -12,9 +12,9 @@ import pytest
 
 from duetime.adapters.dynamodb import conditions as c
 from duetime.adapters.dynamodb import partiql
-from duetime.adapters.dynamodb.codec import Item, run_payload, run_payload_by_dict
+from duetime.adapters.dynamodb.codec import Item, item_to_job, job_to_item, run_payload, run_payload_by_dict
 from duetime.claim_plan import Claim, initial_state, make_claim, plan_claim
-from duetime.models import CronSchedule, HttpTarget, Job, JobSpec
+from duetime.models import CronSchedule, HttpTarget, Job, JobSpec, JobState
 from duetime.timeutil import ISO_Z, MINUTE_BUCKET, iso_z, minute_bucket, to_utc
 
 CRONS = ["0 0 * * *", "  */5\t* * *  1-5 ", "@daily", "@hourly", "0 12 1,15 * MON", "30\t\t2 * * *"]
@@ -71,7 +71,7 @@ SPECS: list[dict[str, Any]] = [
         "target": {
             "type": "lambda",
             "function_arn": "arn:aws:lambda:us-east-1:123456789012:function:f",
-            "payload": {"floats": [1e16, 1e-7, 0.1, 1.0, float("nan")], "big": 2**70},
+            "payload": {"floats": [1e16, 1e-7, 0.1, 1.0], "big": 2**70},
         }
     },
     {"target": {"url": "https://example.com/d"}, "success_deadline_seconds": 600},
@@ -142,3 +142,13 @@ def test_an_insert_names_its_item_s_attributes_in_order_whichever_text_it_shares
         fields = ", ".join(f"'{name}': ?" for name in item)
         assert statement.text == f'INSERT INTO "runs" VALUE {{{fields}}}'
         assert statement.parameters == [item[name] for name in item]
+
+
+@pytest.mark.parametrize("spec", SPECS)
+def test_a_job_read_from_its_item_is_the_job_with_its_state_as_given(spec: dict[str, Any]) -> None:
+    (claim,) = claims_of(spec)
+    ended = JobState(last_scheduled_at=NOW.replace(microsecond=0), version=7, active_run="01JOB@x")
+    for job in (claim.plan.job, claim.plan.job.model_copy(update={"state": ended})):
+        read = item_to_job(job_to_item(job, NOW))
+        assert read == job
+        assert read.state.model_fields_set == set(JobState.model_fields)
