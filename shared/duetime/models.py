@@ -89,6 +89,26 @@ def _utc_instant(value: datetime) -> datetime:
     return whole_seconds(_in_utc(value))
 
 
+def _standard_cron_text(value: str) -> str:
+    """A cron as given, in its standard form (5 fields separated by one space, aliases expanded); a
+    ``ValueError`` naming the mistake when it cannot be one."""
+    expr = " ".join(re.split(_BLANK + "+", value.strip(" \t")))
+    if expr.startswith("@") and expr not in CRON_ALIASES:
+        raise ValueError(f"unknown cron alias {expr!r}: use one of {', '.join(CRON_ALIASES)}")
+    expr = CRON_ALIASES.get(expr, expr)
+    fields = expr.split(" ") if expr else []
+    if len(fields) != 5:
+        raise ValueError(f"cron needs exactly 5 fields (minute hour day month weekday), got {len(fields)}")
+    if not all(_CRON_FIELD.fullmatch(f) for f in fields):
+        raise ValueError("cron fields may contain only digits, names, '*', '/', ',' and '-'")
+    return expr
+
+
+# Every job a poller reads validates its stored cron again, and stored jobs share a few expressions: the
+# standard form of those is cached. A client's text is not (the cache would hold whatever clients send).
+_stored_cron_text = functools.lru_cache(maxsize=1024)(_standard_cron_text)
+
+
 class CronSchedule(Strict):
     """Standard 5-field cron (or an @alias), evaluated in an IANA time zone."""
 
@@ -111,22 +131,14 @@ class CronSchedule(Strict):
     @field_validator("cron", mode="before")
     @classmethod
     def _standard_cron(cls, value: Any, info: ValidationInfo) -> Any:
-        from duetime.schedule import cron_never_fires  # schedule math imports models; avoid the cycle
-
         if not isinstance(value, str):
             return value  # the type check names it
-        expr = " ".join(re.split(_BLANK + "+", value.strip(" \t")))
-        if expr.startswith("@") and expr not in CRON_ALIASES:
-            raise ValueError(f"unknown cron alias {expr!r}: use one of {', '.join(CRON_ALIASES)}")
-        expr = CRON_ALIASES.get(expr, expr)
-        fields = expr.split(" ") if expr else []
-        if len(fields) != 5:
-            raise ValueError(
-                f"cron needs exactly 5 fields (minute hour day month weekday), got {len(fields)}"
-            )
-        if not all(_CRON_FIELD.fullmatch(f) for f in fields):
-            raise ValueError("cron fields may contain only digits, names, '*', '/', ',' and '-'")
-        reason = None if (info.context or {}).get("stored") else cron_never_fires(expr)
+        if (info.context or {}).get("stored"):
+            return _stored_cron_text(value)
+        from duetime.schedule import cron_never_fires  # schedule math imports models; avoid the cycle
+
+        expr = _standard_cron_text(value)
+        reason = cron_never_fires(expr)
         if reason:
             raise ValueError(reason)
         return expr

@@ -5,6 +5,7 @@ ISO strings of this one shape sort in time order, which the DynamoDB keys rely o
 
 from __future__ import annotations
 
+import functools
 from datetime import UTC, datetime, timedelta
 
 ISO_Z = "%Y-%m-%dT%H:%M:%SZ"
@@ -35,6 +36,14 @@ def iso_z(value: datetime) -> str:
     years before 1000, which ``strftime`` leaves unpadded, still go through it."""
     if value.tzinfo is not UTC:
         value = to_utc(value)
+    return _utc_iso_z(value)
+
+
+# A claim formats the same few instants for each of its runs (now, its queue deadline, the due times shared
+# by the jobs of a second), so the text of recent ones is kept. The key is the instant in UTC: an aware
+# datetime in another zone compares equal to its twin across a fall-back (``fold``), a UTC one never does.
+@functools.lru_cache(maxsize=4096)
+def _utc_iso_z(value: datetime) -> str:
     if value.year < 1000:
         return value.strftime(ISO_Z)
     # %-formatting, not an f-string: format specs in an f-string took 1.8 us here, %-formatting 0.95 us.
@@ -68,8 +77,13 @@ def parse_iso_z(text: str) -> datetime:
 
 
 def minute_bucket(value: datetime) -> str:
-    """The due-index minute bucket an instant falls in, e.g. ``2026-12-01T00:00``."""
-    return to_utc(value).strftime(MINUTE_BUCKET)
+    """The due-index minute bucket an instant falls in, e.g. ``2026-12-01T00:00``: the same text as
+    ``strftime(MINUTE_BUCKET)``, cut from ``iso_z`` (faster: a claim files every job it moves in a
+    bucket), except for years before 1000, which ``strftime`` leaves unpadded."""
+    value = to_utc(value)
+    if value.year < 1000:
+        return value.strftime(MINUTE_BUCKET)
+    return iso_z(value)[:16]
 
 
 def parse_minute_bucket(text: str) -> datetime:

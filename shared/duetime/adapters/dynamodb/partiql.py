@@ -105,9 +105,15 @@ def insert(table: str, item: Item, condition: Condition) -> Statement:
     """``INSERT INTO table VALUE {...}``: fails (as a lost race) when an item with that key exists, which
     is its ``condition`` (named for the reader; PartiQL's INSERT carries it by itself)."""
     assert condition.expression.startswith("attribute_not_exists("), condition.name
-    names = list(item)
+    return Statement(_insert_text(table, tuple(item)), list(item.values()))
+
+
+@functools.lru_cache(maxsize=256)
+def _insert_text(table: str, names: tuple[str, ...]) -> str:
+    """``insert``'s statement with ``?`` for the values of ``names``, in order. The rows of one kind (a
+    claim's runs, their watches) share their attributes and so one text, built once."""
     fields = ", ".join(f"'{name}': ?" for name in names)
-    return Statement(f'INSERT INTO "{table}" VALUE {{{fields}}}', [item[name] for name in names])
+    return f'INSERT INTO "{table}" VALUE {{{fields}}}'
 
 
 def execute(

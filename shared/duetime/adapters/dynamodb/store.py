@@ -204,7 +204,10 @@ class DynamoStore(WorkerBatches, DeadlineWatches, DynamoOutbox):
         requeued: list[Run] = []
         for (index, run), new in zip(inserts, written, strict=True):
             if new:  # queued whatever the move: a row once written is always sent
-                created.append(run.model_copy(update={"in_reap_index": run.run_id not in ticketed}))
+                indexed = run.run_id not in ticketed
+                if run.in_reap_index is not indexed:  # copied only to change it: most rows have a reap entry
+                    run = run.model_copy(update={"in_reap_index": indexed})
+                created.append(run)
             elif moved[index]:
                 requeued.append(run)  # in the way of a move that landed: perhaps never sent (a cut claim)
         existing = len(inserts) - len(created)
