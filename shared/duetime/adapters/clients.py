@@ -36,12 +36,14 @@ def client(service: str) -> Any:
     return new_client(service)
 
 
-def new_client(service: str, endpoint_url: str | None = None) -> Any:
+def new_client(service: str, endpoint_url: str | None = None, strict_limits: bool | None = None) -> Any:
     """A client of its own (not shared), e.g. one whose requests a benchmark counts through event hooks, or
     one for another endpoint than the environment names (the stack deployed into LocalStack). DynamoDB's
-    and SQS's hot operations go by the lean transport (``lean_transport``) unless it is turned off."""
+    and SQS's hot operations go by the lean transport (``lean_transport``) unless it is turned off.
+    ``strict_limits``: refuse what AWS would refuse (``aws_limits``); None: as the environment says (a
+    benchmark of a Lambda's CPU says False: on AWS no client checks, the service does)."""
     session = boto3.session.Session()
     made = session.client(service, config=_CONFIG, endpoint_url=endpoint_url)  # type: ignore[call-overload]
-    if strict_limits_wanted():
+    if strict_limits_wanted() if strict_limits is None else strict_limits:
         made = enforce_aws_limits(made)
     return with_lean_transport(made, session.get_credentials()) if lean_wanted() else made
