@@ -55,8 +55,9 @@ _RUNS = "runs"  # the run ids, space separated
 
 
 def ticketed_run_ids(runs: Iterable[Run]) -> set[str]:
-    """The runs (of one claim) whose rows go without an entry of their own: all of them from
-    ``TICKET_RUNS_MIN`` on. Manual runs are never claimed, so never ticketed."""
+    """The runs of one ``DynamoStore.claim`` call (every claim it writes, one job's or a sweep's many)
+    whose rows go without an entry of their own: all of them from ``TICKET_RUNS_MIN`` on. Manual runs are
+    never claimed, so never ticketed."""
     run_ids = {run.run_id for run in runs}
     return run_ids if len(run_ids) >= TICKET_RUNS_MIN else set()
 
