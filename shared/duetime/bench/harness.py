@@ -91,6 +91,7 @@ class BenchStack:
         return WorkerFleet(FleetSpec(self.names, self.queue_url, threads), processes)
 
     def close(self) -> None:
+        self.clock.stop_refining()  # its probe reads the control table, deleted next
         self.sink.shutdown()
         for table in (self.names.jobs, self.names.runs, self.names.control):
             self.dynamodb.delete_table(TableName=table)
