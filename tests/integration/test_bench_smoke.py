@@ -20,6 +20,8 @@ SPIKE_KEYS = {
     "lateness_max_s",
     "raw_ceiling_claims_per_s",
     "ratio",
+    "claim_path_alone_claims_per_s",
+    "claim_path_alone_ratio",
     "ddb_write_units_per_run",
     "ddb_read_units_per_run",
     "ddb_requests_per_run",
@@ -52,6 +54,10 @@ def test_bench_spike_loses_nothing_and_prints_one_json_line(tmp_path: Path) -> N
     assert set(result) >= SPIKE_KEYS
     assert result["jobs"] == 60 and result["runs_started"] == 60 and result["lost"] == 0
     assert result["ddb_write_units_per_run"] > 0 and result["raw_ceiling_claims_per_s"] > 0
+    alone = result["claim_path_alone_claims_per_s"]
+    assert alone > 0 and result["claim_path_alone_ratio"] == round(
+        alone / result["raw_ceiling_claims_per_s"], 3
+    )
     assert result["cores"].startswith("DynamoDB Local on cpu ")  # the emulator had cores of its own
     assert chart.stat().st_size > 10_000  # a real PNG
 
@@ -79,6 +85,9 @@ def test_bench_runcpu_claims_and_works_every_job_and_prints_the_cpu_of_each_stag
     # The poller's CPU in the two parts the midnight model charges: a due row read, the rest of a claim.
     assert result["poller_read_cpu_us_per_row"] > 0 and result["poller_claim_cpu_us_per_run"] > 0
     assert result["poller_claim_cpu_us_per_run"] < result["poller_cpu_ms_per_run"] * 1000
+    assert (
+        result["machine_reference_cpu_ms"] > 0
+    )  # the host's speed, beside the figures (bench.machine_speed)
 
 
 def test_bench_runcpu_saves_no_calibration_unless_asked_and_prints_each_runs_figures() -> None:
@@ -87,6 +96,7 @@ def test_bench_runcpu_saves_no_calibration_unless_asked_and_prints_each_runs_fig
     calibration = result["calibration"]
     assert calibration["runs_measured"] == 2 and calibration["commit"]
     assert calibration["poller_claim_cpu_us_per_run"] > 0 and calibration["worker_cpu_ms_per_run"] > 0
+    assert calibration["machine_reference_cpu_ms"] > 0 and result["median_machine_reference_cpu_ms"] > 0
 
 
 def test_bench_runcpu_with_an_sqs_target_sends_one_message_a_run() -> None:

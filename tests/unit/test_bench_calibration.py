@@ -46,3 +46,17 @@ def test_no_saved_calibration_says_how_to_measure_one(tmp_path: Path) -> None:
 def test_a_calibration_needs_a_run() -> None:
     with pytest.raises(ValueError, match="at least one"):
         from_runs([], source="bench runcpu", commit="abc1234")
+
+
+def test_a_calibration_keeps_the_hosts_speed_beside_its_figures(tmp_path: Path) -> None:
+    runs = [_run(100, 500, 1.5) | {"machine_reference_cpu_ms": ms} for ms in (40.0, 90.0, 44.0)]
+    calibration = from_runs(runs, source="bench runcpu", commit="abc1234")
+    assert calibration.machine_reference_cpu_ms == 44.0
+    save(calibration, tmp_path / "calibration.json")
+    assert load(tmp_path / "calibration.json").machine_reference_cpu_ms == 44.0
+
+
+def test_a_calibration_saved_before_the_yardstick_loads_without_one(tmp_path: Path) -> None:
+    path = tmp_path / "calibration.json"
+    save(from_runs([_run(100, 500, 1.5)], source="bench runcpu", commit="abc1234"), path)
+    assert load(path).machine_reference_cpu_ms is None

@@ -42,6 +42,9 @@ class Calibration:
     machine: str
     runs: list[dict[str, Any]] = field(default_factory=list)
     source: str = "saved"
+    # The median of the runs' ``machine_reference_cpu_ms`` (``bench.machine_speed``): how fast the host was.
+    # None in a calibration saved before the yardstick existed.
+    machine_reference_cpu_ms: float | None = None
 
     def summary(self) -> dict[str, Any]:
         """What a result prints of it: the figures, where they came from, when and at which commit."""
@@ -64,7 +67,13 @@ def from_runs(runs: list[dict[str, Any]], source: str, commit: str) -> Calibrati
         machine=f"{platform.machine()} {platform.processor() or platform.node()}".strip(),
         runs=runs,
         source=source,
+        machine_reference_cpu_ms=_median_of(runs, "machine_reference_cpu_ms"),
     )
+
+
+def _median_of(runs: list[dict[str, Any]], key: str) -> float | None:
+    values = [r[key] for r in runs if r.get(key) is not None]
+    return round(statistics.median(values), 2) if values else None
 
 
 def current_commit() -> str:

@@ -25,6 +25,7 @@ from duetime.adapters.dynamodb.store import DynamoStore
 from duetime.adapters.http_target import HttpTargetCaller
 from duetime.adapters.sqs import ConcurrentRunQueue, SqsConsumer, SqsRunQueue
 from duetime.bench.harness import BenchStack, wait_until
+from duetime.bench.machine_speed import reference_cpu_ms
 from duetime.bench.spike import spike_jobs
 from duetime.demo_target import demo_target_process
 from duetime.heap import settle_heap
@@ -55,7 +56,12 @@ def run_cpu_calibrated(jobs: int, runs: int, save_calibration: bool) -> dict[str
     cal = calibration.from_runs(measured, source="bench runcpu", commit=commit)
     if save_calibration:
         calibration.save(cal)
-    keys = ("poller_cpu_ms_per_run", "worker_cpu_ms_per_run", "client_cpu_ms_per_run")
+    keys = (
+        "poller_cpu_ms_per_run",
+        "worker_cpu_ms_per_run",
+        "client_cpu_ms_per_run",
+        "machine_reference_cpu_ms",
+    )
     medians = {f"median_{k}": round(statistics.median(r[k] for r in measured), 3) for k in keys}
     return {"runs": measured, **medians, "calibration": cal.summary(), "saved": save_calibration}
 
@@ -63,7 +69,12 @@ def run_cpu_calibrated(jobs: int, runs: int, save_calibration: bool) -> dict[str
 def run_cpu(jobs: int = 2000, target: str = "http") -> dict[str, Any]:
     """``target``: ``http`` calls the demo target in a process of its own; ``sqs`` sends each run's message
     to a queue of LocalStack's with the AWS target caller (no role: the local stack's way), so the figures
-    tell what an AWS target's call costs the worker beside an HTTP one."""
+    tell what an AWS target's call costs the worker beside an HTTP one. ``machine_reference_cpu_ms``: this
+    machine's speed at the time (``bench.machine_speed``), to compare figures of other days and hosts."""
+    return _measure(jobs, target) | {"machine_reference_cpu_ms": reference_cpu_ms()}
+
+
+def _measure(jobs: int, target: str) -> dict[str, Any]:
     stack = BenchStack.create()
     try:
         if target == "sqs":

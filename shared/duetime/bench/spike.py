@@ -75,6 +75,21 @@ def raw_ceiling(stack: BenchStack, jobs: list[Job], now: datetime) -> float:
     return len(claims) / (time.perf_counter() - started)
 
 
+def claim_path_alone(stack: BenchStack, jobs: list[Job], now: datetime, chunk: int = 500) -> float:
+    """Claims per second of the real claim path (``DynamoStore.claim``: the version read, the run rows, the
+    tickets, the schedule moves, a few requests at once) on the same client kind as ``raw_ceiling``, a
+    chunk at a time as the preload fires, with nothing else running. Beside the bare ceiling it tells what
+    the claim code costs; beside the spike's ``claims_per_s``, what the spike's other work costs the
+    claims on this machine (workers, LocalStack and the poller share its cores; on AWS they do not)."""
+    store = DynamoStore(new_client("dynamodb"), stack.names)
+    stack.write_jobs(jobs, now)
+    claims = [make_claim(plan_claim(job, job.state.next_fire_at or now), now) for job in jobs]
+    started = time.perf_counter()
+    for i in range(0, len(claims), chunk):
+        store.claim(claims[i : i + chunk], now)
+    return len(claims) / (time.perf_counter() - started)
+
+
 def merge_usage(snapshots: list[dict[str, Any]]) -> dict[str, Any]:
     """Requests and units of the poller's process and every worker process, added up."""
     merged: dict[str, Any] = {"by_operation": {}}
@@ -192,6 +207,9 @@ def _run_spike(
     ceiling = raw_ceiling(
         stack, spike_jobs(min(jobs, ceiling_jobs), minute, jitter, 0.0, target_url, created), created
     )
+    alone = claim_path_alone(
+        stack, spike_jobs(min(jobs, ceiling_jobs), minute, jitter, 0.0, target_url, created), created
+    )
     per_run = max(1, runs_started)
     result: dict[str, Any] = {
         "jobs": jobs,
@@ -206,6 +224,8 @@ def _run_spike(
         "lateness_min_s": round(min(lateness) if lateness else math.nan, 3),  # < 0: started early
         "raw_ceiling_claims_per_s": round(ceiling, 1),
         "ratio": round(claims_per_s / ceiling, 3),
+        "claim_path_alone_claims_per_s": round(alone, 1),  # the claim code with nothing else running
+        "claim_path_alone_ratio": round(alone / ceiling, 3),
         "ddb_write_units_per_run": round(usage["write_units"] / per_run, 2),
         "ddb_read_units_per_run": round(usage["read_units"] / per_run, 2),
         "ddb_local_consumed_write_units_per_run": round(usage["local_write_units"] / per_run, 2),
