@@ -1,7 +1,12 @@
 """Local stand-ins for an HTTP target and for the network, for the target caller's tests.
 
-``serve`` runs a real HTTP(S) server on a loopback address that records every request it receives and
-answers ``ok`` (after a second for a path starting ``/slow``).
+``serve`` runs a real HTTP(S) server on a loopback address that records every connection and request it
+receives and answers ``ok``, except on these paths:
+
+- ``/slow...``: ``ok`` after a second.
+- ``/redirect?to=URL``: ``302 Found`` with ``Location: URL``.
+- ``/body?length=N&first=M``: a body of ``N`` bytes (``x``), of which only the first ``M`` are sent at once;
+  the rest follows when the caller sends something more on the connection or closes it (at most 10 s).
 ``Network`` keeps every packet on this machine: a connection to a non-loopback address is refused at
 once (and noted), so a test can let a resolver answer a public address without calling the internet.
 ``make_tls_files`` writes a CA and a server certificate signed by it.
@@ -11,6 +16,7 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+import select
 import socket
 import ssl
 import threading
@@ -21,6 +27,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import urllib3.util.connection
 from cryptography import x509
@@ -39,22 +46,42 @@ class Seen:
 
 @dataclass
 class Target:
-    """A running server: the port it listens on, what it received and the TLS server names asked for."""
+    """A running server: the port it listens on, what it received and the TLS server names asked for.
+
+    ``connections`` holds the caller's address of each connection the server accepted, in order: two
+    requests over one kept-alive connection are two ``requests`` and one connection.
+    """
 
     port: int
     requests: list[Seen] = field(default_factory=list)
     server_names: list[str | None] = field(default_factory=list)
+    connections: list[tuple[str, int]] = field(default_factory=list)
 
 
 def _recording_handler(target: Target) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
+        def setup(self) -> None:
+            super().setup()
+            target.connections.append(self.client_address[:2])
+
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             target.requests.append(
                 Seen(self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body)
             )
+            path = urlsplit(self.path)
+            query = {name: values[0] for name, values in parse_qs(path.query).items()}
+            if path.path == "/redirect":
+                self.send_response(302)
+                self.send_header("Location", query["to"])
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            if path.path == "/body":
+                self._send_body(int(query["length"]), int(query.get("first", query["length"])))
+                return
             if self.path.startswith("/slow"):
                 time.sleep(1)
             self.send_response(200)
@@ -63,6 +90,20 @@ def _recording_handler(target: Target) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(b"ok")
 
         do_GET = do_POST
+
+        def _send_body(self, length: int, first: int) -> None:
+            """``length`` bytes, ``first`` of them now and the rest once the caller stirs (or 10 s pass)."""
+            self.send_response(200)
+            self.send_header("Content-Length", str(length))
+            self.end_headers()
+            self.wfile.write(b"x" * first)
+            if first >= length:
+                return
+            select.select([self.connection], [], [], 10)  # the caller's next request, or its close
+            try:
+                self.wfile.write(b"x" * (length - first))
+            except OSError:  # the caller closed the connection: what it did not read is gone
+                self.close_connection = True
 
         def log_message(self, format: str, *args: Any) -> None:
             pass

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import urllib3
 
-from duetime.adapters.http_target import HttpTargetCaller, _Target
+from duetime.adapters.http_target import BODY_KEPT, HttpTargetCaller, _Target
 from duetime.ports import TargetRequest, TargetResponse
 from duetime.target_guard import parse_target_url
 from tests.unit.target_support import Network, local_network, make_tls_files, serve
@@ -244,3 +244,34 @@ def test_a_url_the_two_parsers_read_differently_is_checked_as_it_is_connected(ne
     assert response.permanent
     assert response.error == "target host 127.0.0.1 refused: 127.0.0.1 is not a public address"
     assert network.connections == []
+
+
+def test_an_answer_left_half_read_closes_its_connection_and_the_next_call_gets_a_clean_answer(
+    network: Network,
+) -> None:
+    """A body longer than ``BODY_KEPT`` whose rest is still coming when the caller stops reading: the rest
+    must not become the start of the next answer on that connection (another team's, behind one address)."""
+    caller = HttpTargetCaller(allow_private=True, resolve=lambda host: ["127.0.0.1"])
+    with serve("127.0.0.1") as target:
+        half_read = call(caller, f"http://trickle.example:{target.port}/body?length=4096&first={BODY_KEPT}")
+        next_call = call(caller, f"http://trickle.example:{target.port}/hook")
+
+    assert (half_read.status_code, half_read.body) == (200, "x" * BODY_KEPT)
+    assert (next_call.status_code, next_call.body, next_call.error) == (200, "ok", None)
+    assert [seen.path for seen in target.requests] == [f"/body?length=4096&first={BODY_KEPT}", "/hook"]
+    assert len(target.connections) == 2  # the half-read one was closed, not reused
+
+
+@pytest.mark.parametrize(
+    "path", ["/hook", f"/body?length={BODY_KEPT}"], ids=["a short answer", "an answer of exactly BODY_KEPT"]
+)
+def test_an_answer_read_to_its_end_gives_its_connection_back_for_the_next_call(
+    network: Network, path: str
+) -> None:
+    caller = HttpTargetCaller(allow_private=True, resolve=lambda host: ["127.0.0.1"])
+    with serve("127.0.0.1") as target:
+        answers = [call(caller, f"http://again.example:{target.port}{path}") for _ in range(3)]
+
+    assert [(answer.status_code, answer.error) for answer in answers] == [(200, None)] * 3
+    assert len(target.requests) == 3
+    assert len(target.connections) == 1

@@ -63,7 +63,8 @@ class HttpTargetCaller:
 
     Each call resolves the target's host once with ``resolve`` (the system resolver unless given), checks
     every address against the SSRF guard and connects only to a checked address. Connections are pooled
-    in ``pool`` by address and port, and for https also by name.
+    in ``pool`` by address and port, and for https also by name; one goes back to the pool for another
+    call only when its answer was read to the end (``_give_back``).
     """
 
     def __init__(
@@ -88,7 +89,7 @@ class HttpTargetCaller:
             try:
                 body = response.read(BODY_KEPT, decode_content=True)
             finally:
-                response.release_conn()
+                _give_back(response)
             return TargetResponse(
                 status_code=response.status,
                 body=body.decode("utf-8", errors="replace"),
@@ -135,6 +136,19 @@ class HttpTargetCaller:
         if target.scheme == "https":
             tls = {"server_hostname": target.name, "assert_hostname": target.name}
         return self.pool.connection_from_host(address, target.port, target.scheme, pool_kwargs=tls)
+
+
+def _give_back(response: urllib3.BaseHTTPResponse) -> None:
+    """Give ``response``'s connection back to its pool, closed unless the answer was read to its end.
+
+    A call keeps only ``BODY_KEPT`` bytes of an answer. When more was left (a longer body, one still
+    trickling in, a read that timed out), the rest would be read as the start of the next answer on that
+    connection, perhaps another team's call to the same address; so the connection is closed and opened
+    afresh when next used. A connection whose answer was read to its end is kept for the next call.
+    """
+    if not response.closed:
+        response.close()
+    response.release_conn()
 
 
 def _with_host(headers: dict[str, str], host_header: str) -> dict[str, str]:
