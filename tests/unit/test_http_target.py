@@ -275,3 +275,38 @@ def test_an_answer_read_to_its_end_gives_its_connection_back_for_the_next_call(
     assert [(answer.status_code, answer.error) for answer in answers] == [(200, None)] * 3
     assert len(target.requests) == 3
     assert len(target.connections) == 1
+
+
+def test_a_redirect_is_the_answer_and_is_never_followed(network: Network) -> None:
+    caller = HttpTargetCaller(allow_private=True)
+    with serve("127.0.0.2") as elsewhere, serve("127.0.0.1") as target:
+        inside = f"http://127.0.0.2:{elsewhere.port}/inside"
+        response = call(caller, f"http://127.0.0.1:{target.port}/redirect?to={inside}")
+
+    assert (response.status_code, response.error) == (302, None)
+    assert elsewhere.requests == [] and elsewhere.connections == []
+    assert network.connections == [("127.0.0.1", target.port)]
+
+
+PROXY_VARIABLES = ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"]
+
+
+@pytest.mark.parametrize("scheme", ["http", "https"])
+def test_proxy_settings_in_the_environment_are_ignored_and_the_call_goes_straight_to_the_checked_address(
+    network: Network, monkeypatch: pytest.MonkeyPatch, tls_files: tuple[Path, Path, Path], scheme: str
+) -> None:
+    """A proxy would make the connection (to whatever it resolves the name to) where no check reaches."""
+    for name in ["NO_PROXY", "no_proxy"]:
+        monkeypatch.delenv(name, raising=False)
+    pool = urllib3.PoolManager(ca_certs=str(tls_files[0]))
+    caller = HttpTargetCaller(pool, allow_private=True, resolve=lambda host: ["127.0.0.1"])
+    tls = tls_server_context(tls_files) if scheme == "https" else None
+    with serve("127.0.0.2") as proxy, serve("127.0.0.1", tls) as target:
+        for name in PROXY_VARIABLES:
+            monkeypatch.setenv(name, f"http://127.0.0.2:{proxy.port}")
+        response = call(caller, f"{scheme}://target.example:{target.port}/hook")
+
+    assert (response.status_code, response.error) == (200, None)
+    assert proxy.connections == []
+    assert network.connections == [("127.0.0.1", target.port)]
+    assert [seen.path for seen in target.requests] == ["/hook"]  # a proxy is sent the whole URL
