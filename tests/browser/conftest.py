@@ -34,13 +34,18 @@ def _reachable(url: str) -> bool:
 
 
 @pytest.fixture(scope="session")
-def system() -> Iterator[LocalSystem]:
+def prefix() -> str:
+    """The names of this session's ``duetime local`` tables and queue (``isolated(prefix)``)."""
+    return f"ui{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture(scope="session")
+def system(prefix: str) -> Iterator[LocalSystem]:
     missing = [u for u in (DDB_URL, SQS_URL) if not _reachable(u)]
     if missing:
         pytest.fail(f"emulators not answering on {missing}: run the tests with `make test`", pytrace=False)
     if not os.access(CHROMIUM, os.X_OK):
         pytest.fail(f"no browser at {CHROMIUM}: run `make browser-deps`", pytrace=False)
-    prefix = f"ui{uuid.uuid4().hex[:8]}"
     system = start_local(isolated(prefix))
     yield system
     assert system.stop() == 0, "\n".join(system.output)

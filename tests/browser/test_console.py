@@ -3,16 +3,20 @@ stays where it belongs (sessionStorage, the Authorization header) and nowhere el
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
+import sys
 import uuid
 from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
-from playwright.sync_api import Browser, expect
+from playwright.sync_api import Browser, Request, expect
 
-from ..integration.local_system import LocalSystem
+from ..integration.local_system import LocalSystem, isolated
 from .conftest import ALL_REQUESTS, TIME_ZONE, Console, new_console
 from .support import PHONE, Api
 
@@ -94,6 +98,144 @@ def test_a_refused_token_drops_the_session_and_shows_the_sign_in_form_with_a_mes
     expect(ui.page.locator("#sign-in-message")).to_contain_text("refused")
     expect(ui.page.get_by_label("Team API token")).to_be_visible()
     assert ui.page.evaluate("sessionStorage.getItem('duetime.token')") is None
+    ui.assert_clean()
+
+
+@pytest.fixture(scope="module")
+def other_team(system: LocalSystem, prefix: str) -> tuple[str, Api]:
+    """A second team of the same ``duetime local``, created as an operator does: its id and its API."""
+    name = f"other-{tag()}"
+    created = subprocess.run(
+        [sys.executable, "-m", "duetime.cli", "teams", "create", name, "--local", "--json"],
+        env={**os.environ, **isolated(prefix)},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    return name, Api(system.url, json.loads(created.stdout)["token"])
+
+
+def carrying(ui: Console, token: str) -> list[tuple[str, list[str]]]:
+    """Filled as the page runs: each request that carries ``token``, its URL and where the token was."""
+    found: list[tuple[str, list[str]]] = []
+
+    def look(request: Request) -> None:
+        where = [name for name, value in request.headers.items() if token in value]
+        where += ["url"] * (token in request.url) + ["body"] * (token in (request.post_data or ""))
+        if where:
+            found.append((request.url, where))
+
+    ui.page.on("request", look)
+    return found
+
+
+def assert_only_in_the_authorization_header(
+    ui: Console, found: list[tuple[str, list[str]]], token: str
+) -> None:
+    """``token`` went (``found``, from ``carrying``) only as the Authorization header to this origin's /v1,
+    and is nowhere in the page or its address."""
+    assert found, "the page never sent the token"
+    api = f"{ui.system.url}/v1/"
+    assert [(u, w) for u, w in found if not u.startswith(api) or w != ["authorization"]] == []
+    assert token not in ui.page.content()
+    assert token not in ui.page.evaluate("location.href + history.state")
+
+
+def stored_token(ui: Console) -> Any:
+    return ui.page.evaluate("sessionStorage.getItem('duetime.token')")
+
+
+def test_a_token_link_while_signed_in_names_both_teams_and_switches_only_when_switch_is_chosen(
+    ui: Console, api: Api, other_team: tuple[str, Api]
+) -> None:
+    other, theirs = other_team
+    ours = api.ok("GET", "/v1/team")["team_id"]
+    their_job = f"Other team's job {tag()}"
+    theirs.ok("POST", "/v1/jobs", job_spec(ui.system, their_job))
+    ui.open()
+    ui.page.wait_for_selector("table.jobs-table tbody tr")
+    sent = carrying(ui, theirs.token)
+
+    ui.page.goto(f"{ui.url}#token={theirs.token}")  # in the same tab: the fragment changes
+    dialog = ui.page.get_by_role("dialog", name="Switch teams?")
+    expect(dialog).to_contain_text(
+        f"You are signed in to team {ours}. This link signs you in to team {other} instead. Switch?"
+    )
+    assert ui.page.url == f"{ui.url}#/jobs"  # the fragment left the address bar before the question
+    assert stored_token(ui) == ui.system.token  # still team A until Switch is chosen
+    expect(ui.page.locator("table.jobs-table tbody")).not_to_contain_text(their_job)
+    expect(dialog.get_by_role("button", name=f"Stay in {ours}")).to_be_focused()  # the safe choice first
+    found = ui.page.evaluate(LOW_CONTRAST_TEXT)
+    assert found["low"] == [], found
+
+    dialog.get_by_role("button", name=f"Switch to {other}").click()
+    expect(dialog).to_have_count(0)
+    expect(ui.page.locator("#status")).to_have_text(f"Signed in to team {other}.")
+    expect(ui.page.get_by_role("link", name=their_job)).to_be_visible()
+    assert stored_token(ui) == theirs.token
+    assert_only_in_the_authorization_header(ui, sent, theirs.token)
+    ui.assert_clean()
+
+
+def test_a_token_link_while_signed_in_keeps_the_team_when_stay_or_escape_is_chosen(
+    ui: Console, api: Api, other_team: tuple[str, Api]
+) -> None:
+    other, theirs = other_team
+    ours = api.ok("GET", "/v1/team")["team_id"]
+    ui.open()
+    sent = carrying(ui, theirs.token)
+    ui.page.goto("about:blank")
+    ui.page.goto(f"{ui.url}#token={theirs.token}")  # a new page load in the signed-in tab
+    dialog = ui.page.get_by_role("dialog", name="Switch teams?")
+    expect(dialog).to_contain_text(f"team {other} instead")
+    ui.page.keyboard.press("Escape")
+    expect(dialog).to_have_count(0)
+    stayed = f"You are still signed in to team {ours}. The link was not used."
+    expect(ui.page.locator("#status")).to_have_text(stayed)
+    assert stored_token(ui) == ui.system.token
+
+    ui.page.goto(f"{ui.url}#token={theirs.token}")
+    dialog.get_by_role("button", name=f"Stay in {ours}").click()
+    expect(dialog).to_have_count(0)
+    assert stored_token(ui) == ui.system.token
+    ui.page.reload()  # nothing of the link is left over to sign in with
+    expect(ui.page.get_by_role("heading", name="Jobs", exact=True)).to_be_visible()
+    expect(dialog).to_have_count(0)
+    assert stored_token(ui) == ui.system.token
+    assert_only_in_the_authorization_header(ui, sent, theirs.token)
+    ui.assert_clean()
+
+
+def test_a_token_link_with_the_token_signed_in_already_asks_nothing(ui: Console) -> None:
+    ui.open()
+    ui.page.wait_for_load_state("networkidle")
+    before = len(ui.watch.requests)
+    ui.page.goto(f"{ui.url}#token={ui.system.token}")
+    expect(ui.page.get_by_role("heading", name="Jobs", exact=True)).to_be_visible()
+    assert ui.page.url == f"{ui.url}#/jobs"
+    ui.page.wait_for_load_state("networkidle")
+    ui.page.wait_for_timeout(500)
+    expect(ui.page.get_by_role("dialog")).to_have_count(0)
+    assert [u for u in ui.watch.requests[before:] if u.endswith("/v1/team")] == []  # not even looked up
+    assert stored_token(ui) == ui.system.token
+    ui.assert_clean()
+
+
+def test_a_token_link_with_a_refused_token_says_so_and_keeps_the_session(ui: Console, api: Api) -> None:
+    ui.allowed_statuses = (401,)
+    refused = "dt_not-a-real-token"
+    ui.open()
+    sent = carrying(ui, refused)
+    ui.page.goto(f"{ui.url}#token={refused}")
+    expect(ui.page.locator("#status")).to_have_text(
+        "The API refused the token in the link. You are still signed in as before."
+    )
+    expect(ui.page.get_by_role("dialog")).to_have_count(0)
+    assert stored_token(ui) == ui.system.token
+    ui.page.get_by_role("link", name="Team", exact=True).click()  # the session still works
+    expect(ui.page.locator("#quota-text")).to_contain_text("exact-time jobs")
+    assert_only_in_the_authorization_header(ui, sent, refused)
     ui.assert_clean()
 
 

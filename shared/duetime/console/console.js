@@ -203,7 +203,10 @@ function dropToken() {
   window.sessionStorage.removeItem(TOKEN_KEY);
 }
 
-// A link such as .../console/#token=<token> signs in; the fragment leaves the address bar at once.
+// A link such as .../console/#token=<token> signs in; the fragment leaves the address bar at once. A tab
+// signed in already is not moved silently by a link bringing another token (someone else's link would
+// have what the user enters next go to that person's team): the link's team is looked up with its token,
+// then the user is asked, both teams named; until they choose, the tab keeps its token.
 function consumeTokenFragment() {
   const hash = window.location.hash;
   if (!hash.startsWith('#token=')) return;
@@ -215,7 +218,77 @@ function consumeTokenFragment() {
   }
   window.history.replaceState(null, '', `${window.location.pathname}${window.location.search}#/jobs`);
   token = token.trim();
-  if (token) setToken(token);
+  const signedIn = getToken();
+  if (!token || token === signedIn) return;
+  if (!signedIn) setToken(token);
+  else offerSwitch(token, signedIn).catch((error) => reportError(error, 'Checking the link'));
+}
+
+const teamLabel = (team) => (team.name && team.name !== team.team_id ? `${team.name} (${team.team_id})` : team.team_id);
+
+let linkCheck = 0; // the latest #token= link being checked: an earlier one's answers are dropped
+let switchPrompt = null; // its open dialog
+
+async function offerSwitch(linkToken, signedIn) {
+  const check = ++linkCheck;
+  if (switchPrompt) switchPrompt.close('superseded');
+  const stale = () => check !== linkCheck;
+  let linkTeam;
+  try {
+    linkTeam = await api('GET', 'v1/team', { token: linkToken });
+  } catch (error) {
+    if (stale()) return;
+    if (error instanceof SignedOut) {
+      announce('The API refused the token in the link. You are still signed in as before.', 'error');
+    } else reportError(error, 'Checking the link’s token');
+    return;
+  }
+  let currentTeam;
+  try {
+    currentTeam = await api('GET', 'v1/team');
+  } catch (error) {
+    // The tab's own token was refused (it expired): nobody is signed in, so the link signs in, as in a new tab.
+    if (stale() || !(error instanceof SignedOut) || getToken()) throw error;
+    switchTo(linkToken, linkTeam);
+    return;
+  }
+  if (stale() || getToken() !== signedIn) return;
+  const choice = await askToSwitch(currentTeam, linkTeam);
+  if (stale() || getToken() !== signedIn) return;
+  if (choice === 'switch') switchTo(linkToken, linkTeam);
+  else announce(`You are still signed in to team ${teamLabel(currentTeam)}. The link was not used.`, 'info');
+}
+
+function switchTo(token, team) {
+  setToken(token);
+  announce(`Signed in to team ${teamLabel(team)}.`, 'ok', { keep: true });
+  route({ focus: true });
+}
+
+// An in-page modal dialog (Escape stays); resolves to 'switch', 'stay' or 'superseded'.
+function askToSwitch(currentTeam, linkTeam) {
+  const [from, to] = [teamLabel(currentTeam), teamLabel(linkTeam)];
+  const another = currentTeam.team_id === linkTeam.team_id;
+  const stay = el('button', { type: 'button', class: 'button secondary', text: `Stay in ${from}` });
+  const move = el('button', { type: 'button', class: 'button', text: `Switch to ${to}` });
+  const dialog = el('dialog', { id: 'switch-team', class: 'panel dialog', 'aria-labelledby': 'switch-title', 'aria-describedby': 'switch-text' },
+    el('h2', { id: 'switch-title', text: 'Switch teams?' }),
+    el('p', { id: 'switch-text' }, 'You are signed in to team ', el('strong', { text: from }), '. This link signs you in to team ',
+      el('strong', { text: to }), another ? ' with another of its tokens. Switch?' : ' instead. Switch?'),
+    el('p', { class: 'hint', text: 'If you did not expect this link, stay: after a switch, what you enter goes to the link’s team.' }),
+    el('div', { class: 'actions' }, stay, move));
+  stay.addEventListener('click', () => dialog.close('stay'));
+  move.addEventListener('click', () => dialog.close('switch'));
+  return new Promise((resolve) => {
+    dialog.addEventListener('close', () => {
+      dialog.remove();
+      if (switchPrompt === dialog) switchPrompt = null;
+      resolve(dialog.returnValue || 'stay');
+    });
+    document.body.append(dialog);
+    switchPrompt = dialog;
+    dialog.showModal(); // focus goes to Stay, the first button
+  });
 }
 
 // --- the API --------------------------------------------------------------------------------------------
@@ -243,8 +316,7 @@ function api(method, path, options = {}) {
   return call;
 }
 
-async function request(method, path, { query, body } = {}) {
-  const token = getToken();
+async function request(method, path, { query, body, token = getToken() } = {}) {
   if (!token) {
     signOut();
     throw new SignedOut('signed out');
@@ -1187,7 +1259,7 @@ async function renderTeam(view, root) {
     const row = (term, ...value) => [el('dt', { text: term }), el('dd', {}, ...value)];
     limits.hidden = false;
     append(limits, [
-      row('Team', team.name && team.name !== team.team_id ? `${team.name} (${team.team_id})` : team.team_id),
+      row('Team', teamLabel(team)),
       row('Jobs', `${team.jobs} of ${team.max_jobs}`),
       row('Exact-time jobs', `${team.exact_jobs} of ${team.exact_quota}`),
       row('Concurrency cap', `${team.max_concurrency} runs at once`),
