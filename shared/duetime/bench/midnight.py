@@ -81,6 +81,7 @@ from duetime.prescale import PrescalePolicy
 from duetime.run_batch import work_batch
 from duetime.schedule import fire_time, next_nominal_after, rate_anchor
 from duetime.timeutil import iso_z, minute_bucket
+from duetime.warm_throughput import NEW_TABLE_WRITE_UNITS, parse_units
 from duetime.worker import Worker, WorkReport, _Call, _Flight
 
 MIDNIGHT = datetime(2026, 1, 1, tzinfo=UTC)
@@ -1137,7 +1138,7 @@ def run_midnight(
             worker_rate=round(worker_rate, 1) if worker_rate == worker_rate else 100.0,
         )
     )
-    estimate = midnight_estimate(jobs, window, model, exact_fraction=exact_fraction)
+    estimate = plan_estimate(jobs, window, model, exact_fraction)
     statuses = Counter(run.status.value for run in runs.values())
     result: dict[str, Any] = {
         "jobs": jobs,
@@ -1227,6 +1228,13 @@ def run_midnight(
         if name in result
     }
     return result
+
+
+def plan_estimate(jobs: int, window_s: float, model: AwsModel, exact_fraction: float) -> dict[str, Any]:
+    """``duetime plan``'s arithmetic for the spike the simulation runs, on the same model: its tables and
+    indexes at the model's warm throughput (``ddb_warm_write_units``), as the simulation meters them."""
+    warm = parse_units(model.ddb_warm_write_units, NEW_TABLE_WRITE_UNITS)
+    return midnight_estimate(jobs, window_s, model, exact_fraction=exact_fraction, warm_write_units=warm)
 
 
 def calibration_used(model: AwsModel) -> dict[str, Any]:
