@@ -92,7 +92,6 @@ class Settings(BaseModel):
     # AWS targets need no IAM role and are called with the worker's own credentials (a local stack only: on
     # AWS that would let any team act with the worker's rights)
     aws_targets_without_role: bool = False
-    max_body_bytes: int = Field(default=64 * 1024, ge=1024)
 
     @field_validator("partitions", mode="before")
     @classmethod

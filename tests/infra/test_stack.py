@@ -1026,3 +1026,21 @@ def test_the_worker_may_assume_only_roles_that_opt_in_by_name_and_call_no_target
 def test_aws_targets_without_a_role_are_refused_outside_localstack() -> None:
     with pytest.raises(ContextError, match="aws_targets_without_role is for LocalStack only"):
         StackConfig.from_mapping({"aws_targets_without_role": "true"})
+
+
+def test_private_targets_outside_localstack_need_a_second_flag_that_says_so(tmp_path: Path) -> None:
+    """allow_private_targets on AWS lets every team's jobs call loopback (the Lambda runtime API) and the
+    functions' private networks: refused unless allow_private_targets_on_aws confirms it; on LocalStack
+    the one flag does."""
+    (tmp_path / ".built").touch()  # a finished build, as far as the settings can tell: no synth here
+    built = {"lambda_asset": str(tmp_path)}
+    with pytest.raises(ContextError, match="say so with allow_private_targets_on_aws=true as well"):
+        StackConfig.from_mapping({**built, "allow_private_targets": "true"})
+    with pytest.raises(ContextError, match="confirms allow_private_targets, which is not set"):
+        StackConfig.from_mapping({**built, "allow_private_targets_on_aws": "true"})
+    both = {"allow_private_targets": "true", "allow_private_targets_on_aws": "true"}
+    assert StackConfig.from_mapping({**built, **both}).allow_private_targets
+    assert StackConfig.from_mapping(
+        {**built, "allow_private_targets": "true", "localstack": "true"}
+    ).allow_private_targets
+    assert not StackConfig.from_mapping(built).allow_private_targets

@@ -96,7 +96,11 @@ class StackConfig(BaseModel):
     # Application Auto Scaling (not on LocalStack, which does not have it for Lambda). Not both: they would
     # set the same alias's provisioned concurrency.
     scheduled_scaling: bool = False
-    allow_private_targets: bool = False  # SSRF guard; only for LocalStack smoke tests
+    # SSRF guard off: jobs may call loopback and private addresses (for LocalStack smoke tests). On AWS that
+    # lets every team reach whatever the functions' network reaches, the Lambda runtime API on 127.0.0.1
+    # among it: outside LocalStack it needs allow_private_targets_on_aws as well, which says so on purpose.
+    allow_private_targets: bool = False
+    allow_private_targets_on_aws: bool = False
     # AWS targets without a role, called with the worker's own credentials: LocalStack only (on AWS it would
     # let any team act with the worker's rights)
     aws_targets_without_role: bool = False
@@ -210,6 +214,18 @@ class StackConfig(BaseModel):
             raise ValueError(
                 "aws_targets_without_role is for LocalStack only: on AWS it would let any team act with the "
                 "worker's own rights"
+            )
+        if self.allow_private_targets and not self.localstack and not self.allow_private_targets_on_aws:
+            raise ValueError(
+                "allow_private_targets outside LocalStack lets every team's jobs call loopback and private "
+                "addresses: the Lambda runtime API on 127.0.0.1 (other invocations' events) and whatever the "
+                "functions' network reaches. If that is what you want, say so with "
+                "allow_private_targets_on_aws=true as well"
+            )
+        if self.allow_private_targets_on_aws and not self.allow_private_targets:
+            raise ValueError(
+                "allow_private_targets_on_aws confirms allow_private_targets, which is not set: set both, or "
+                "neither"
             )
         if self.localstack:
             if "scheduled_scaling" in self.model_fields_set and self.scheduled_scaling:
