@@ -504,6 +504,9 @@ def run_plan(args: argparse.Namespace) -> None:
         if key == "spike_on_the_aws_model":
             print("the spike on the AWS model (bench midnight --simulate's, by arithmetic):")
             for name, figure in value.items():
+                if name == "spike_cost_usd":  # one midnight's own bill, part by part
+                    parts = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in figure.items() if k != "total")
+                    figure = f"{figure['total']} ({parts})"
                 print(f"  {name.replace('_', ' '):38} {figure}")
             continue
         if key == "monthly_fixed_parts":

@@ -256,6 +256,7 @@ def test_duetime_plans_arithmetic_agrees_with_the_simulation_within_the_models_e
         "workers_needed",
         "peak_claims_per_s_per_partition",
         "peak_write_units_per_s_hottest_key",
+        "spike_cost_usd",  # the bills' totals
     }
     # The peaks are bursty: a claim call charges its CPU before its writes, so a batch's claims land within
     # one second and the next second has none, and the jobs' ids (random) decide the hottest key. They run

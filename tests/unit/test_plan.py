@@ -51,6 +51,32 @@ def test_the_seed_spike_starts_within_the_minute_on_the_default_stack() -> None:
     assert plan["monthly_fixed_usd"] == pytest.approx(16.14, abs=0.01)
 
 
+def test_the_plan_prints_one_midnights_own_bill_part_by_part() -> None:
+    """The seed's midnight costs its writes (8.4 write units a run at $0.625 a million), the workers'
+    batches, the helpers, the queue and the provisioned pollers for the prescaler's hold: about $3."""
+    cost = capacity_plan(PlanInputs())["spike_on_the_aws_model"]["spike_cost_usd"]
+    parts = {k: v for k, v in cost.items() if k != "total"}
+    assert set(parts) == {
+        "dynamodb_writes",
+        "worker_duration",
+        "worker_requests",
+        "helper_duration",
+        "helper_requests",
+        "sqs_requests",
+        "event_pollers",
+    }
+    assert cost["total"] == pytest.approx(sum(parts.values()), abs=0.001)
+    assert cost["dynamodb_writes"] == pytest.approx(500_000 * 8.444 * 0.625e-6, rel=0.01)
+    assert cost["helper_duration"] > 0 and cost["event_pollers"] > 0  # the fan-out and provisioned mode
+    assert 2.0 < cost["total"] < 5.0
+
+
+def test_a_midnight_without_helpers_or_provisioned_pollers_pays_for_neither() -> None:
+    stack = replace(StackDefaults(), poller_fan_out=False, forecast_pollers=False)
+    cost = capacity_plan(PlanInputs(spike_jobs=1_000), stack)["spike_on_the_aws_model"]["spike_cost_usd"]
+    assert cost["helper_duration"] == cost["helper_requests"] == cost["event_pollers"] == 0
+
+
 def test_the_seed_spike_without_fan_out_is_late_and_says_why() -> None:
     # 125,000 claims a holder at ~264 a second (the pinned 1.01 ms of CPU a claim at 512 MB's 0.29 vCPU, and
     # a version read and two requests of 25 claims); a poller behind its spike claims a sweep's page (250)

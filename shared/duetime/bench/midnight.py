@@ -1223,11 +1223,16 @@ def run_midnight(
     result["bound_by"] = bound_by(sim, result, jitter)
     # The simulation over the plan, figure by figure: within 0.5-2 is within the model's stated error.
     result["simulation_over_plan"] = {
-        name: round(result[name] / estimate[name], 2) if result.get(name) and estimate[name] else None
-        for name in estimate
-        if name in result
+        name: _over(result[name], estimate[name]) for name in estimate if name in result
     }
     return result
+
+
+def _over(simulated: Any, planned: Any) -> float | None:
+    """The simulation's figure over the plan's; of a bill (``spike_cost_usd``), its totals."""
+    if isinstance(simulated, dict) and isinstance(planned, dict):
+        simulated, planned = simulated.get("total"), planned.get("total")
+    return round(simulated / planned, 2) if simulated and planned else None
 
 
 def plan_estimate(jobs: int, window_s: float, model: AwsModel, exact_fraction: float) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from duetime.bench.midnight_model import AwsModel
+from duetime.bench.prices import PRICES_USD
 from duetime.claim_pace import PACE_HEADROOM
 from duetime.poller import PollerConfig
 
@@ -206,6 +207,7 @@ def midnight_estimate(
         peak_units = peak_claims + min(jobs / window_s, model.esm_cap() * rate) / partitions
     return {
         "poller_claims_per_s": round(claims_per_s, 1),
+        "spike_cost_usd": spike_cost_estimate(jobs, model, helpers, claimed_s, rate),
         "helpers_invoked": helpers,
         "seconds_to_all_claimed": round(claimed_s, 1),
         "worker_starts_per_s_each": round(rate, 1),
@@ -215,3 +217,37 @@ def midnight_estimate(
         "peak_write_units_per_s_hottest_key": round(peak_units, 1),
         "peak_table_wru_per_s_asked": offered,
     }
+
+
+# SQS requests a run makes at the spike: its message sent, received and deleted, in batches of 10.
+SQS_REQUESTS_PER_RUN = 3 / SQS_BATCH
+
+
+def spike_cost_estimate(
+    jobs: int, model: AwsModel, helpers: int, claimed_s: float, rate: float
+) -> dict[str, float]:
+    """One spike's own bill by the arithmetic above, at ``prices.PRICES_USD``, as ``bench midnight``'s
+    ``spike_cost_usd`` bills the simulated one: the write units of every run's claim and start
+    (``CLAIM_UNITS_PER_RUN``, ``START_UNITS_PER_RUN``), the workers' batches (a request each, and one cycle,
+    ``SQS_BATCH / rate``, of duration each), the helpers (a request each, and the claims' duration plus a
+    cold start), the SQS requests, and the event source's provisioned pollers for the prescaler's hold.
+    Left out, as there: read units, the pollers' own invocations (the fixed cost pays for them every minute,
+    spike or not) and the warm throughput bought ahead (a one-time purchase)."""
+    units = sum(CLAIM_UNITS_PER_RUN.values()) + sum(START_UNITS_PER_RUN.values())
+    batches = jobs / SQS_BATCH
+    worker_gb_s = batches * (SQS_BATCH / rate) * model.worker_memory_mb / 1024
+    helper_gb_s = helpers * (claimed_s + model.helper_cold_start_ms / 1000) * model.helper_memory_mb / 1024
+    pollers = model.esm_min_pollers if model.esm_forecast_pollers else 0
+    parts = {
+        "dynamodb_writes": jobs * units * PRICES_USD["dynamodb_write_request_unit"],
+        "worker_duration": worker_gb_s * PRICES_USD["lambda_gb_second_arm64"],
+        "worker_requests": batches * PRICES_USD["lambda_request"],
+        "helper_duration": helper_gb_s * PRICES_USD["lambda_gb_second_arm64"],
+        "helper_requests": helpers * PRICES_USD["lambda_request"],
+        "sqs_requests": jobs * SQS_REQUESTS_PER_RUN * PRICES_USD["sqs_request"],
+        "event_pollers": pollers
+        * model.esm_forecast_hold_minutes
+        / 60
+        * PRICES_USD["lambda_sqs_event_poller_hour"],
+    }
+    return {"total": round(sum(parts.values()), 4)} | {k: round(v, 4) for k, v in parts.items()}
