@@ -1,9 +1,24 @@
 """The SSRF guard refuses non-public targets in every spelling, and names that resolve to them; the addresses
-it checked are the ones a call may connect to."""
+it checked are the ones a call may connect to. It answers the same on Python 3.11 and on 3.13 (the Lambda
+runtime's)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
+import urllib3
 
+import duetime
 from duetime.target_guard import HostDoesNotResolve, TargetRefused, check_target_url, checked_addresses
+from tests.unit import target_guard_answers
+from tests.unit.target_guard_answers import TRANSITION_FORMS, spelled_as
 
 
 @pytest.mark.parametrize(
@@ -78,3 +93,164 @@ def test_the_checked_addresses_are_the_resolvers_in_its_order_each_as_it_was_che
 def test_a_name_resolving_to_nothing_does_not_resolve() -> None:
     with pytest.raises(HostDoesNotResolve, match=r"empty\.example\.com does not resolve"):
         checked_addresses("empty.example.com", resolve=lambda host: [])
+
+
+def answer_of(address: str, allow_private: bool = False) -> list[str]:
+    return checked_addresses("target.example", allow_private, resolve=lambda host: [address])
+
+
+def test_a_nat64_address_embedding_loopback_is_refused() -> None:
+    with pytest.raises(TargetRefused, match=r"64:ff9b::7f00:1 stands for 127\.0\.0\.1 \(NAT64\)"):
+        check_target_url("http://[64:ff9b::7f00:1]/x")
+
+
+@pytest.mark.parametrize("embedded", ["127.0.0.1", "10.0.0.7", "192.168.0.1", "100.64.0.1", "0.0.0.0"])
+@pytest.mark.parametrize("form", [form for form in TRANSITION_FORMS if form != "IPv4-compatible"])
+def test_an_ipv6_address_standing_for_a_non_public_ipv4_address_is_refused_naming_it(
+    form: str, embedded: str
+) -> None:
+    with pytest.raises(TargetRefused, match=re.escape(embedded)):
+        answer_of(spelled_as(form, embedded))
+
+
+@pytest.mark.parametrize("embedded", ["127.0.0.1", "10.0.0.7", "192.168.0.1", "100.64.0.1"])
+def test_an_ipv4_compatible_address_embedding_a_non_public_ipv4_address_is_refused_naming_it(
+    embedded: str,
+) -> None:
+    with pytest.raises(TargetRefused, match=re.escape(embedded)):
+        check_target_url(f"http://[::{embedded}]/x")
+
+
+@pytest.mark.parametrize("allow_private", [False, True], ids=["production", "local mode"])
+@pytest.mark.parametrize(
+    "address",
+    [
+        "169.254.169.254",
+        "169.254.170.2",
+        "fd00:ec2::254",
+        "fe80::1",
+        *[spelled_as(form, "169.254.169.254") for form in TRANSITION_FORMS],
+    ],
+)
+def test_metadata_addresses_are_refused_in_every_mode_and_every_form(
+    address: str, allow_private: bool
+) -> None:
+    with pytest.raises(TargetRefused, match="metadata"):
+        answer_of(address, allow_private)
+
+
+def test_the_unspecified_and_loopback_ipv6_addresses_are_judged_as_ipv6_not_as_an_embedded_ipv4() -> None:
+    with pytest.raises(TargetRefused, match=r"refused: :: is not a public address"):
+        answer_of("::", allow_private=True)
+    with pytest.raises(TargetRefused, match=r"refused: ::1 is not a public address"):
+        answer_of("::1")
+    assert answer_of("::1", allow_private=True) == ["::1"]
+
+
+def test_a_nat64_address_of_a_public_ipv4_address_is_public_and_is_connected_to_as_given() -> None:
+    assert answer_of("64:ff9b::5db8:d822") == ["64:ff9b::5db8:d822"]  # DNS64's answer for 93.184.216.34
+    assert answer_of("64:ff9b::7f00:1", allow_private=True) == ["64:ff9b::7f00:1"]  # as 127.0.0.1 would
+
+
+@pytest.mark.parametrize("allow_private", [False, True], ids=["production", "local mode"])
+@pytest.mark.parametrize("form", ["IPv4-compatible", "IPv4-translated", "local-use NAT64", "6to4", "Teredo"])
+def test_transition_forms_that_are_not_globally_reachable_are_refused_whatever_they_embed(
+    form: str, allow_private: bool
+) -> None:
+    with pytest.raises(TargetRefused, match=rf"is not a public address \({form} for 93\.184\.216\.34\)"):
+        answer_of(spelled_as(form, "93.184.216.34"), allow_private)
+    with pytest.raises(TargetRefused):
+        answer_of(spelled_as(form, "127.0.0.1"), allow_private)
+
+
+@pytest.mark.parametrize(
+    "address",
+    ["127.0.0.1", "127.9.9.9", "10.1.2.3", "172.31.0.1", "192.168.1.1", "::1", "fd12::1", "fc00::1"],
+)
+def test_local_mode_allows_loopback_and_private_networks(address: str) -> None:
+    assert answer_of(address, allow_private=True) == [address]
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        *["0.0.0.0", "100.64.0.1", "192.0.0.1", "192.0.2.1", "198.18.0.1", "198.51.100.1", "203.0.113.1"],
+        *["224.0.0.1", "240.0.0.1", "255.255.255.255", "192.88.99.1"],
+        *["::", "ff02::1", "fec0::1", "100::1", "5f00::1", "2001:db8::1", "3fff::1"],
+    ],
+)
+def test_local_mode_still_refuses_what_is_neither_public_nor_loopback_nor_private(address: str) -> None:
+    with pytest.raises(TargetRefused, match="not a public address"):
+        answer_of(address, allow_private=True)
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "64:ff9b:1::5db8:d822",  # local-use NAT64: global on 3.11, private on 3.13
+        "2002:5db8:d822::1",  # 6to4: global on 3.11, private on 3.13
+        "2001:4:112::1",  # in 2001::/23: private on 3.11, global on 3.13
+        "2001:20::1",  # in 2001::/23: private on 3.11, global on 3.13
+        "fec0::1",  # deprecated site-local: global on both
+        "5f00::1",  # segment routing: global on both
+        "3fff::1",  # documentation: global on both
+    ],
+)
+def test_ranges_python_versions_disagree_or_err_about_are_refused_by_the_guards_own_rule(
+    address: str,
+) -> None:
+    with pytest.raises(TargetRefused, match="not a public address"):
+        answer_of(address)
+
+
+def python_3_13() -> str:
+    """The Python 3.13 interpreter (the Lambda runtime's version): pyenv's newest 3.13, else a
+    ``python3.13`` on the PATH that runs. Fail, naming what to install, when there is none."""
+    candidates: list[str] = []
+    pyenv = shutil.which("pyenv")
+    if pyenv:
+        listed = subprocess.run([pyenv, "versions", "--bare"], capture_output=True, text=True, check=False)
+        versions = [v for v in listed.stdout.split() if re.fullmatch(r"3\.13\.\d+", v)]
+        for version in sorted(versions, key=lambda v: [int(part) for part in v.split(".")], reverse=True):
+            env = {**os.environ, "PYENV_VERSION": version}
+            found = subprocess.run([pyenv, "which", "python3.13"], capture_output=True, text=True, env=env)
+            if found.returncode == 0:
+                candidates.append(found.stdout.strip())
+    on_path = shutil.which("python3.13")  # a pyenv shim there refuses to run without PYENV_VERSION
+    if on_path:
+        candidates.append(on_path)
+    for python in candidates:
+        asked = [python, "-c", "import sys; print(sys.version_info[:2])"]
+        if subprocess.run(asked, capture_output=True, text=True).stdout.strip() == "(3, 13)":
+            return python
+    pytest.fail(
+        "Python 3.13 (the Lambda runtime's) is needed to check that the SSRF guard answers alike on it and "
+        "was not found: install it (`pyenv install 3.13`) or put a python3.13 on the PATH"
+    )
+
+
+def test_the_guard_answers_the_same_on_python_3_13_the_lambda_runtime(tmp_path: Path) -> None:
+    """``ipaddress`` changed between 3.11 and 3.13; the guard's rule is its own, so its answers do not."""
+    libraries = tmp_path / "libraries"
+    libraries.mkdir()
+    (libraries / "urllib3").symlink_to(Path(urllib3.__file__).parent)  # pure Python: any version imports it
+    shared = Path(duetime.__file__).parent.parent
+    run = subprocess.run(
+        [python_3_13(), "-S", "-E", "-B", target_guard_answers.__file__, str(shared), str(libraries)],
+        input=json.dumps(target_guard_answers.ADDRESSES),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+    assert run.returncode == 0, run.stderr
+    assert sys.version_info[:2] != (3, 13)  # else this compares 3.13 with itself
+    here = target_guard_answers.answers(target_guard_answers.ADDRESSES)
+    on_3_13 = json.loads(run.stdout)
+    differing = {
+        a: (here.get(a), on_3_13.get(a))
+        for a in here.keys() | on_3_13.keys()
+        if here.get(a) != on_3_13.get(a)
+    }
+    assert differing == {}  # address: (the answer here, the answer on 3.13)
