@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import functools
 import json
+import re
+import sys
 import threading
 from collections.abc import Callable
 from datetime import datetime
@@ -57,6 +59,12 @@ from duetime.service import JobService
 JSON = "application/json"
 PUBLIC_PATHS = {"/healthz", "/v1/openapi.json"}
 MAX_BODY_BYTES = 64 * 1024
+# Deeper JSON is refused before anything parses it: Python's parser recurses once a level (at about 1,000 it
+# raises RecursionError), and so do pydantic and the encoders a body passes through. A job is 4 levels deep;
+# a trigger body or an EventBridge detail is JSON of the team's, rarely past 10.
+MAX_JSON_DEPTH = 64
+_JSON_STRING = re.compile(r'"(?:[^"\\]++|\\.?)*+(?:"|\Z)', re.DOTALL)  # unterminated: to the end
+_JSON_BRACKET = re.compile(r"[\[\]{}]")
 JobId = Annotated[str, Path(min_length=1, max_length=64)]
 RunId = Annotated[str, Path(min_length=1, max_length=128)]
 
@@ -198,6 +206,9 @@ def _handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
             app.context["actor"] = request_token_id(event, headers.get("authorization"))
         except ApiError as exc:
             error = exc
+    if error is None and isinstance(body, str) and body:
+        problem = json_body_problem(body)
+        error = BadRequest(problem) if problem else None
     if error is not None:
         return {
             "statusCode": error.status,
@@ -209,6 +220,26 @@ def _handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
         return app.resolve(event, context)
     finally:
         app.context.clear()
+
+
+def json_body_problem(body: str) -> str | None:
+    """Why ``body`` would break a JSON parser rather than merely fail to parse, else None: nested deeper
+    than ``MAX_JSON_DEPTH`` (counted without parsing, so without recursion), or holding an integer longer
+    than Python reads from text (``sys.get_int_max_str_digits``; ``json.loads`` raises ValueError, not a
+    decode error). Malformed JSON is left to the route's validation (400, "not valid JSON")."""
+    depth = deepest = 0
+    for bracket in _JSON_BRACKET.findall(_JSON_STRING.sub("", body)):
+        depth += 1 if bracket in "[{" else -1
+        deepest = max(deepest, depth)
+    if deepest > MAX_JSON_DEPTH:
+        return f"the body's JSON is nested deeper than {MAX_JSON_DEPTH} levels"
+    try:
+        json.loads(body)
+    except json.JSONDecodeError:
+        return None
+    except ValueError:
+        return f"the body holds an integer of more than {sys.get_int_max_str_digits()} digits"
+    return None
 
 
 def team() -> Team:

@@ -68,6 +68,7 @@ _BLANK = r"[ \t]"
 _ALIAS = "@({})".format("|".join(name.removeprefix("@") for name in CRON_ALIASES))
 CRON_PATTERN = rf"^{_BLANK}*({_ALIAS}|{_CRON_TOKEN}({_BLANK}+{_CRON_TOKEN}){{4}}){_BLANK}*$"
 _CRON_FIELD = re.compile(_CRON_TOKEN)
+MAX_CRON_LENGTH = 256  # a client's cron; every value of every field listed one by one would be about 400
 ZONE_PATTERN = r"^[A-Za-z0-9_+-]+(/[A-Za-z0-9_+-]+)*$"
 
 
@@ -115,10 +116,11 @@ class CronSchedule(Strict):
     cron: str = Field(
         min_length=1,
         pattern=CRON_PATTERN,
+        json_schema_extra={"maxLength": MAX_CRON_LENGTH},  # a client's; a stored cron is read whatever it is
         description="5-field cron expression (minute hour day month weekday, separated by spaces or tabs) "
-        "or @hourly/@daily/@weekly/@monthly/@yearly (also @annually, @midnight). A cron that never fires "
-        "(e.g. `0 0 30 2 *`) or that cron cannot read (a value out of its field's range, an unknown name, "
-        "a step of 0) is refused with 422.",
+        "or @hourly/@daily/@weekly/@monthly/@yearly (also @annually, @midnight), at most "
+        f"{MAX_CRON_LENGTH} characters. A cron that never fires (e.g. `0 0 30 2 *`) or that cron cannot "
+        "read (a value out of its field's range, an unknown name, a step of 0) is refused with 422.",
     )
     timezone: str = Field(
         default="UTC",
@@ -135,6 +137,8 @@ class CronSchedule(Strict):
             return value  # the type check names it
         if (info.context or {}).get("stored"):
             return _stored_cron_text(value)
+        if len(value) > MAX_CRON_LENGTH:  # before croniter reads it
+            raise ValueError(f"cron is longer than {MAX_CRON_LENGTH} characters")
         from duetime.schedule import cron_never_fires  # schedule math imports models; avoid the cycle
 
         expr = _standard_cron_text(value)
@@ -162,6 +166,7 @@ _RATE = re.compile(rf"{_BLANK}*(-?[0-9]+){_BLANK}+{_RATE_UNITS}{_BLANK}*")
 RATE_PATTERN = rf"^{_BLANK}*0*[1-9][0-9]*{_BLANK}+{_RATE_UNITS}{_BLANK}*$"
 _RATE_UNIT_SECONDS = {"minute": 60, "hour": 3600, "day": 86400}
 MAX_RATE_SECONDS = 366 * 86400
+MAX_RATE_LENGTH = 64
 
 
 class RateSchedule(Strict):
@@ -169,14 +174,19 @@ class RateSchedule(Strict):
 
     rate: str = Field(
         pattern=RATE_PATTERN,
-        description='"<n> minute(s)|hour(s)|day(s)", n >= 1; at most 366 days (longer is refused with 422)',
+        json_schema_extra={"maxLength": MAX_RATE_LENGTH},  # a client's; a stored rate is read whatever it is
+        description=f'"<n> minute(s)|hour(s)|day(s)", n >= 1, in at most {MAX_RATE_LENGTH} characters; at '
+        "most 366 days (longer is refused with 422)",
     )
 
     @field_validator("rate", mode="before")
     @classmethod
-    def _positive_rate(cls, value: Any) -> Any:
+    def _positive_rate(cls, value: Any, info: ValidationInfo) -> Any:
         if not isinstance(value, str):
             return value
+        # before its number is read: int() raises on text of more than 4,300 digits
+        if len(value) > MAX_RATE_LENGTH and not (info.context or {}).get("stored"):
+            raise ValueError(f"rate is longer than {MAX_RATE_LENGTH} characters")
         match = _RATE.fullmatch(value)
         if not match:
             raise ValueError('rate must look like "5 minutes", "1 hour" or "2 days"')

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import base64
+import json
 from typing import Any
 
 import pytest
+
+from duetime.adapters.dynamodb.job_index import history_pk, label_pk, words_pk
 
 from .api_support import JOB, Call, make_call
 from .conftest import Stack
@@ -111,6 +115,13 @@ HOSTILE: list[tuple[str, dict[str, Any] | str, int, str | None]] = [
     ("success deadline under a minute", {**JOB, "success_deadline_seconds": 30}, 422, DEADLINE_FIELD),
     ("success deadline as text", {**JOB, "success_deadline_seconds": "1h"}, 422, DEADLINE_FIELD),
     ("body over the limit", {**JOB, "name": "x" * (70 * 1024)}, 413, None),
+    ("a rate of 5,000 digits", {**JOB, "schedule": {"rate": "1" * 5_000 + " days"}}, 422, "schedule.rate"),
+    (
+        "a cron of 10,000 characters",
+        {**JOB, "schedule": {"cron": "0 0 * * " + "1," * 5_000 + "1", "timezone": "UTC"}},
+        422,
+        "schedule.cron",
+    ),
     # AWS targets
     ("an unknown target type", {**JOB, "target": {"type": "smtp", "url": JOB_URL}}, 422, "target"),
     (
@@ -242,3 +253,106 @@ def test_another_teams_ids_answer_exactly_like_missing_ones(alpha: Call, service
     assert theirs.body["error"]["code"] == missing.body["error"]["code"]
     assert mallory("POST", f"/v1/jobs/{job['id']}/trigger").status == 404
     assert alpha("GET", f"/v1/jobs/{job['id']}/runs").body["runs"] == []  # mallory's trigger wrote nothing
+
+
+DEEP = 1_000
+HOSTILE_JSON: list[tuple[str, str, str]] = [
+    # (what, raw body, words the 400's message holds)
+    ("JSON nested 1,000 deep", '{"name": ' + "[" * DEEP + "]" * DEEP + "}", "nested deeper than"),
+    (
+        "JSON objects nested 1,000 deep",
+        '{"name": ' + '{"a": ' * DEEP + "1" + "}" * DEEP + "}",
+        "nested deeper",
+    ),
+    ("an integer of 5,000 digits", '{"name": "n", "jitter_seconds": ' + "1" * 5_000 + "}", "4300 digits"),
+    ("a negative integer of 5,000 digits", '{"timeout_seconds": -' + "9" * 5_000 + "}", "4300 digits"),
+]
+
+
+@pytest.mark.parametrize(("what", "raw", "words"), HOSTILE_JSON, ids=[h[0] for h in HOSTILE_JSON])
+def test_json_that_would_exhaust_the_parser_is_a_400_naming_the_problem_on_every_route_with_a_body(
+    alpha: Call, stack: Stack, what: str, raw: str, words: str
+) -> None:
+    job = alpha("POST", "/v1/jobs", JOB).body
+    before = rows(stack)
+    for method, path in (
+        ("POST", "/v1/jobs"),
+        ("PATCH", f"/v1/jobs/{job['id']}"),
+        ("POST", f"/v1/jobs/{job['id']}/trigger"),
+        ("POST", f"/v1/jobs/{job['id']}/backfill"),
+        ("PUT", "/v1/team/aws-role"),
+    ):
+        answer = alpha(method, path, raw=raw)
+        assert answer.status == 400, (what, method, path, answer.body)
+        assert answer.body["error"]["code"] == "bad_request" and words in answer.body["error"]["message"]
+    assert rows(stack) == before  # nothing written
+
+
+def cursor_of(value: Any) -> str:
+    """A cursor as this API encodes one (URL-safe base64 of JSON), holding ``value``."""
+    return base64.urlsafe_b64encode(json.dumps(value).encode()).decode()
+
+
+# Each listing with a cursor: its path, its query, and a start key of its shape (the attributes of the key it
+# pages through, its partition key's value among them); "{job}" is the job's id.
+LISTINGS: list[tuple[str, str, dict[str, str], dict[str, str]]] = [
+    ("jobs", "/v1/jobs", {}, {"team": "alpha", "job_id": "{job}"}),
+    (
+        "labelled jobs",
+        "/v1/jobs",
+        {"label": "env:prod"},
+        {"pk": label_pk("alpha", "env", "prod"), "sk": "{job}"},
+    ),
+    ("jobs by name", "/v1/jobs", {"q": "nightly"}, {"pk": words_pk("alpha"), "sk": "nightly#{job}"}),
+    ("runs", "/v1/jobs/{job}/runs", {}, {"job_id": "{job}", "occurrence": "2026-12-01T00:00:00Z"}),
+    ("history", "/v1/jobs/{job}/history", {}, {"pk": history_pk("{job}"), "sk": "2026-12-01T00:00:00#ab"}),
+]
+
+
+def wrong_shapes(key: dict[str, str]) -> list[tuple[str, Any]]:
+    """Well-formed cursors (base64 of valid JSON) that are not a start key of ``key``'s shape."""
+    first, *_, last = key
+    typed = {name: {"S": value} for name, value in key.items()}
+    return [
+        ("a JSON list", [1, 2]),
+        ("a JSON string", "next"),
+        ("an empty object", {}),
+        ("the partition key alone", {first: typed[first]}),
+        ("a value that is a number", {**typed, last: {"S": 5}}),
+        ("a value with no type", {**typed, last: {}}),
+        ("a value of the number type", {**typed, last: {"N": "x"}}),
+        ("a value of two types", {**typed, last: {"S": "a", "N": "1"}}),
+        ("an empty value", {**typed, last: {"S": ""}}),
+        ("a value over DynamoDB's key limit", {**typed, last: {"S": "k" * 1_100}}),
+        ("a value that is no UTF-8", {**typed, last: {"S": "\ud800"}}),
+        ("an attribute that is no key", {**typed, "name": {"S": "x"}}),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("listing", "path", "query", "key"), LISTINGS, ids=[listing[0] for listing in LISTINGS]
+)
+def test_a_well_formed_cursor_of_the_wrong_shape_is_a_400_naming_the_cursor_on_every_listing(
+    alpha: Call, listing: str, path: str, query: dict[str, str], key: dict[str, str]
+) -> None:
+    job = alpha("POST", "/v1/jobs", {**JOB, "labels": {"env": "prod"}}).body
+    path = path.replace("{job}", job["id"])
+    key = {name: value.replace("{job}", job["id"]) for name, value in key.items()}
+    for what, value in wrong_shapes(key):
+        answer = alpha("GET", path, query={**query, "cursor": cursor_of(value)})
+        assert answer.status == 400, (what, listing, answer.body)
+        assert answer.body["error"]["field"] == "cursor", (what, listing, answer.body)
+    # the right shape is taken (a page after that key)
+    right = {name: {"S": value} for name, value in key.items()}
+    assert alpha("GET", path, query={**query, "cursor": cursor_of(right)}).status == 200, listing
+
+
+def test_a_search_refuses_the_cursor_of_another_search_of_the_same_team(alpha: Call) -> None:
+    for name in ("nightly a", "nightly b", "weekly c"):
+        assert alpha("POST", "/v1/jobs", {**JOB, "name": name}).status == 201
+    cursor = alpha("GET", "/v1/jobs", query={"q": "nightly", "limit": "1"}).body["next_cursor"]
+    assert cursor
+    refused = alpha("GET", "/v1/jobs", query={"q": "weekly", "cursor": cursor})
+    assert refused.status == 400 and refused.body["error"]["field"] == "cursor", refused.body
+    taken = alpha("GET", "/v1/jobs", query={"q": "nightly", "cursor": cursor})
+    assert taken.status == 200 and [j["name"] for j in taken.body["jobs"]] == ["nightly b"], taken.body

@@ -38,8 +38,8 @@ def refusal(model: type[Any], **fields: Any) -> str | None:
 
 # (model, field, its pattern, text to try, what a refusal of a value inside the pattern may say)
 DOCUMENTED = [
-    (CronSchedule, "cron", CRON_PATTERN, CRON_TEXT, ("never", "range", "invalid", "out of")),
-    (RateSchedule, "rate", RATE_PATTERN, RATE_TEXT, ("366 days",)),
+    (CronSchedule, "cron", CRON_PATTERN, CRON_TEXT, ("never", "range", "invalid", "out of", "longer than")),
+    (RateSchedule, "rate", RATE_PATTERN, RATE_TEXT, ("366 days", "longer than")),
 ]
 
 

@@ -69,3 +69,25 @@ def test_defaults_match_the_documented_policy() -> None:
     assert spec.jitter_seconds == 300 and not spec.exact and spec.misfire == "run_once"
     assert spec.retry.max_attempts == 4 and spec.retry.backoff_seconds == [10, 30, 120]
     assert spec.schedule.cron == "0 0 * * *"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("schedule", "message"),
+    [
+        ({"cron": "0 0 * * " + "1," * 200 + "1"}, "cron is longer than 256 characters"),
+        ({"rate": "1" * 5_000 + " days"}, "rate is longer than 64 characters"),  # int() would raise on it
+    ],
+)
+def test_a_cron_or_rate_over_its_length_bound_is_refused_before_it_is_read(
+    schedule: dict[str, str], message: str
+) -> None:
+    with pytest.raises(ValidationError, match=message) as caught:
+        JobSpec.model_validate({**GOOD, "schedule": schedule}, context={"now": NOW})
+    assert field_path(tuple(caught.value.errors()[0]["loc"])) == f"schedule.{next(iter(schedule))}"
+
+
+def test_a_stored_cron_over_the_bound_is_still_read() -> None:
+    """A job written before the bound keeps running: the bound is a client's."""
+    long_cron = "0 0 * * " + "1," * 200 + "1"
+    stored = JobSpec.model_validate({**GOOD, "schedule": {"cron": long_cron}}, context={"stored": True})
+    assert stored.schedule.cron == long_cron  # type: ignore[union-attr]

@@ -74,22 +74,41 @@ def encode_cursor(key: dict[str, Any] | None) -> str | None:
     return base64.urlsafe_b64encode(json.dumps(key).encode()).decode() if key else None
 
 
-def decode_cursor(cursor: str | None, scope: tuple[str, str] | None = None) -> dict[str, Any] | None:
+# A listing's start key: the attributes of the key it pages through (the table's and the index's), each a
+# string, as DynamoDB takes a key attribute (not empty; a sort key at most 1,024 bytes).
+TEAM_JOBS_KEY = ("team", "job_id")
+CONTROL_KEY = ("pk", "sk")
+RUNS_KEY = ("job_id", "occurrence")
+MAX_KEY_BYTES = 1024
+
+
+def decode_cursor(cursor: str | None, scope: tuple[str, str], keys: tuple[str, ...]) -> dict[str, Any] | None:
     """The start key a cursor carries. ``scope`` (attribute, value) is the listing's partition key: a
-    cursor taken from another team's or job's listing is refused, not handed to DynamoDB."""
+    cursor taken from another team's or job's listing is refused, not handed to DynamoDB. ``keys`` are the
+    attributes of the listing's key: a cursor holding other attributes, or values DynamoDB would refuse
+    (not a non-empty string of at most ``MAX_KEY_BYTES``), is refused too, however well-formed its JSON."""
     if not cursor:
         return None
     try:
         key = json.loads(base64.urlsafe_b64decode(cursor.encode()))
-    except (binascii.Error, ValueError, UnicodeDecodeError) as exc:
+    except (binascii.Error, ValueError, RecursionError) as exc:
         raise InvalidCursor("cursor is not one this API returned") from exc
-    if not isinstance(key, dict) or not all(
-        isinstance(v, dict) and set(v) <= {"S", "N"} for v in key.values()
-    ):
+    if not isinstance(key, dict) or set(key) != set(keys) or not all(_key_value(v) for v in key.values()):
         raise InvalidCursor("cursor is not one this API returned")
-    if scope is not None and key.get(scope[0]) != {"S": scope[1]}:
+    if key.get(scope[0]) != {"S": scope[1]}:
         raise InvalidCursor("cursor belongs to another listing")
     return key
+
+
+def _key_value(value: Any) -> bool:
+    """Whether ``value`` is a key attribute's value as DynamoDB takes one in a start key: ``{"S": text}``."""
+    if not isinstance(value, dict) or set(value) != {"S"} or not isinstance(value["S"], str):
+        return False
+    try:
+        size = len(value["S"].encode())
+    except UnicodeEncodeError:  # a lone surrogate (JSON's "\ud800")
+        return False
+    return 0 < size <= MAX_KEY_BYTES
 
 
 def _reasons(exc: ClientError) -> list[str]:
@@ -302,7 +321,7 @@ class DynamoCatalog(TeamRecords, JobIndex):
             "KeyConditionExpression": "team = :team",
             "ExpressionAttributeValues": {":team": s(team_id)},
         }
-        start = decode_cursor(cursor, scope=("team", team_id))
+        start = decode_cursor(cursor, ("team", team_id), TEAM_JOBS_KEY)
         return self._page(self.names.jobs, "job_id", query, limit, start, item_to_job)
 
     def search_jobs(
@@ -314,10 +333,15 @@ class DynamoCatalog(TeamRecords, JobIndex):
         while ``cursor`` says more may follow; a job two of whose words match may come on two pages."""
         if label is not None:
             pk = label_pk(team_id, *label)
-            ids, last = self.label_job_ids(team_id, *label, limit, decode_cursor(cursor, scope=("pk", pk)))
+            ids, last = self.label_job_ids(
+                team_id, *label, limit, decode_cursor(cursor, ("pk", pk), CONTROL_KEY)
+            )
         else:
-            start = decode_cursor(cursor, scope=("pk", words_pk(team_id)))
-            ids, last = self.word_job_ids(team_id, max(words, key=len), limit, start)
+            prefix = max(words, key=len)
+            start = decode_cursor(cursor, ("pk", words_pk(team_id)), CONTROL_KEY)
+            if start is not None and not start["sk"]["S"].startswith(prefix):  # outside this search's keys
+                raise InvalidCursor("cursor belongs to another listing")
+            ids, last = self.word_job_ids(team_id, prefix, limit, start)
         ids = list(dict.fromkeys(ids))
         items = self._batch_get(self.names.jobs, "job_id", ids)
         jobs = [item_to_job(items[i]) for i in ids if i in items]
@@ -333,7 +357,7 @@ class DynamoCatalog(TeamRecords, JobIndex):
     def job_history(self, job_id: str, limit: int, cursor: str | None) -> Page:
         """A page of the job's changes (``JobChange``), newest first."""
         changes, last = self.job_changes(
-            job_id, limit, decode_cursor(cursor, scope=("pk", history_pk(job_id)))
+            job_id, limit, decode_cursor(cursor, ("pk", history_pk(job_id)), CONTROL_KEY)
         )
         return Page(changes, encode_cursor(last))
 
@@ -367,7 +391,7 @@ class DynamoCatalog(TeamRecords, JobIndex):
 
     def job_runs(self, job_id: str, limit: int, cursor: str | None) -> Page:
         """A job's runs, newest first: one Query on the runs table (keyed by job and nominal time)."""
-        start = decode_cursor(cursor, scope=("job_id", job_id))
+        start = decode_cursor(cursor, ("job_id", job_id), RUNS_KEY)
         response = self.client.query(
             TableName=self.names.runs,
             KeyConditionExpression="job_id = :job",
