@@ -116,10 +116,8 @@ class JobOut(JobSpec):
 
     @classmethod
     def of(cls, job: Job, missing_since: datetime | None = None, last_run: Run | None = None) -> JobOut:
-        """The job as answers show it; header values are write-only (``HttpTarget.redacted``)."""
-        spec = job.model_copy(update={"target": job.target.redacted()}).model_dump(
-            include=set(JobSpec.model_fields)
-        )
+        """The job as answers show it; header values and URL secrets are write-only (``JobSpec.redacted``)."""
+        spec = job.redacted().model_dump(include=set(JobSpec.model_fields))
         scheduled = not job.paused  # a paused job keeps its place but has no next run
         return cls(
             **spec,

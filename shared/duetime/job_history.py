@@ -34,9 +34,8 @@ class JobChange:
 
 
 def shown_spec(job: Job) -> dict[str, Any]:
-    """The job's spec as answers show it (header values redacted), as JSON values."""
-    redacted = job.model_copy(update={"target": job.target.redacted()})
-    return redacted.model_dump(mode="json", include=set(JobSpec.model_fields))
+    """The job's spec as answers show it (header values and URL secrets redacted), as JSON values."""
+    return job.redacted().model_dump(mode="json", include=set(JobSpec.model_fields))
 
 
 def _recorded(value: Any) -> Any:
@@ -44,12 +43,13 @@ def _recorded(value: Any) -> Any:
     return value if len(text) <= MAX_VALUE_CHARS else f"<{len(text.encode())} bytes of JSON>"
 
 
-HIDDEN_CHANGE = {"from": "<header values hidden>", "to": "<a header value changed>"}
+HIDDEN_CHANGE = {"from": "<secret values hidden>", "to": "<a secret value changed>"}
 
 
 def changed_fields(before: Job, after: Job) -> dict[str, dict[str, Any]]:
-    """The top-level spec fields whose values differ, each ``{"from": old, "to": new}``; a target whose
-    only change is a header's value says so without showing either value (``HIDDEN_CHANGE``)."""
+    """The top-level spec fields whose values differ, each ``{"from": old, "to": new}``; a field whose only
+    change is a secret's (a header's value, a URL's password or token) says so without showing either value
+    (``HIDDEN_CHANGE``)."""
     old, new = shown_spec(before), shown_spec(after)
     fields: dict[str, dict[str, Any]] = {}
     for name in JobSpec.model_fields:

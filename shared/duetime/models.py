@@ -3,7 +3,8 @@
 User input is validated here, once: every model forbids unknown fields and every error names its field.
 Time-dependent checks (``at`` in the past) read ``now`` from the validation context, never from the
 machine: ``JobSpec.model_validate(data, context={"now": clock.now()})``; what only a client may not send (the
-redaction marker as a header value) is refused under that context too, never in what duetime stored.
+redaction marker as a header value or as a URL's secret) is refused under that context too, never in what
+duetime stored.
 
 The constraints OpenAPI can state (patterns, lengths, ranges) are declared on the fields, so the API's
 document and its validation come from the same place. Patterns keep to what JSON Schema (ECMA-262), pydantic
@@ -17,7 +18,7 @@ import functools
 import re
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from pydantic import (
@@ -44,6 +45,7 @@ from duetime.aws_targets import (
 )
 from duetime.labels import Labels
 from duetime.timeutil import to_utc, whole_seconds
+from duetime.url_secrets import REDACTED, holds_marker, redact_url, shown_origin, url_origin
 
 MAX_SQS_DELAY_SECONDS = 900  # a retry's backoff is carried by an SQS message delay
 
@@ -253,25 +255,60 @@ HEADER_VALUE_PATTERN = r"^[^\r\n\x00]*$"
 _URL = re.compile(URL_PATTERN)
 _HEADER_NAME = re.compile(HEADER_NAME_PATTERN)
 RESERVED_HEADER_PREFIX = "x-duetime-"
-REDACTED = "***"  # what answers show for a header value; sent back in a PATCH, it keeps the stored value
+MAX_URL_LENGTH = 2048
+# REDACTED (url_secrets) is what answers show for a header value and a URL's secrets; sent back in a PATCH,
+# it keeps the stored value (``HttpTarget.restore_redacted``)
 
 HeaderName = Annotated[str, StringConstraints(pattern=HEADER_NAME_PATTERN)]
 HeaderValue = Annotated[str, StringConstraints(pattern=HEADER_VALUE_PATTERN)]
 
 
-def _absolute_http_url(value: Any) -> Any:
-    if isinstance(value, str) and not _URL.match(value):
+def _absolute_http_url(value: Any, info: ValidationInfo) -> Any:
+    """An http(s) URL; from a client (``now`` in the context), one with no ``REDACTED`` secret (a URL as
+    answers show it stands for the stored one only when sent back unchanged: ``HttpTarget``) and whose shown
+    form still fits ``MAX_URL_LENGTH``."""
+    if not isinstance(value, str):
+        return value
+    if not _URL.match(value):
         raise ValueError("url must be an absolute http:// or https:// URL")
+    if (info.context or {}).get("now") is not None:
+        if holds_marker(value):
+            raise ValueError(
+                f"url: {REDACTED!r} stands for a secret of the stored URL only in that URL exactly as "
+                "answers show it; to change the URL, send it with its secrets"
+            )
+        if len(redact_url(value)) > MAX_URL_LENGTH:
+            raise ValueError(
+                f"url is longer than {MAX_URL_LENGTH} characters with its secrets shown as {REDACTED}"
+            )
     return value
+
+
+class StoredSecretsWithheld(ValueError):
+    """A target's new URL is of another origin than the one its stored header values were given for: those
+    values are not sent there. ``fields`` names each header to send again (``target.headers.<name>``)."""
+
+    def __init__(self, names: list[str], before: str, after: str) -> None:
+        self.fields = [f"target.headers.{name}" for name in names]
+        super().__init__(
+            f"{', '.join(self.fields)}: the target's origin changes from {shown_origin(url_origin(before))} "
+            f"to {shown_origin(url_origin(after))}, and stored header values go only to the origin they "
+            f"were given for: send {'this value' if len(names) == 1 else 'these values'} again instead of "
+            f"{REDACTED!r}"
+        )
 
 
 class HttpTarget(Strict):
     type: Literal["http"] = "http"
     url: str = Field(
-        max_length=2048,
+        max_length=MAX_URL_LENGTH,
         pattern=URL_PATTERN,
         description="absolute http:// or https:// URL. Loopback, private, link-local and other "
-        "non-public addresses (after DNS resolution) are refused with 422.",
+        "non-public addresses (after DNS resolution) are refused with 422. Its secrets are write-only: "
+        "answers show a userinfo's password (or a lone user name) and the values of query parameters "
+        "named like secrets (token, key, secret, password, signature, sig, auth, credential, ...) as "
+        f'"{REDACTED}". In a PATCH, the URL sent back exactly as shown keeps the stored one; any other URL '
+        f'holding "{REDACTED}" as such a value is refused with 422.',
     )
     method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"] = "POST"
     headers: dict[HeaderName, HeaderValue] = Field(
@@ -279,17 +316,16 @@ class HttpTarget(Strict):
         max_length=50,
         description=f"Extra request headers. Values are write-only: answers list each name with the value "
         f'"{REDACTED}". In a PATCH that sends `target`, a value of exactly "{REDACTED}" keeps the value '
-        f"stored under that name (names compare case-insensitively), so a client can GET, edit and PATCH; "
-        f'"{REDACTED}" for a name with no stored value, Idempotency-Key and X-Duetime-* names are refused '
-        f"with 422.",
+        f"stored under that name (names compare case-insensitively), so a client can GET, edit and PATCH, "
+        f"as long as the URL's origin (scheme, host, port) stays the same: stored values never follow a URL "
+        f'to another origin ("{REDACTED}" with a new origin is refused with 422 naming each header, '
+        f'target.headers.<name>, to send again). "{REDACTED}" for a name with no stored value, '
+        f"Idempotency-Key and X-Duetime-* names are refused with 422.",
         json_schema_extra={"additionalProperties": False},
     )
     body: str | None = Field(default=None, max_length=64 * 1024)
 
-    @field_validator("url", mode="before")
-    @classmethod
-    def _http_url(cls, value: Any) -> Any:
-        return _absolute_http_url(value)
+    _http_url = field_validator("url", mode="before")(_absolute_http_url)
 
     @field_validator("headers", mode="before")
     @classmethod
@@ -314,21 +350,39 @@ class HttpTarget(Strict):
         return value
 
     def redacted(self) -> HttpTarget:
-        """This target as answers show it: every header value replaced by ``REDACTED``."""
-        return self.model_copy(update={"headers": dict.fromkeys(self.headers, REDACTED)})
+        """This target as answers show it: every header value replaced by ``REDACTED``, and the URL's
+        secrets (``url_secrets.redact_url``)."""
+        return self.model_copy(
+            update={"url": redact_url(self.url), "headers": dict.fromkeys(self.headers, REDACTED)}
+        )
 
     def restore_redacted(self, sent: Any) -> Any:
-        """``sent`` (a client's new target, unvalidated) with each ``REDACTED`` header value replaced by
-        the value this target stores under that name (compared case-insensitively). Names without a stored
-        value keep the marker, and validation refuses it."""
-        if not isinstance(sent, dict) or not isinstance(sent.get("headers"), dict):
+        """``sent`` (a client's new target, unvalidated) with what answers showed redacted put back: a URL
+        sent back exactly as shown (``redacted``) is this target's URL, and each ``REDACTED`` header value
+        is the value this target stores under that name (compared case-insensitively), while the URL's
+        origin stays this target's (``url_origin``). A new origin with a ``REDACTED`` header value that
+        stands for a stored one raises ``StoredSecretsWithheld`` (stored values are never sent elsewhere);
+        a URL that cannot be read is left to validation, which refuses it before anything is called or
+        written. Names without a stored value keep the marker, and validation refuses it; so does a URL
+        that holds it anywhere but in the text answers show."""
+        if not isinstance(sent, dict):
+            return sent
+        if sent.get("url") == redact_url(self.url):
+            sent = {**sent, "url": self.url}
+        if not isinstance(sent.get("headers"), dict):
             return sent
         stored = {name.lower(): value for name, value in self.headers.items()}
         stored.update(self.headers)  # an exact spelling wins over another one
+        kept = [
+            name
+            for name, value in sent["headers"].items()
+            if value == REDACTED and isinstance(name, str) and (name in stored or name.lower() in stored)
+        ]
+        url = sent.get("url")
+        if kept and isinstance(url, str) and url_origin(url) not in (None, url_origin(self.url)):
+            raise StoredSecretsWithheld(kept, self.url, url)
         headers = {
-            name: stored.get(name, stored.get(name.lower(), value))
-            if value == REDACTED and isinstance(name, str)
-            else value
+            name: stored.get(name, stored.get(name.lower(), value)) if name in kept else value
             for name, value in sent["headers"].items()
         }
         return {**sent, "headers": headers}
@@ -436,10 +490,10 @@ class WebhookChannel(Strict):
 
     type: Literal["webhook"]
     url: str = Field(
-        max_length=2048,
+        max_length=MAX_URL_LENGTH,
         pattern=URL_PATTERN,
         description="absolute http:// or https:// URL; non-public addresses are refused with 422, as for "
-        "targets",
+        f'targets. Answers show its secrets as "{REDACTED}", as a target URL\'s.',
     )
     events: NotifyEvents
 
@@ -537,6 +591,17 @@ class JobSpec(Strict):
     @property
     def fires_exactly(self) -> bool:
         return self.exact or self.jitter_seconds == 0
+
+    def redacted(self) -> Self:
+        """This job as people are shown it (API answers, its history): its target's header values and URL
+        secrets, and its webhooks' URL secrets, replaced by ``REDACTED`` (``url_secrets``)."""
+        notify = [
+            channel.model_copy(update={"url": redact_url(channel.url)})
+            if isinstance(channel, WebhookChannel)
+            else channel
+            for channel in self.notify
+        ]
+        return self.model_copy(update={"target": self.target.redacted(), "notify": notify})
 
 
 class JobState(BaseModel):

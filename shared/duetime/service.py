@@ -44,6 +44,7 @@ from duetime.models import (
     Job,
     JobSpec,
     Run,
+    StoredSecretsWithheld,
     Target,
     Team,
     WebhookChannel,
@@ -281,17 +282,22 @@ class JobService:
 
     def update_job(self, team: Team, job_id: str, changes: dict[str, Any], actor: str = "api") -> Job:
         """Apply ``changes`` (top-level fields; nested objects are replaced whole). Anything that moves
-        the schedule reschedules from now; the run history is kept. Header values are write-only: in a
-        new ``target``, a value of ``REDACTED`` keeps the value stored under that name."""
+        the schedule reschedules from now; the run history is kept. Header values and URL secrets are
+        write-only: in a new ``target``, a value of ``REDACTED`` keeps the value stored under that name
+        while the URL's origin stays the same (another origin: 422 naming each such header, nothing
+        written), and the URL as answers show it keeps the stored URL (``HttpTarget.restore_redacted``)."""
         for _ in range(5):
             job = self.get_job(team, job_id)
             now = self.clock.now()
             current = job.model_dump(mode="json", include=set(JobSpec.model_fields))
-            sent = (
-                {**changes, "target": job.target.restore_redacted(changes["target"])}
-                if "target" in changes
-                else changes
-            )
+            try:
+                sent = (
+                    {**changes, "target": job.target.restore_redacted(changes["target"])}
+                    if "target" in changes
+                    else changes
+                )
+            except StoredSecretsWithheld as exc:
+                raise InvalidInput(str(exc), exc.fields[0]) from exc
             spec = self._validate({**current, **sent}, now, team, new_target="target" in changes)
             stamp = ceil_seconds(now)
             updated = Job(

@@ -81,6 +81,8 @@ HOSTILE: list[tuple[str, dict[str, Any] | str, int, str | None]] = [
     ("LF in a header name", target(JOB_URL, headers={"X\nB": "1"}), 422, "target.headers"),
     ("LF ending a header name", target(JOB_URL, headers={"X-B\n": "1"}), 422, "target.headers"),
     ("the redaction marker as a value", target(JOB_URL, headers={"X-B": "***"}), 422, "target.headers"),
+    ("the redaction marker as a URL's token", target(JOB_URL + "?token=***"), 422, "target.url"),
+    ("the redaction marker as a URL's password", target("https://u:***@example.com/"), 422, "target.url"),
     ("a cron alias not in the list", {**JOB, "schedule": {"cron": "@often"}}, 422, "schedule.cron"),
     (
         "overriding the idempotency key",
