@@ -36,6 +36,8 @@ from duetime.api_models import (
     PreviewRun,
     RunList,
     RunOut,
+    SigningKeyOut,
+    SigningKeysOut,
     TeamOut,
     TriggerIn,
 )
@@ -461,6 +463,21 @@ def job_history(
 ) -> JobHistory:
     page = service().job_history(team(), job_id, limit, cursor)
     return JobHistory(changes=[JobChangeOut.of(c) for c in page.items], next_cursor=page.cursor)
+
+
+@app.get(
+    "/v1/jobs/<job_id>/signing-key",
+    responses=_responses(200, SigningKeysOut, 404),
+    security=SECURITY,
+    description="The keys the job's calls (and its webhook notifications) are signed with, for its target "
+    "to verify the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) with "
+    "any Standard Webhooks library. Each job has keys of its own, so a call to one job's target does not "
+    "verify at another's. During a signing-secret rotation's overlap both keys are listed, each with when "
+    "it stops signing.",
+)
+def job_signing_key(job_id: JobId) -> SigningKeysOut:
+    keys = service().job_signing_keys(team(), job_id)
+    return SigningKeysOut(job_id=job_id, keys=[SigningKeyOut.of(k) for k in keys])
 
 
 @app.get(

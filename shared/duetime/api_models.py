@@ -33,6 +33,7 @@ from duetime.models import (
     TimeoutSeconds,
 )
 from duetime.service import UpcomingRun
+from duetime.signing import JobSigningKey
 
 
 class Out(BaseModel):
@@ -307,6 +308,31 @@ class TeamOut(Out):
             aws_role_arn=team.aws_role_arn,
             aws_external_id=team.aws_external_id,
         )
+
+
+class SigningKeyOut(Out):
+    key_id: str = Field(description="the id of the team's signing secret it is derived from (s1, s2, ...)")
+    secret: str = Field(
+        description="`whsec_<base64 key>`, as Standard Webhooks libraries take it: `Webhook(secret).verify("
+        "body, headers)`"
+    )
+    until: datetime | None = Field(
+        description="when it stops signing: the end of a rotated-out secret's overlap; null for the current "
+        "key"
+    )
+
+    @classmethod
+    def of(cls, key: JobSigningKey) -> SigningKeyOut:
+        return cls(key_id=key.key_id, secret=key.secret, until=key.until)
+
+
+class SigningKeysOut(Out):
+    job_id: str
+    keys: list[SigningKeyOut] = Field(
+        description="the keys the job's calls are signed with now, the current one first; during a "
+        "rotation's overlap also the rotated-out one (`webhook-signature` holds one `v1,...` per key). Empty "
+        "when the team has no signing secret"
+    )
 
 
 class AwsRoleIn(BaseModel):

@@ -41,6 +41,7 @@ def table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
 
 JOB_COLUMNS = ["id", "name", "schedule", "paused", "next_run_at"]
 RUN_COLUMNS = ["run_id", "status", "attempt", "scheduled_at", "finished_at"]
+SIGNING_KEY_COLUMNS = ["key_id", "secret", "until"]
 
 
 def _job_row(job: dict[str, Any]) -> dict[str, Any]:
@@ -242,6 +243,9 @@ def run_jobs(args: argparse.Namespace) -> None:
         show(data, args.json, ["at", "action", "token_id", "fields"], "changes")
     elif action == "get":
         show(client.request("GET", client.job_path(args.id)), args.json)
+    elif action == "signing-key":
+        keys = client.request("GET", client.job_path(args.id, "signing-key"))
+        show(keys, args.json, SIGNING_KEY_COLUMNS, "keys")
     elif action in ("pause", "resume"):
         show(client.request("POST", client.job_path(args.id, action)), args.json)
     elif action == "trigger":
@@ -602,6 +606,11 @@ def parser() -> argparse.ArgumentParser:
     history.add_argument("--limit", type=int, default=50)
     for action in ("get", "pause", "resume", "delete"):
         api_flags(jobs.add_parser(action, help=f"{action} a job")).add_argument("id")
+    api_flags(
+        jobs.add_parser(
+            "signing-key", help="the keys (whsec_...) the job's target verifies its calls' signatures with"
+        )
+    ).add_argument("id")
     trigger = api_flags(jobs.add_parser("trigger", help="run a job now (its schedule is not touched)"))
     trigger.add_argument("id")
     trigger.add_argument("--body", help="this run's request body, sent as given (default: the job's)")

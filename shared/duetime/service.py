@@ -51,6 +51,7 @@ from duetime.models import (
 )
 from duetime.ports import JobAndRunStore, RunMessage, RunQueue
 from duetime.schedule import fire_time, is_dst_shifted, next_nominal_after, nominals_between, rate_anchor
+from duetime.signing import JobSigningKey, job_signing_keys
 from duetime.target_guard import TargetRefused, check_target_url
 from duetime.team_admin import TeamAdmin, hash_token
 from duetime.timeutil import ceil_seconds, minute_bucket, whole_seconds
@@ -226,6 +227,12 @@ class JobService:
         if job is None or job.team != team.team_id:
             raise NotFound(f"no job {job_id}")
         return job
+
+    def job_signing_keys(self, team: Team, job_id: str) -> list[JobSigningKey]:
+        """The keys the job's calls are signed with now, its target's to verify with
+        (``signing.job_signing_keys``: the current one, and a rotated-out one during its overlap). Raises
+        NotFound for a job not of ``team``."""
+        return job_signing_keys(team, self.get_job(team, job_id).id, self.clock.now())
 
     def missing_since(self, jobs: Sequence[Job]) -> dict[str, datetime]:
         """The success-deadline flags of ``jobs`` (``duetime.deadlines``): job id -> the nominal time of its

@@ -51,7 +51,7 @@ from duetime.ports import (
     TargetResponse,
     TeamStore,
 )
-from duetime.signing import signature_header, signing_keys
+from duetime.signing import signed_headers, with_signed_headers
 from duetime.team_cache import TeamCache
 from duetime.timeutil import iso_z
 
@@ -420,13 +420,11 @@ class Worker:
         }
         if target.body is not None and not any(k.lower() == "content-type" for k in headers):
             headers["Content-Type"] = "application/json"
-        now = self.clock.now()
-        if keys := signing_keys(team, now):
-            headers["X-Duetime-Signature"] = signature_header(keys, int(now.timestamp()), body)
+        signed = signed_headers(team, run.job_id, run.run_id, self.clock.now(), body)
         return TargetRequest(
             url=target.url,
             method=target.method,
-            headers=headers,
+            headers=with_signed_headers(headers, signed),
             body=body if target.body is not None else None,
             timeout_seconds=run.timeout_seconds,
         )

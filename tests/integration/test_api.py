@@ -325,7 +325,8 @@ def test_preview_marks_runs_moved_by_dst_and_load_counts_due_runs_per_minute(alp
 def test_openapi_document_lists_every_operation(service: JobService) -> None:
     doc = make_call(None)("GET", "/v1/openapi.json").body
     operations = {(m.upper(), p) for p, ops in doc["paths"].items() for m in ops}
-    assert len(operations) == 21
+    assert len(operations) == 22
+    assert ("GET", "/v1/jobs/{job_id}/signing-key") in operations
     assert ("GET", "/v1/jobs/{job_id}/history") in operations and ("GET", "/v1/team") in operations
     assert not any(path.startswith("/console") for _, path in operations)  # the console's files: not the API
     assert ("POST", "/v1/runs/{run_id}/retry") in operations and ("GET", "/v1/load") in operations
@@ -342,6 +343,19 @@ def test_openapi_document_lists_every_operation(service: JobService) -> None:
     assert "1,000" in window["properties"]["to"]["description"] and "1,000" in backfill["description"]
     assert doc["components"]["schemas"]["BackfillOut"]["required"] == ["runs"]
     assert doc["components"]["securitySchemes"]["bearerAuth"]["scheme"] == "bearer"
+
+
+def test_a_jobs_signing_key_is_shown_to_its_own_team_only_and_each_job_has_its_own(
+    alpha: Call, beta: Call
+) -> None:
+    job, other = (alpha("POST", "/v1/jobs", JOB).body for _ in range(2))
+    shown = alpha("GET", f"/v1/jobs/{job['id']}/signing-key")
+    assert shown.status == 200 and shown.body["job_id"] == job["id"]
+    (key,) = shown.body["keys"]
+    assert key["key_id"] == "s1" and key["until"] is None and key["secret"].startswith("whsec_")
+    (others,) = alpha("GET", f"/v1/jobs/{other['id']}/signing-key").body["keys"]
+    assert others["secret"] != key["secret"]
+    assert beta("GET", f"/v1/jobs/{job['id']}/signing-key").status == 404  # another team's job
 
 
 def test_unknown_routes_are_404_in_the_error_shape(alpha: Call) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 import urllib3
+from standardwebhooks import Webhook
 
 from duetime.signing import verify_signature
 
@@ -92,7 +93,10 @@ def test_a_job_created_over_http_runs_with_the_promised_headers_and_a_valid_sign
     assert call["headers"]["x-duetime-scheduled-at"] == at.strftime("%Y-%m-%dT%H:%M:%SZ")
     assert verify_signature(
         local.secret, call["headers"]["x-duetime-signature"], call["body"].encode(), int(time.time())
-    )
+    )  # the old header, during its migration window (README)
+    assert call["headers"]["webhook-id"] == run_id
+    (key,) = api(local, "GET", f"/v1/jobs/{job['id']}/signing-key")[1]["keys"]
+    Webhook(key["secret"]).verify(call["body"], call["headers"], json_parse=False)
     run = wait_for(
         lambda: (r := api(local, "GET", f"/v1/runs/{run_id}")[1]) and r["status"] == "succeeded" and r
     )

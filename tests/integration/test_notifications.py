@@ -11,6 +11,7 @@ from typing import Any
 
 import boto3
 import pytest
+from standardwebhooks import Webhook
 
 from duetime.adapters.http_target import HttpTargetCaller
 from duetime.adapters.notify_channels import ChannelSender, SnsTopics, WebhookSender
@@ -100,6 +101,9 @@ def test_a_dead_run_tells_the_jobs_webhook_and_topic_once_and_repeats_are_groupe
     assert verify_signature(
         team.signing_secret, call.headers["x-duetime-signature"], call.body.encode(), stamp
     )
+    assert call.headers["webhook-id"] == sent["notification_id"]
+    (key,) = local_team("GET", f"/v1/jobs/{job['id']}/signing-key").body["keys"]
+    Webhook(key["secret"]).verify(call.body, call.headers)  # as the run's calls: the job's key
     (message,) = stack.sqs.receive_message(QueueUrl=inbox, WaitTimeSeconds=5)["Messages"]
     assert json.loads(message["Body"])["notification_id"].startswith(f"{job['id']}:dead:")
 

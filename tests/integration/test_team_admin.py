@@ -8,6 +8,7 @@ import threading
 from datetime import timedelta
 
 import pytest
+from standardwebhooks import Webhook
 
 from duetime import cli
 from duetime.adapters.dynamodb.catalog import DynamoCatalog
@@ -15,7 +16,7 @@ from duetime.clock import ManualClock
 from duetime.errors import Forbidden, InvalidInput, QuotaExceeded, Unauthorized
 from duetime.models import RunStatus
 from duetime.service import JobService
-from duetime.signing import verify_signature
+from duetime.signing import job_signing_keys, verify_signature
 from duetime.team_admin import TeamAdmin
 from duetime.worker import Worker
 
@@ -160,21 +161,27 @@ def test_a_rotated_signing_secret_still_signs_beside_the_new_one_until_the_overl
     queued = stack.store.get_run(f"{run.id}@{run.state.next_nominal_at:%Y-%m-%dT%H:%M:%SZ}")
     assert queued is not None
 
-    def signature_at(offset: timedelta) -> tuple[str, int]:
+    def signed_at(offset: timedelta) -> tuple[dict[str, str], int]:
         clock = ManualClock(stack.clock.now() + offset)
         worker = Worker(stack.store, stack.store, stack.queue, stack.alerts, None, clock)  # type: ignore[arg-type]
         request = worker.build_request(queued, admin.get("hooks"))
-        return request.headers["X-Duetime-Signature"], int(clock.now().timestamp())
+        return request.headers, int(clock.now().timestamp())
 
-    header, now = signature_at(timedelta(0))
+    headers, now = signed_at(timedelta(0))
+    header = headers["X-Duetime-Signature"]
     body = queued.target.body.encode() if queued.target.body else b""
+    job_keys = job_signing_keys(admin.get("hooks"), run.id, stack.clock.now())
+    assert [k.key_id for k in job_keys] == ["s2", "s1"]
+    for key in job_keys:  # the job's key from each secret signs the Standard Webhooks header too
+        Webhook(key.secret).verify(body, headers, json_parse=False)
     assert verify_signature(after.signing_secret or "", header, body, now, key_id="s2")
     assert verify_signature(
         before.signing_secret or "", header, body, now, key_id="s1"
     )  # a target not yet updated
     assert ",key=s2," in header and header.endswith(",key=s1")
 
-    header, now = signature_at(timedelta(hours=1, seconds=1))
+    headers, now = signed_at(timedelta(hours=1, seconds=1))
+    header = headers["X-Duetime-Signature"]
     assert verify_signature(after.signing_secret or "", header, body, now)
     assert not verify_signature(before.signing_secret or "", header, body, now)  # the overlap is over
 

@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import time
 from datetime import timedelta
+from typing import Any
+
+import pytest
+from standardwebhooks import Webhook
+from standardwebhooks.webhooks import WebhookVerificationError
 
 from duetime.adapters.sqs import encode
 from duetime.models import RunStatus
 from duetime.ports import RunMessage
-from duetime.signing import verify_signature
+from duetime.signing import LEGACY_SIGNATURE_UNTIL, job_signing_keys, verify_signature
 from duetime.worker import WorkerConfig, WorkOutcome
 
+from .api_support import JOB, Call
 from .conftest import Stack, wait_until
 
 FAST = WorkerConfig(
@@ -39,15 +45,45 @@ def test_a_run_calls_its_target_with_the_promised_headers_and_a_valid_signature(
     assert call.headers["x-duetime-attempt"] == "1"
     assert call.headers["x-duetime-scheduled-at"] == run_id.split("@")[1]
     assert call.headers["x-custom"] == "yes" and call.body == '{"hello": 1}'
-    assert verify_signature(
-        "secret-a", call.headers["x-duetime-signature"], call.body.encode(), int(time.time())
-    )
-    assert not verify_signature(
-        "other", call.headers["x-duetime-signature"], call.body.encode(), int(time.time())
-    )
+    assert call.headers["webhook-id"] == run_id
+    team = stack.store.get_team("team-a")
+    assert team is not None
+    (key,) = job_signing_keys(team, run_id.split("@")[0], stack.clock.now())
+    assert Webhook(key.secret).verify(call.body, call.headers) == {"hello": 1}
+    with pytest.raises(WebhookVerificationError):
+        Webhook(job_signing_keys(team, "another-job", stack.clock.now())[0].secret).verify(
+            call.body, call.headers
+        )
+    if time.time() < LEGACY_SIGNATURE_UNTIL.timestamp():  # the old header, during its migration window
+        assert verify_signature(
+            "secret-a", call.headers["x-duetime-signature"], call.body.encode(), int(time.time())
+        )
+        assert not verify_signature(
+            "other", call.headers["x-duetime-signature"], call.body.encode(), int(time.time())
+        )
     run = stack.store.get_run(run_id)
     assert run is not None and run.status is RunStatus.SUCCEEDED and run.result is not None
     assert run.result.status_code == 200 and run.finished_at is not None
+
+
+def test_a_run_reaches_the_demo_target_with_headers_that_verify_with_the_key_the_api_shows(
+    local_team: Call, stack: Stack, target: Any
+) -> None:
+    """As a receiver would: the key from ``GET /v1/jobs/{id}/signing-key``, a Standard Webhooks library."""
+    nightly, billing = (
+        local_team("POST", "/v1/jobs", {**JOB, "target": {"url": target.url, "body": '{"n": 1}'}}).body
+        for _ in range(2)
+    )
+    shown = local_team("GET", f"/v1/jobs/{nightly['id']}/signing-key")
+    assert shown.status == 200 and [k["key_id"] for k in shown.body["keys"]] == ["s1"]
+    run_id = local_team("POST", f"/v1/jobs/{nightly['id']}/trigger").body["run_id"]
+    stack.drain(stack.worker(), lambda: bool(target.recorder.keyed(run_id)))
+
+    (call,) = target.recorder.keyed(run_id)
+    assert Webhook(shown.body["keys"][0]["secret"]).verify(call.body, call.headers) == {"n": 1}
+    (other,) = local_team("GET", f"/v1/jobs/{billing['id']}/signing-key").body["keys"]
+    with pytest.raises(WebhookVerificationError):  # replayed to the other job's target
+        Webhook(other["secret"]).verify(call.body, call.headers)
 
 
 def test_duplicate_messages_call_the_target_once(stack: Stack, target) -> None:

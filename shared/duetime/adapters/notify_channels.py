@@ -13,7 +13,7 @@ from botocore.exceptions import ClientError
 from duetime.notifications import SendResult, notification_id, payload
 from duetime.outcomes import Verdict, judge
 from duetime.ports import PendingNotification, TargetCaller, TargetRequest, TeamStore
-from duetime.signing import signature_header, signing_keys
+from duetime.signing import signed_headers
 from duetime.worker import USER_AGENT
 
 log = logging.getLogger(__name__)
@@ -32,10 +32,11 @@ _SNS_PERMANENT = {
 
 
 class WebhookSender:
-    """A signed POST of the notification's JSON: the run's signature scheme (``X-Duetime-Signature`` by the
-    team's signing secrets), ``X-Duetime-Event`` and ``X-Duetime-Notification-Id`` (the same when a
-    notification is sent again), through the SSRF-guarded caller. 2xx delivers it; a refused address or a
-    4xx other than 408/429 is permanent; anything else is retried."""
+    """A signed POST of the notification's JSON: the run's signature scheme (``signing.signed_headers``: the
+    Standard Webhooks headers with the job's keys, ``webhook-id`` the notification id; the old
+    ``X-Duetime-Signature`` until its window ends), ``X-Duetime-Event`` and ``X-Duetime-Notification-Id``
+    (the same when a notification is sent again), through the SSRF-guarded caller. 2xx delivers it; a
+    refused address or a 4xx other than 408/429 is permanent; anything else is retried."""
 
     def __init__(self, caller: TargetCaller, teams: TeamStore) -> None:
         self.caller = caller
@@ -54,8 +55,9 @@ class WebhookSender:
             team = self.teams.get_team(group.team)
         except Exception as exc:  # the team unreadable now: try again later rather than send unsigned
             return SendResult(False, f"team not readable: {type(exc).__name__}")
-        if team is not None and (keys := signing_keys(team, now)):
-            headers["X-Duetime-Signature"] = signature_header(keys, int(now.timestamp()), body)
+        if team is not None:
+            sent_as = headers["X-Duetime-Notification-Id"]
+            headers.update(signed_headers(team, group.job_id, sent_as, now, body))
         response = self.caller.call(TargetRequest(url, "POST", headers, body, WEBHOOK_TIMEOUT_SECONDS))
         verdict = judge(response)
         error = response.error or f"HTTP {response.status_code}"
