@@ -29,6 +29,7 @@ from typing import Any
 
 import boto3
 import pytest
+from standardwebhooks import Webhook
 
 from duetime.adapters.dynamodb.catalog import DynamoCatalog
 from duetime.adapters.dynamodb.store import DynamoStore
@@ -40,7 +41,7 @@ from duetime.deployed_local import DeployedStack, stack_service
 from duetime.fan_out import FanOutPolicy, plan_helpers, slices_of
 from duetime.ids import make_run_id, partition_of
 from duetime.settings import parse_partitions
-from duetime.signing import verify_signature
+from duetime.signing import LEGACY_SIGNATURE_UNTIL, verify_signature
 from duetime.timeutil import iso_z
 
 from .processes import describe, distinct_free_ports, listening, marked, wait_until
@@ -206,8 +207,11 @@ def test_a_job_runs_end_to_end_and_a_dead_run_alerts_on_sns(
     names = TableNames(deployed.stack.jobs_table, deployed.stack.runs_table, deployed.stack.control_table)
     team = DynamoCatalog(deployed.aws("dynamodb"), names).get_team("local")
     assert team is not None and team.signing_secret is not None
-    signature = call.headers["x-duetime-signature"]
-    assert verify_signature(team.signing_secret, signature, call.body.encode(), int(time.time()))
+    (key,) = deployed.client.request("GET", f"/v1/jobs/{ok['id']}/signing-key")["keys"]
+    Webhook(key["secret"]).verify(call.body, call.headers)  # as a receiver would, with the job's own key
+    if time.time() < LEGACY_SIGNATURE_UNTIL.timestamp():  # the old header, during its migration window
+        signature = call.headers["x-duetime-signature"]
+        assert verify_signature(team.signing_secret, signature, call.body.encode(), int(time.time()))
 
     def succeeded() -> bool:
         runs = deployed.client.request("GET", f"/v1/jobs/{ok['id']}/runs")["runs"]
