@@ -36,6 +36,7 @@ REGION = r"[a-z]{2}(-[a-z]+)+-[0-9]{1,2}"
 ACCOUNT = r"[0-9]{12}"
 ROLE_NAME_PREFIX = "duetime-target-"  # the worker's role may assume only roles named so (infra/cdk)
 ROLE_ARN_PATTERN = rf"^arn:{PARTITION}:iam::{ACCOUNT}:role/{ROLE_NAME_PREFIX}[A-Za-z0-9+=,.@_-]{{1,49}}$"
+TEAM_TAG_KEY = "duetime:team"  # the session tag naming the team a role is assumed for (README, "AWS targets")
 FUNCTION_ARN_PATTERN = (
     rf"^arn:{PARTITION}:lambda:{REGION}:{ACCOUNT}:function:[A-Za-z0-9_-]{{1,64}}(:[A-Za-z0-9$_-]{{1,128}})?$"
 )
@@ -399,3 +400,16 @@ def fifo_deduplication_id(run_id: str) -> str:
     if _FIFO_DEDUP_ID.fullmatch(run_id):
         return run_id
     return hashlib.sha256(run_id.encode()).hexdigest()
+
+
+def session_name(team_id: str) -> str:
+    """The role session's name, ``duetime-<team>``: CloudTrail in the team's account shows it. STS takes 2 to
+    64 of letters, digits and ``+=,.@_-``; any other character becomes ``-``."""
+    return re.sub(r"[^A-Za-z0-9+=,.@_-]", "-", f"duetime-{team_id}")[:64]
+
+
+def team_tag(team_id: str) -> dict[str, str]:
+    """The session tag ``duetime:team`` = the team, for AssumeRole's ``Tags``: CloudTrail and the customer's
+    policies (``aws:PrincipalTag/duetime:team``) see which team a call is for. STS takes at most 256 of
+    letters, digits, spaces and ``_.:/=+-@``; any other character becomes ``-``."""
+    return {"Key": TEAM_TAG_KEY, "Value": re.sub(r"[^A-Za-z0-9 _.:/=+@-]", "-", team_id)[:256]}

@@ -84,6 +84,16 @@ class RateLimited(ApiError):
         return {"Retry-After": str(self.retry_after_seconds)}
 
 
+class Unavailable(ApiError):
+    """Something duetime must ask before it acts did not answer (e.g. STS, for a role's trust policy): 503
+    with ``Retry-After``; nothing was written, and the same request may simply be sent again."""
+
+    status, code = 503, "unavailable"
+
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": "5"}
+
+
 _UNION_MEMBER = re.compile(r"^[a-z-]+\[.*\]$")  # how pydantic names a union's member: tagged-union[A,B]
 
 

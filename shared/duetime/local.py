@@ -88,6 +88,7 @@ def local_environment() -> None:
         "AWS_DEFAULT_REGION": "us-east-1",
         "DUETIME_ALLOW_PRIVATE_TARGETS": "true",
         "DUETIME_AWS_TARGETS_WITHOUT_ROLE": "true",
+        "DUETIME_AWS_ROLE_TRUST_UNCHECKED": "true",  # LocalStack's STS lets any external id in
         # The handlers run as on Lambda, minus what needs AWS: no X-Ray daemon here, and metrics (EMF
         # lines on stdout, which CloudWatch reads on AWS) would drown the console.
         "POWERTOOLS_TRACE_DISABLED": "true",

@@ -661,6 +661,7 @@ class AwsRole:
     role_arn: str
     external_id: str  # duetime's, for the team (``Team.aws_external_id``): the confused-deputy guard
     session_name: str  # ``duetime-<team id>``: CloudTrail in the team's account names the team
+    team_id: str  # the session's ``duetime:team`` tag (``aws_targets.team_tag``), for CloudTrail and policies
 
 
 @dataclass(frozen=True)
@@ -669,6 +670,22 @@ class AwsTargetCall:
     envelope: RunEnvelope
     role: AwsRole | None  # None: the worker's own credentials (allowed on a local stack only)
     timeout_seconds: float
+
+
+class RoleTrustUnknown(Exception):
+    """STS gave no verdict on a role (throttled, unreachable, or duetime's own credentials were refused):
+    nothing is known about its trust policy, so a registration waits for another try."""
+
+
+class RoleTrustProbe(Protocol):
+    def admits_a_wrong_external_id(self, role: AwsRole) -> bool:
+        """Ask STS whether ``role``'s trust policy lets duetime in with an external id that is not the
+        team's: AssumeRole as the worker would call it for ``role.team_id`` (its principal, session name and
+        team tag) but with ``role.external_id``, which the caller makes a fresh random id that is no team's.
+        True: STS gave credentials (dropped unused), so the trust policy does not require the external id.
+        False: STS refused with AccessDenied, as it refuses a role that requires the team's id (or does not
+        trust duetime at all). Raises ``RoleTrustUnknown`` for any other outcome; writes nothing."""
+        ...
 
 
 class AwsTargetCaller(Protocol):

@@ -49,7 +49,7 @@ from duetime.models import (
     Team,
     WebhookChannel,
 )
-from duetime.ports import JobAndRunStore, RunMessage, RunQueue
+from duetime.ports import JobAndRunStore, RoleTrustProbe, RunMessage, RunQueue
 from duetime.schedule import fire_time, is_dst_shifted, next_nominal_after, nominals_between, rate_anchor
 from duetime.signing import JobSigningKey, job_signing_keys
 from duetime.target_guard import TargetRefused, check_target_url
@@ -99,10 +99,12 @@ class JobService:
         queue_deadline: timedelta = DEFAULT_QUEUE_DEADLINE,
         waker: GroupWaker | None = None,
         aws_targets_without_role: bool = False,
+        role_trust: RoleTrustProbe | None = None,
     ) -> None:
         """``allow_private_targets``: HTTP targets on loopback and private addresses, and LocalStack queue
         URLs, are accepted (a local stack only). ``aws_targets_without_role``: AWS targets need no IAM role,
-        and are called with the worker's own credentials (a local stack only)."""
+        and are called with the worker's own credentials (a local stack only). ``role_trust``: roles
+        registered or named by targets must require the team's external id (``TeamAdmin``)."""
         self.catalog = catalog
         self.waker = waker  # wakes a quiet poller group for a job written due soon (duetime.wake)
         self.marks = marks
@@ -111,7 +113,7 @@ class JobService:
         self.allow_private_targets = allow_private_targets
         self.aws_targets_without_role = aws_targets_without_role
         self.queue_deadline = queue_deadline
-        self.teams = TeamAdmin(catalog, clock, actor="api")
+        self.teams = TeamAdmin(catalog, clock, actor="api", role_trust=role_trust)
 
     # --- teams ------------------------------------------------------------------------------------------
 
@@ -149,7 +151,8 @@ class JobService:
     def set_aws_role(self, team: Team, role_arn: str | None, actor: str = "api") -> Team:
         """Register (None: remove) the role ``team``'s AWS targets are called under (``TeamAdmin``); the
         audit trail names ``actor`` (the token's id)."""
-        return TeamAdmin(self.catalog, self.clock, actor=actor).set_aws_role(team.team_id, role_arn)
+        admin = TeamAdmin(self.catalog, self.clock, actor=actor, role_trust=self.teams.role_trust)
+        return admin.set_aws_role(team.team_id, role_arn)
 
     # --- jobs -------------------------------------------------------------------------------------------
 
@@ -177,7 +180,9 @@ class JobService:
 
     def _check_aws_target(self, target: AwsTarget, team: Team) -> None:
         """What an AWS target needs beyond its shape: a role to be called under (the target's or the team's)
-        unless this stack calls without one, and a LocalStack queue URL only where local targets are."""
+        unless this stack calls without one, a LocalStack queue URL only where local targets are, and a
+        role of its own that requires the team's external id (``TeamAdmin.check_role_trust``: a role any
+        team could name would otherwise let it act through another's)."""
         if target.role_arn is None and team.aws_role_arn is None and not self.aws_targets_without_role:
             raise InvalidInput(
                 "target.role_arn: an AWS target is called under an IAM role: register your team's "
@@ -190,6 +195,8 @@ class JobService:
                 "https://sqs.<region>.amazonaws.com/<account>/<queue name>",
                 "target.queue_url",
             )
+        if target.role_arn is not None and target.role_arn != team.aws_role_arn:
+            self.teams.check_role_trust(team.team_id, target.role_arn, "target.role_arn")
         if target.role_arn is not None and team.aws_external_id is None:
             self.teams.assign_external_id(team.team_id)
 

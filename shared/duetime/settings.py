@@ -92,6 +92,11 @@ class Settings(BaseModel):
     # AWS targets need no IAM role and are called with the worker's own credentials (a local stack only: on
     # AWS that would let any team act with the worker's rights)
     aws_targets_without_role: bool = False
+    # Roles are registered without asking STS whether they require the team's external id (TeamAdmin.
+    # check_role_trust): only where the stack is LocalStack, which lets any external id in. And the role the
+    # API takes to ask as the worker (the principal trust policies name); empty: its own credentials.
+    aws_role_trust_unchecked: bool = False
+    worker_role_arn: str = ""
 
     @field_validator("partitions", mode="before")
     @classmethod

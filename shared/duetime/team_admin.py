@@ -17,9 +17,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from duetime.adapters.dynamodb.team_records import AuditEvent, TeamRecords
+from duetime.aws_targets import session_name
 from duetime.clock import Clock
-from duetime.errors import Conflict, InvalidInput, NotFound, from_validation_error
+from duetime.errors import Conflict, InvalidInput, NotFound, Unavailable, from_validation_error
 from duetime.models import Team
+from duetime.ports import AwsRole, RoleTrustProbe, RoleTrustUnknown
 
 TOKEN_PREFIX = "dt_"
 LIMIT_FIELDS = ("max_concurrency", "exact_quota", "max_jobs", "api_rate_per_second", "api_burst")
@@ -54,11 +56,21 @@ def next_secret_id(current: str) -> str:
 
 
 class TeamAdmin:
-    def __init__(self, records: TeamRecords, clock: Clock, actor: str = "unknown") -> None:
-        """``actor`` is who the audit trail names for the changes made here (e.g. ``cli:alice@host``)."""
+    def __init__(
+        self,
+        records: TeamRecords,
+        clock: Clock,
+        actor: str = "unknown",
+        role_trust: RoleTrustProbe | None = None,
+    ) -> None:
+        """``actor`` is who the audit trail names for the changes made here (e.g. ``cli:alice@host``).
+        ``role_trust`` asks STS whether a role being registered requires the team's external id
+        (``check_role_trust``); the stack's wiring gives it everywhere but on LocalStack, which does not
+        evaluate trust policies. None: roles are registered unchecked."""
         self.records = records
         self.clock = clock
         self.actor = actor
+        self.role_trust = role_trust
 
     def create_team(self, team_id: str, token: str | None = None, **limits: Any) -> tuple[Team, str]:
         """A new team, its API token (returned once, stored only as a hash) and its signing secret."""
@@ -163,8 +175,10 @@ class TeamAdmin:
 
     def set_aws_role(self, team_id: str, role_arn: str | None) -> Team:
         """Register (or with None, remove) the IAM role the team's AWS targets are called under; a team
-        without an external id gets one now. The role is not assumed here: its first call tells whether its
-        trust policy lets duetime in (a 403 naming AssumeRole in the run's result)."""
+        without an external id gets one now. A role is first checked (``check_role_trust``): one whose
+        trust policy lets duetime in without the team's external id is refused, and nothing is written.
+        Whether the policy lets duetime in with the team's id is not tried here: the first run tells (a 403
+        naming AssumeRole in its result)."""
 
         def change(team: Team) -> tuple[Team, dict[str, Any]]:
             try:
@@ -179,7 +193,39 @@ class TeamAdmin:
                 raise from_validation_error(exc) from exc
             return after, {"aws_role_arn": [team.aws_role_arn, role_arn]}
 
+        if role_arn is not None:
+            change(self.get(team_id))  # a role ARN of the wrong shape is refused before STS is asked
+            self.check_role_trust(team_id, role_arn)
         return self._change(team_id, "set-aws-role" if role_arn else "remove-aws-role", change)
+
+    def check_role_trust(self, team_id: str, role_arn: str, field: str = "role_arn") -> None:
+        """Refuse ``role_arn`` unless its trust policy requires the team's external id: STS is asked to let
+        duetime in, as the worker would for ``team_id``, with a fresh random id that is no team's
+        (``RoleTrustProbe``). Let in: 422 naming ``field`` and the condition to add. Refused (AccessDenied):
+        accepted, as a role that requires the id answers. No verdict (STS throttled or unreachable): 503,
+        try again. A role is never accepted unchecked, since accepting is what lets any team that names it
+        act through it; a retry costs the caller a second, an unchecked role could cost another team its
+        resources. Without a probe (LocalStack) nothing is checked."""
+        if self.role_trust is None:
+            return
+        wrong_id = new_external_id()
+        probe = AwsRole(role_arn, wrong_id, session_name(team_id), team_id)
+        try:
+            admitted = self.role_trust.admits_a_wrong_external_id(probe)
+        except RoleTrustUnknown as exc:
+            raise Unavailable(
+                f"{field}: duetime could not check that the role requires your team's external id ({exc}); "
+                "nothing was registered: try again",
+                field,
+            ) from exc
+        if admitted:
+            raise InvalidInput(
+                f"{field}: the role's trust policy lets duetime in without your team's external id, so any "
+                "team naming the role could act through it; add to the statement that trusts duetime "
+                '"Condition": {"StringEquals": {"sts:ExternalId": "<your aws_external_id, GET /v1/team>"}} '
+                "and register the role again",
+                field,
+            )
 
     def assign_external_id(self, team_id: str) -> Team:
         """Give a team created before AWS targets its external id (no change for one that has it)."""

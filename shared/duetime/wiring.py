@@ -23,6 +23,7 @@ from duetime.adapters.lambda_provisioning import LambdaEventPollers, LambdaProvi
 from duetime.adapters.lambda_starter import LambdaPollerStarter
 from duetime.adapters.lambda_warmer import LambdaWorkerWarmer
 from duetime.adapters.notify_channels import ChannelSender, SnsTopics, WebhookSender
+from duetime.adapters.role_trust_probe import Boto3RoleTrustProbe
 from duetime.adapters.sqs import SqsRunBacklog, SqsRunQueue
 from duetime.adapters.store_clock import StoreClock
 from duetime.clock import SystemClock
@@ -31,7 +32,7 @@ from duetime.heap import settle_heap
 from duetime.notifications import BackgroundDelivery, JobNotifier
 from duetime.poller import Poller, PollerConfig
 from duetime.poller_lease import LeaseTimings, PollerShift
-from duetime.ports import AlertSink
+from duetime.ports import AlertSink, RoleTrustProbe
 from duetime.prescale import PrescalePolicy, Prescaler
 from duetime.quiet import QuietTimings
 from duetime.service import JobService
@@ -214,6 +215,7 @@ def make_job_service(s: Settings, store: DynamoStore, sqs: Any | None = None) ->
         make_store_clock(store),
         allow_private_targets=s.allow_private_targets,
         aws_targets_without_role=s.aws_targets_without_role,
+        role_trust=make_role_trust(s),
         queue_deadline=timedelta(seconds=s.queue_deadline_seconds),
         waker=make_waker(s, store),
     )
@@ -234,11 +236,21 @@ def make_waker(s: Settings, store: DynamoStore) -> GroupWaker | None:
     return GroupWaker(store, partition_groups(s.poller_groups.split(";")), starter)
 
 
+def make_role_trust(s: Settings) -> RoleTrustProbe | None:
+    """STS's answer to whether a role requires the team's external id, asked as the worker's role; None
+    (roles registered unchecked) only where the stack says it is LocalStack (``aws_role_trust_unchecked``),
+    which lets any external id in. The client is made on the first registration, not here."""
+    if s.aws_role_trust_unchecked:
+        return None
+    return Boto3RoleTrustProbe(as_role_arn=s.worker_role_arn or None)
+
+
 def make_team_admin(s: Settings, actor: str) -> TeamAdmin:
     """The operator's team commands against the tables of ``s`` (audit events name ``actor``)."""
     store = make_store(s)
     clock = StoreClock(store.client, sync=lambda: store.low_water_marks([0]))  # one sync, no refining thread
-    return TeamAdmin(DynamoCatalog(store.client, store.names, store.lease_check), clock, actor)
+    catalog = DynamoCatalog(store.client, store.names, store.lease_check)
+    return TeamAdmin(catalog, clock, actor, role_trust=make_role_trust(s))
 
 
 @functools.cache

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import logging
 import random
-import re
 import threading
 import uuid
 from collections.abc import Callable, Sequence
@@ -30,7 +29,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from duetime.aws_targets import AwsTarget, RunEnvelope
+from duetime.aws_targets import AwsTarget, RunEnvelope, session_name
 from duetime.clock import Clock
 from duetime.deadlines import settle_succeeded
 from duetime.models import HttpTarget, Run, RunResult, RunStatus, Team
@@ -323,7 +322,7 @@ class Worker:
             if team.aws_external_id is None:
                 refused = "the team has no external id: register its role (PUT /v1/team/aws-role)"
                 return TargetResponse(None, "", refused, 0, permanent=True)
-            role = AwsRole(role_arn, team.aws_external_id, session_name(team.team_id))
+            role = AwsRole(role_arn, team.aws_external_id, session_name(team.team_id), team.team_id)
         envelope = RunEnvelope(run.run_id, run.job_id, run.attempt, run.nominal_at, run.fire_at)
         return self.aws_caller.call(AwsTargetCall(target, envelope, role, run.timeout_seconds))
 
@@ -548,9 +547,3 @@ def _slots_by_team(calls: Sequence[_Call]) -> dict[str, dict[str, int]]:
     for call in calls:
         by_team.setdefault(call.team.team_id, {})[call.run.run_id] = call.slot
     return by_team
-
-
-def session_name(team_id: str) -> str:
-    """The role session's name, ``duetime-<team>``: CloudTrail in the team's account shows it. STS takes 2 to
-    64 of letters, digits and ``+=,.@_-``; any other character becomes ``-``."""
-    return re.sub(r"[^A-Za-z0-9+=,.@_-]", "-", f"duetime-{team_id}")[:64]

@@ -1013,14 +1013,61 @@ def test_the_worker_may_assume_only_roles_that_opt_in_by_name_and_call_no_target
     assuming = [(actions, target) for actions, target in grants if any(a.startswith("sts:") for a in actions)]
     assert len(assuming) == 1
     actions, target = assuming[0]
-    assert actions == ["sts:AssumeRole"]
-    assert target == {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":iam::*:role/duetime-target-*"]]}
+    assert actions == ["sts:AssumeRole", "sts:TagSession"]
+    assert target == TARGET_ROLES
     forbidden = ("lambda:Invoke", "states:StartExecution", "events:PutEvents")
     assert not any(a.startswith(forbidden) for actions, _ in grants for a in actions)
     topics = [t for actions, t in grants if "sns:Publish" in actions]
     queues = [t for actions, t in grants if "sqs:SendMessage" in actions]
     own = [t for t in topics + queues if isinstance(t, dict) and set(t) <= {"Ref", "Fn::GetAtt"}]
     assert len(own) == len(topics + queues) == 2, (topics, queues)  # the stack's alerts topic and run queue
+
+
+TARGET_ROLES = {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":iam::*:role/duetime-target-*"]]}
+API_HANDLER = "functions/api/handler.handler"
+WORKER = "functions/worker/handler.handler"
+
+
+def test_the_worker_may_tag_sessions_only_on_the_roles_it_may_assume(template: Template) -> None:
+    """The worker's sessions carry the team's tag (duetime:team), which needs sts:TagSession: on the
+    duetime-target-* roles only, never on any role (issue 33, item 5)."""
+    tagging = [target for actions, target in role_grants(template, WORKER) if "sts:TagSession" in actions]
+    assert tagging == [TARGET_ROLES]
+
+
+def worker_role_id(template: Template) -> str:
+    (worker,) = [
+        f
+        for f in resources(template, "AWS::Lambda::Function").values()
+        if f["Properties"]["Handler"] == WORKER
+    ]
+    role: str = worker["Properties"]["Role"]["Fn::GetAtt"][0]
+    return role
+
+
+def test_the_api_may_take_the_workers_role_alone_to_check_a_roles_trust_as_the_worker(
+    template: Template,
+) -> None:
+    """Customers' trust policies name the worker's role: the API checks a role being registered from a
+    session of it (duetime.adapters.role_trust_probe), so the worker's role trusts the API's role, the API
+    may assume that role and no other, and is told its ARN. On AWS the check is on; only LocalStack's stack
+    turns it off (its STS lets any external id in)."""
+    worker_role = worker_role_id(template)
+    assuming = [(a, t) for a, t in role_grants(template, API_HANDLER) if any(x.startswith("sts:") for x in a)]
+    assert assuming == [(["sts:AssumeRole"], {"Fn::GetAtt": [worker_role, "Arn"]})]
+    (api,) = [
+        f
+        for f in resources(template, "AWS::Lambda::Function").values()
+        if f["Properties"]["Handler"] == API_HANDLER
+    ]
+    api_role = api["Properties"]["Role"]["Fn::GetAtt"][0]
+    trust = resources(template, "AWS::IAM::Role")[worker_role]["Properties"]["AssumeRolePolicyDocument"]
+    trusted = [s["Principal"] for s in trust["Statement"]]
+    assert {"Service": "lambda.amazonaws.com"} in trusted
+    assert {"AWS": {"Fn::GetAtt": [api_role, "Arn"]}} in trusted
+    variables = api["Properties"]["Environment"]["Variables"]
+    assert variables["DUETIME_WORKER_ROLE_ARN"] == {"Fn::GetAtt": [worker_role, "Arn"]}
+    assert variables["DUETIME_AWS_ROLE_TRUST_UNCHECKED"] == "false"
 
 
 def test_aws_targets_without_a_role_are_refused_outside_localstack() -> None:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from duetime.adapters.dynamodb.catalog import DynamoCatalog
+from duetime.adapters.memory.role_trust import MemoryRoleTrust
 from duetime.service import JobService
 
 from .api_support import JOB, Call, make_call, serving
@@ -107,20 +108,19 @@ def test_a_localstack_queue_url_is_refused_on_a_deployed_stack(alpha: Call) -> N
     assert (answer.status, answer.body["error"]["field"]) == (422, "target.queue_url")
 
 
+def team_of_an_api(stack: Stack, team_id: str, **options: Any) -> Iterator[Call]:
+    """A team of an API whose ``JobService`` is configured with ``options``."""
+    svc = JobService(
+        DynamoCatalog(stack.dynamodb, stack.names), stack.store, stack.queue, stack.clock, **options
+    )
+    with serving(stack, svc):
+        yield make_call(svc.create_team(team_id, exact_quota=1)[1])
+
+
 @pytest.fixture
 def local_stack_team(stack: Stack) -> Iterator[Call]:
     """A team of an API configured as ``duetime local`` is: local targets, AWS targets without a role."""
-    catalog = DynamoCatalog(stack.dynamodb, stack.names)
-    svc = JobService(
-        catalog,
-        stack.store,
-        stack.queue,
-        stack.clock,
-        allow_private_targets=True,
-        aws_targets_without_role=True,
-    )
-    with serving(stack, svc):
-        yield make_call(svc.create_team("local", exact_quota=1)[1])
+    yield from team_of_an_api(stack, "local", allow_private_targets=True, aws_targets_without_role=True)
 
 
 def test_on_a_local_stack_an_aws_target_needs_no_role(local_stack_team: Call) -> None:
@@ -149,3 +149,69 @@ def test_a_trigger_body_is_the_runs_message_and_is_validated_as_the_target_is(
     assert stored is not None and stored.target.message == "just this once"  # type: ignore[union-attr]
     assert (refused.status, refused.body["error"]["field"]) == (422, "body")
     assert alpha("GET", f"/v1/jobs/{job['id']}").body["target"]["message"] == "nightly"  # the job unchanged
+
+
+# --- roles that do not require the external id (issue 33, item 5) ----------------------------------------
+# The emulators cannot show this: LocalStack's STS lets any external id in. The API here asks the twin
+# (MemoryRoleTrust); the adapter's STS calls are tested with botocore's Stubber (unit/test_role_trust.py).
+
+OPEN_ROLE = f"arn:aws:iam::{ACCOUNT}:role/duetime-target-open"  # its trust policy has no sts:ExternalId
+BUSY_ROLE = f"arn:aws:iam::{ACCOUNT}:role/duetime-target-busy"  # STS throttles the probe
+
+
+@pytest.fixture
+def role_trust() -> MemoryRoleTrust:
+    return MemoryRoleTrust(admits_any_id={OPEN_ROLE}, unanswered={BUSY_ROLE})
+
+
+@pytest.fixture
+def checked_team(stack: Stack, role_trust: MemoryRoleTrust) -> Iterator[Call]:
+    """A team of an API that checks roles' trust, as every stack but LocalStack's does."""
+    yield from team_of_an_api(stack, "checked", role_trust=role_trust)
+
+
+def test_registering_a_role_that_lets_in_a_wrong_external_id_is_a_422_and_writes_nothing(
+    checked_team: Call,
+) -> None:
+    before = checked_team("GET", "/v1/team").body
+
+    answer = checked_team("PUT", "/v1/team/aws-role", {"role_arn": OPEN_ROLE})
+
+    assert (answer.status, answer.body["error"]["field"]) == (422, "role_arn")
+    assert "sts:ExternalId" in answer.body["error"]["message"]
+    assert checked_team("GET", "/v1/team").body == before
+
+
+def test_a_role_that_refuses_a_wrong_external_id_is_registered(
+    checked_team: Call, role_trust: MemoryRoleTrust
+) -> None:
+    answer = checked_team("PUT", "/v1/team/aws-role", {"role_arn": ROLE})
+
+    assert (answer.status, answer.body["aws_role_arn"]) == (200, ROLE)
+    (asked,) = role_trust.asked
+    assert asked.external_id != answer.body["aws_external_id"]
+
+
+def test_a_role_sts_cannot_be_asked_about_is_a_503_to_try_again_and_writes_nothing(
+    checked_team: Call,
+) -> None:
+    answer = checked_team("PUT", "/v1/team/aws-role", {"role_arn": BUSY_ROLE})
+
+    assert (answer.status, answer.body["error"]["field"]) == (503, "role_arn")
+    assert answer.headers.get("Retry-After") == "5"
+    assert checked_team("GET", "/v1/team").body["aws_role_arn"] is None
+
+
+def test_a_targets_own_role_that_lets_in_a_wrong_external_id_is_refused_naming_target_role_arn(
+    checked_team: Call,
+) -> None:
+    """A target's role_arn is a registration by another road: without the check any team could name a role
+    that trusts duetime without the external id, and act through it."""
+    open_target = {**SQS_JOB["target"], "role_arn": OPEN_ROLE}
+
+    answer = checked_team("POST", "/v1/jobs", {**SQS_JOB, "target": open_target})
+
+    assert (answer.status, answer.body["error"]["field"]) == (422, "target.role_arn")
+    assert checked_team("GET", "/v1/jobs").body["jobs"] == []
+    own = checked_team("POST", "/v1/jobs", {**SQS_JOB, "target": {**SQS_JOB["target"], "role_arn": ROLE}})
+    assert own.status == 201, own.body

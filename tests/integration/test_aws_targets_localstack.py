@@ -300,7 +300,7 @@ def test_a_teams_role_is_assumed_with_its_external_id_and_its_session_name(
     }
     role_arn = iam.create_role(RoleName=role_name, AssumeRolePolicyDocument=json.dumps(trust))["Role"]["Arn"]
     aws.cleanups.append(lambda: iam.delete_role(RoleName=role_name))
-    role = AwsRole(role_arn, "ext-team-a-0123", "duetime-team-a")
+    role = AwsRole(role_arn, "ext-team-a-0123", "duetime-team-a", "team-a")
     queue_url, _ = aws.queue()
 
     response = call(

@@ -48,7 +48,9 @@ from duetime.ports import AwsRole, AwsTargetCall, TargetResponse
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"  # moto's default account: a role of it sees the resources made here
-ROLE = AwsRole(f"arn:aws:iam::{ACCOUNT}:role/duetime-target-jobs", "ext-team-a-0123", "duetime-team-a")
+ROLE = AwsRole(
+    f"arn:aws:iam::{ACCOUNT}:role/duetime-target-jobs", "ext-team-a-0123", "duetime-team-a", "team-a"
+)
 FUNCTION_ARN = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:nightly"
 PASS_MACHINE = json.dumps({"StartAt": "P", "States": {"P": {"Type": "Pass", "End": True}}})
 # Targets for the calls whose answers are stubbed: nothing of them is looked up
@@ -501,7 +503,7 @@ def test_a_long_error_message_is_cut() -> None:
 # --- roles and credentials ------------------------------------------------------------------------------
 
 
-def test_assumes_the_teams_role_with_its_external_id(
+def test_assumes_the_teams_role_with_its_external_id_and_the_session_carries_the_team_tag(
     session: boto3.session.Session, caller: Boto3AwsTargetCaller
 ) -> None:
     queue = sqs_queue(session, "jobs")
@@ -517,6 +519,8 @@ def test_assumes_the_teams_role_with_its_external_id(
             "ExternalId": "ext-team-a-0123",
             "RoleSessionName": "duetime-team-a",
             "DurationSeconds": ROLE_SESSION_SECONDS,
+            "Tags": [{"Key": "duetime:team", "Value": "team-a"}],
+            "TransitiveTagKeys": ["duetime:team"],
         }
     ]
     assert keys and keys[0] != worker_key(session)  # signed with the role's credentials, not the worker's
@@ -582,7 +586,7 @@ def test_other_roles_and_external_ids_are_assumed_separately(
     queue = sqs_queue(session, "jobs")
     assumed = recorded(session, "sts.AssumeRole")
     target = SqsTarget(type="sqs", queue_url=queue, message="m")
-    other_team = AwsRole(ROLE.role_arn, "ext-team-b-4567", "duetime-team-b")
+    other_team = AwsRole(ROLE.role_arn, "ext-team-b-4567", "duetime-team-b", "team-b")
 
     for role in (ROLE, other_team, ROLE, other_team):
         assert caller.call(aws_call(target, role=role)).status_code == 200

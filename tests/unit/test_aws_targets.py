@@ -25,7 +25,7 @@ from duetime.errors import from_validation_error
 from duetime.ids import PARTITIONS
 from duetime.models import HttpTarget, JobSpec, RunStatus, Team, parse_target
 from duetime.poller import Poller, PollerConfig
-from duetime.ports import AwsTargetCall, RunMessage, TargetRequest, TargetResponse
+from duetime.ports import AwsRole, AwsTargetCall, RunMessage, TargetRequest, TargetResponse
 from duetime.worker import Worker, WorkOutcome, session_name
 
 from ..twin_support import T0, a_job, at
@@ -240,11 +240,7 @@ def test_the_worker_calls_an_aws_target_under_the_teams_role_with_its_external_i
     assert outcome is WorkOutcome.SUCCEEDED
     (call,) = aws.calls
     assert call.role is not None
-    assert (call.role.role_arn, call.role.external_id, call.role.session_name) == (
-        ROLE,
-        "dt-ext-1",
-        "duetime-payments",
-    )
+    assert call.role == AwsRole(ROLE, "dt-ext-1", "duetime-payments", "payments")  # tagged duetime:team
     assert (call.envelope.run_id, call.envelope.attempt) == (run_id, 1)
     run = store.get_run(run_id)
     assert run is not None and run.result is not None and run.result.body == '{"MessageId": "m1"}'

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import aws_cdk as cdk
 from aws_cdk import aws_apigateway as apigateway
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from cdk_nag import NagSuppressions
@@ -33,21 +34,24 @@ class Api(Construct):
         storage: Storage,
         queue: RunQueue,
         pollers: Pollers,
+        worker_role: iam.Role,
         config: StackConfig,
     ) -> None:
         """``pollers``: the api function wakes a quiet group's poller when a job is written due soon
         (``duetime.wake``): it counts the wake on the group's lease (UpdateItem on the control table) and
-        may invoke the poller."""
+        may invoke the poller. ``worker_role``: a role being registered is checked as the worker calls it
+        (``duetime.adapters.role_trust_probe``): the api function may take the worker's role, which trusts
+        it for that, and its session may only ask STS (a session policy)."""
         super().__init__(scope, id)
         jobs, runs, control = (storage.table_arn(t) for t in ("jobs", "runs", "control"))
-        handler = DuetimeFunction(
+        api_function = DuetimeFunction(
             self,
             "Handler",
             code=code,
             handler="functions/api/handler.handler",
             service="api",
             timeout=cdk.Duration.seconds(29),
-            environment=pollers.wake_environment(),
+            environment={**pollers.wake_environment(), "DUETIME_WORKER_ROLE_ARN": worker_role.role_arn},
             statements=[
                 allow(
                     ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:BatchGetItem"],
@@ -81,8 +85,14 @@ class Api(Construct):
                 # name-word index items (put and deleted with the job) and change history (job_index.py)
                 queue.allow_send(),
                 pollers.allow_wake(),
+                allow(["sts:AssumeRole"], [worker_role.role_arn]),  # to ask STS as the worker (above)
             ],
-        ).function
+        )
+        assert worker_role.assume_role_policy is not None  # a Role's trust policy, which CDK always makes
+        worker_role.assume_role_policy.add_statements(
+            iam.PolicyStatement(actions=["sts:AssumeRole"], principals=[api_function.role])
+        )
+        handler = api_function.function
         self.functions: list[lambda_.Function] = [handler]
         authorizer: apigateway.TokenAuthorizer | None = None
         if config.team_authorizer:

@@ -45,6 +45,8 @@ class DuetimeStack(cdk.Stack):
                 "DUETIME_ALERTS_TOPIC_ARN": alerts.topic.topic_arn,
                 "DUETIME_ALLOW_PRIVATE_TARGETS": "true" if config.allow_private_targets else "false",
                 "DUETIME_AWS_TARGETS_WITHOUT_ROLE": "true" if config.aws_targets_without_role else "false",
+                # LocalStack's STS lets any external id in: a role's trust cannot be checked there
+                "DUETIME_AWS_ROLE_TRUST_UNCHECKED": "true" if config.localstack else "false",
             },
         )
         self.workers = Workers(
@@ -82,7 +84,14 @@ class DuetimeStack(cdk.Stack):
             worker=self.workers.alias,
         )
         self.api = Api(
-            self, "Api", code=code, storage=storage, queue=queue, pollers=self.pollers, config=config
+            self,
+            "Api",
+            code=code,
+            storage=storage,
+            queue=queue,
+            pollers=self.pollers,
+            worker_role=self.workers.role,
+            config=config,
         )
         self.observability = Observability(
             self,

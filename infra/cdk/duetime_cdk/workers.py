@@ -39,7 +39,7 @@ class Workers(Construct):
     ) -> None:
         super().__init__(scope, id)
         jobs, runs, control = (storage.table_arn(t) for t in ("jobs", "runs", "control"))
-        self.function = DuetimeFunction(
+        worker = DuetimeFunction(
             self,
             "Worker",
             code=code,
@@ -80,10 +80,16 @@ class Workers(Construct):
                 # AWS targets (duetime.aws_targets): the worker has no right to any team's resources; it
                 # acts under the team's role, and may assume only roles that opt in by their name, in any
                 # account. Each role's trust policy requires the team's external id, so no team can have
-                # duetime act under another team's role (README, "AWS targets").
-                allow(["sts:AssumeRole"], [f"arn:{Aws.PARTITION}:iam::*:role/{ROLE_NAME_PREFIX}*"]),
+                # duetime act under another team's role (README, "AWS targets"). TagSession: the session
+                # carries the team's tag (duetime:team), on those roles only.
+                allow(
+                    ["sts:AssumeRole", "sts:TagSession"],
+                    [f"arn:{Aws.PARTITION}:iam::*:role/{ROLE_NAME_PREFIX}*"],
+                ),
             ],
-        ).function
+        )
+        self.role = worker.role  # the principal customers' trust policies name (the API probes as it too)
+        self.function = worker.function
         self.alias = lambda_.Alias(self, "Live", alias_name="live", version=self.function.current_version)
         # Standard mode: Lambda's pollers ramp from 5 concurrent batches by up to 300 a minute, capped by
         # MaximumConcurrency. With worker_min_pollers, provisioned mode: that many pollers kept ready (billed

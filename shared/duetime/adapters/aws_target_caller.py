@@ -1,10 +1,10 @@
 """Calling AWS targets (Lambda, SQS, SNS, EventBridge, Step Functions) with boto3, under the team's role.
 
-A call assumes the team's IAM role with STS, with the team's external id (the credentials are kept until
-five minutes before they expire), makes one request with botocore's retries off (a Lambda invoke retried
-after a read timeout would run the function twice; duetime's retry policy decides what happens next) and
-tells the answer as HTTP would (``duetime.ports.AwsTargetCaller``), so that ``duetime.outcomes.judge``
-rules it as any target's.
+A call assumes the team's IAM role with STS, with the team's external id and the session tag
+``duetime:team`` (the credentials are kept until five minutes before they expire), makes one request with
+botocore's retries off (a Lambda invoke retried after a read timeout would run the function twice;
+duetime's retry policy decides what happens next) and tells the answer as HTTP would
+(``duetime.ports.AwsTargetCaller``), so that ``duetime.outcomes.judge`` rules it as any target's.
 
 Clients are made on first use, never at import, and kept per service, region, role and timeout (a role's
 client is replaced when its credentials are). Endpoints are boto3's: ``endpoint_urls`` when given, else
@@ -39,6 +39,7 @@ from botocore.exceptions import (
 )
 
 from duetime.aws_targets import (
+    TEAM_TAG_KEY,
     AwsTarget,
     EventBridgeTarget,
     LambdaTarget,
@@ -48,6 +49,7 @@ from duetime.aws_targets import (
     StepFunctionsTarget,
     execution_name,
     fifo_deduplication_id,
+    team_tag,
 )
 from duetime.ports import AwsRole, AwsTargetCall, TargetResponse
 
@@ -173,12 +175,7 @@ class Boto3AwsTargetCaller:
                 return kept
             sts = self._client("sts", None, None, None, min(timeout, MAX_STS_SECONDS))
             try:
-                answer = sts.assume_role(
-                    RoleArn=role.role_arn,
-                    ExternalId=role.external_id,
-                    RoleSessionName=role.session_name,
-                    DurationSeconds=ROLE_SESSION_SECONDS,
-                )["Credentials"]
+                answer = sts.assume_role(**assume_role_request(role, ROLE_SESSION_SECONDS))["Credentials"]
             except (ClientError, BotoCoreError) as exc:
                 raise _AssumeRoleFailed(exc) from exc
             fresh = _Credentials(
@@ -214,18 +211,11 @@ class Boto3AwsTargetCaller:
                     "aws_secret_access_key": credentials.secret_access_key,
                     "aws_session_token": credentials.session_token,
                 }
-            config = Config(
-                # total_max_attempts counts the first attempt; max_attempts would count retries (1: one)
-                retries={"total_max_attempts": 1, "mode": "standard"},
-                connect_timeout=min(MAX_CONNECT_SECONDS, timeout),
-                read_timeout=timeout,
-                max_pool_connections=MAX_POOL_CONNECTIONS,
-            )
             made = self._session.client(  # type: ignore[call-overload]
                 service,
                 region_name=region,
                 endpoint_url=self.endpoint_urls.get(service),
-                config=config,
+                config=one_attempt_config(timeout),
                 **secrets,
             )
             self._clients.pop(key, None)
@@ -233,6 +223,32 @@ class Boto3AwsTargetCaller:
                 self._clients.pop(next(iter(self._clients)))
             self._clients[key] = (identity, made)
             return made
+
+
+def one_attempt_config(timeout: float) -> Config:
+    """A client's settings: one attempt (no retry inside a call), connecting within ``MAX_CONNECT_SECONDS``
+    at most and answering within ``timeout``."""
+    return Config(
+        # total_max_attempts counts the first attempt; max_attempts would count retries (1: one)
+        retries={"total_max_attempts": 1, "mode": "standard"},
+        connect_timeout=min(MAX_CONNECT_SECONDS, timeout),
+        read_timeout=timeout,
+        max_pool_connections=MAX_POOL_CONNECTIONS,
+    )
+
+
+def assume_role_request(role: AwsRole, seconds: int) -> dict[str, Any]:
+    """AssumeRole's parameters for ``role``: its external id and session name, and the team's session tag
+    ``duetime:team`` (transitive, so a role the customer chains into from this session keeps it). Session
+    tags need ``sts:TagSession`` in the role's trust policy beside ``sts:AssumeRole`` (README)."""
+    return {
+        "RoleArn": role.role_arn,
+        "ExternalId": role.external_id,
+        "RoleSessionName": role.session_name,
+        "DurationSeconds": seconds,
+        "Tags": [team_tag(role.team_id)],
+        "TransitiveTagKeys": [TEAM_TAG_KEY],
+    }
 
 
 def _invoke_lambda(client: Any, target: LambdaTarget, envelope: RunEnvelope) -> _Answer:
