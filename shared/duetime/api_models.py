@@ -286,6 +286,9 @@ class TeamOut(Out):
     exact_jobs: int = Field(description="exact-time jobs you have")
     max_jobs: int = Field(description="how many jobs you may have")
     jobs: int = Field(description="jobs you have")
+    runs_per_minute: int = Field(
+        description="how many runs your triggers and backfills may create together in a minute"
+    )
     aws_role_arn: str | None = Field(
         description="the IAM role your AWS targets are called under (`PUT /v1/team/aws-role`); null: none"
     )
@@ -305,6 +308,7 @@ class TeamOut(Out):
             exact_jobs=exact_jobs,
             max_jobs=team.max_jobs,
             jobs=jobs,
+            runs_per_minute=team.runs_per_minute,
             aws_role_arn=team.aws_role_arn,
             aws_external_id=team.aws_external_id,
         )

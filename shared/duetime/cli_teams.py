@@ -26,6 +26,7 @@ LIMIT_FLAGS = {  # flag -> Team field
     "max_jobs": "max_jobs",
     "api_rate": "api_rate_per_second",
     "api_burst": "api_burst",
+    "runs_per_minute": "runs_per_minute",
 }
 
 

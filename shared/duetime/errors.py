@@ -76,8 +76,8 @@ class RateLimited(ApiError):
 
     status, code = 429, "rate_limited"
 
-    def __init__(self, message: str, retry_after_seconds: int) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, retry_after_seconds: int, field: str | None = None) -> None:
+        super().__init__(message, field)
         self.retry_after_seconds = max(1, retry_after_seconds)
 
     def headers(self) -> dict[str, str]:

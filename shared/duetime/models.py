@@ -758,6 +758,8 @@ class Team(BaseModel):
     max_jobs: int = Field(default=10_000, ge=0, le=1_000_000)  # jobs of any kind the team may have
     api_rate_per_second: float = Field(default=20.0, gt=0, le=10_000)  # the team's API requests, sustained
     api_burst: int = Field(default=40, ge=1, le=100_000)  # ... and at once
+    # runs the team's triggers and backfills may create together in a minute (``duetime.run_budget``)
+    runs_per_minute: int = Field(default=1_000, ge=1, le=1_000_000)
     disabled: bool = False  # an operator stopped the team: no claims of its jobs, no API access
     token_generation: int = Field(default=0, ge=0)  # tokens of older generations no longer authenticate
     signing_secret: str | None = None

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from duetime.adapters.dynamodb.catalog import DynamoCatalog, IdempotencyMismatch, InvalidCursor, Page
 from duetime.adapters.dynamodb.catalog import QuotaExceeded as StoreQuotaExceeded
+from duetime.adapters.dynamodb.run_budgets import DynamoRunBudget
 from duetime.aws_targets import AwsTarget, SqsTarget
 from duetime.claim_plan import DEFAULT_QUEUE_DEADLINE, PlannedRun, initial_state, new_run
 from duetime.clock import Clock
@@ -29,6 +30,7 @@ from duetime.errors import (
     InvalidInput,
     NotFound,
     QuotaExceeded,
+    RateLimited,
     Unauthorized,
     from_validation_error,
 )
@@ -50,6 +52,7 @@ from duetime.models import (
     WebhookChannel,
 )
 from duetime.ports import JobAndRunStore, RoleTrustProbe, RunMessage, RunQueue
+from duetime.run_budget import InMemoryRunBudget, RunBudget, Spend
 from duetime.schedule import fire_time, is_dst_shifted, next_nominal_after, nominals_between, rate_anchor
 from duetime.signing import JobSigningKey, job_signing_keys
 from duetime.target_guard import TargetRefused, check_target_url
@@ -99,6 +102,7 @@ class JobService:
         queue_deadline: timedelta = DEFAULT_QUEUE_DEADLINE,
         waker: GroupWaker | None = None,
         aws_targets_without_role: bool = False,
+        run_budget: RunBudget | None = None,
         role_trust: RoleTrustProbe | None = None,
     ) -> None:
         """``allow_private_targets``: HTTP targets on loopback and private addresses, and LocalStack queue
@@ -113,6 +117,13 @@ class JobService:
         self.allow_private_targets = allow_private_targets
         self.aws_targets_without_role = aws_targets_without_role
         self.queue_deadline = queue_deadline
+        # Runs made on request (trigger, backfill) count against the team's runs_per_minute: by default in
+        # the catalog's control table, as every API Lambda sees it (an in-memory budget for fake catalogs).
+        self.run_budget: RunBudget = run_budget or (
+            DynamoRunBudget(catalog.client, catalog.names.control)
+            if isinstance(catalog, DynamoCatalog)
+            else InMemoryRunBudget()
+        )
         self.teams = TeamAdmin(catalog, clock, actor="api", role_trust=role_trust)
 
     # --- teams ------------------------------------------------------------------------------------------
@@ -351,7 +362,8 @@ class JobService:
         """Run the job now under a manual run id (``<job id>@<now>~manual-<nonce>``, never a scheduled
         run's id); the schedule is not touched. ``request`` is the trigger's JSON body, if any
         (``TriggerIn``): its ``body`` is this run's request body instead of the job's (the run carries its
-        own copy of the target, so the job is not changed)."""
+        own copy of the target, so the job is not changed). The run counts against the team's
+        ``runs_per_minute`` (``_spend_runs``), given back if it is not created."""
         body = _trigger_body(request)
         job = self.get_job(team, job_id)
         now = self.clock.now()
@@ -360,7 +372,9 @@ class JobService:
         run = new_run(job, PlannedRun(nominal, nominal), now, now + self.queue_deadline, run_id)
         if body is not None:
             run = run.model_copy(update={"target": _with_trigger_body(run.target, body)})
+        spent = self._spend_runs(team, 1, now)
         if not self.catalog.insert_run(run):  # 40 random bits met another trigger's in the same second
+            self.run_budget.give_back(team, spent, 1)
             raise Conflict(f"run {run.run_id} exists; trigger again")
         self.queue.send([RunMessage(run.run_id, run.attempt)])
         return run
@@ -369,7 +383,9 @@ class JobService:
         """Create the runs of the job's nominal times in the window ``body`` names (``BackfillWindow``), under
         their scheduled run ids, and queue them paced (``backfill_plan``); how many were created. A time that
         already has a run keeps it, untouched and uncounted, so the same request again creates nothing. The
-        job row is not written: the schedule goes on as it was (a paused job stays paused)."""
+        job row is not written: the schedule goes on as it was (a paused job stays paused). The window's
+        runs count against the team's ``runs_per_minute`` all at once, before any is written: refused, none
+        is created (429, ``_spend_runs``); those whose time already had a run are given back."""
         now = self.clock.now()
         try:
             window = BackfillWindow.model_validate(body, context={"now": now})
@@ -383,11 +399,19 @@ class JobService:
                 f"the window holds more than {MAX_BACKFILL_RUNS:,} of the job's times; backfill it in parts",
                 "to",
             )
+        if len(nominals) > team.runs_per_minute:
+            raise InvalidInput(
+                f"the window holds {len(nominals):,} of the job's times, more than the team may create in a "
+                f"minute (runs_per_minute: {team.runs_per_minute:,}); backfill it in parts",
+                "to",
+            )
         runs = [
             new_run(job, planned, now, planned.fire_at + self.queue_deadline)
             for planned in backfill_plan(nominals, now, backfill_pace(team))
         ]
+        spent = self._spend_runs(team, len(runs), now)
         created = self.catalog.insert_runs(runs)
+        self.run_budget.give_back(team, spent, len(runs) - len(created))
         # Only the runs written are sent, each delayed to its fire time. Should sending fail now, the rows
         # are still safe: a run still queued at its queue deadline is sent by the reaper.
         by_delay: dict[int, list[RunMessage]] = {}
@@ -399,6 +423,21 @@ class JobService:
             for future in sent:
                 future.result()
         return len(created)
+
+    def _spend_runs(self, team: Team, runs: int, now: datetime) -> Spend:
+        """Count ``runs`` runs about to be created on request against the team's ``runs_per_minute``
+        (``duetime.run_budget``), all or none, on the store's clock; over it ``RateLimited`` naming the
+        setting, before anything is written."""
+        spent = self.run_budget.spend(team, runs, now)
+        if not spent.allowed:
+            raise RateLimited(
+                f"too many runs: team {team.team_id} may create {team.runs_per_minute:,} runs a minute by "
+                f"trigger and backfill together (runs_per_minute); {spent.left:,} are left this minute and "
+                f"this request needs {runs:,}; try again in {spent.retry_after_seconds} s",
+                spent.retry_after_seconds,
+                "runs_per_minute",
+            )
+        return spent
 
     # --- runs -------------------------------------------------------------------------------------------
 

@@ -24,7 +24,14 @@ from duetime.models import Team
 from duetime.ports import AwsRole, RoleTrustProbe, RoleTrustUnknown
 
 TOKEN_PREFIX = "dt_"
-LIMIT_FIELDS = ("max_concurrency", "exact_quota", "max_jobs", "api_rate_per_second", "api_burst")
+LIMIT_FIELDS = (
+    "max_concurrency",
+    "exact_quota",
+    "max_jobs",
+    "api_rate_per_second",
+    "api_burst",
+    "runs_per_minute",
+)
 DEFAULT_SIGNING_OVERLAP = timedelta(hours=24)
 MAX_SIGNING_OVERLAP = timedelta(days=30)
 ATTEMPTS = 5

@@ -571,6 +571,39 @@ def test_api_has_the_team_authorizer_throttling_and_access_logs(template: Templa
     assert public_parts == ["console", "healthz", "openapi.json", "{proxy+}"]
 
 
+API = "functions/api/handler.handler"
+
+
+def stand_in_asset(tmp_path: Path) -> Path:
+    """A finished Lambda build as far as the stack can tell (its ``.built`` mark, no wheels): enough to synth
+    a setting's effect without ``make lambda-assets``."""
+    asset = tmp_path / "lambda"
+    asset.mkdir()
+    (asset / ".built").write_text("")
+    return asset
+
+
+def reserved_concurrency(template: Template) -> dict[str, int | None]:
+    """Each function's reserved concurrency (None: none reserved), by handler."""
+    return {
+        f["Properties"]["Handler"]: f["Properties"].get("ReservedConcurrentExecutions")
+        for f in resources(template, "AWS::Lambda::Function").values()
+    }
+
+
+def test_the_api_function_alone_has_reserved_concurrency_so_no_team_can_starve_pollers_and_workers(
+    tmp_path: Path,
+) -> None:
+    """However many 29 s requests one team sends, the api function runs at most ``api_reserved_concurrency``
+    instances (50 by default): the rest of the account's concurrency stays for the pollers and workers."""
+    asset = str(stand_in_asset(tmp_path))
+    by_default = reserved_concurrency(synth(deletion_protection="false", lambda_asset=asset)[1])
+    assert by_default.pop(API) == 50
+    assert set(by_default.values()) == {None}  # the others draw on the unreserved pool, as before
+    assert reserved_concurrency(synth(lambda_asset=asset, api_reserved_concurrency="7")[1])[API] == 7
+    assert reserved_concurrency(synth(lambda_asset=asset, api_reserved_concurrency="0")[1])[API] is None
+
+
 def test_the_authorizer_cache_keeps_a_decision_authorizer_cache_seconds(template: Template) -> None:
     """How long a rotated-out token (or a disabled team's cached Allow) lasts behind API Gateway."""
     template.has_resource_properties("AWS::ApiGateway::Authorizer", {"AuthorizerResultTtlInSeconds": 300})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -108,3 +109,10 @@ def local_team(stack: Stack) -> Iterator[Call]:
     svc = JobService(catalog, stack.store, stack.queue, stack.clock, allow_private_targets=True)
     with serving(stack, svc):
         yield make_call(svc.create_team("local", exact_quota=1)[1])
+
+
+def a_fresh_minute(stack: Stack, needed: float = 15.0) -> None:
+    """Wait, if need be, until the store's clock has ``needed`` seconds of its minute left."""
+    now = stack.clock.now()
+    if now.second + now.microsecond / 1e6 > 60 - needed:
+        time.sleep(60 - now.second - now.microsecond / 1e6 + 0.1)

@@ -13,7 +13,7 @@ from duetime.clock import ManualClock
 from duetime.service import JobService
 from duetime.worker import WorkOutcome
 
-from .api_support import JOB, Call, make_call
+from .api_support import JOB, Call, a_fresh_minute, make_call
 from .conftest import Stack
 
 
@@ -194,6 +194,25 @@ def test_a_bad_trigger_body_is_refused_and_no_run_is_made(
     assert answer.status == status and answer.body["error"].get("field") == field, answer.body
     assert alpha("GET", f"/v1/jobs/{job['id']}/runs").body["runs"] == []
     assert stack.messages() == []
+
+
+def test_a_trigger_past_the_teams_runs_per_minute_is_429_naming_it_and_makes_no_run(
+    alpha: Call, beta: Call, stack: Stack, service: JobService
+) -> None:
+    team = service.catalog.get_team("alpha")
+    assert team is not None
+    stack.store.put_team(team.model_copy(update={"runs_per_minute": 2}))
+    job = alpha("POST", "/v1/jobs", JOB).body
+    assert alpha("GET", "/v1/team").body["runs_per_minute"] == 2
+    a_fresh_minute(stack)
+    assert [alpha("POST", f"/v1/jobs/{job['id']}/trigger").status for _ in range(2)] == [201, 201]
+    refused = alpha("POST", f"/v1/jobs/{job['id']}/trigger")
+    assert refused.status == 429 and refused.body["error"]["field"] == "runs_per_minute", refused.body
+    assert refused.body["error"]["code"] == "rate_limited" and 1 <= int(refused.headers["Retry-After"]) <= 60
+    assert len(alpha("GET", f"/v1/jobs/{job['id']}/runs").body["runs"]) == 2
+    assert len(stack.messages()) == 2
+    other = beta("POST", "/v1/jobs", JOB).body  # another team's budget is its own
+    assert beta("POST", f"/v1/jobs/{other['id']}/trigger").status == 201
 
 
 def test_cancel_ends_a_queued_run_at_once_and_a_finished_run_answers_409(

@@ -12,7 +12,7 @@ from duetime.ids import make_run_id
 from duetime.service import JobService
 from duetime.timeutil import iso_z, parse_iso_z
 
-from .api_support import JOB, Call, make_call
+from .api_support import JOB, Call, a_fresh_minute, make_call
 from .conftest import Stack, hooked, wait_until
 
 HOURLY = {**JOB, "schedule": {"cron": "0 * * * *", "timezone": "UTC"}}
@@ -208,3 +208,33 @@ def test_a_full_request_of_1000_runs_keeps_within_aws_limits(alpha: Call, stack:
         Select="COUNT",
     )["Count"]
     assert count == 1000
+
+
+def test_a_backfill_past_the_teams_runs_per_minute_is_refused_whole(
+    alpha: Call, stack: Stack, service: JobService
+) -> None:
+    """A backfill of 6 when 4 of the minute's runs are left is a 429 naming runs_per_minute, and creates no
+    run and sends no message: nothing half created. A window that could never fit is a 422 naming ``to``."""
+    team = service.catalog.get_team("alpha")
+    assert team is not None
+    stack.store.put_team(team.model_copy(update={"runs_per_minute": 10}))
+    job = alpha("POST", "/v1/jobs", {**JOB, "schedule": {"cron": "* * * * *", "timezone": "UTC"}}).body
+    end = hours_ago(stack, 1)
+    a_fresh_minute(stack)
+    first = alpha("POST", f"/v1/jobs/{job['id']}/backfill", window(end - timedelta(minutes=6), end))
+    assert first.status == 202 and first.body == {"runs": 6}, first.body
+    assert len(stack.messages()) == 6
+
+    earlier = window(end - timedelta(minutes=12), end - timedelta(minutes=6))
+    refused = alpha("POST", f"/v1/jobs/{job['id']}/backfill", earlier)
+    assert refused.status == 429, refused.body
+    error = refused.body["error"]
+    assert (error["code"], error["field"]) == ("rate_limited", "runs_per_minute")
+    assert "10 runs a minute" in error["message"] and "4 are left" in error["message"]
+    assert 1 <= int(refused.headers["Retry-After"]) <= 60
+    assert len(alpha("GET", f"/v1/jobs/{job['id']}/runs").body["runs"]) == 6  # not one of the 6 asked for
+    assert stack.messages() == []
+
+    too_big = alpha("POST", f"/v1/jobs/{job['id']}/backfill", window(end - timedelta(minutes=30), end))
+    assert too_big.status == 422 and too_big.body["error"]["field"] == "to", too_big.body
+    assert "runs_per_minute: 10" in too_big.body["error"]["message"]

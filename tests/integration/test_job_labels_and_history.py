@@ -226,6 +226,7 @@ def test_the_team_answer_shows_its_caps_and_what_is_in_use(alpha: Call) -> None:
         "exact_jobs": 1,
         "max_jobs": 10_000,
         "jobs": 2,
+        "runs_per_minute": 1_000,
         "aws_role_arn": None,  # none registered; the external id is duetime's (test_aws_target_api)
         "aws_external_id": team["aws_external_id"],
     }

@@ -1,6 +1,7 @@
 """Each team's API rate on DynamoDB Local: many API Lambdas at once never let a team past ``burst + rate *
 elapsed``, other teams are unaffected, and over the rate the API answers 429 with ``Retry-After`` and
-writes nothing."""
+writes nothing. Each team's budget of runs made on request (``runs_per_minute``): one contract for the
+in-memory twin and DynamoDB, and many API Lambdas triggering at once never create more than it allows."""
 
 from __future__ import annotations
 
@@ -9,17 +10,22 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
 from duetime.adapters.dynamodb import conditions
+from duetime.adapters.dynamodb.catalog import DynamoCatalog
 from duetime.adapters.dynamodb.rate_limits import DynamoRateLimiter, rate_limit_key
+from duetime.adapters.dynamodb.run_budgets import DynamoRunBudget
+from duetime.errors import RateLimited
 from duetime.models import Team
 from duetime.rate_limit import Decision, micros
+from duetime.run_budget import InMemoryRunBudget, RunBudget, Spend, minute_of
 from duetime.service import JobService
 
-from .api_support import JOB, make_call
+from .api_support import JOB, a_fresh_minute, make_call
 from .conftest import Stack, hooked, new_clients
 
 HAMMER_SECONDS = 2.5
@@ -210,3 +216,120 @@ def test_without_its_conditions_the_bucket_would_let_a_hammered_team_through(
     busy = Team(team_id="busy", api_rate_per_second=2, api_burst=10)
     tally, elapsed = hammer(stack, busy, 8, 1.0, cold=cold)
     assert tally.allowed > 2 * (busy.api_burst + busy.api_rate_per_second * elapsed), (tally, elapsed)
+
+
+# --- each team's runs made on request: runs_per_minute ----------------------------------------------------
+
+MINUTE = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)  # a minute's start; a spend's instant is injected
+
+
+@pytest.fixture(params=["memory", "dynamodb"])
+def budget(request: pytest.FixtureRequest) -> RunBudget:
+    """The run budget under contract: the in-memory twin and the control table's on DynamoDB Local."""
+    if request.param == "memory":
+        return InMemoryRunBudget()
+    stack: Stack = request.getfixturevalue("stack")
+    return DynamoRunBudget(stack.dynamodb, stack.names.control)
+
+
+def test_a_run_budget_pays_for_a_spend_whole_or_not_at_all_and_starts_over_each_minute(
+    budget: RunBudget,
+) -> None:
+    team = Team(team_id="t", runs_per_minute=10)
+    first = budget.spend(team, 6, MINUTE + timedelta(seconds=5))
+    assert (first.allowed, first.left) == (True, 4)
+    refused = budget.spend(team, 5, MINUTE + timedelta(seconds=15))
+    assert refused == Spend(False, minute_of(MINUTE), 4, 45)  # nothing counted: still 4 left
+    assert budget.spend(team, 4, MINUTE + timedelta(seconds=20)).left == 0
+    assert not budget.spend(team, 1, MINUTE + timedelta(seconds=59, microseconds=1)).allowed
+    assert budget.spend(Team(team_id="other", runs_per_minute=10), 10, MINUTE).allowed  # teams apart
+    later = budget.spend(team, 10, MINUTE + timedelta(minutes=1))  # the next minute: all of it again
+    assert (later.allowed, later.minute, later.left) == (True, minute_of(MINUTE) + 1, 0)
+
+
+def test_a_run_budget_takes_back_only_into_the_minute_it_was_spent_in(budget: RunBudget) -> None:
+    team = Team(team_id="t", runs_per_minute=10)
+    spent = budget.spend(team, 8, MINUTE)
+    budget.give_back(team, spent, 5)  # 5 of the 8 were not created
+    assert budget.spend(team, 7, MINUTE + timedelta(seconds=1)).left == 0
+    budget.give_back(team, spent, 20)  # more than it holds: a lost race, nothing changes
+    assert not budget.spend(team, 1, MINUTE + timedelta(seconds=2)).allowed
+    again = budget.spend(team, 10, MINUTE + timedelta(minutes=1))
+    budget.give_back(team, spent, 8)  # the first minute is over: nothing to give back to
+    assert not budget.spend(team, 1, MINUTE + timedelta(minutes=1, seconds=1)).allowed
+    assert again.allowed
+
+
+def test_a_spend_on_a_clock_behind_is_counted_in_the_later_minute_never_more_generously(
+    budget: RunBudget,
+) -> None:
+    team = Team(team_id="t", runs_per_minute=10)
+    assert budget.spend(team, 9, MINUTE + timedelta(minutes=1)).allowed  # one API Lambda's clock
+    behind = budget.spend(team, 2, MINUTE + timedelta(seconds=59))  # another's, a second behind
+    assert (behind.allowed, behind.minute, behind.left) == (False, minute_of(MINUTE) + 1, 1)
+    assert budget.spend(team, 1, MINUTE + timedelta(seconds=59)).minute == minute_of(MINUTE) + 1
+
+
+def test_more_than_the_whole_budget_is_never_paid_for(budget: RunBudget) -> None:
+    assert not budget.spend(Team(team_id="t", runs_per_minute=10), 11, MINUTE).allowed
+    assert budget.spend(Team(team_id="t", runs_per_minute=10), 10, MINUTE).allowed
+
+
+def trigger_from_many_lambdas(stack: Stack, team: Team, job_id: str, threads: int, each: int) -> Tally:
+    """``threads`` API Lambdas (a service and a DynamoDB client each, on the store's clock) triggering the
+    job ``each`` times as fast as they can, all at once."""
+    tally = Tally()
+    services = [
+        JobService(DynamoCatalog(new_clients()[0], stack.names), stack.store, stack.queue, stack.clock)
+        for _ in range(threads)
+    ]
+    start = threading.Barrier(threads)
+
+    def lambda_environment(service: JobService) -> None:
+        start.wait()
+        for _ in range(each):
+            try:
+                service.trigger(team, job_id)
+                tally.count(Decision(True))
+            except RateLimited as exc:
+                tally.count(Decision(False, exc.retry_after_seconds))
+
+    workers = [threading.Thread(target=lambda_environment, args=(s,)) for s in services]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    return tally
+
+
+def created_runs(stack: Stack) -> int:
+    items = stack.dynamodb.scan(TableName=stack.names.runs, ConsistentRead=True, Select="COUNT")
+    return int(items["Count"])
+
+
+def test_many_concurrent_triggers_never_create_more_than_the_teams_runs_per_minute(
+    stack: Stack, service: JobService
+) -> None:
+    team, _ = service.create_team("busy")
+    team = team.model_copy(update={"runs_per_minute": 20})
+    job = service.create_job(team, JOB)
+    a_fresh_minute(stack)
+    tally = trigger_from_many_lambdas(stack, team, job.id, threads=8, each=6)
+    assert (tally.allowed, tally.refused) == (20, 28), tally
+    assert created_runs(stack) == 20  # a refused trigger created no run
+    assert tally.retry_afters and max(tally.retry_afters) <= 60
+
+
+def test_without_its_condition_the_run_budget_would_let_concurrent_triggers_through(
+    stack: Stack, service: JobService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """RUN_BUDGET_HAS_ROOM is what holds the budget: made always true, the same triggers all get through."""
+    original = conditions.RUN_BUDGET_HAS_ROOM
+    always = "#minute >= :minute OR #runs <= :most_held OR attribute_not_exists(#minute)"
+    monkeypatch.setattr(conditions, original.name, conditions.Condition(original.name, always, original.why))
+    team, _ = service.create_team("busy")
+    team = team.model_copy(update={"runs_per_minute": 20})
+    job = service.create_job(team, JOB)
+    a_fresh_minute(stack)
+    tally = trigger_from_many_lambdas(stack, team, job.id, threads=8, each=6)
+    assert created_runs(stack) == tally.allowed >= 8 * 5, tally  # all but perhaps each one's first

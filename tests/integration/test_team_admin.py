@@ -104,16 +104,20 @@ def test_limits_change_only_to_valid_values_and_a_refused_change_writes_nothing(
     admin.create_team("search")
     changed = admin.update_limits("search", max_concurrency=5, max_jobs=200, api_rate_per_second=2.5)
     assert (changed.max_concurrency, changed.max_jobs, changed.api_rate_per_second) == (5, 200, 2.5)
+    assert admin.update_limits("search", runs_per_minute=300).runs_per_minute == 300
 
     with pytest.raises(InvalidInput) as bad:
         admin.update_limits("search", max_concurrency=0)
     assert bad.value.field == "max_concurrency"
+    with pytest.raises(InvalidInput) as no_runs:
+        admin.update_limits("search", runs_per_minute=0)
+    assert no_runs.value.field == "runs_per_minute"
     with pytest.raises(InvalidInput) as unknown:
         admin.update_limits("search", signing_secret="mine")
     assert unknown.value.field == "signing_secret"
 
     assert admin.get("search").max_concurrency == 5
-    assert [e.action for e in admin.audit("search")] == ["update", "create"]
+    assert [e.action for e in admin.audit("search")] == ["update", "update", "create"]
 
 
 def test_the_job_quota_is_counted_in_the_jobs_own_transaction(admin: TeamAdmin, service: JobService) -> None:
@@ -230,6 +234,8 @@ def test_the_cli_rotates_a_token_and_disables_a_team(
 
     created = duetime("teams", "create", "dev", "--max-jobs", "50", "--json")
     assert created["max_jobs"] == 50 and str(created["token"]).startswith("dt_")
+    assert created["runs_per_minute"] == 1_000
+    assert duetime("teams", "update", "dev", "--runs-per-minute", "200", "--json")["runs_per_minute"] == 200
     rotated = duetime("teams", "rotate-token", "dev", "--json")
     with pytest.raises(Unauthorized):
         service.authenticate(bearer(str(created["token"])))
@@ -240,7 +246,7 @@ def test_the_cli_rotates_a_token_and_disables_a_team(
     shown = duetime("teams", "show", "dev", "--json")
     assert shown["disabled"] is True and "signing_secret" not in shown and "token" not in shown
     audit = duetime("teams", "audit", "dev", "--json")
-    assert [e["action"] for e in audit] == ["disable", "rotate-token", "create"]  # type: ignore[index]
+    assert [e["action"] for e in audit] == ["disable", "rotate-token", "update", "create"]  # type: ignore[index]
 
     with pytest.raises(SystemExit, match="max_concurrency"):
         cli.main(["teams", "update", "dev", "--max-concurrency", "0"])

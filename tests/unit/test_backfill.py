@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from duetime.clock import ManualClock
-from duetime.errors import InvalidInput, NotFound
+from duetime.errors import InvalidInput, NotFound, RateLimited
 from duetime.ids import make_run_id
 from duetime.models import MAX_BACKFILL_RUNS, Job, JobSpec, Run, RunStatus, Team
 from duetime.ports import RunMessage
@@ -63,6 +63,9 @@ class Catalog:
         self.inserted += created
         return created
 
+    def insert_run(self, run: Run) -> bool:
+        return bool(self.insert_runs([run]))
+
 
 class Queue:
     def __init__(self) -> None:
@@ -74,9 +77,12 @@ class Queue:
             self.sent.setdefault(delay_seconds, []).extend(m.run_id for m in messages)
 
 
-def service(j: Job, existing: Sequence[str] = ()) -> tuple[JobService, Catalog, Queue]:
+def service(
+    j: Job, existing: Sequence[str] = (), clock: ManualClock | None = None
+) -> tuple[JobService, Catalog, Queue]:
     catalog, queue, unused = Catalog(j, existing), Queue(), None
-    return JobService(catalog, unused, queue, ManualClock(NOW)), catalog, queue  # type: ignore[arg-type]
+    svc = JobService(catalog, unused, queue, clock or ManualClock(NOW))  # type: ignore[arg-type]
+    return svc, catalog, queue
 
 
 # --- the times a window covers ----------------------------------------------------------------------------
@@ -282,3 +288,63 @@ def test_the_cli_posts_the_window_to_the_backfill_route(
     with pytest.raises(SystemExit):  # --to is required
         cli.main(["jobs", "backfill", JOB_ID, "--from", start, "--token", "t"])
     assert len(sent) == 1
+
+
+# --- runs_per_minute: how many runs triggers and backfills may create -------------------------------------
+
+
+def test_a_backfill_past_the_teams_runs_per_minute_is_refused_whole() -> None:
+    """The budget pays for a window's runs all at once, before any is written: 6 runs when 4 are left is a
+    429 naming runs_per_minute (Retry-After: the rest of the minute), and not one run is created or sent."""
+    team = Team(team_id="t", runs_per_minute=10)
+    clock = ManualClock(NOW)
+    svc, catalog, queue = service(job(EVERY_MINUTE), clock=clock)
+    assert svc.backfill(team, JOB_ID, minutes_back(6)) == 6
+    before = (list(catalog.inserted), dict(queue.sent))
+    with pytest.raises(RateLimited) as refused:
+        svc.backfill(team, JOB_ID, {"from": "2026-12-01T10:00:00Z", "to": "2026-12-01T10:06:00Z"})
+    assert (refused.value.status, refused.value.code, refused.value.field) == (
+        429,
+        "rate_limited",
+        "runs_per_minute",
+    )
+    assert "10 runs a minute" in refused.value.message and "4 are left" in refused.value.message
+    assert refused.value.headers() == {"Retry-After": "60"}  # NOW is a quarter second into its minute
+    assert (catalog.inserted, queue.sent) == before  # nothing half-created
+    clock.set(utc("2026-12-01T12:01:00Z"))  # the next minute on the store's clock
+    assert svc.backfill(team, JOB_ID, {"from": "2026-12-01T10:00:00Z", "to": "2026-12-01T10:06:00Z"}) == 6
+
+
+def test_a_window_holding_more_than_runs_per_minute_is_refused_naming_to() -> None:
+    """It could never be paid for: a 422 to split it, not a 429 to retry forever."""
+    svc, catalog, queue = service(job(EVERY_MINUTE))
+    with pytest.raises(InvalidInput) as refused:
+        svc.backfill(Team(team_id="t", runs_per_minute=5), JOB_ID, minutes_back(6))
+    assert refused.value.field == "to" and "runs_per_minute: 5" in refused.value.message
+    assert catalog.inserted == [] and queue.sent == {}
+
+
+def test_times_that_already_had_a_run_are_given_back_so_a_repeated_backfill_costs_nothing() -> None:
+    """A repeated window asks for its runs (it needs room for them while it runs), finds them made, and
+    gives them back: the budget is left as it was."""
+    team = Team(team_id="t", runs_per_minute=6)
+    svc, catalog, _ = service(job(EVERY_MINUTE))
+    assert svc.backfill(team, JOB_ID, minutes_back(3)) == 3
+    for _ in range(3):
+        assert svc.backfill(team, JOB_ID, minutes_back(3)) == 0
+    assert svc.backfill(team, JOB_ID, {"from": "2026-12-01T10:00:00Z", "to": "2026-12-01T10:03:00Z"}) == 3
+    assert len(catalog.inserted) == 6
+
+
+def test_triggers_and_backfills_share_the_teams_runs_per_minute() -> None:
+    team = Team(team_id="t", runs_per_minute=3)
+    clock = ManualClock(NOW)
+    svc, catalog, queue = service(job(EVERY_MINUTE), clock=clock)
+    assert svc.backfill(team, JOB_ID, minutes_back(2)) == 2
+    clock.advance(1)  # a trigger's run id is unique per second
+    svc.trigger(team, JOB_ID)
+    clock.advance(1)
+    with pytest.raises(RateLimited) as refused:
+        svc.trigger(team, JOB_ID)
+    assert refused.value.field == "runs_per_minute" and refused.value.headers() == {"Retry-After": "58"}
+    assert len(catalog.inserted) == 3 and sum(len(ids) for ids in queue.sent.values()) == 3

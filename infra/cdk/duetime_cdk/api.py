@@ -51,6 +51,7 @@ class Api(Construct):
             handler="functions/api/handler.handler",
             service="api",
             timeout=cdk.Duration.seconds(29),
+            reserved_concurrency=config.api_reserved_concurrency or None,
             environment={**pollers.wake_environment(), "DUETIME_WORKER_ROLE_ARN": worker_role.role_arn},
             statements=[
                 allow(

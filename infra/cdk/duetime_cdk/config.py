@@ -106,6 +106,12 @@ class StackConfig(BaseModel):
     aws_targets_without_role: bool = False
     api_rate_limit: int = Field(default=100, ge=1)
     api_burst_limit: int = Field(default=200, ge=1)
+    # Concurrent instances of the api function, reserved for it and its ceiling: however many requests one
+    # team sends (each may run 29 s), the api function never takes more of the account's Lambda concurrency,
+    # so the pollers and workers always find theirs. Past it API Gateway answers 429/502 and the caller
+    # retries. 0: none reserved (an account whose concurrency quota leaves nothing to reserve; AWS keeps 100
+    # unreserved). LocalStack deploys it and does not enforce it.
+    api_reserved_concurrency: int = Field(default=50, ge=0, le=10_000)
     # How long API Gateway keeps a TeamAuthorizer decision for a token: a rotated-out token keeps working,
     # and a disabled team's requests reach the api function (which refuses them), for at most this long.
     # 0 turns the cache off (one authorizer invocation per request); API Gateway allows up to 3600.

@@ -46,7 +46,10 @@ class DuetimeFunction(Construct):
         timeout: cdk.Duration,
         memory_mb: int = 512,
         environment: dict[str, str] | None = None,
+        reserved_concurrency: int | None = None,
     ) -> None:
+        """``reserved_concurrency``: instances of the function the account keeps for it and lets it use at
+        most (None: none reserved, the function draws on the account's unreserved concurrency)."""
         super().__init__(scope, id)
         self.log_group = logs.LogGroup(
             self, "Logs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=cdk.RemovalPolicy.DESTROY
@@ -82,6 +85,7 @@ class DuetimeFunction(Construct):
             memory_size=memory_mb,
             log_group=self.log_group,
             tracing=lambda_.Tracing.ACTIVE,
+            reserved_concurrent_executions=reserved_concurrency,
             environment={
                 "POWERTOOLS_SERVICE_NAME": service,
                 "POWERTOOLS_METRICS_NAMESPACE": "duetime",

@@ -392,6 +392,32 @@ API_RATE_WITHIN_BURST = Condition(
     "refused (429) without writing anything.",
 )
 
+RUN_BUDGET_STALE = Condition(
+    "RUN_BUDGET_STALE",
+    "attribute_not_exists(#minute) OR #minute < :minute",
+    "A trigger or backfill finding its team's run budget counting no minute or an earlier one starts the "
+    "minute over, setting the count to its own runs (absolute values): only while no other API Lambda has "
+    "started this minute, or two that both saw it stale would each start from zero and one minute would "
+    "count twice.",
+)
+
+RUN_BUDGET_HAS_ROOM = Condition(
+    "RUN_BUDGET_HAS_ROOM",
+    "#minute >= :minute AND #runs <= :most_held",
+    "A trigger or backfill adds its runs to the count of the minute its team's budget is in (this one, or a "
+    "later one another API Lambda's clock is already in: never more generous) only while the count leaves "
+    "room for all of them, adding in place so concurrent spends each add their own; the spend that would "
+    "pass runs_per_minute fails here and is refused (429) with nothing written, nor any run created.",
+)
+
+RUN_BUDGET_STILL_IN = Condition(
+    "RUN_BUDGET_STILL_IN",
+    "#minute = :minute AND #runs >= :runs",
+    "Runs paid for but not created (times that already had a run) are given back only to the minute they "
+    "were counted in, while it lasts; once the budget has moved to a later minute they are that minute's "
+    "business no longer, and the give-back is dropped.",
+)
+
 
 ALL_CONDITIONS = (
     JOB_IS_NEW,
@@ -437,4 +463,7 @@ ALL_CONDITIONS = (
     POLLER_HANDOVER_UNANSWERED,
     API_RATE_IDLE,
     API_RATE_WITHIN_BURST,
+    RUN_BUDGET_STALE,
+    RUN_BUDGET_HAS_ROOM,
+    RUN_BUDGET_STILL_IN,
 )

@@ -22,12 +22,10 @@ from __future__ import annotations
 
 import math
 from datetime import datetime
-from typing import Any, cast
-
-from botocore.exceptions import ClientError
 
 from duetime.adapters.dynamodb import conditions as c
-from duetime.adapters.dynamodb.codec import Item, n, s
+from duetime.adapters.dynamodb.codec import Item, n
+from duetime.adapters.dynamodb.team_counters import TeamCounter, counter_key
 from duetime.models import Team
 from duetime.rate_limit import ALLOWED, MICROS_PER_SECOND, Bucket, Decision, RateRule, micros
 
@@ -35,16 +33,14 @@ BUCKET_TTL_SECONDS = 86_400  # how long an idle bucket's item is kept (DynamoDB 
 
 
 def rate_limit_key(team_id: str) -> Item:
-    return {"pk": s(f"ratelimit#{team_id}"), "sk": s("ratelimit")}
+    return counter_key(DynamoRateLimiter.kind, team_id)
 
 
-class DynamoRateLimiter:
-    """Implements ``duetime.rate_limit.ApiRateLimiter``: a team's bucket is an item in the control table."""
+class DynamoRateLimiter(TeamCounter):
+    """Implements ``duetime.rate_limit.ApiRateLimiter``: a team's bucket is an item in the control table
+    (``_seen``: team -> the latest TAT this process wrote or was shown, a guess)."""
 
-    def __init__(self, client: Any, control_table: str) -> None:
-        self.client = client
-        self.table = control_table
-        self._seen: dict[str, int] = {}  # team -> the latest TAT this process wrote or was shown (a guess)
+    kind = "ratelimit"
 
     def take(self, team: Team, now: datetime) -> Decision:
         rule = RateRule.of(team)
@@ -75,20 +71,5 @@ class DynamoRateLimiter:
             update, condition = "SET tat = tat + :interval, #ttl = :ttl", c.API_RATE_WITHIN_BURST
             values[":interval"] = n(rule.interval_us)
             values[":last_allowed"] = n(rule.last_allowed_tat(now_us))
-        try:
-            response = self.client.update_item(
-                TableName=self.table,
-                Key=rate_limit_key(team_id),
-                UpdateExpression=update,
-                ConditionExpression=condition.expression,
-                ExpressionAttributeNames={"#ttl": "ttl"},
-                ExpressionAttributeValues=values,
-                ReturnValues="UPDATED_NEW",
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
-                raise
-            held = cast(Item, exc.response.get("Item") or {})  # the item as it is (ALL_OLD)
-            return False, int(held["tat"]["N"]) if "tat" in held else None
-        return True, int(response["Attributes"]["tat"]["N"])
+        written, item = self.update(team_id, update, condition, {"#ttl": "ttl"}, values)
+        return written, int(item["tat"]["N"]) if "tat" in item else None
