@@ -56,7 +56,12 @@ from duetime.errors import (
 from duetime.labels import LABEL_FILTER_PATTERN
 from duetime.models import MAX_BACKFILL_RUNS, BackfillWindow, Job, JobSpec, Team
 from duetime.rate_limit import ApiRateLimiter
-from duetime.service import JobService
+from duetime.service import (
+    LOAD_FIRE_TIMES_PER_REQUEST,
+    LOAD_JOBS_PER_REQUEST,
+    MAX_LOAD_FIRE_TIMES,
+    JobService,
+)
 
 JSON = "application/json"
 PUBLIC_PATHS = {"/healthz", "/v1/openapi.json"}
@@ -106,12 +111,13 @@ def rate_limiter() -> ApiRateLimiter:
     return _rate_limiter_factory()
 
 
-def check_rate(team: Team) -> None:
-    """Count this request against its team's API rate (on the store's clock); over it, ``RateLimited``."""
+def check_rate(team: Team, cost: str = "") -> None:
+    """Count this request (or one more request's worth of its work, which ``cost`` explains) against its
+    team's API rate (on the store's clock); over it, ``RateLimited``."""
     decision = rate_limiter().take(team, service().clock.now())
     if not decision.allowed:
         raise RateLimited(
-            f"too many requests: team {team.team_id} may make {team.api_rate_per_second:g} requests a "
+            f"{cost}too many requests: team {team.team_id} may make {team.api_rate_per_second:g} requests a "
             f"second ({team.api_burst} at once); try again in {decision.retry_after_seconds} s",
             decision.retry_after_seconds,
         )
@@ -538,13 +544,26 @@ def cancel_run(run_id: RunId) -> RunOut:
     return RunOut.of(service().cancel_run(team(), run_id))
 
 
+def _pay_for_load(team: Team, jobs: int, fire_times: int) -> None:
+    """One more request's worth of a load walk (``JobService.load``), counted against the team's API rate."""
+    check_rate(
+        team,
+        f"GET /v1/load costs one request per {LOAD_JOBS_PER_REQUEST} jobs it reads and per "
+        f"{LOAD_FIRE_TIMES_PER_REQUEST:,} runs it counts (it had read {jobs:,} and counted {fire_times:,}): ",
+    )
+
+
 @app.get(
     "/v1/load",
     responses=_responses(200, LoadOut),
     security=SECURITY,
     description="Due runs per minute (by fire time) over your active jobs in [from, to). `to` must be "
     "after `from` and the window at most 24 hours; both need a UTC offset. A window breaking these rules "
-    "is refused with 422 naming `to` (or `from`).",
+    "is refused with 422 naming `to` (or `from`), and so is one holding more than "
+    f"{MAX_LOAD_FIRE_TIMES:,} runs. It costs one request of your API rate per {LOAD_JOBS_PER_REQUEST} jobs, "
+    f"and one more per {LOAD_FIRE_TIMES_PER_REQUEST:,} runs counted past the first "
+    f"{LOAD_FIRE_TIMES_PER_REQUEST:,}, charged as it counts: when your rate cannot pay, 429 `rate_limited` "
+    "with `Retry-After`.",
 )
 def load(
     start: Annotated[datetime, Query(alias="from", description="window start, with a UTC offset")],
@@ -554,7 +573,7 @@ def load(
 ) -> LoadOut:
     if start.tzinfo is None or end.tzinfo is None:
         raise InvalidInput("from and to need a UTC offset, e.g. 2026-12-01T00:00:00Z", "from")
-    minutes = service().load(team(), start, end)
+    minutes = service().load(team(), start, end, functools.partial(_pay_for_load, team()))
     return LoadOut(
         window_start=start,
         window_end=end,

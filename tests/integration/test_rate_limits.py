@@ -333,3 +333,32 @@ def test_without_its_condition_the_run_budget_would_let_concurrent_triggers_thro
     a_fresh_minute(stack)
     tally = trigger_from_many_lambdas(stack, team, job.id, threads=8, each=6)
     assert created_runs(stack) == tally.allowed >= 8 * 5, tally  # all but perhaps each one's first
+
+
+# --- GET /v1/load: charged by the work it does ------------------------------------------------------------
+
+
+def test_a_load_that_computes_more_than_the_teams_rate_can_pay_is_429_naming_its_cost(
+    stack: Stack, service: JobService
+) -> None:
+    """Three jobs of a run a minute over 24 hours are 4,320 fire times: 5 requests' worth, more than a burst
+    of 3 can pay, so the walk ends in a 429 that says what load costs. An hour of them costs one request."""
+    team, token = service.create_team("planner")
+    for _ in range(3):
+        service.create_job(team, {**JOB, "schedule": {"rate": "1 minute"}, "exact": True})
+    stack.store.put_team(team.model_copy(update={"api_rate_per_second": 0.1, "api_burst": 3}))
+    planner = make_call(token)
+    start = stack.clock.now().replace(second=0, microsecond=0) + timedelta(minutes=2)
+    hour = {"from": start.isoformat(), "to": (start + timedelta(hours=1)).isoformat()}
+    answer = planner("GET", "/v1/load", query=hour)
+    assert answer.status == 200 and answer.body["total"] == 3 * 60, answer.body
+
+    day = {"from": start.isoformat(), "to": (start + timedelta(hours=24)).isoformat()}
+    refused = planner("GET", "/v1/load", query=day)
+    assert refused.status == 429, refused.body
+    assert refused.body["error"]["code"] == "rate_limited" and int(refused.headers["Retry-After"]) >= 1
+    assert (
+        "GET /v1/load costs one request per 100 jobs it reads and per 1,000 runs"
+        in refused.body["error"]["message"]
+    )
+    assert planner("GET", "/v1/jobs").status == 429  # the team's rate is spent, as by 3 requests
