@@ -39,13 +39,17 @@ from duetime.api_models import (
     SigningKeyOut,
     SigningKeysOut,
     TeamOut,
+    TokenIssued,
+    TokenList,
+    TokenOut,
     TriggerIn,
 )
-from duetime.authorizer import request_team, request_token_id
+from duetime.authorizer import request_caller
 from duetime.console_files import SECURITY_HEADERS, console_file, is_console_path
 from duetime.errors import (
     ApiError,
     BadRequest,
+    Forbidden,
     InvalidInput,
     MethodNotAllowed,
     PayloadTooLarge,
@@ -62,6 +66,7 @@ from duetime.service import (
     MAX_LOAD_FIRE_TIMES,
     JobService,
 )
+from duetime.tokens import MAX_TOKENS_PER_TEAM, Caller, TokenIn, TokenScope, required_scope
 
 JSON = "application/json"
 PUBLIC_PATHS = {"/healthz", "/v1/openapi.json"}
@@ -74,6 +79,7 @@ _JSON_STRING = re.compile(r'"(?:[^"\\]++|\\.?)*+(?:"|\Z)', re.DOTALL)  # untermi
 _JSON_BRACKET = re.compile(r"[\[\]{}]")
 JobId = Annotated[str, Path(min_length=1, max_length=64)]
 RunId = Annotated[str, Path(min_length=1, max_length=128)]
+TokenId = Annotated[str, Path(min_length=1, max_length=64)]
 
 _service_factory: Callable[[], JobService] | None = None
 _rate_limiter_factory: Callable[[], ApiRateLimiter] | None = None
@@ -140,7 +146,7 @@ def _responses(success: int, model: Any, *errors: int) -> dict[int, OpenAPIRespo
         if model is not None
         else {"description": "No content", "content": {}},
     }
-    for code in (400, 401, 405, 413, 415, 422, 429, *errors):
+    for code in (400, 401, 403, 405, 413, 415, 422, 429, *errors):
         described[code] = _error_response(code)
     return described
 
@@ -169,7 +175,9 @@ def _public_responses(described: dict[int, OpenAPIResponse]) -> dict[int, OpenAP
 _SUCCESS_TEXT = {200: "OK", 201: "Created", 202: "Accepted"}
 _ERROR_TEXT = {
     400: "Malformed request",
-    401: "Missing or unknown token",
+    401: "Missing, unknown or revoked token",
+    403: "The token's scope does not allow this request (`forbidden`, naming the scope it needs), or the "
+    "team is disabled",
     404: "No such job or run (in your team)",
     405: "Method not allowed on this path (after authentication; `Allow` lists the methods it answers)",
     409: "Conflict",
@@ -178,7 +186,14 @@ _ERROR_TEXT = {
     422: "Invalid input (the field is named)",
     429: "Over the team's API rate (`rate_limited`, with `Retry-After`), or a quota used up",
 }
-SECURITY: list[dict[str, list[str]]] = [{"bearerAuth": []}]
+
+
+def needs(scope: TokenScope) -> list[dict[str, list[str]]]:
+    """An operation's security requirement: a bearer token with ``scope`` (OpenAPI 3.1 lets an HTTP
+    scheme's requirement list roles). Each route's scope here is the one ``required_scope`` enforces (a test
+    checks)."""
+    return [{"bearerAuth": [str(scope)]}]
+
 
 app = APIGatewayRestResolver(enable_validation=True)
 # The resolver keeps the request it is answering on itself (its current event, route and context), so it
@@ -207,11 +222,14 @@ def _handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
         # The team the TeamAuthorizer vouched for (API Gateway on AWS), else the token is checked here
         # (LocalStack runs no authorizer, duetime local has none): without a valid token, 401. Then the
         # team's API rate: over it, 429 before routing, so a refused request changes nothing.
+        # Then the token's scope (``duetime.tokens``): a token that may not make this request is refused
+        # before routing, so it learns nothing of the body's validity and changes nothing.
         try:
-            team = request_team(service(), event, headers.get("authorization"))
-            check_rate(team)
-            app.context["team"] = team
-            app.context["actor"] = request_token_id(event, headers.get("authorization"))
+            caller = request_caller(service(), event, headers.get("authorization"))
+            check_rate(caller.team)
+            check_scope(caller, str(event.get("httpMethod")), str(event.get("path")))
+            app.context["team"] = caller.team
+            app.context["caller"] = caller
         except ApiError as exc:
             error = exc
     if error is None and isinstance(body, str) and body:
@@ -250,14 +268,31 @@ def json_body_problem(body: str) -> str | None:
     return None
 
 
+def check_scope(caller: Caller, method: str, path: str) -> None:
+    """403 naming the token, its scope and the scope ``method path`` needs, unless the token may."""
+    needed = required_scope(method, path)
+    if not caller.may(needed):
+        token = caller.token
+        raise Forbidden(
+            f"the token {token.token_id} ({token.name!r}) has scope {token.scope}; {method} {path} needs "
+            f"{needed}: use a token with that scope (an admin issues one: POST /v1/tokens)",
+            "scope",
+        )
+
+
 def team() -> Team:
     current: Team = app.context["team"]
     return current
 
 
+def caller() -> Caller:
+    current: Caller = app.context["caller"]
+    return current
+
+
 def actor() -> str:
     """The id of the token the request came with (``job_history.token_id``), for the job's history."""
-    return str(app.context.get("actor", "unknown"))
+    return caller().token.token_id
 
 
 def _api_error(exc: ApiError) -> Response[Any]:
@@ -350,7 +385,7 @@ def shown(job: Job) -> JobOut:
     return JobOut.of(job, service().missing_since([job]).get(job.id))
 
 
-@app.post("/v1/jobs", responses=_responses(201, JobOut, 409, 429), security=SECURITY)
+@app.post("/v1/jobs", responses=_responses(201, JobOut, 409, 429), security=needs(TokenScope.ADMIN))
 def create_job(
     spec: Annotated[JobSpec, Body()],
     idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key", max_length=255)] = None,
@@ -363,7 +398,7 @@ def create_job(
 @app.get(
     "/v1/jobs",
     responses=_responses(200, JobList),
-    security=SECURITY,
+    security=needs(TokenScope.READ),
     description="Your jobs, a page at a time. `label=key:value` lists those with that label; `q` those with "
     "a word of their name beginning with each word of `q` (case-insensitive; the first 16 words of a name "
     "count). Both together: both must hold. A filtered page may hold fewer than `limit` jobs while "
@@ -386,34 +421,46 @@ def list_jobs(
     return JobList(jobs=jobs, next_cursor=page.cursor)
 
 
-@app.get("/v1/jobs/<job_id>", responses=_responses(200, JobOut, 404), security=SECURITY)
+@app.get("/v1/jobs/<job_id>", responses=_responses(200, JobOut, 404), security=needs(TokenScope.READ))
 def get_job(job_id: JobId) -> JobOut:
     return shown(service().get_job(team(), job_id))
 
 
-@app.patch("/v1/jobs/<job_id>", responses=_responses(200, JobOut, 404, 409, 429), security=SECURITY)
+@app.patch(
+    "/v1/jobs/<job_id>", responses=_responses(200, JobOut, 404, 409, 429), security=needs(TokenScope.ADMIN)
+)
 def patch_job(job_id: JobId, patch: Annotated[JobPatch, Body()]) -> JobOut:
     changes = json.loads(app.current_event.body or "{}")
     return shown(service().update_job(team(), job_id, changes, actor()))
 
 
-@app.delete("/v1/jobs/<job_id>", responses=_responses(204, None, 404, 409), security=SECURITY)
+@app.delete("/v1/jobs/<job_id>", responses=_responses(204, None, 404, 409), security=needs(TokenScope.ADMIN))
 def delete_job(job_id: JobId) -> Response[Any]:
     service().delete_job(team(), job_id, actor())
     return Response(status_code=204, body="")
 
 
-@app.post("/v1/jobs/<job_id>/pause", responses=_responses(200, JobOut, 404, 409), security=SECURITY)
+@app.post(
+    "/v1/jobs/<job_id>/pause", responses=_responses(200, JobOut, 404, 409), security=needs(TokenScope.OPERATE)
+)
 def pause_job(job_id: JobId) -> JobOut:
     return shown(service().update_job(team(), job_id, {"paused": True}, actor()))
 
 
-@app.post("/v1/jobs/<job_id>/resume", responses=_responses(200, JobOut, 404, 409), security=SECURITY)
+@app.post(
+    "/v1/jobs/<job_id>/resume",
+    responses=_responses(200, JobOut, 404, 409),
+    security=needs(TokenScope.OPERATE),
+)
 def resume_job(job_id: JobId) -> JobOut:
     return shown(service().update_job(team(), job_id, {"paused": False}, actor()))
 
 
-@app.post("/v1/jobs/<job_id>/trigger", responses=_responses(201, RunOut, 404, 409), security=SECURITY)
+@app.post(
+    "/v1/jobs/<job_id>/trigger",
+    responses=_responses(201, RunOut, 404, 409),
+    security=needs(TokenScope.OPERATE),
+)
 def trigger_job(job_id: JobId, request: Annotated[TriggerIn | None, Body()] = None) -> Response[RunOut]:
     sent = json.loads(app.current_event.body or "null")  # re-read: powertools takes a list's first item
     run = service().trigger(team(), job_id, sent)
@@ -423,7 +470,7 @@ def trigger_job(job_id: JobId, request: Annotated[TriggerIn | None, Body()] = No
 @app.post(
     "/v1/jobs/<job_id>/backfill",
     responses=_responses(202, BackfillOut, 404),
-    security=SECURITY,
+    security=needs(TokenScope.OPERATE),
     description="Runs for the job's past nominal times in [from, to): one per time its schedule names (cron "
     "in its zone, rate from its anchor, one-time `at`; within start_at and end_at), under the scheduled run "
     "id `<job id>@<nominal time>`. A time that already has a run keeps it and is not counted, so the same "
@@ -439,7 +486,7 @@ def backfill_job(job_id: JobId, window: Annotated[BackfillWindow, Body()]) -> Re
     return Response(status_code=202, content_type=JSON, body=BackfillOut(runs=runs))
 
 
-@app.get("/v1/jobs/<job_id>/runs", responses=_responses(200, RunList, 404), security=SECURITY)
+@app.get("/v1/jobs/<job_id>/runs", responses=_responses(200, RunList, 404), security=needs(TokenScope.READ))
 def list_runs(
     job_id: JobId,
     limit: Annotated[int, Query(ge=1, le=100)] = 50,
@@ -449,7 +496,9 @@ def list_runs(
     return RunList(runs=[RunOut.of(r) for r in page.items], next_cursor=page.cursor)
 
 
-@app.get("/v1/jobs/<job_id>/preview", responses=_responses(200, PreviewOut, 404), security=SECURITY)
+@app.get(
+    "/v1/jobs/<job_id>/preview", responses=_responses(200, PreviewOut, 404), security=needs(TokenScope.READ)
+)
 def preview(job_id: JobId, count: Annotated[int, Query(ge=1, le=100)] = 10) -> PreviewOut:
     runs = service().preview(team(), job_id, count)
     return PreviewOut(job_id=job_id, runs=[PreviewRun.of(r) for r in runs])
@@ -458,7 +507,7 @@ def preview(job_id: JobId, count: Annotated[int, Query(ge=1, le=100)] = 10) -> P
 @app.get(
     "/v1/jobs/<job_id>/history",
     responses=_responses(200, JobHistory, 404),
-    security=SECURITY,
+    security=needs(TokenScope.READ),
     description="What changed in the job, when, and by which token (its id, never the token), newest "
     "first, for 90 days; a deleted job's history stays readable until then.",
 )
@@ -474,7 +523,7 @@ def job_history(
 @app.get(
     "/v1/jobs/<job_id>/signing-key",
     responses=_responses(200, SigningKeysOut, 404),
-    security=SECURITY,
+    security=needs(TokenScope.ADMIN),
     description="The keys the job's calls (and its webhook notifications) are signed with, for its target "
     "to verify the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) with "
     "any Standard Webhooks library. Each job has keys of its own, so a call to one job's target does not "
@@ -489,7 +538,7 @@ def job_signing_key(job_id: JobId) -> SigningKeysOut:
 @app.get(
     "/v1/team",
     responses=_responses(200, TeamOut),
-    security=SECURITY,
+    security=needs(TokenScope.READ),
     description="Your team's limits and what is in use: jobs and exact-time jobs against their quotas, and "
     "the cap on runs at once.",
 )
@@ -500,7 +549,7 @@ def get_team() -> TeamOut:
 @app.put(
     "/v1/team/aws-role",
     responses=_responses(200, TeamOut),
-    security=SECURITY,
+    security=needs(TokenScope.ADMIN),
     description="Register the IAM role your AWS targets are called under (a target's own `role_arn` "
     "overrides it). Its trust policy must let duetime's worker role assume it with your team's external id "
     "(in the answer). The role is not assumed here: a run's result tells if it cannot be (403).",
@@ -513,7 +562,7 @@ def put_aws_role(role: Annotated[AwsRoleIn, Body()]) -> TeamOut:
 @app.delete(
     "/v1/team/aws-role",
     responses=_responses(204, None),
-    security=SECURITY,
+    security=needs(TokenScope.ADMIN),
     description="Remove your team's role: AWS targets without a `role_arn` of their own fail (403-like, "
     "not retried) until a role is registered again.",
 )
@@ -522,12 +571,65 @@ def delete_aws_role() -> Response[Any]:
     return Response(status_code=204, body="")
 
 
-@app.get("/v1/runs/<run_id>", responses=_responses(200, RunOut, 404), security=SECURITY)
+@app.get(
+    "/v1/tokens",
+    responses=_responses(200, TokenList),
+    security=needs(TokenScope.ADMIN),
+    description="Your team's tokens (needs an `admin` token): id, name, scope, when and by which token each "
+    "was issued, and which one this request came with. Never a token itself.",
+)
+def list_tokens() -> TokenList:
+    current = caller().token
+    return TokenList(tokens=[TokenOut.of(t, current) for t in service().tokens(caller())])
+
+
+@app.post(
+    "/v1/tokens",
+    responses=_responses(201, TokenIssued, 409),
+    security=needs(TokenScope.ADMIN),
+    description="Issue a token named `name` (unique in your team) with a scope (needs an `admin` token): "
+    "`read` (every GET but signing keys), `operate` (also trigger, backfill, pause, resume, retry, cancel) "
+    f"or `admin` (everything). The answer holds the token, shown this once. At most {MAX_TOKENS_PER_TEAM} "
+    "tokens a team (409 past it, or for a name in use).",
+)
+def issue_token(wanted: Annotated[TokenIn, Body()]) -> Response[TokenIssued]:
+    issued, token = service().issue_token_for(caller(), wanted)
+    out = TokenIssued(**TokenOut.of(issued, caller().token).model_dump(), token=token)
+    return Response(status_code=201, content_type=JSON, body=out)
+
+
+@app.get(
+    "/v1/tokens/current",
+    responses=_responses(200, TokenOut),
+    security=needs(TokenScope.READ),
+    description="The token this request came with (any scope): its id, name and scope.",
+)
+def current_token() -> TokenOut:
+    return TokenOut.of(caller().token, caller().token)
+
+
+@app.delete(
+    "/v1/tokens/<token_id>",
+    responses=_responses(204, None, 404, 409),
+    security=needs(TokenScope.ADMIN),
+    description="Revoke one token (needs an `admin` token): it is refused from the next request on, behind "
+    "API Gateway too (the api function checks every request's token; the authorizer's cache only spares it "
+    "requests without a valid token). The team's last `admin` token cannot be revoked (409): issue another "
+    "first.",
+)
+def revoke_token(token_id: TokenId) -> Response[Any]:
+    service().revoke_token(caller(), token_id)
+    return Response(status_code=204, body="")
+
+
+@app.get("/v1/runs/<run_id>", responses=_responses(200, RunOut, 404), security=needs(TokenScope.READ))
 def get_run(run_id: RunId) -> RunOut:
     return RunOut.of(service().get_run(team(), run_id))
 
 
-@app.post("/v1/runs/<run_id>/retry", responses=_responses(200, RunOut, 404, 409), security=SECURITY)
+@app.post(
+    "/v1/runs/<run_id>/retry", responses=_responses(200, RunOut, 404, 409), security=needs(TokenScope.OPERATE)
+)
 def retry_run(run_id: RunId) -> RunOut:
     return RunOut.of(service().retry_run(team(), run_id))
 
@@ -535,7 +637,7 @@ def retry_run(run_id: RunId) -> RunOut:
 @app.post(
     "/v1/runs/<run_id>/cancel",
     responses=_responses(200, RunOut, 404, 409),
-    security=SECURITY,
+    security=needs(TokenScope.OPERATE),
     description="A queued or retry-waiting run becomes `cancelled` at once and is never called. A running "
     "one becomes `cancelled` too: its worker gives the call up at its next heartbeat (within 20 s), frees "
     "its concurrency slot and records no result. A finished run answers 409.",
@@ -556,7 +658,7 @@ def _pay_for_load(team: Team, jobs: int, fire_times: int) -> None:
 @app.get(
     "/v1/load",
     responses=_responses(200, LoadOut),
-    security=SECURITY,
+    security=needs(TokenScope.READ),
     description="Due runs per minute (by fire time) over your active jobs in [from, to). `to` must be "
     "after `from` and the window at most 24 hours; both need a UTC offset. A window breaking these rules "
     "is refused with 422 naming `to` (or `from`), and so is one holding more than "

@@ -34,6 +34,7 @@ from duetime.models import (
 )
 from duetime.service import UpcomingRun
 from duetime.signing import JobSigningKey
+from duetime.tokens import ApiToken, TokenScope
 
 
 class Out(BaseModel):
@@ -362,3 +363,33 @@ class AwsRoleIn(BaseModel):
     @classmethod
     def _not_yours(cls, value: Any) -> Any:
         raise ValueError("the external id is assigned by duetime (GET /v1/team shows it); send role_arn only")
+
+
+class TokenOut(Out):
+    """What duetime keeps of one of your tokens: never the token itself."""
+
+    token_id: str = Field(description="its id (tok_...): what job histories and the audit trail name it by")
+    name: str
+    scope: TokenScope
+    created_at: datetime | None = Field(description="null for a token issued before tokens had names")
+    created_by: str = Field(description="the id of the token that issued it, or the operator (cli:...)")
+    in_use: bool = Field(description="true for the token this request came with")
+
+    @classmethod
+    def of(cls, token: ApiToken, current: ApiToken) -> TokenOut:
+        return cls(
+            token_id=token.token_id,
+            name=token.name,
+            scope=token.scope,
+            created_at=token.created_at,
+            created_by=token.created_by,
+            in_use=token.token_hash == current.token_hash,
+        )
+
+
+class TokenList(Out):
+    tokens: list[TokenOut]
+
+
+class TokenIssued(TokenOut):
+    token: str = Field(description="the token, shown this once: duetime keeps only its SHA-256")

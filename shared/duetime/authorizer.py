@@ -1,7 +1,9 @@
-"""Which team a request acts for. Behind API Gateway on AWS the ``TeamAuthorizer`` (a TOKEN authorizer)
-checks the bearer token and names the team; wherever it did not (LocalStack community never runs Lambda
-authorizers, ``duetime local`` has none) the api function checks the token itself, with the same lookup:
-the token's hash in the catalog."""
+"""Which team and token a request acts for. Behind API Gateway on AWS the ``TeamAuthorizer`` (a TOKEN
+authorizer) checks the bearer token first, so requests without a valid token never reach the api function;
+its Allow is cached (``authorizer_cache_seconds``). The api function checks the token itself on every
+request, with the same lookup (the token's hash in the catalog): a revoked token is refused at once, and
+where no authorizer runs (LocalStack community never runs Lambda authorizers, ``duetime local`` has none)
+that check is the only one."""
 
 from __future__ import annotations
 
@@ -11,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 from duetime.errors import Forbidden, Unauthorized
 
 if TYPE_CHECKING:
-    from duetime.models import Team
     from duetime.service import JobService
+    from duetime.tokens import Caller
 
 
 def api_wide_arn(method_arn: str) -> str:
@@ -24,17 +26,24 @@ def api_wide_arn(method_arn: str) -> str:
 
 
 def authorize(token: str | None, method_arn: str) -> dict[str, Any]:
-    """Raise ``Exception("Unauthorized")`` (API Gateway's 401) for a bad token; else allow the team."""
+    """Raise ``Exception("Unauthorized")`` (API Gateway's 401) for a bad token; else allow the team, naming
+    the token and its scope in the context (the api function still checks the token and its scope on every
+    request: ``request_caller``)."""
     from duetime.wiring import job_service
 
     try:
-        team = job_service().authenticate(token)
+        caller = job_service().authenticate(token)
     except Unauthorized as exc:
         raise Exception("Unauthorized") from exc  # the exact message API Gateway turns into a 401
     except Forbidden:  # a disabled team: API Gateway answers 403 (and caches the Deny like an Allow)
         return _policy("disabled-team", "Deny", method_arn, {})
-    context = {"team_id": team.team_id, "token_id": bearer_token_id(token) or ""}
-    return _policy(team.team_id, "Allow", method_arn, context)
+    context = {
+        "team_id": caller.team.team_id,
+        "token_id": caller.token.token_id,
+        "token_name": caller.token.name,
+        "scope": str(caller.token.scope),
+    }
+    return _policy(caller.team.team_id, "Allow", method_arn, context)
 
 
 def _policy(principal: str, effect: str, method_arn: str, context: dict[str, str]) -> dict[str, Any]:
@@ -58,30 +67,13 @@ def vouched_team_id(event: Mapping[str, Any]) -> str | None:
     return team_id if isinstance(team_id, str) and team_id else None
 
 
-def bearer_token_id(authorization: str | None) -> str | None:
-    """The id (``job_history.token_id``) of the token ``authorization`` carries (``Bearer <token>``; API
-    Gateway hands a TOKEN authorizer the header as it came), or None without one."""
-    from duetime.job_history import token_id
-    from duetime.team_admin import hash_token
-
-    scheme, _, token = (authorization or "").partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
-        return None
-    return token_id(hash_token(token.strip()))
-
-
-def request_token_id(event: Mapping[str, Any], authorization: str | None) -> str:
-    """Which token an authenticated request came with, by id: the one the authorizer named, else the one in
-    its ``Authorization`` header (checked by ``request_team``)."""
-    context = (event.get("requestContext") or {}).get("authorizer")
-    vouched = context.get("token_id") if isinstance(context, Mapping) else None
-    if isinstance(vouched, str) and vouched:
-        return vouched
-    return bearer_token_id(authorization) or "unknown"
-
-
-def request_team(service: JobService, event: Mapping[str, Any], authorization: str | None) -> Team:
-    """The team an API request acts for: the one the authorizer vouched for, else the one whose bearer token
-    ``authorization`` carries. Raises ``Unauthorized`` (401) when neither names a team."""
+def request_caller(service: JobService, event: Mapping[str, Any], authorization: str | None) -> Caller:
+    """Who an API request is: the team and token its ``Authorization`` header carries, checked on every
+    request (one read of the token's row), so a revoked token is refused at once even while API Gateway's
+    authorizer cache still holds its Allow. Where an authorizer ran, the team it vouched for must be the
+    token's. Raises ``Unauthorized`` (401) without a valid token."""
+    caller = service.authenticate(authorization)
     vouched = vouched_team_id(event)
-    return service.team(vouched) if vouched else service.authenticate(authorization)
+    if vouched is not None and vouched != caller.team.team_id:
+        raise Unauthorized("the token is not the one the authorizer checked")
+    return caller

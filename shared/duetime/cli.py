@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from urllib.parse import quote
 from zoneinfo import ZoneInfo
 
 from pydantic import ValidationError
@@ -22,6 +23,7 @@ from duetime.cli_teams import add_team_commands, run_teams
 from duetime.client import ApiFailure, DuetimeClient
 from duetime.errors import from_validation_error
 from duetime.models import JobSpec
+from duetime.tokens import TokenScope
 
 
 class UsageError(Exception):
@@ -42,6 +44,7 @@ def table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
 JOB_COLUMNS = ["id", "name", "schedule", "paused", "next_run_at"]
 RUN_COLUMNS = ["run_id", "status", "attempt", "scheduled_at", "finished_at"]
 SIGNING_KEY_COLUMNS = ["key_id", "secret", "until"]
+TOKEN_COLUMNS = ["token_id", "name", "scope", "created_at", "created_by", "in_use"]
 
 
 def _job_row(job: dict[str, Any]) -> dict[str, Any]:
@@ -268,6 +271,22 @@ def run_team(args: argparse.Namespace) -> None:
         show({"aws_role_arn": None}, args.json)
     else:
         show(client.request("GET", "/v1/team"), args.json)
+
+
+def run_tokens(args: argparse.Namespace) -> None:
+    client = client_from(args)
+    if args.action == "list":
+        show(client.request("GET", "/v1/tokens"), args.json, TOKEN_COLUMNS, "tokens")
+    elif args.action == "create":
+        issued = client.request("POST", "/v1/tokens", {"name": args.name, "scope": args.scope})
+        show(issued, args.json)
+        if not args.json:
+            print("Keep the token now: duetime stores only its hash.", file=sys.stderr)
+    elif args.action == "revoke":
+        client.request("DELETE", f"/v1/tokens/{quote(args.token_id, safe='')}")
+        show({"revoked": args.token_id}, args.json)
+    else:
+        show(client.request("GET", "/v1/tokens/current"), args.json)
 
 
 def run_runs(args: argparse.Namespace) -> None:
@@ -633,6 +652,21 @@ def parser() -> argparse.ArgumentParser:
     api_flags(
         team.add_parser("remove-aws-role", help="remove it: AWS targets without a role of their own fail")
     )
+    tokens = commands.add_parser("tokens", help="your team's API tokens and their scopes").add_subparsers(
+        dest="action", required=True
+    )
+    api_flags(tokens.add_parser("list", help="your team's tokens: id, name, scope (admin)"))
+    api_flags(tokens.add_parser("current", help="the token you are using: id, name, scope"))
+    issue = api_flags(tokens.add_parser("create", help="issue a named token with a scope; prints it once"))
+    issue.add_argument("name", help="unique in your team, e.g. ci-deploy")
+    issue.add_argument(
+        "--scope",
+        required=True,
+        choices=[str(scope) for scope in TokenScope],
+        help="read: GETs; operate: also trigger, backfill, pause, resume, retry, cancel; admin: everything",
+    )
+    revoke = api_flags(tokens.add_parser("revoke", help="revoke one token by id (tok_...): refused at once"))
+    revoke.add_argument("token_id")
     runs = commands.add_parser("runs", help="a job's runs").add_subparsers(dest="action", required=True)
     run_list = api_flags(runs.add_parser("list", help="runs of a job, newest first"))
     run_list.add_argument("id", help="job id")
@@ -844,6 +878,7 @@ def main(argv: list[str] | None = None) -> int:
             "jobs": run_jobs,
             "runs": run_runs,
             "team": run_team,
+            "tokens": run_tokens,
             "preview": run_preview,
             "teams": run_teams,
             "deployed-local": run_deployed_local,

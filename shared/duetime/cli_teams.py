@@ -19,6 +19,7 @@ from duetime.errors import ApiError
 from duetime.job_history import token_id
 from duetime.models import Team
 from duetime.team_admin import hash_token
+from duetime.tokens import ApiToken, TokenScope
 
 LIMIT_FLAGS = {  # flag -> Team field
     "max_concurrency": "max_concurrency",
@@ -46,7 +47,14 @@ def add_team_commands(commands: Any) -> None:
     command("list", "every team and its limits", named=False)
     command("show", "one team's limits and state (no secrets)")
     limit_flags(command("update", "change a team's caps and quotas"), defaults=False)
-    command("rotate-token", "a new API token; the team's older tokens stop working")
+    command("rotate-token", "a new admin token; every older token of the team, of any scope, stops working")
+    command("tokens", "the team's tokens: id, name, scope (never a token)")
+    issue = command("issue-token", "issue a named token with a scope; prints it once")
+    issue.add_argument("--token-name", required=True, help="unique in the team, e.g. ci-deploy")
+    issue.add_argument("--scope", required=True, choices=[str(scope) for scope in TokenScope])
+    command("revoke-token", "revoke one token by id (tok_...); the others keep working").add_argument(
+        "token_id"
+    )
     rotate = command("rotate-signing-secret", "a new signing secret; calls are signed with both for a while")
     rotate.add_argument("--overlap-hours", type=float, default=24.0, help="how long the old one still signs")
     command("disable", "stop the team: its jobs are not claimed, its tokens refused; nothing is deleted")
@@ -75,6 +83,18 @@ def team_view(team: Team) -> dict[str, Any]:
         "previous_signing_secret_until": team.previous_signing_secret_until.isoformat()
         if team.previous_signing_secret_until
         else None,
+    }
+
+
+def token_view(token: ApiToken) -> dict[str, Any]:
+    """What an operator may see of a token: never the token."""
+    return {
+        "team": token.team_id,
+        "token_id": token.token_id,
+        "name": token.name,
+        "scope": str(token.scope),
+        "created_at": token.created_at.isoformat() if token.created_at else None,
+        "created_by": token.created_by,
     }
 
 
@@ -124,9 +144,16 @@ def _act(admin: Any, args: argparse.Namespace) -> tuple[Any, str | None]:
         return team_view(admin.update_limits(args.name, **limits)), None
     if args.action == "rotate-token":
         team, token = admin.rotate_token(args.name)
-        note = "The older tokens stop working now (behind API Gateway: once its authorizer cache expires)."
+        note = "Every older token of the team is refused from now on."
         rotated = {"team": team.team_id, "token": token, "token_id": token_id(hash_token(token))}
         return {**rotated, "token_generation": team.token_generation}, note
+    if args.action == "tokens":
+        return [token_view(token) for token in admin.list_tokens(args.name)], None
+    if args.action == "issue-token":
+        issued, token = admin.issue_token(args.name, args.token_name, args.scope)
+        return {**token_view(issued), "token": token}, "Keep the token now: duetime stores only its hash."
+    if args.action == "revoke-token":
+        return token_view(admin.revoke_token(args.name, args.token_id)), "It is refused from now on."
     if args.action == "rotate-signing-secret":
         team = admin.rotate_signing_secret(args.name, timedelta(hours=args.overlap_hours))
         return {**team_view(team), "signing_secret": team.signing_secret}, "Give targets the new secret now."

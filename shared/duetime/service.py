@@ -58,6 +58,7 @@ from duetime.signing import JobSigningKey, job_signing_keys
 from duetime.target_guard import TargetRefused, check_target_url
 from duetime.team_admin import TeamAdmin, hash_token
 from duetime.timeutil import ceil_seconds, minute_bucket, whole_seconds
+from duetime.tokens import ApiToken, Caller, TokenIn
 from duetime.wake import GroupWaker
 
 RESCHEDULE_FIELDS = {"schedule", "start_at", "end_at", "jitter_seconds", "exact", "paused"}
@@ -142,28 +143,43 @@ class JobService:
             team_id, token, max_concurrency=max_concurrency, exact_quota=exact_quota
         )
 
-    def issue_token(self, team_id: str) -> str:
-        """A new token for an existing team (returned once)."""
-        return self.teams.issue_token(team_id)
+    def issue_token(self, team_id: str, name: str = "local") -> str:
+        """A new ``admin`` token named ``name`` for an existing team (returned once), in place of its token of
+        that name if it has one (``TeamAdmin.replace_token``)."""
+        return self.teams.replace_token(team_id, name)[1]
 
     def team(self, team_id: str) -> Team:
-        """The team an authorizer vouched for; refused if it was disabled since (the authorizer's cache)."""
+        """A team by id; refused if it is unknown or disabled."""
         return _usable(self.catalog.get_team(team_id), "unknown team")
 
-    def authenticate(self, authorization: str | None) -> Team:
-        """The team whose bearer token ``authorization`` carries: a token of the team's current generation,
-        of a team that is not disabled."""
+    def authenticate(self, authorization: str | None) -> Caller:
+        """The team and token ``authorization`` carries (``Bearer <token>``): a token issued and not revoked,
+        of the team's current generation, of a team that is not disabled."""
         scheme, _, token = (authorization or "").partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             raise Unauthorized("send Authorization: Bearer <token>")
         computed = hash_token(token.strip())
         record = self.catalog.token_record(computed)
         if record is None or not hmac.compare_digest(record.token_hash, computed):
-            raise Unauthorized("unknown token")
+            raise Unauthorized("unknown or revoked token")
         team = self.catalog.get_team(record.team_id)
         if team is not None and record.generation != team.token_generation:
             raise Unauthorized("this token was rotated out")
-        return _usable(team, "unknown token")
+        return Caller(_usable(team, "unknown token"), record)
+
+    def tokens(self, caller: Caller) -> list[ApiToken]:
+        """The caller's team's tokens (what is kept of them, never a token)."""
+        return self.teams.list_tokens(caller.team.team_id)
+
+    def issue_token_for(self, caller: Caller, wanted: TokenIn) -> tuple[ApiToken, str]:
+        """A new token of the caller's team (returned once); the audit trail names the caller's token."""
+        admin = TeamAdmin(self.catalog, self.clock, actor=caller.token.token_id)
+        return admin.issue_token(caller.team.team_id, wanted.name, wanted.scope)
+
+    def revoke_token(self, caller: Caller, token_id: str) -> ApiToken:
+        """Revoke one of the caller's team's tokens by id (``TeamAdmin.revoke_token``)."""
+        admin = TeamAdmin(self.catalog, self.clock, actor=caller.token.token_id)
+        return admin.revoke_token(caller.team.team_id, token_id)
 
     def set_aws_role(self, team: Team, role_arn: str | None, actor: str = "api") -> Team:
         """Register (None: remove) the role ``team``'s AWS targets are called under (``TeamAdmin``); the

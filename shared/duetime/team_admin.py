@@ -22,6 +22,7 @@ from duetime.clock import Clock
 from duetime.errors import Conflict, InvalidInput, NotFound, Unavailable, from_validation_error
 from duetime.models import Team
 from duetime.ports import AwsRole, RoleTrustProbe, RoleTrustUnknown
+from duetime.tokens import MAX_TOKENS_PER_TEAM, ApiToken, TokenIn, TokenScope
 
 TOKEN_PREFIX = "dt_"
 LIMIT_FIELDS = (
@@ -36,7 +37,10 @@ DEFAULT_SIGNING_OVERLAP = timedelta(hours=24)
 MAX_SIGNING_OVERLAP = timedelta(days=30)
 ATTEMPTS = 5
 
+FIRST_TOKEN_NAME = "admin"
 TeamChange = Callable[[Team], tuple[Team, dict[str, Any]]]  # the new settings and what the audit says
+# from the team and its current tokens: the token to issue, the one to revoke and what the audit says
+TokenChange = Callable[[Team, list[ApiToken]], tuple[ApiToken | None, ApiToken | None, dict[str, Any]]]
 
 
 def hash_token(token: str) -> str:
@@ -80,7 +84,8 @@ class TeamAdmin:
         self.role_trust = role_trust
 
     def create_team(self, team_id: str, token: str | None = None, **limits: Any) -> tuple[Team, str]:
-        """A new team, its API token (returned once, stored only as a hash) and its signing secret."""
+        """A new team, its first API token (an ``admin`` one named ``admin``, returned once, stored only as a
+        hash) and its signing secret."""
         try:
             team = Team(
                 team_id=team_id,
@@ -92,17 +97,83 @@ class TeamAdmin:
         except ValidationError as exc:
             raise from_validation_error(exc) from exc
         token = token or new_token()
+        first = self._new_token(team, token, FIRST_TOKEN_NAME, TokenScope.ADMIN)
         event = self._event(team_id, "create", {name: getattr(team, name) for name in LIMIT_FIELDS})
-        if not self.records.create_team(team, hash_token(token), event):
+        if not self.records.create_team(team, first, event):
             raise Conflict(f"team {team_id!r} exists", "name")
         return team, token
 
-    def issue_token(self, team_id: str) -> str:
-        """Another token of the team's current generation (returned once); the others keep working."""
-        team = self.get(team_id)
+    def issue_token(self, team_id: str, name: str, scope: TokenScope | str) -> tuple[ApiToken, str]:
+        """A new token of the team named ``name`` (unique among its tokens) with ``scope``: what is kept of it
+        and the token itself, returned once. The team's other tokens keep working. At most
+        ``MAX_TOKENS_PER_TEAM`` (409 past it)."""
+        try:
+            wanted = TokenIn(name=name, scope=TokenScope(scope) if scope in set(TokenScope) else scope)
+        except ValidationError as exc:
+            raise from_validation_error(exc) from exc
         token = new_token()
-        self.records.add_token(team_id, hash_token(token), team.token_generation)
-        return token
+
+        def issue(team: Team, tokens: list[ApiToken]) -> tuple[ApiToken, None, dict[str, Any]]:
+            if any(held.name == wanted.name for held in tokens):
+                raise Conflict(f"name: the team has a token named {wanted.name!r}; pick another name", "name")
+            if len(tokens) >= MAX_TOKENS_PER_TEAM:
+                raise Conflict(
+                    f"the team holds {len(tokens)} tokens, the most it may: revoke one first", "name"
+                )
+            issued = self._new_token(team, token, wanted.name, wanted.scope)
+            return issued, None, {"token_id": issued.token_id, "name": issued.name, "scope": issued.scope}
+
+        issued, _ = self._token_change(team_id, "issue-token", issue)
+        assert issued is not None
+        return issued, token
+
+    def replace_token(self, team_id: str, name: str) -> tuple[ApiToken, str]:
+        """A new ``admin`` token named ``name`` in place of the team's token of that name, if it has one
+        (which stops authenticating in the same write): how ``duetime local`` and the deployed-local stack
+        hand out a token on each start without piling tokens up."""
+        token = new_token()
+
+        def replace(team: Team, tokens: list[ApiToken]) -> tuple[ApiToken, ApiToken | None, dict[str, Any]]:
+            old = next((held for held in tokens if held.name == name), None)
+            if old is None and len(tokens) >= MAX_TOKENS_PER_TEAM:
+                raise Conflict(f"the team holds {len(tokens)} tokens, the most it may: revoke one first")
+            issued = self._new_token(team, token, name, TokenScope.ADMIN)
+            detail = {"token_id": issued.token_id, "name": name, "scope": issued.scope}
+            return issued, old, {**detail, "replaces": old.token_id if old else None}
+
+        issued, _ = self._token_change(team_id, "issue-token", replace)
+        assert issued is not None
+        return issued, token
+
+    def list_tokens(self, team_id: str) -> list[ApiToken]:
+        """The team's tokens that authenticate, oldest first (never the tokens, only what is kept of them)."""
+        team = self.get(team_id)
+        return self._current_tokens(team)
+
+    def revoke_token(self, team_id: str, token_id: str) -> ApiToken:
+        """Revoke one token by its id: it stops authenticating at once (behind API Gateway the api function
+        checks every request's token too, so the authorizer's cache does not keep it alive); the others keep
+        working. The team's last ``admin`` token is kept (409): issue another first, or have an operator
+        rotate the team's tokens."""
+
+        def revoke(team: Team, tokens: list[ApiToken]) -> tuple[None, ApiToken, dict[str, Any]]:
+            found = [held for held in tokens if held.token_id == token_id]
+            if not found:
+                raise NotFound(f"token_id: the team has no token {token_id}", "token_id")
+            gone = found[0]
+            admins = [held for held in tokens if held.scope is TokenScope.ADMIN]
+            if gone.scope is TokenScope.ADMIN and len(admins) == 1:
+                raise Conflict(
+                    f"token_id: {token_id} ({gone.name!r}) is the team's last admin token; issue another "
+                    "admin token first (or have an operator rotate the team's tokens: duetime teams "
+                    "rotate-token)",
+                    "token_id",
+                )
+            return None, gone, {"token_id": gone.token_id, "name": gone.name, "scope": gone.scope}
+
+        _, revoked = self._token_change(team_id, "revoke-token", revoke)
+        assert revoked is not None
+        return revoked
 
     def get(self, team_id: str) -> Team:
         team = self.records.get_team(team_id)
@@ -132,15 +203,18 @@ class TeamAdmin:
         return self._change(team_id, "update", change)
 
     def rotate_token(self, team_id: str) -> tuple[Team, str]:
-        """A new token; every token the team held before stops authenticating at once (behind API Gateway,
-        once the authorizer's cache of it expires: ``authorizer_cache_seconds``)."""
+        """A new ``admin`` token (named ``admin``); every token the team held before, of any name or scope,
+        stops authenticating at once: the emergency stop for tokens, and how tokens issued before tokens had
+        names are retired."""
         token = new_token()
+        issued: list[ApiToken] = []
 
         def change(team: Team) -> tuple[Team, dict[str, Any]]:
             after = team.model_copy(update={"token_generation": team.token_generation + 1})
+            issued[:] = [self._new_token(after, token, FIRST_TOKEN_NAME, TokenScope.ADMIN)]
             return after, {"token_generation": [team.token_generation, after.token_generation]}
 
-        team = self._change(team_id, "rotate-token", change, token_hash=hash_token(token))
+        team = self._change(team_id, "rotate-token", change, issued)
         return team, token
 
     def rotate_signing_secret(self, team_id: str, overlap: timedelta = DEFAULT_SIGNING_OVERLAP) -> Team:
@@ -255,8 +329,27 @@ class TeamAdmin:
             team_id=team_id, action=action, at=self.clock.now(), actor=self.actor, detail=detail
         )
 
-    def _change(self, team_id: str, action: str, change: TeamChange, token_hash: str | None = None) -> Team:
-        """Read, change, write over what was read with the audit event; again on a lost race."""
+    def _new_token(self, team: Team, token: str, name: str, scope: TokenScope) -> ApiToken:
+        return ApiToken(
+            token_hash=hash_token(token),
+            team_id=team.team_id,
+            generation=team.token_generation,
+            name=name,
+            scope=scope,
+            created_at=self.clock.now(),
+            created_by=self.actor,
+        )
+
+    def _current_tokens(self, team: Team) -> list[ApiToken]:
+        tokens = self.records.team_tokens(team.team_id)
+        current = [token for token in tokens if token.generation == team.token_generation]
+        return sorted(current, key=lambda token: (token.created_at is not None, token.created_at, token.name))
+
+    def _change(
+        self, team_id: str, action: str, change: TeamChange, issued: list[ApiToken] | None = None
+    ) -> Team:
+        """Read, change, write over what was read with the audit event (and the token ``change`` put in
+        ``issued``, for a rotation); again on a lost race."""
         for _ in range(ATTEMPTS):
             read = self.records.team_revision(team_id)
             if read is None:
@@ -264,6 +357,25 @@ class TeamAdmin:
             before, revision = read
             after, detail = change(before)
             event = self._event(team_id, action, detail)
-            if self.records.replace_team(before, revision, after, event, token_hash):
+            issue = issued[0] if issued else None
+            if self.records.replace_team(before, revision, after, event, issue=issue):
                 return after
+        raise Conflict(f"team {team_id} kept changing; try again")
+
+    def _token_change(
+        self, team_id: str, action: str, change: TokenChange
+    ) -> tuple[ApiToken | None, ApiToken | None]:
+        """Read the team and its current tokens, decide, write the token's rows with the team's next revision
+        and the audit event (nothing else of the team changes); again on a lost race. Any two changes of a
+        team's tokens are serialised by the revision's audit row, so two issues cannot both take the last
+        place or one name, and two revocations cannot both remove 'the other' admin token."""
+        for _ in range(ATTEMPTS):
+            read = self.records.team_revision(team_id)
+            if read is None:
+                raise NotFound(f"no team {team_id}")
+            team, revision = read
+            issue, revoke, detail = change(team, self._current_tokens(team))
+            event = self._event(team_id, action, detail)
+            if self.records.replace_team(team, revision, team, event, issue=issue, revoke=revoke):
+                return issue, revoke
         raise Conflict(f"team {team_id} kept changing; try again")

@@ -71,7 +71,7 @@ def bearer(token: str) -> str:
 def private_operations(job_id: str, run_id: str) -> list[tuple[str, str]]:
     """Every operation the OpenAPI document says needs a token, with real ids in its path."""
     document = json.loads(api.openapi_document())
-    ids = {"job_id": job_id, "run_id": run_id}
+    ids = {"job_id": job_id, "run_id": run_id, "token_id": "tok_0123456789ab"}
     return [
         (method.upper(), re.sub(r"\{(\w+)\}", lambda m: ids[m.group(1)], path))
         for path, operations in document["paths"].items()
@@ -91,7 +91,7 @@ def test_without_authorizer_every_operation_refuses_a_request_without_a_valid_to
     job = gateway("POST", "/v1/jobs", bearer(token), body=JOB).body
     run = gateway("POST", f"/v1/jobs/{job['id']}/trigger", bearer(token)).body
     operations = private_operations(job["id"], run["run_id"])
-    assert len(operations) == 20
+    assert len(operations) == 24
     header = authorization.format(token=token) if authorization is not None else None
     for method, path in [*operations, ("DELETE", "/v1/no-such-route"), ("PUT", "/v1/jobs")]:
         answer = gateway(method, path, header, body=JOB if method in ("POST", "PATCH") else None)
@@ -117,14 +117,23 @@ def test_without_authorizer_a_valid_token_reaches_its_own_team_s_data_only(servi
     assert gateway("GET", f"/v1/jobs/{job_id}", bearer(alpha)).body == created.body
 
 
-def test_with_authorizer_context_the_team_it_vouched_for_is_taken_as_before(service: JobService) -> None:
+def test_behind_an_authorizer_the_token_is_checked_again_and_must_be_the_vouched_teams(
+    service: JobService,
+) -> None:
     _, alpha = service.create_team("alpha")
+    _, beta = service.create_team("beta")
     job_id = gateway("POST", "/v1/jobs", bearer(alpha), body=JOB).body["id"]
     vouched = {"principalId": "alpha", "team_id": "alpha", "integrationLatency": 4}
-    # API Gateway passes the token on too; the api function takes the team the authorizer named.
-    for authorization in (bearer(alpha), None):
-        listed = gateway("GET", "/v1/jobs", authorization, authorizer=vouched)
-        assert listed.status == 200 and [j["id"] for j in listed.body["jobs"]] == [job_id]
+    listed = gateway("GET", "/v1/jobs", bearer(alpha), authorizer=vouched)
+    assert listed.status == 200 and [j["id"] for j in listed.body["jobs"]] == [job_id]
+    # The authorizer's cached Allow is not enough: without the token, or with another team's, 401.
+    assert gateway("GET", "/v1/jobs", None, authorizer=vouched).status == 401
+    assert gateway("GET", "/v1/jobs", bearer(beta), authorizer=vouched).status == 401
+    # A token revoked after the authorizer cached its Allow is refused at once.
+    spare = gateway("POST", "/v1/tokens", bearer(alpha), body={"name": "spare", "scope": "read"}).body
+    assert gateway("GET", "/v1/jobs", bearer(spare["token"]), authorizer=vouched).status == 200
+    assert gateway("DELETE", f"/v1/tokens/{spare['token_id']}", bearer(alpha)).status == 204
+    assert gateway("GET", "/v1/jobs", bearer(spare["token"]), authorizer=vouched).status == 401
     # An authorizer context that names no team is no authorizer: the token decides.
     assert gateway("GET", "/v1/jobs", None, authorizer={"principalId": "alpha"}).status == 401
     assert gateway("GET", "/v1/jobs", bearer(alpha), authorizer={}).status == 200

@@ -102,8 +102,13 @@ def test_the_team_authorizer_allows_a_good_token_for_the_whole_api_and_refuses_o
     from duetime.job_history import token_id
     from duetime.team_admin import hash_token
 
-    # The token's id rides along, so a job's history names the token an authorized request came with.
-    context = {"team_id": "gamma", "token_id": token_id(hash_token(token))}
+    # The token's id, name and scope ride along (the api function checks the token again on each request).
+    context = {
+        "team_id": "gamma",
+        "token_id": token_id(hash_token(token)),
+        "token_name": "admin",
+        "scope": "admin",
+    }
     assert policy["principalId"] == "gamma" and policy["context"] == context
     assert policy["policyDocument"]["Statement"] == [
         {
@@ -118,12 +123,12 @@ def test_the_team_authorizer_allows_a_good_token_for_the_whole_api_and_refuses_o
             LambdaContext(),
         )
 
-    # Behind the authorizer, the api handler takes the team API Gateway vouched for.
+    # Behind the authorizer, the api handler takes the request if its token is the vouched team's.
     event = {
         "httpMethod": "GET",
         "path": "/v1/jobs",
         "resource": "/v1/{proxy+}",
-        "headers": {},
+        "headers": {"Authorization": f"Bearer {token}"},
         "requestContext": {"requestId": "r", "stage": "v1-stage", "authorizer": {"team_id": "gamma"}},
         "queryStringParameters": None,
         "body": None,

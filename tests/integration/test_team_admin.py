@@ -21,6 +21,7 @@ from duetime.team_admin import TeamAdmin
 from duetime.worker import Worker
 
 from .conftest import Stack
+from .test_team_tokens import cli_on_stack  # noqa: F401 (a fixture)
 
 JOB = {
     "name": "every minute",
@@ -52,9 +53,9 @@ def test_rotating_a_token_retires_every_older_token_of_the_team_at_once(
     admin: TeamAdmin, service: JobService
 ) -> None:
     _, first = admin.create_team("payments")
-    second = admin.issue_token("payments")
-    assert service.authenticate(bearer(first)).team_id == "payments"
-    assert service.authenticate(bearer(second)).team_id == "payments"
+    second = admin.issue_token("payments", "ci", "operate")[1]
+    assert service.authenticate(bearer(first)).team.team_id == "payments"
+    assert service.authenticate(bearer(second)).team.team_id == "payments"
 
     team, rotated = admin.rotate_token("payments")
 
@@ -62,9 +63,10 @@ def test_rotating_a_token_retires_every_older_token_of_the_team_at_once(
     for old in (first, second):
         with pytest.raises(Unauthorized, match="rotated out"):
             service.authenticate(bearer(old))
-    assert service.authenticate(bearer(rotated)).team_id == "payments"
+    assert service.authenticate(bearer(rotated)).team.team_id == "payments"
     assert (
-        service.authenticate(bearer(admin.issue_token("payments"))).team_id == "payments"
+        service.authenticate(bearer(admin.issue_token("payments", "ci", "read")[1])).team.team_id
+        == "payments"
     )  # same generation
 
 
@@ -90,7 +92,7 @@ def test_a_disabled_team_is_refused_by_the_api_and_its_jobs_get_no_runs_until_en
     assert stack.messages() == []
 
     admin.set_disabled("batch", False)
-    assert service.authenticate(bearer(token)).team_id == "batch"
+    assert service.authenticate(bearer(token)).team.team_id == "batch"
     later = stack.poller(
         teams=stack.store, clock=ManualClock(moved.state.next_fire_at + timedelta(seconds=1))
     )  # type: ignore[operator]
@@ -221,6 +223,7 @@ def test_teams_are_listed_from_their_directory(admin: TeamAdmin) -> None:
     assert [t.team_id for t in admin.list_teams()] == ["alpha", "mid", "zeta"]
 
 
+@pytest.mark.usefixtures("cli_on_stack")
 def test_the_cli_rotates_a_token_and_disables_a_team(
     stack: Stack, service: JobService, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -239,7 +242,7 @@ def test_the_cli_rotates_a_token_and_disables_a_team(
     rotated = duetime("teams", "rotate-token", "dev", "--json")
     with pytest.raises(Unauthorized):
         service.authenticate(bearer(str(created["token"])))
-    assert service.authenticate(bearer(str(rotated["token"]))).team_id == "dev"
+    assert service.authenticate(bearer(str(rotated["token"]))).team.team_id == "dev"
 
     assert duetime("teams", "disable", "dev", "--json")["disabled"] is True
     assert [row["team"] for row in duetime("teams", "list", "--json")] == ["dev"]  # type: ignore[index]

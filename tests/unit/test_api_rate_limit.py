@@ -14,7 +14,8 @@ from duetime import api
 from duetime.clock import ManualClock
 from duetime.models import Team
 from duetime.rate_limit import InMemoryRateLimiter
-from duetime.service import JobService
+from duetime.service import JobService, hash_token
+from duetime.tokens import ApiToken
 
 from ..lambda_support import LambdaContext, load_handler
 
@@ -26,10 +27,11 @@ CLOCK = ManualClock(datetime(2026, 12, 1, tzinfo=UTC))
 
 
 class Catalog:
-    """Teams as the authorizer vouches for them; no token is known."""
+    """Each team's one token (``dt_<team>``), as the authorizer vouches for it and the api function checks."""
 
-    def token_record(self, token_hash: str) -> None:
-        return None
+    def token_record(self, token_hash: str) -> ApiToken | None:
+        teams = {hash_token(f"dt_{team}"): team for team in TEAMS}
+        return ApiToken(token_hash, teams[token_hash], 0) if token_hash in teams else None
 
     def get_team(self, team_id: str) -> Team | None:
         return TEAMS.get(team_id)
@@ -49,7 +51,9 @@ def limiter() -> Iterator[InMemoryRateLimiter]:
 
 
 def call(method: str, path: str, team: str | None = "slow", token: str | None = None) -> dict[str, Any]:
-    """A request as API Gateway passes it on: ``team`` is the one the TeamAuthorizer vouched for."""
+    """A request as API Gateway passes it on: ``team`` is the one the TeamAuthorizer vouched for, and its
+    token (``dt_<team>``) comes along unless ``token`` names another."""
+    token = token or (f"dt_{team}" if team else None)
     context: dict[str, Any] = {"requestId": "r", "stage": "v1"}
     if team:
         context["authorizer"] = {"team_id": team}
@@ -103,7 +107,7 @@ def test_the_document_lists_429_with_retry_after_on_every_operation_that_takes_a
             if path in api.PUBLIC_PATHS:
                 assert "429" not in operation["responses"], (method, path)
                 continue
-            assert operation["security"] == [{"bearerAuth": []}], (method, path)
+            assert [set(s) for s in operation["security"]] == [{"bearerAuth"}], (method, path)
             limited = operation["responses"]["429"]
             assert "API rate" in limited["description"]
             assert limited["headers"]["Retry-After"]["schema"] == {"type": "integer", "minimum": 1}

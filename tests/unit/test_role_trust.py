@@ -41,7 +41,7 @@ class Records:
         return self.teams.get(team_id)
 
     def replace_team(
-        self, before: Team, revision: int, after: Team, audit: AuditEvent, token_hash: str | None = None
+        self, before: Team, revision: int, after: Team, audit: AuditEvent, **tokens: Any
     ) -> bool:
         if self.teams[before.team_id] != (before, revision):
             return False

@@ -258,6 +258,13 @@ TEAM_IS_NEW = Condition(
     "Creating a team (or its token, or a create request's idempotency key) never overwrites one.",
 )
 
+TOKEN_EXISTS = Condition(
+    "TOKEN_EXISTS",
+    "attribute_exists(pk)",
+    "A token is revoked by deleting its rows only while they are there: two revocations of one token at "
+    "once are one revocation, and the loser is told the token is gone.",
+)
+
 EXACT_QUOTA_LEFT = Condition(
     "EXACT_QUOTA_LEFT",
     "attribute_exists(pk) AND (attribute_not_exists(exact_jobs) OR exact_jobs < :quota)",
@@ -446,6 +453,7 @@ ALL_CONDITIONS = (
     WATERMARK_BEHIND,
     WATERMARK_MISSING,
     TEAM_IS_NEW,
+    TOKEN_EXISTS,
     EXACT_QUOTA_LEFT,
     JOB_QUOTA_LEFT,
     TEAM_UNCHANGED_SINCE_READ,

@@ -5,10 +5,14 @@ Rows (``pk`` / ``sk``):
 - ``team#<id>`` / ``team``: the team's settings (``team``, the JSON of ``duetime.models.Team``), its
   ``revision`` (one up with every administrative change) and the counts its job writes keep (``job_count``,
   ``exact_jobs``; see ``catalog.py``);
-- ``token#<sha256 of the token>`` / ``token``: which team a token authenticates and its ``generation``: a
-  token authenticates only while its generation is the team's ``token_generation``, so rotating a token is
-  one transaction (the team's generation goes up, the new token's row is written) and every older token
-  stops working with it;
+- ``token#<sha256 of the token>`` / ``token``: which team a token authenticates, its name, scope and
+  ``generation``: a token authenticates only while its generation is the team's ``token_generation``, so
+  rotating the team's tokens is one transaction (the team's generation goes up, the new token's rows are
+  written) and every older token stops working with it;
+- ``tokens#<id>`` / ``<token id>``: the same token in the team's list (``team_tokens``, one Query). Both rows
+  are written and deleted together, in the transaction that bumps the team's revision and writes the audit
+  event, so issuing and revoking are audited and serialised like every other change of the team. (Tokens
+  issued before tokens had names have no list row: ``duetime teams rotate-token`` retires them.);
 - ``teams`` / ``<id>``: the directory ``duetime teams list`` reads with one Query (never a Scan);
 - ``audit#<id>`` / ``<revision, 12 digits>``: one row per administrative change, the revision it made, written
   in the same transaction as the change, kept 90 days (TTL ``ttl``). No secret or token is ever written there.
@@ -29,6 +33,7 @@ from duetime.adapters.dynamodb.reads import batch_get, read_team, team_key
 from duetime.adapters.dynamodb.tables import TableNames
 from duetime.models import Team
 from duetime.timeutil import iso_z
+from duetime.tokens import LEGACY_TOKEN_NAME, ApiToken, TokenScope
 
 AUDIT_KEPT = timedelta(days=90)
 DIRECTORY = "teams"
@@ -39,19 +44,12 @@ class AuditEvent:
     """One administrative change: what was done to which team, when, by whom, what changed (no secrets)."""
 
     team_id: str
-    # "create" | "update" | "rotate-token" | "rotate-signing-secret" | "disable" | "enable" | "set-aws-role" |
-    # "remove-aws-role" | "assign-external-id"
+    # "create" | "update" | "rotate-token" | "issue-token" | "revoke-token" | "rotate-signing-secret" |
+    # "disable" | "enable" | "set-aws-role" | "remove-aws-role" | "assign-external-id"
     action: str
     at: datetime
     actor: str
     detail: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class TokenRecord:
-    token_hash: str
-    team_id: str
-    generation: int
 
 
 class TeamRecords:
@@ -60,7 +58,7 @@ class TeamRecords:
     client: Any
     names: TableNames
 
-    def create_team(self, team: Team, token_hash: str, audit: AuditEvent | None = None) -> bool:
+    def create_team(self, team: Team, token: ApiToken, audit: AuditEvent | None = None) -> bool:
         """Write a new team, its first token, its directory row (and the audit event) together; False when the
         team id is taken (TEAM_IS_NEW)."""
         items: list[dict[str, Any]] = [
@@ -73,29 +71,36 @@ class TeamRecords:
                     "job_count": n(0),
                 }
             ),
-            self._put_new(self._token_item(token_hash, team.team_id, team.token_generation)),
+            *self._token_puts(token),
             self._put_new({"pk": s(DIRECTORY), "sk": s(team.team_id)}),
         ]
         if audit is not None:
             items.append(self._audit_put(audit, 1))
         return self._transact(items)
 
-    def add_token(self, team_id: str, token_hash: str, generation: int = 0) -> None:
-        """Another token of ``generation`` for an existing team (it works while that is the team's)."""
-        self.client.put_item(
-            TableName=self.names.control,
-            Item=self._token_item(token_hash, team_id, generation),
-            ConditionExpression=c.TEAM_IS_NEW.expression,
-        )
-
-    def token_record(self, token_hash: str) -> TokenRecord | None:
+    def token_record(self, token_hash: str) -> ApiToken | None:
+        """The token whose SHA-256 is ``token_hash``, if it is a token (issued, not revoked)."""
         item = self.client.get_item(
             TableName=self.names.control, Key={"pk": s(f"token#{token_hash}"), "sk": s("token")}
         ).get("Item")
-        if not item:
-            return None
-        generation = int(item["generation"]["N"]) if "generation" in item else 0
-        return TokenRecord(item["token_hash"]["S"], item["team_id"]["S"], generation)
+        return _token(item) if item else None
+
+    def team_tokens(self, team_id: str) -> list[ApiToken]:
+        """Every listed token of the team, of any generation (the caller keeps the current ones), read
+        consistently: what issuing and revoking start from."""
+        items: list[Item] = []
+        request: dict[str, Any] = {
+            "TableName": self.names.control,
+            "KeyConditionExpression": "pk = :pk",
+            "ExpressionAttributeValues": {":pk": s(f"tokens#{team_id}")},
+            "ConsistentRead": True,
+        }
+        while True:
+            page = self.client.query(**request)
+            items.extend(page.get("Items", []))
+            if "LastEvaluatedKey" not in page:
+                return [_token(item) for item in items]
+            request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
     def get_team(self, team_id: str) -> Team | None:
         return read_team(self.client, self.names, team_id)
@@ -129,12 +134,19 @@ class TeamRecords:
         return sorted(teams, key=lambda team: team.team_id)
 
     def replace_team(
-        self, before: Team, revision: int, after: Team, audit: AuditEvent, token_hash: str | None = None
+        self,
+        before: Team,
+        revision: int,
+        after: Team,
+        audit: AuditEvent,
+        issue: ApiToken | None = None,
+        revoke: ApiToken | None = None,
     ) -> bool:
         """Write ``after`` over ``before`` if the stored team is still ``before`` (TEAM_UNCHANGED_SINCE_READ),
         as revision ``revision + 1``, with its audit row (which must be new: a change that raced another one
-        back to the same settings is caught there) and, when rotating, the new token's row. False on a lost
-        race."""
+        back to the same settings, or another token's issue or revocation, is caught there), the rows of a
+        token issued (``issue``) and the deletion of a token revoked (``revoke``, TOKEN_EXISTS). False on a
+        lost race."""
         items: list[dict[str, Any]] = [
             {
                 "Update": {
@@ -151,8 +163,19 @@ class TeamRecords:
             },
             self._audit_put(audit, revision + 1),
         ]
-        if token_hash is not None:
-            items.append(self._put_new(self._token_item(token_hash, after.team_id, after.token_generation)))
+        if issue is not None:
+            items += self._token_puts(issue)
+        if revoke is not None:
+            items += [
+                {
+                    "Delete": {
+                        "TableName": self.names.control,
+                        "Key": key,
+                        "ConditionExpression": c.TOKEN_EXISTS.expression,
+                    }
+                }
+                for key in _token_keys(revoke)
+            ]
         return self._transact(items)
 
     def audit_events(self, team_id: str, limit: int = 100) -> list[AuditEvent]:
@@ -177,14 +200,18 @@ class TeamRecords:
 
     # --- items ------------------------------------------------------------------------------------------
 
-    def _token_item(self, token_hash: str, team_id: str, generation: int) -> Item:
-        return {
-            "pk": s(f"token#{token_hash}"),
-            "sk": s("token"),
-            "team_id": s(team_id),
-            "token_hash": s(token_hash),
-            "generation": n(generation),
+    def _token_puts(self, token: ApiToken) -> list[dict[str, Any]]:
+        """The token's row (looked up by its hash) and its row in the team's list, both new (TEAM_IS_NEW)."""
+        fields: Item = {
+            "team_id": s(token.team_id),
+            "token_hash": s(token.token_hash),
+            "generation": n(token.generation),
+            "name": s(token.name),
+            "scope": s(token.scope),
+            "created_by": s(token.created_by or "unknown"),
+            **({"created_at": s(iso_z(token.created_at))} if token.created_at else {}),
         }
+        return [self._put_new({**key, **fields}) for key in _token_keys(token)]
 
     def _put_new(self, item: Item) -> dict[str, Any]:
         return {
@@ -218,3 +245,23 @@ class TeamRecords:
             if exc.response.get("Error", {}).get("Code") == "TransactionCanceledException":
                 return False
             raise
+
+
+def _token_keys(token: ApiToken) -> list[Item]:
+    return [
+        {"pk": s(f"token#{token.token_hash}"), "sk": s("token")},
+        {"pk": s(f"tokens#{token.team_id}"), "sk": s(token.token_id)},
+    ]
+
+
+def _token(item: Item) -> ApiToken:
+    """A token row or list row (a row written before tokens had names: an ``admin`` token, ``token``)."""
+    return ApiToken(
+        token_hash=item["token_hash"]["S"],
+        team_id=item["team_id"]["S"],
+        generation=int(item["generation"]["N"]) if "generation" in item else 0,
+        name=item["name"]["S"] if "name" in item else LEGACY_TOKEN_NAME,
+        scope=TokenScope(item["scope"]["S"]) if "scope" in item else TokenScope.ADMIN,
+        created_at=datetime.fromisoformat(item["created_at"]["S"]) if "created_at" in item else None,
+        created_by=item["created_by"]["S"] if "created_by" in item else "",
+    )
