@@ -599,7 +599,7 @@ def issue_token(wanted: Annotated[TokenIn, Body()]) -> Response[TokenIssued]:
 
 
 @app.get(
-    "/v1/tokens/current",
+    "/v1/token",
     responses=_responses(200, TokenOut),
     security=needs(TokenScope.READ),
     description="The token this request came with (any scope): its id, name and scope.",

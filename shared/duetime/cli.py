@@ -286,7 +286,7 @@ def run_tokens(args: argparse.Namespace) -> None:
         client.request("DELETE", f"/v1/tokens/{quote(args.token_id, safe='')}")
         show({"revoked": args.token_id}, args.json)
     else:
-        show(client.request("GET", "/v1/tokens/current"), args.json)
+        show(client.request("GET", "/v1/token"), args.json)
 
 
 def run_runs(args: argparse.Namespace) -> None:

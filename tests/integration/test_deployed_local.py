@@ -145,6 +145,47 @@ def test_the_deployed_api_refuses_a_request_without_a_valid_token(deployed: Depl
     assert deployed.client.request("GET", "/healthz")["status"] == "ok"
 
 
+def test_on_the_deployed_stack_a_scoped_token_gets_what_its_scope_allows_and_a_revoked_one_stops_at_once(
+    deployed: Deployed,
+) -> None:
+    """Through the stack's API Gateway: an admin issues a ``read`` token, which reads but may not trigger
+    (403); once revoked it is refused from the next request on, well within the authorizer's cache time
+    (``authorizer_cache_seconds``, 300 s by default), because the api function checks every request's token.
+    What LocalStack cannot show: it runs no Lambda authorizer (the localstack stack leaves it out), so API
+    Gateway's cache of an Allow is not exercised here; the api function's own check, which makes that cache
+    irrelevant to revocation, is what answers (tests/integration/test_api_without_authorizer.py drives the
+    api function with an authorizer's context)."""
+    issued = deployed.client.request(
+        "POST", "/v1/tokens", {"name": f"viewer-{uuid.uuid4().hex[:6]}", "scope": "read"}
+    )
+    viewer = DuetimeClient(deployed.stack.api_url, issued["token"])
+    assert viewer.request("GET", "/v1/token")["scope"] == "read"
+    job = deployed.client.request(
+        "POST",
+        "/v1/jobs",
+        {
+            "name": "scoped",
+            "schedule": {"rate": "1 day"},
+            "target": {"url": "https://example.com/x"},
+            "paused": True,
+        },
+    )
+    assert viewer.request("GET", f"/v1/jobs/{job['id']}")["id"] == job["id"]
+    with pytest.raises(Exception, match="HTTP 403"):
+        viewer.request("POST", f"/v1/jobs/{job['id']}/trigger")
+
+    deployed.client.request("DELETE", f"/v1/tokens/{issued['token_id']}")
+    revoked_at = time.monotonic()
+    with pytest.raises(Exception, match="HTTP 401"):
+        viewer.request("GET", f"/v1/jobs/{job['id']}")
+    refused_after = time.monotonic() - revoked_at
+    print(f"revoked token refused after {refused_after:.2f} s (the authorizer's cache: 300 s)")
+    assert refused_after < 300
+    listed = deployed.client.request("GET", "/v1/tokens")["tokens"]
+    assert issued["token_id"] not in [t["token_id"] for t in listed]
+    deployed.client.request("DELETE", f"/v1/jobs/{job['id']}")
+
+
 def test_the_deployed_api_gateway_serves_the_console_without_a_token_under_its_csp(
     deployed: Deployed,
 ) -> None:

@@ -163,18 +163,18 @@ def test_an_admin_issues_lists_and_revokes_tokens_through_the_api_and_each_scope
         ("read-bot", "read", False),
     ]
     assert all("token" not in t and "token_hash" not in t for t in listed)
-    assert operator("GET", "/v1/tokens/current").body["name"] == "operate-bot"
+    assert operator("GET", "/v1/token").body["name"] == "operate-bot"
 
     operate_id = issued["operate"].body["token_id"]
     assert admin_call("DELETE", f"/v1/tokens/{operate_id}").status == 204
-    assert operator("GET", "/v1/tokens/current").status == 401  # at once
-    assert reader("GET", "/v1/tokens/current").status == 200
+    assert operator("GET", "/v1/token").status == 401  # at once
+    assert reader("GET", "/v1/token").status == 200
     assert admin_call("DELETE", f"/v1/tokens/{operate_id}").status == 404
     duplicate = admin_call("POST", "/v1/tokens", {"name": "read-bot", "scope": "admin"})
     assert duplicate.status == 409 and duplicate.body["error"]["field"] == "name"
     bad = admin_call("POST", "/v1/tokens", {"name": "x", "scope": "superuser"})
     assert bad.status == 422 and bad.body["error"]["field"] == "scope"
-    own_id = admin_call("GET", "/v1/tokens/current").body["token_id"]
+    own_id = admin_call("GET", "/v1/token").body["token_id"]
     last = admin_call("DELETE", f"/v1/tokens/{own_id}")
     assert last.status == 409 and "last admin token" in last.body["error"]["message"]
 
@@ -183,11 +183,11 @@ def test_a_token_cannot_see_or_revoke_another_teams_tokens(service: JobService) 
     _, alpha_token = service.create_team("alpha")
     _, beta_token = service.create_team("beta")
     alpha, beta = make_call(alpha_token), make_call(beta_token)
-    beta_id = beta("GET", "/v1/tokens/current").body["token_id"]
+    beta_id = beta("GET", "/v1/token").body["token_id"]
     alpha("POST", "/v1/tokens", {"name": "spare", "scope": "admin"})
     assert [t["name"] for t in alpha("GET", "/v1/tokens").body["tokens"]] == ["admin", "spare"]
     assert alpha("DELETE", f"/v1/tokens/{beta_id}").status == 404
-    assert beta("GET", "/v1/tokens/current").status == 200
+    assert beta("GET", "/v1/token").status == 200
 
 
 @pytest.fixture

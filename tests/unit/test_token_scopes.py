@@ -41,7 +41,7 @@ EXPECTED = {
     ("DELETE", "/v1/team/aws-role"): ADMIN,
     ("GET", "/v1/tokens"): ADMIN,
     ("POST", "/v1/tokens"): ADMIN,
-    ("GET", "/v1/tokens/current"): READ,
+    ("GET", "/v1/token"): READ,
     ("DELETE", "/v1/tokens/{token_id}"): ADMIN,
     ("GET", "/v1/load"): READ,
 }
@@ -184,7 +184,7 @@ def test_a_token_is_refused_what_its_scope_does_not_allow_with_403_naming_the_sc
 @pytest.mark.usefixtures("served")
 @pytest.mark.parametrize("token", ["dt_read", "dt_operate", "dt_admin"])
 def test_every_scope_may_ask_which_token_it_is(token: str) -> None:
-    response = request("GET", "/v1/tokens/current", token)
+    response = request("GET", "/v1/token", token)
     assert response["statusCode"] == 200, response
     shown = json.loads(response["body"])
     scope = token.removeprefix("dt_")
