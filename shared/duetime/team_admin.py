@@ -108,7 +108,7 @@ class TeamAdmin:
         and the token itself, returned once. The team's other tokens keep working. At most
         ``MAX_TOKENS_PER_TEAM`` (409 past it)."""
         try:
-            wanted = TokenIn(name=name, scope=TokenScope(scope) if scope in set(TokenScope) else scope)
+            wanted = TokenIn.model_validate({"name": name, "scope": scope})
         except ValidationError as exc:
             raise from_validation_error(exc) from exc
         token = new_token()

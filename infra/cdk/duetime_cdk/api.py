@@ -21,9 +21,9 @@ from duetime_cdk.storage import Storage
 class Api(Construct):
     """API Gateway (REST) -> the api function. ``/v1/{proxy+}`` is behind the ``TeamAuthorizer`` (a TOKEN
     authorizer, results cached ``authorizer_cache_seconds``, 5 minutes by default) unless the config leaves
-    it out (``localstack``); the api function checks the token itself whenever no authorizer vouched for the
-    team. ``/healthz``, ``/v1/openapi.json`` and the console's files (``/console/...``) are public. Stage
-    throttling, JSON access logs, X-Ray."""
+    it out (``localstack``); the api function checks every request's token itself too, so a revoked token is
+    refused at once whatever the authorizer cached. ``/healthz``, ``/v1/openapi.json`` and the console's
+    files (``/console/...``) are public. Stage throttling, JSON access logs, X-Ray."""
 
     def __init__(
         self,

@@ -112,8 +112,9 @@ class StackConfig(BaseModel):
     # retries. 0: none reserved (an account whose concurrency quota leaves nothing to reserve; AWS keeps 100
     # unreserved). LocalStack deploys it and does not enforce it.
     api_reserved_concurrency: int = Field(default=50, ge=0, le=10_000)
-    # How long API Gateway keeps a TeamAuthorizer decision for a token: a rotated-out token keeps working,
-    # and a disabled team's requests reach the api function (which refuses them), for at most this long.
+    # How long API Gateway keeps a TeamAuthorizer decision for a token: a revoked or rotated-out token's
+    # requests, and a disabled team's, reach the api function (which checks every request's token and
+    # refuses them) for at most this long, instead of being stopped at API Gateway.
     # 0 turns the cache off (one authorizer invocation per request); API Gateway allows up to 3600.
     authorizer_cache_seconds: int = Field(default=300, ge=0, le=3600)
     # DynamoDB warm throughput (duetime.warm_throughput): write and read units a second each table and index
