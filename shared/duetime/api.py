@@ -250,9 +250,10 @@ def _handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
 
 def json_body_problem(body: str) -> str | None:
     """Why ``body`` would break a JSON parser rather than merely fail to parse, else None: nested deeper
-    than ``MAX_JSON_DEPTH`` (counted without parsing, so without recursion), or holding an integer longer
+    than ``MAX_JSON_DEPTH`` (counted without parsing, so without recursion), holding an integer longer
     than Python reads from text (``sys.get_int_max_str_digits``; ``json.loads`` raises ValueError, not a
-    decode error). Malformed JSON is left to the route's validation (400, "not valid JSON")."""
+    decode error), or a ``NaN`` / ``Infinity`` that Python reads and JSON does not have. Malformed JSON is
+    left to the route's validation (400, "not valid JSON")."""
     depth = deepest = 0
     for bracket in _JSON_BRACKET.findall(_JSON_STRING.sub("", body)):
         depth += 1 if bracket in "[{" else -1
@@ -260,12 +261,24 @@ def json_body_problem(body: str) -> str | None:
     if deepest > MAX_JSON_DEPTH:
         return f"the body's JSON is nested deeper than {MAX_JSON_DEPTH} levels"
     try:
-        json.loads(body)
+        json.loads(body, parse_constant=_refuse_constant)
+    except _NotJson as exc:
+        return str(exc)
     except json.JSONDecodeError:
         return None
     except ValueError:
         return f"the body holds an integer of more than {sys.get_int_max_str_digits()} digits"
     return None
+
+
+class _NotJson(ValueError):
+    pass
+
+
+def _refuse_constant(name: str) -> None:
+    """``NaN``, ``Infinity`` and ``-Infinity``: Python reads them, JSON (RFC 8259) has no such values, and a
+    body holding one would be passed on to a target as text no JSON parser takes."""
+    raise _NotJson(f"the body holds {name}, which is not JSON (RFC 8259 has no NaN or Infinity)")
 
 
 def check_scope(caller: Caller, method: str, path: str) -> None:

@@ -268,6 +268,8 @@ HOSTILE_JSON: list[tuple[str, str, str]] = [
     ),
     ("an integer of 5,000 digits", '{"name": "n", "jitter_seconds": ' + "1" * 5_000 + "}", "4300 digits"),
     ("a negative integer of 5,000 digits", '{"timeout_seconds": -' + "9" * 5_000 + "}", "4300 digits"),
+    ("NaN, which JSON has not", '{"name": "n", "body": {"ratio": NaN}}', "holds NaN"),
+    ("-Infinity, which JSON has not", '{"timeout_seconds": -Infinity}', "holds -Infinity"),
 ]
 
 
