@@ -491,6 +491,182 @@ def test_the_team_page_shows_the_load_chart_and_the_exact_time_quota(ui: Console
     ui.assert_clean()
 
 
+def scoped(api: Api, scope: str) -> tuple[Api, dict[str, Any]]:
+    """A new token of ``api``'s team with ``scope``, issued with ``api``'s admin token: its API and record."""
+    issued = api.ok("POST", "/v1/tokens", {"name": f"console-{scope}-{tag()}", "scope": scope})
+    assert issued["scope"] == scope and issued["in_use"] is False
+    return Api(api.url, issued["token"]), issued
+
+
+def open_as(ui: Console, token: str, route: str = "#/jobs") -> None:
+    """Signed in with ``token`` by a #token= link in the test's fresh tab, then at ``route``."""
+    ui.page.goto(f"{ui.url}#token={token}")
+    ui.page.wait_for_selector("#nav:not([hidden])")
+    if route != "#/jobs":
+        ui.page.goto(ui.url + route)
+
+
+def token_line(token: dict[str, Any]) -> str:
+    return f"token {token['name']} ({token['token_id']}) · scope {token['scope']}"
+
+
+def test_the_header_and_the_team_page_name_the_token_in_use_with_its_id_and_scope(
+    ui: Console, api: Api
+) -> None:
+    operator, issued = scoped(api, "operate")
+    job = api.ok("POST", "/v1/jobs", job_spec(ui.system, f"Operated {tag()}"))
+    admin = api.ok("GET", "/v1/token")
+    assert admin["scope"] == "admin" and admin["in_use"] is True
+    ui.open()
+    header = ui.page.locator("#token-in-use")
+    expect(header).to_have_text(token_line(admin))
+    create = ui.page.locator("a[href='#/new']")  # the nav's link and the jobs page's button
+    expect(create).to_have_count(2)
+    for i in range(2):
+        expect(create.nth(i)).to_be_visible()  # an admin token may create jobs
+
+    ui.page.get_by_role("button", name="Sign out").click()
+    expect(header).to_be_hidden()
+    ui.page.get_by_label("Team API token").fill(operator.token)
+    ui.page.get_by_role("button", name="Sign in").click()
+    expect(header).to_have_text(token_line(issued))
+    assert ui.page.evaluate("document.body.dataset.scope") == "operate"
+    ui.page.reload()  # on load, signed in already: asked again
+    expect(header).to_have_text(token_line(issued))
+    expect(ui.page.get_by_role("link", name=job["name"])).to_be_visible()
+    expect(create).to_have_count(2)
+    for i in range(2):
+        expect(create.nth(i)).to_be_hidden()  # creating needs admin
+
+    ui.page.goto(f"{ui.url}#/new")
+    expect(ui.page.locator(".needs-note")).to_be_visible()
+    expect(ui.page.locator(".needs-note")).to_contain_text("Creating a job needs a token with scope admin")
+    expect(ui.page.locator("#new-job-form")).to_be_hidden()
+
+    ui.page.goto(f"{ui.url}#/jobs/{job['id']}")
+    expect(ui.page.get_by_role("heading", level=1)).to_have_text(job["name"])
+    expect(ui.page.get_by_role("button", name="Run now")).to_be_visible()  # operate may run and pause
+    expect(ui.page.get_by_role("button", name="Pause")).to_be_visible()
+    expect(ui.page.locator(".needs-note")).to_be_hidden()
+
+    ui.page.get_by_role("link", name="Team", exact=True).click()
+    limits = ui.page.locator("dl.summary")
+    expect(limits).to_contain_text(f"Token in use{token_line(issued)}")
+    expect(ui.page.locator("#quota-text")).to_contain_text("exact-time jobs")
+    expect(ui.page.locator("#tokens")).to_be_hidden()  # listing the tokens needs admin: not even asked
+    assert [u for u in ui.watch.requests if u.endswith("/v1/tokens")] == []
+    ui.assert_clean()
+
+
+def test_a_read_token_is_offered_no_create_run_pause_or_cancel_and_a_forced_run_shows_the_403_message(
+    ui: Console, api: Api
+) -> None:
+    ui.allowed_statuses = (403,)
+    reader, issued = scoped(api, "read")
+    spec = job_spec(ui.system, f"Read-only view {tag()}")
+    spec["target"]["url"] += "?sleep=20"
+    job = api.ok("POST", "/v1/jobs", spec)
+    run = api.ok("POST", f"/v1/jobs/{job['id']}/trigger")
+    try:
+        open_as(ui, reader.token)
+        expect(ui.page.locator("#token-in-use")).to_have_text(token_line(issued))
+        expect(ui.page.get_by_role("link", name=job["name"])).to_be_visible()
+        create = ui.page.locator("a[href='#/new']")
+        expect(create).to_have_count(2)
+        for i in range(2):
+            expect(create.nth(i)).to_be_hidden()
+
+        ui.page.get_by_role("link", name=job["name"]).click()
+        expect(ui.page.get_by_role("heading", level=1)).to_have_text(job["name"])
+        row = ui.page.locator(f"#runs-table tbody tr[data-run-id='{run['run_id']}']")
+        cancel = row.locator("button[data-action=cancel]")
+        expect(cancel).to_have_count(1)  # the run is under way: an operate token would be offered Cancel
+        expect(cancel).to_be_hidden()
+        for control in ("#run-now", "#pause-resume"):
+            expect(ui.page.locator(control)).to_have_count(1)
+            expect(ui.page.locator(control)).to_be_hidden()
+        expect(ui.page.get_by_role("button", name="Refresh")).to_be_visible()  # reading is allowed
+        expect(ui.page.locator(".needs-note")).to_be_visible()
+        expect(ui.page.locator(".needs-note")).to_contain_text("scope read")
+
+        # Forced: the controls shown anyway and Run now clicked; the API refuses and the page says its words.
+        runs = len(api.ok("GET", f"/v1/jobs/{job['id']}/runs")["runs"])
+        ui.page.evaluate("document.body.removeAttribute('data-scope')")
+        ui.page.locator("#run-now").click()
+        status = ui.page.locator("#status")
+        expect(status).to_contain_text(
+            f"the token {issued['token_id']} ('{issued['name']}') has scope read; "
+            f"POST /v1/jobs/{job['id']}/trigger needs operate"
+        )
+        expect(status).to_have_class(re.compile(r"\bstatus-error\b"))
+        assert len(api.ok("GET", f"/v1/jobs/{job['id']}/runs")["runs"]) == runs  # nothing was started
+        assert [u for u in ui.watch.requests if u.endswith("/v1/tokens")] == []
+        ui.assert_clean()
+    finally:
+        api.call("POST", f"/v1/runs/{run['run_id']}/cancel")
+
+
+def test_an_admin_issues_a_token_in_the_tokens_panel_sees_it_once_and_revokes_it(
+    ui: Console, other_team: tuple[str, Api]
+) -> None:
+    ui.allowed_statuses = (409,)
+    _, theirs = other_team  # a team of its own: its only admin token is the one signed in
+    admin = theirs.ok("GET", "/v1/token")
+    open_as(ui, theirs.token, "#/team")
+    panel = ui.page.locator("#tokens")
+    expect(panel.get_by_role("heading", name="Tokens")).to_be_visible()
+    mine = panel.locator(f"tr[data-token-id='{admin['token_id']}']")
+    expect(mine).to_contain_text("in use")
+    expect(mine).to_have_attribute("data-in-use", "true")
+
+    name = f"ci-{tag()}"
+    panel.get_by_label("Token name").fill(name)
+    panel.get_by_label("Scope").select_option("read")
+    panel.get_by_role("button", name="Issue token").click()
+    issued = ui.page.locator("#issued-token")
+    expect(issued).to_be_visible()
+    expect(issued).to_contain_text("Copy the token now: it is shown this once")
+    token = ui.page.locator("#issued-token-value").input_value()
+    new = Api(theirs.url, token).ok("GET", "/v1/token")  # the token shown is the one issued
+    assert (new["name"], new["scope"]) == (name, "read")
+    expect(issued).to_contain_text(token_line(new))
+    row = panel.locator(f"tr[data-token-id='{new['token_id']}']")
+    expect(row).to_contain_text(name)
+    expect(row.locator(".badge.scope-read")).to_have_text("read")
+    expect(row).to_have_attribute("data-in-use", "false")
+
+    ui.page.get_by_role("link", name="Jobs", exact=True).click()
+    ui.page.get_by_role("link", name="Team", exact=True).click()
+    expect(row).to_be_visible()
+    expect(ui.page.locator("#issued-token")).to_be_hidden()  # shown once: gone with the page
+    assert ui.page.locator("#issued-token-value").count() == 0 and token not in ui.page.content()
+
+    # Revoke asks first: Keep it (or Escape) keeps the token.
+    row.get_by_role("button", name=f"Revoke the token {name}").click()
+    dialog = ui.page.get_by_role("dialog", name=f"Revoke the token {name}?")
+    expect(dialog).to_contain_text(new["token_id"])
+    dialog.get_by_role("button", name="Keep it").click()
+    expect(dialog).to_have_count(0)
+    assert Api(theirs.url, token).call("GET", "/v1/token")[0] == 200
+    row.get_by_role("button", name=f"Revoke the token {name}").click()
+    dialog.get_by_role("button", name="Revoke", exact=True).click()
+    expect(ui.page.locator("#status")).to_have_text(f"The token {name} ({new['token_id']}) is revoked.")
+    expect(row).to_have_count(0)
+    assert Api(theirs.url, token).call("GET", "/v1/token")[0] == 401  # refused from the next request on
+
+    # The team's last admin token: the API's 409 is shown and the token stays.
+    mine.get_by_role("button", name=f"Revoke the token {admin['name']}").click()
+    dialog = ui.page.get_by_role("dialog", name=f"Revoke the token {admin['name']}?")
+    expect(dialog).to_contain_text("the console signs out")
+    dialog.get_by_role("button", name="Revoke", exact=True).click()
+    status = ui.page.locator("#status")
+    expect(status).to_contain_text("The token was not revoked: ")
+    expect(status).to_contain_text("last admin token")
+    expect(mine).to_be_visible()
+    assert theirs.call("GET", "/v1/token")[0] == 200
+    ui.assert_clean()
+
+
 # WCAG 2.x contrast of every visible text node against the first opaque background behind it: 4.5:1, or 3:1
 # for large text (24 px, or 18.66 px bold). SVG text (the chart's, drawn with fill) is left out; the chart's
 # words are in its summary and table, which are checked.

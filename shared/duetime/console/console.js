@@ -265,29 +265,46 @@ function switchTo(token, team) {
   route({ focus: true });
 }
 
-// An in-page modal dialog (Escape stays); resolves to 'switch', 'stay' or 'superseded'.
-function askToSwitch(currentTeam, linkTeam) {
+// The "switch teams?" dialog: resolves to 'switch', 'stay' (also Escape) or 'superseded'.
+async function askToSwitch(currentTeam, linkTeam) {
   const [from, to] = [teamLabel(currentTeam), teamLabel(linkTeam)];
   const another = currentTeam.team_id === linkTeam.team_id;
-  const stay = el('button', { type: 'button', class: 'button secondary', text: `Stay in ${from}` });
-  const move = el('button', { type: 'button', class: 'button', text: `Switch to ${to}` });
-  const dialog = el('dialog', { id: 'switch-team', class: 'panel dialog', 'aria-labelledby': 'switch-title', 'aria-describedby': 'switch-text' },
-    el('h2', { id: 'switch-title', text: 'Switch teams?' }),
-    el('p', { id: 'switch-text' }, 'You are signed in to team ', el('strong', { text: from }), '. This link signs you in to team ',
-      el('strong', { text: to }), another ? ' with another of its tokens. Switch?' : ' instead. Switch?'),
-    el('p', { class: 'hint', text: 'If you did not expect this link, stay: after a switch, what you enter goes to the link’s team.' }),
-    el('div', { class: 'actions' }, stay, move));
-  stay.addEventListener('click', () => dialog.close('stay'));
-  move.addEventListener('click', () => dialog.close('switch'));
+  let dialog = null;
+  const choice = await ask({
+    id: 'switch-team',
+    title: 'Switch teams?',
+    text: ['You are signed in to team ', el('strong', { text: from }), '. This link signs you in to team ',
+      el('strong', { text: to }), another ? ' with another of its tokens. Switch?' : ' instead. Switch?'],
+    hint: 'If you did not expect this link, stay: after a switch, what you enter goes to the link’s team.',
+    choices: [['stay', `Stay in ${from}`, 'button secondary'], ['switch', `Switch to ${to}`, 'button']],
+    fallback: 'stay',
+    opened: (shown) => {
+      dialog = shown;
+      switchPrompt = shown;
+    },
+  });
+  if (switchPrompt === dialog) switchPrompt = null;
+  return choice;
+}
+
+// An in-page modal dialog; resolves to the value of the button chosen, or to `fallback` on Escape. Its first
+// choice has the focus: make it the safe one.
+function ask({ id, title, text, hint, choices, fallback, opened }) {
+  const buttons = choices.map(([value, label, className]) => el('button', { type: 'button', class: className, text: label, value }));
+  const dialog = el('dialog', { id, class: 'panel dialog', 'aria-labelledby': `${id}-title`, 'aria-describedby': `${id}-text` },
+    el('h2', { id: `${id}-title`, text: title }),
+    el('p', { id: `${id}-text` }, text),
+    hint ? el('p', { class: 'hint', text: hint }) : null,
+    el('div', { class: 'actions' }, buttons));
+  for (const button of buttons) button.addEventListener('click', () => dialog.close(button.value));
   return new Promise((resolve) => {
     dialog.addEventListener('close', () => {
       dialog.remove();
-      if (switchPrompt === dialog) switchPrompt = null;
-      resolve(dialog.returnValue || 'stay');
+      resolve(dialog.returnValue || fallback);
     });
     document.body.append(dialog);
-    switchPrompt = dialog;
-    dialog.showModal(); // focus goes to Stay, the first button
+    if (opened) opened(dialog);
+    dialog.showModal();
   });
 }
 
@@ -318,7 +335,7 @@ function api(method, path, options = {}) {
 
 async function request(method, path, { query, body, token = getToken() } = {}) {
   if (!token) {
-    signOut();
+    if ($('#sign-in').hidden) signOut(); // else signed out already: its message stays
     throw new SignedOut('signed out');
   }
   const url = new URL(path, API_BASE);
@@ -371,6 +388,65 @@ async function request(method, path, { query, body, token = getToken() } = {}) {
 const jobPath = (id) => `v1/jobs/${encodeURIComponent(id)}`;
 const runPath = (id) => `v1/runs/${encodeURIComponent(id)}`;
 
+// --- the token in use and what its scope lets the page offer ---------------------------------------------
+// GET v1/token, once per token: the header names the token, and body[data-scope] hides (console.css) each
+// control marked data-needs="operate" or "admin" that the token's scope may not use, so nothing is offered
+// that the API would refuse (403). Until the answer comes, data-scope is "pending" and those controls wait
+// hidden; an API that cannot say (no such route) leaves them all offered, and the API decides.
+
+const SCOPES = ['read', 'operate', 'admin']; // each may do all the ones before it may
+let tokenInUse = null; // { token, info, ready }: the tab's token, what the API said of it, the pending call
+
+function scopeAllows(scope, needed) {
+  return !SCOPES.includes(scope) || SCOPES.indexOf(scope) >= SCOPES.indexOf(needed);
+}
+
+// Whether the token in use may make a request that needs scope `needed` (true while unknown).
+function may(needed) {
+  return scopeAllows(tokenInUse && tokenInUse.info ? tokenInUse.info.scope : null, needed);
+}
+
+// What the API says of the token in use (null if it cannot say); asked once per token.
+function loadTokenInUse() {
+  const token = getToken();
+  if (tokenInUse && tokenInUse.token === token) return tokenInUse.ready;
+  const entry = { token, info: null };
+  tokenInUse = entry;
+  showTokenInUse(null, 'pending');
+  entry.ready = api('GET', 'v1/token', { token }).then((info) => {
+    if (tokenInUse !== entry) return null;
+    entry.info = info;
+    showTokenInUse(info, info.scope);
+    return info;
+  }, (error) => {
+    if (tokenInUse !== entry) return null; // signed out (401) or another token since
+    tokenInUse = null; // asked again on the next page
+    showTokenInUse(null, null);
+    if (!(error instanceof ApiError && error.status === 404)) reportError(error, 'Loading the token in use');
+    return null;
+  });
+  return entry.ready;
+}
+
+function forgetTokenInUse() {
+  tokenInUse = null;
+  showTokenInUse(null, null);
+}
+
+// "token ci-bot (tok_1a2b3c4d5e6f) · scope operate"
+function tokenSummary(info) {
+  return ['token ', el('strong', { class: 'token-name', text: info.name }), ' (', el('code', { text: info.token_id }),
+    ') · scope ', el('span', { class: 'scope-name', text: info.scope })];
+}
+
+function showTokenInUse(info, scope) {
+  if (scope) document.body.dataset.scope = scope;
+  else delete document.body.dataset.scope;
+  const where = clear($('#token-in-use'));
+  where.hidden = !info;
+  if (info) append(where, tokenSummary(info));
+}
+
 // --- views and routing ------------------------------------------------------------------------------------
 
 let current = null; // the view shown: { alive, cleanups }
@@ -397,6 +473,7 @@ function reportError(error, where) {
 function showSignIn(message) {
   newView();
   viewRoot();
+  forgetTokenInUse();
   $('#nav').hidden = true;
   $('#sign-in').hidden = false;
   const note = $('#sign-in-message');
@@ -434,6 +511,7 @@ function route({ focus = false } = {}) {
   $('#sign-in').hidden = true;
   $('#sign-in-message').hidden = true;
   $('#nav').hidden = false;
+  loadTokenInUse(); // before the page's own calls (one at a time): its controls know the scope first
   const view = newView();
   const root = viewRoot();
   const { parts, params } = parseRoute();
@@ -469,6 +547,11 @@ function heading(text) {
 
 function tableWrap(label, table) {
   return el('div', { class: 'table-wrap', role: 'region', 'aria-label': label, tabindex: '0' }, table);
+}
+
+// Says what the token in use may not do here: shown (console.css) only when its scope is below `needed`.
+function needsNote(needed, text) {
+  return el('p', { class: 'notice needs-note', 'data-needs': needed, text });
 }
 
 // Rebuilds a container's content while keeping keyboard focus on the "same" control (data-focus-key).
@@ -556,7 +639,7 @@ async function renderJobs(view, root, params) {
   const count = el('p', { class: 'muted', id: 'jobs-count' });
   const more = el('button', { type: 'button', class: 'button secondary', id: 'jobs-more', hidden: true, text: 'Load more' });
   root.append(
-    el('div', { class: 'title-row' }, heading('Jobs'), el('a', { class: 'button', href: '#/new', text: 'New job' })),
+    el('div', { class: 'title-row' }, heading('Jobs'), el('a', { class: 'button', href: '#/new', 'data-needs': 'admin', text: 'New job' })),
     form, count, tableWrap('Jobs', table), el('p', {}, more));
 
   let jobs = [];
@@ -589,8 +672,9 @@ async function renderJobs(view, root, params) {
     clear(tbody);
     for (const job of shown) tbody.append(rowFor(job));
     if (!shown.length) {
-      tbody.append(el('tr', {}, el('td', { colspan: '6', class: 'empty', text: jobs.length
-        ? 'No loaded job matches the state filter.' : 'No jobs match. Create one with “New job”.' })));
+      let empty = 'No loaded job matches the state filter.';
+      if (!jobs.length) empty = may('admin') ? 'No jobs match. Create one with “New job”.' : 'No jobs match.';
+      tbody.append(el('tr', {}, el('td', { colspan: '6', class: 'empty', text: empty })));
     }
     const loaded = `${jobs.length} job${jobs.length === 1 ? '' : 's'} loaded`;
     count.textContent = wanted === 'all' ? loaded : `${loaded}, ${shown.length} ${wanted}`;
@@ -751,7 +835,7 @@ async function renderNewJob(view, root) {
   const exactError = el('p', { id: 'job-exact-error', class: 'field-error', hidden: true });
   exact.dataset.describedby = 'job-exact-hint';
   exact.setAttribute('aria-describedby', 'job-exact-hint');
-  const form = el('form', { id: 'new-job-form', novalidate: true, 'aria-labelledby': 'new-job-title' },
+  const form = el('form', { id: 'new-job-form', novalidate: true, 'aria-labelledby': 'new-job-title', 'data-needs': 'admin' },
     formError,
     field({ id: 'job-name', label: 'Name', input: name }),
     el('fieldset', {},
@@ -779,7 +863,8 @@ async function renderNewJob(view, root) {
     el('div', { class: 'actions' }, el('button', { type: 'submit', class: 'button', text: 'Create job' })));
   const title = heading('New job');
   title.id = 'new-job-title';
-  root.append(title, form);
+  root.append(title, needsNote('admin', 'Creating a job needs a token with scope admin; the token in use has '
+    + 'less (see the top of the page). Sign in with an admin token to create one.'), form);
 
   const kind = () => form.querySelector('input[name="schedule-type"]:checked').value;
   const showKind = () => {
@@ -874,8 +959,10 @@ async function renderJob(view, root, jobId) {
   const title = heading('Job');
   const summary = el('dl', { class: 'summary' });
   const specPre = el('pre', { class: 'spec', tabindex: '0', 'aria-label': 'Job spec as JSON' });
-  const runNow = el('button', { type: 'button', class: 'button', id: 'run-now', text: 'Run now' });
-  const pauseButton = el('button', { type: 'button', class: 'button secondary', id: 'pause-resume', text: 'Pause' });
+  const runNow = el('button', { type: 'button', class: 'button', id: 'run-now', 'data-needs': 'operate', text: 'Run now' });
+  const pauseButton = el('button', {
+    type: 'button', class: 'button secondary', id: 'pause-resume', 'data-needs': 'operate', text: 'Pause',
+  });
   const refresh = el('button', { type: 'button', class: 'button secondary', id: 'refresh', text: 'Refresh' });
   const previewBody = el('tbody');
   const previewNote = el('p', { class: 'muted' });
@@ -889,6 +976,8 @@ async function renderJob(view, root, jobId) {
     el('p', { class: 'breadcrumb' }, el('a', { href: '#/jobs', text: '← All jobs' })),
     title,
     el('div', { class: 'actions', role: 'group', 'aria-label': 'Job actions' }, runNow, pauseButton, refresh),
+    needsNote('operate', 'The token in use has scope read: it shows the job and its runs, but running, pausing, '
+      + 'retrying or cancelling needs a token with scope operate or admin.'),
     el('section', { 'aria-labelledby': 'summary-title' },
       el('h2', { id: 'summary-title', text: 'Summary' }), summary,
       el('details', { class: 'spec-details' }, el('summary', { text: 'Spec as JSON' }), specPre)),
@@ -969,13 +1058,13 @@ async function renderJob(view, root, jobId) {
     const actions = [];
     if (RETRYABLE.has(run.status)) {
       actions.push(el('button', {
-        type: 'button', class: 'button small', 'data-action': 'retry', 'data-run-id': run.run_id,
+        type: 'button', class: 'button small', 'data-action': 'retry', 'data-run-id': run.run_id, 'data-needs': 'operate',
         'data-focus-key': `retry:${run.run_id}`, 'aria-label': `Retry the run scheduled ${when}`, text: 'Retry',
       }));
     }
     if (!TERMINAL.has(run.status)) {
       actions.push(el('button', {
-        type: 'button', class: 'button small secondary', 'data-action': 'cancel', 'data-run-id': run.run_id,
+        type: 'button', class: 'button small secondary', 'data-action': 'cancel', 'data-run-id': run.run_id, 'data-needs': 'operate',
         'data-focus-key': `cancel:${run.run_id}`, 'aria-label': `Cancel the run scheduled ${when}`, text: 'Cancel',
       }));
     }
@@ -1239,6 +1328,8 @@ async function renderTeam(view, root) {
           el('caption', { text: `${BUCKET_MINUTES}-minute windows with runs due (others have none)` }),
           el('thead', {}, el('tr', {}, ['Window', 'Runs due', 'Busiest minute'].map((h) => el('th', { scope: 'col', text: h })))),
           tableBody)))));
+  const tokensSection = el('section', { id: 'tokens', 'aria-labelledby': 'tokens-title', hidden: true });
+  root.append(tokensSection);
 
   const start = new Date(Math.floor(Date.now() / 60_000) * 60_000);
   const end = new Date(start.getTime() + 24 * 3600_000);
@@ -1247,7 +1338,9 @@ async function renderTeam(view, root) {
     api('GET', 'v1/team'),
     api('GET', 'v1/load', { query: { from: iso(start), to: iso(end) } }),
   ]);
+  const inUse = await loadTokenInUse();
   if (!view.alive) return;
+  if (inUse && inUse.scope === 'admin') renderTokens(view, tokensSection);
 
   let cap = 0;
   if (teamResult.status === 'fulfilled') {
@@ -1260,6 +1353,7 @@ async function renderTeam(view, root) {
     limits.hidden = false;
     append(limits, [
       row('Team', teamLabel(team)),
+      row('Token in use', inUse ? tokenSummary(inUse) : el('span', { class: 'muted', text: 'not known' })),
       row('Jobs', `${team.jobs} of ${team.max_jobs}`),
       row('Exact-time jobs', `${team.exact_jobs} of ${team.exact_quota}`),
       row('Concurrency cap', `${team.max_concurrency} runs at once`),
@@ -1313,6 +1407,138 @@ async function renderTeam(view, root) {
     window.removeEventListener('resize', onResize);
     window.clearTimeout(resizing);
   });
+}
+
+// --- the team's tokens (an admin token's Team page) --------------------------------------------------------
+
+const SCOPE_HINT = 'read: every GET but signing keys and tokens; operate: also run, pause, resume, backfill, '
+  + 'retry and cancel; admin: everything (jobs, team settings, signing keys, tokens).';
+
+async function renderTokens(view, section) {
+  const tbody = el('tbody');
+  const name = el('input', { type: 'text', name: 'token-name', required: true, maxlength: '64', autocomplete: 'off', spellcheck: 'false', placeholder: 'ci-deploy' });
+  const scope = el('select', { name: 'token-scope' }, SCOPES.map((value) => el('option', { value, text: value })));
+  const formError = el('p', { class: 'form-error', id: 'issue-token-error', hidden: true });
+  const submit = el('button', { type: 'submit', class: 'button', text: 'Issue token' });
+  const form = el('form', { id: 'issue-token-form', novalidate: true, 'aria-labelledby': 'issue-token-title' },
+    formError,
+    field({ id: 'token-name', label: 'Token name', input: name, hint: 'Unique in your team, e.g. ci-deploy: letters, digits, space and . _ : @ / -' }),
+    field({ id: 'token-scope', label: 'Scope', input: scope, hint: SCOPE_HINT }),
+    el('div', { class: 'actions' }, submit));
+  const issued = el('div', { id: 'issued-token', class: 'issued', role: 'group', 'aria-labelledby': 'issued-token-title', hidden: true });
+  append(clear(section), [
+    el('h2', { id: 'tokens-title', text: 'Tokens' }),
+    el('p', { class: 'muted', text: 'Your team’s API tokens: never the tokens themselves, only their names, ids and scopes.' }),
+    tableWrap('Tokens', el('table', { id: 'tokens-table', class: 'cards' },
+      el('thead', {}, el('tr', {}, ['Name', 'Id', 'Scope', 'Issued', 'Actions'].map((h) => el('th', { scope: 'col', text: h })))),
+      tbody)),
+    el('h3', { id: 'issue-token-title', text: 'Issue a token' }), issued, form,
+  ]);
+  section.hidden = false;
+
+  const rowFor = (token) => el('tr', { 'data-token-id': token.token_id, 'data-in-use': token.in_use ? 'true' : 'false' },
+    el('th', { scope: 'row', 'data-label': 'Name' }, el('span', { class: 'token-name', text: token.name }),
+      token.in_use ? [' ', el('span', { class: 'badge in-use', text: 'in use', title: 'The token this tab is signed in with' })] : null),
+    el('td', { 'data-label': 'Id' }, el('code', { text: token.token_id })),
+    el('td', { 'data-label': 'Scope' }, el('span', { class: `badge scope-${token.scope}`, text: token.scope })),
+    el('td', { 'data-label': 'Issued' }, timeEl(token.created_at),
+      token.created_by ? el('span', { class: 'muted' }, ' by ', el('code', { text: token.created_by })) : null),
+    el('td', { 'data-label': 'Actions', class: 'row-actions' }, el('button', {
+      type: 'button', class: 'button small secondary', 'data-action': 'revoke', 'data-focus-key': `revoke:${token.token_id}`,
+      'aria-label': `Revoke the token ${token.name}`, text: 'Revoke', onclick: () => revoke(token),
+    })));
+
+  const load = async () => {
+    try {
+      const list = await api('GET', 'v1/tokens');
+      if (!view.alive) return;
+      keepingFocus(tbody, () => {
+        clear(tbody);
+        for (const token of list.tokens) tbody.append(rowFor(token));
+      });
+    } catch (error) {
+      if (view.alive) reportError(error, 'Loading the tokens');
+    }
+  };
+
+  async function revoke(token) {
+    const choice = await ask({
+      id: 'revoke-token',
+      title: `Revoke the token ${token.name}?`,
+      text: [`Requests with the token ${token.name} (${token.token_id}) are refused from the next one on. `,
+        token.in_use ? 'It is the token this tab is signed in with: the console signs out. ' : '',
+        'This cannot be undone.'],
+      choices: [['keep', 'Keep it', 'button secondary'], ['revoke', 'Revoke', 'button']],
+      fallback: 'keep',
+    });
+    if (choice !== 'revoke' || !view.alive) return;
+    try {
+      await api('DELETE', `v1/tokens/${encodeURIComponent(token.token_id)}`);
+      if (!view.alive) return;
+      announce(`The token ${token.name} (${token.token_id}) is revoked.`, 'ok');
+      await load();
+    } catch (error) {
+      if (!view.alive || error instanceof SignedOut) return;
+      if (error instanceof ApiError && error.status !== 0) announce(`The token was not revoked: ${fieldMessage(error)}`, 'error');
+      else reportError(error, 'Revoking the token');
+    }
+  }
+
+  const showIssued = (token) => {
+    const value = el('input', { type: 'text', id: 'issued-token-value', readonly: true, spellcheck: 'false', autocomplete: 'off', 'aria-describedby': 'issued-token-note' });
+    value.value = token.token;
+    const copy = el('button', { type: 'button', class: 'button small secondary', text: 'Copy' });
+    copy.addEventListener('click', async () => {
+      value.select();
+      try {
+        await navigator.clipboard.writeText(value.value);
+        announce('The token is copied.', 'ok');
+      } catch {
+        announce('The token could not be copied here: it is selected, copy it with the keyboard.', 'info');
+      }
+    });
+    append(clear(issued), [
+      el('p', { id: 'issued-token-title', class: 'issued-title' }, 'Issued: ', tokenSummary(token)),
+      el('p', { id: 'issued-token-note', text: 'Copy the token now: it is shown this once, and duetime keeps only its hash.' }),
+      el('div', { class: 'issued-value' }, el('label', { for: 'issued-token-value', class: 'visually-hidden', text: 'The new token' }), value, copy),
+    ]);
+    issued.hidden = false;
+    value.focus();
+    value.select();
+  };
+
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    clearFieldErrors(form);
+    formError.hidden = true;
+    issued.hidden = true;
+    clear(issued);
+    submit.disabled = true;
+    try {
+      const token = await api('POST', 'v1/tokens', { body: { name: name.value.trim(), scope: scope.value } });
+      if (!view.alive) return;
+      name.value = '';
+      showIssued(token);
+      announce(`The token ${token.name} is issued with scope ${token.scope}. Copy it now: it is shown this once.`, 'ok');
+      await load();
+    } catch (error) {
+      if (!view.alive || error instanceof SignedOut) return;
+      if (!(error instanceof ApiError) || error.status === 0) {
+        reportError(error, 'Issuing the token');
+        return;
+      }
+      const input = { name, scope }[error.field];
+      if (!input || !setFieldError(input, fieldMessage(error))) {
+        formError.textContent = error.message;
+        formError.hidden = false;
+      }
+      announce(`The token was not issued: ${fieldMessage(error)}`, 'error');
+    } finally {
+      submit.disabled = false;
+    }
+  });
+
+  await load();
 }
 
 // --- start ----------------------------------------------------------------------------------------------
