@@ -56,8 +56,10 @@ lint: venv
 typecheck: venv
 	$(BIN)/mypy
 
+# Every test that needs no emulator (unit, infra, the contract suites' twin halves), on every core: the loop
+# to run while changing code. `make test` runs these and the integration tier.
 unit: venv
-	$(BIN)/pytest tests/unit
+	$(JSII) $(BIN)/pytest -m "not integration" -n auto
 
 # The Lambda code asset, built without Docker (manylinux wheels for python3.13 on arm64).
 $(ASSET)/.built: pyproject.toml scripts/build_lambda.sh $(shell find shared/duetime functions -name '*.py' -o -path '*/console/*' -type f) | venv

@@ -4,6 +4,7 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+import pytest
 
 from duetime.adapters.aws_limits import STRICT_ENV, enforce_aws_limits
 
@@ -28,3 +29,17 @@ def _strict_client(self: boto3.session.Session, *args: Any, **kwargs: Any) -> An
 
 
 boto3.session.Session.client = _strict_client  # type: ignore[method-assign]
+
+
+# Tiers (pyproject's markers): what needs the emulators is marked ``integration`` by where it lives, so
+# ``pytest -m "not integration"`` runs everything else (unit, infra, the contract suites' twin halves) alone.
+# The contract suites mark their emulator parameters themselves (tests/contract/conftest.py).
+NEEDS_EMULATORS = {"integration": ("integration",), "browser": ("integration", "browser")}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    tests = Path(__file__).resolve().parent
+    for item in items:
+        folder = Path(str(item.path)).resolve().relative_to(tests).parts[0]
+        for marker in NEEDS_EMULATORS.get(folder, ()):
+            item.add_marker(getattr(pytest.mark, marker))

@@ -5,32 +5,20 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit
 
 import boto3
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
 
+from ..emulators import require_emulators
 from ..integration.local_system import LocalSystem, isolated, start_local
 from .support import CHROMIUM, DESKTOP, Api, Watch, launch
 
-DDB_URL = os.environ.setdefault("AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:8000")
-SQS_URL = os.environ.setdefault("AWS_ENDPOINT_URL_SQS", "http://127.0.0.1:4566")
 TIME_ZONE = "Europe/Berlin"  # the browser's zone: the console shows local times, the API speaks UTC
 ALL_REQUESTS: list[str] = []  # every URL any test's page requested, checked once more at the end
-
-
-def _reachable(url: str) -> bool:
-    parts = urlsplit(url)
-    try:
-        socket.create_connection((parts.hostname, parts.port or 80), timeout=2).close()
-        return True
-    except OSError:
-        return False
 
 
 @pytest.fixture(scope="session")
@@ -41,9 +29,7 @@ def prefix() -> str:
 
 @pytest.fixture(scope="session")
 def system(prefix: str) -> Iterator[LocalSystem]:
-    missing = [u for u in (DDB_URL, SQS_URL) if not _reachable(u)]
-    if missing:
-        pytest.fail(f"emulators not answering on {missing}: run the tests with `make test`", pytrace=False)
+    require_emulators()
     if not os.access(CHROMIUM, os.X_OK):
         pytest.fail(f"no browser at {CHROMIUM}: run `make browser-deps`", pytrace=False)
     system = start_local(isolated(prefix))

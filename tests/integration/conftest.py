@@ -6,7 +6,6 @@ Each test gets its own tables and queue, so tests never see each other's rows or
 from __future__ import annotations
 
 import os
-import socket
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -14,7 +13,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
 
@@ -34,28 +32,17 @@ from duetime.poller import Poller, PollerConfig
 from duetime.ports import TeamStore
 from duetime.worker import Worker, WorkerConfig, WorkReport
 
+from .. import emulators as emulators_at
 from ..job_support import create_job
 
-pytestmark = pytest.mark.integration
-
-DDB_URL = os.environ.setdefault("AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:8000")
-SQS_URL = os.environ.setdefault("AWS_ENDPOINT_URL_SQS", "http://127.0.0.1:4566")
-
-
-def _reachable(url: str) -> bool:
-    parts = urlsplit(url)
-    try:
-        socket.create_connection((parts.hostname, parts.port or 80), timeout=2).close()
-        return True
-    except OSError:
-        return False
+# Every integration module's clients talk to the emulators: set before any of them is built.
+DDB_URL = os.environ.setdefault("AWS_ENDPOINT_URL_DYNAMODB", emulators_at.DDB_URL)
+SQS_URL = os.environ.setdefault("AWS_ENDPOINT_URL_SQS", emulators_at.SQS_URL)
 
 
 @pytest.fixture(scope="session", autouse=True)
 def emulators() -> None:
-    missing = [u for u in (DDB_URL, SQS_URL) if not _reachable(u)]
-    if missing:
-        pytest.fail(f"emulators not answering on {missing}: run the tests with `make test`", pytrace=False)
+    emulators_at.require_emulators()
 
 
 @dataclass

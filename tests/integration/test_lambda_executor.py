@@ -31,7 +31,7 @@ from typing import Any
 import boto3
 import pytest
 
-from .conftest import _reachable
+from ..emulators import reachable
 
 pytestmark = pytest.mark.integration
 
@@ -177,7 +177,7 @@ class DeployedLocalStack:
 
 @pytest.fixture(scope="module")
 def deployed() -> Iterator[DeployedLocalStack]:
-    started = not _reachable(f"http://127.0.0.1:{PORT}")
+    started = not reachable(f"http://127.0.0.1:{PORT}")
     if started:
         _script("start-deployed", PORT)
     yield DeployedLocalStack(PORT)

@@ -19,6 +19,7 @@ from duetime.clock import ManualClock
 from duetime.ports import RunMessage
 
 from ..twin_support import T0
+from .conftest import TWIN, against
 
 VISIBILITY = 2
 
@@ -34,13 +35,14 @@ class Subject:
         return list(self.consumer.receive(10, wait_seconds))
 
 
-@pytest.fixture(params=["memory", "sqs"])
+@pytest.fixture(params=against("sqs"))
 def subject(request: pytest.FixtureRequest) -> Iterator[Subject]:
-    if request.param == "memory":
+    if request.param == TWIN:
         clock = ManualClock(T0)
         queue = MemoryQueue(clock, visibility_timeout=VISIBILITY)
         yield Subject(queue, queue, clock.advance)
         return
+    request.getfixturevalue("emulators")
     sqs = new_client("sqs")  # as duetime runs: the lean transport
     url = ensure_queue(sqs, f"c{uuid.uuid4().hex[:10]}", visibility_timeout=VISIBILITY)
     yield Subject(SqsRunQueue(sqs, url), SqsConsumer(sqs, url), time.sleep)

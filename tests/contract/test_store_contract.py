@@ -33,6 +33,7 @@ from duetime.ports import ClaimOutcome, Notice, ResultWrite, RunMessage
 from duetime.timeutil import minute_bucket
 
 from ..twin_support import T0, a_job, at
+from .conftest import TWIN, against
 
 LEASE = timedelta(seconds=60)
 DEADLINE = timedelta(minutes=10)
@@ -68,9 +69,13 @@ def _dynamodb() -> Iterator[Subject]:
         client.delete_table(TableName=table)
 
 
-@pytest.fixture(params=["memory", "dynamodb"])
+@pytest.fixture(params=against("dynamodb"))
 def subject(request: pytest.FixtureRequest) -> Iterator[Subject]:
-    yield from (_memory if request.param == "memory" else _dynamodb)()
+    if request.param == TWIN:
+        yield from _memory()
+        return
+    request.getfixturevalue("emulators")
+    yield from _dynamodb()
 
 
 def ids_in_partition(partition: int, count: int) -> list[str]:
