@@ -2,7 +2,7 @@
 
 Each is validated here (ARNs and URLs by pattern, sizes, FIFO rules), and each call carries the run's
 envelope (``RunEnvelope``): the run id (the idempotency key), the attempt and the nominal time, where the
-service lets it travel (README, "AWS targets"):
+service lets it travel (docs/guide/targets.md, "AWS targets"):
 
 - lambda: the event is ``{"duetime": <envelope>, "payload": <payload>}``;
 - sqs, sns: the message as given, the envelope in message attributes (``duetime-run-id``, ...: 4 of the
@@ -36,7 +36,7 @@ REGION = r"[a-z]{2}(-[a-z]+)+-[0-9]{1,2}"
 ACCOUNT = r"[0-9]{12}"
 ROLE_NAME_PREFIX = "duetime-target-"  # the worker's role may assume only roles named so (infra/cdk)
 ROLE_ARN_PATTERN = rf"^arn:{PARTITION}:iam::{ACCOUNT}:role/{ROLE_NAME_PREFIX}[A-Za-z0-9+=,.@_-]{{1,49}}$"
-TEAM_TAG_KEY = "duetime:team"  # the session tag naming the team a role is assumed for (README, "AWS targets")
+TEAM_TAG_KEY = "duetime:team"  # the session tag naming the team a role is assumed for (docs/guide/targets.md, "AWS targets")
 FUNCTION_ARN_PATTERN = (
     rf"^arn:{PARTITION}:lambda:{REGION}:{ACCOUNT}:function:[A-Za-z0-9_-]{{1,64}}(:[A-Za-z0-9$_-]{{1,128}})?$"
 )
@@ -330,7 +330,7 @@ class StepFunctionsTarget(AwsTarget):
         max_length=512,
         pattern=STATE_MACHINE_ARN_PATTERN,
         description="the state machine's ARN (a version or alias ARN too); STANDARD workflows get one "
-        "execution per attempt, by name (README)",
+        "execution per attempt, by name (docs/guide/targets.md)",
     )
     input: JsonValue = Field(
         default=None,

@@ -1,5 +1,5 @@
 """A target to point jobs at when trying duetime (and in its tests): it records every call and honours
-``Idempotency-Key`` the way the README asks real targets to: a repeated key gets the saved answer.
+``Idempotency-Key`` the way docs/guide/targets.md asks real targets to: a repeated key gets the saved answer.
 
 ``POST /demo/target`` answers 200. Query parameters shape the answer: ``status=503`` (answer that
 status), ``sleep=2.5`` (take that long; with ``slow_attempt=1`` only on that attempt), ``group=name``

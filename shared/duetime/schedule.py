@@ -1,6 +1,6 @@
 """Schedule math: pure functions of (schedule, instants). No clock is read here.
 
-Rules (also in the README):
+Rules (also in docs/guide/jobs-and-schedules.md):
 
 * The next nominal time is computed from the last scheduled time, never from now: a late run does not
   push the schedule back.

@@ -1,4 +1,4 @@
-"""Schedule math across daylight-saving transitions (Vixie cron's rule; see the README's DST section)."""
+"""Schedule math across daylight-saving transitions (Vixie cron's rule; see docs/guide/jobs-and-schedules.md's DST section)."""
 
 from datetime import UTC, datetime
 
