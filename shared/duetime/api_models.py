@@ -348,7 +348,8 @@ class AwsRoleIn(BaseModel):
     role_arn: str = Field(
         pattern=ROLE_ARN_PATTERN,
         description=f"an IAM role named `{ROLE_NAME_PREFIX}...` (no path), in any account, whose trust "
-        "policy lets duetime's worker role assume it with your team's external id (docs/guide/targets.md, AWS targets)",
+        "policy lets duetime's worker role assume it with your team's external id "
+        "(docs/guide/targets.md, AWS targets)",
     )
     external_id: SkipJsonSchema[None] = Field(default=None, exclude=True)
 

@@ -36,7 +36,8 @@ REGION = r"[a-z]{2}(-[a-z]+)+-[0-9]{1,2}"
 ACCOUNT = r"[0-9]{12}"
 ROLE_NAME_PREFIX = "duetime-target-"  # the worker's role may assume only roles named so (infra/cdk)
 ROLE_ARN_PATTERN = rf"^arn:{PARTITION}:iam::{ACCOUNT}:role/{ROLE_NAME_PREFIX}[A-Za-z0-9+=,.@_-]{{1,49}}$"
-TEAM_TAG_KEY = "duetime:team"  # the session tag naming the team a role is assumed for (docs/guide/targets.md, "AWS targets")
+# the session tag naming the team a role is assumed for (docs/guide/targets.md, "AWS targets")
+TEAM_TAG_KEY = "duetime:team"
 FUNCTION_ARN_PATTERN = (
     rf"^arn:{PARTITION}:lambda:{REGION}:{ACCOUNT}:function:[A-Za-z0-9_-]{{1,64}}(:[A-Za-z0-9$_-]{{1,128}})?$"
 )

@@ -28,7 +28,8 @@ from datetime import UTC, datetime
 from duetime.models import Team
 
 # The old ``X-Duetime-Signature`` is sent beside the Standard Webhooks headers until this instant (90 days
-# after the release that added them, 2026-12-04), then no more: receivers switch before it (docs/guide/targets.md).
+# after the release that added them, 2026-12-04), then no more: receivers switch before it
+# (docs/guide/targets.md).
 LEGACY_SIGNATURE_UNTIL = datetime(2027, 3, 4, tzinfo=UTC)
 LEGACY_SIGNATURE_HEADER = "X-Duetime-Signature"
 WEBHOOK_ID = "webhook-id"

@@ -5,8 +5,9 @@ The differential test compares duetime with ``cronsim``, which follows Debian's 
 expressions. Where the two deliberately differ it narrows the comparison, and says why:
 
 * **DST class.** duetime calls a job hourly-or-more-often only when its hour field is exactly ``*``
-  (docs/guide/jobs-and-schedules.md, "Daylight saving time"); cronsim, like Vixie cron's code, when the minute or the hour field
-  starts with ``*``. ``*/15 2 * * *`` and ``0 */2 * * *`` are fixed-time in duetime and not in cronsim.
+  (docs/guide/jobs-and-schedules.md, "Daylight saving time"); cronsim, like Vixie cron's code, when the
+  minute or the hour field starts with ``*``. ``*/15 2 * * *`` and ``0 */2 * * *`` are fixed-time in
+  duetime and not in cronsim.
   For those expressions, in zones with DST, fire times within three hours of a transition are left out
   and everything else is compared; for all other expressions the transitions are compared too (both
   run a skipped fixed time once at the first valid time after the gap and a repeated one once, at its

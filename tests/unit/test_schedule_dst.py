@@ -1,4 +1,5 @@
-"""Schedule math across daylight-saving transitions (Vixie cron's rule; see docs/guide/jobs-and-schedules.md's DST section)."""
+"""Schedule math across daylight-saving transitions (Vixie cron's rule: docs/guide/jobs-and-schedules.md,
+"Daylight saving time")."""
 
 from datetime import UTC, datetime
 

@@ -240,7 +240,8 @@ def one_attempt_config(timeout: float) -> Config:
 def assume_role_request(role: AwsRole, seconds: int) -> dict[str, Any]:
     """AssumeRole's parameters for ``role``: its external id and session name, and the team's session tag
     ``duetime:team`` (transitive, so a role the customer chains into from this session keeps it). Session
-    tags need ``sts:TagSession`` in the role's trust policy beside ``sts:AssumeRole`` (docs/guide/targets.md)."""
+    tags need ``sts:TagSession`` in the role's trust policy beside ``sts:AssumeRole``
+    (docs/guide/targets.md)."""
     return {
         "RoleArn": role.role_arn,
         "ExternalId": role.external_id,
