@@ -15,6 +15,7 @@ import sys
 from datetime import timedelta
 from typing import Any
 
+from duetime.cli.common import json_flag
 from duetime.errors import ApiError
 from duetime.job_history import token_id
 from duetime.models import Team
@@ -31,16 +32,17 @@ LIMIT_FLAGS = {  # flag -> Team field
 }
 
 
-def add_team_commands(commands: Any) -> None:
-    teams = commands.add_parser("teams", help="teams (admin)").add_subparsers(dest="action", required=True)
+def add_commands(commands: Any) -> None:
+    group = commands.add_parser("teams", help="teams (admin)")
+    group.set_defaults(run=run_teams)
+    teams = group.add_subparsers(dest="action", required=True)
 
     def command(name: str, help: str, named: bool = True) -> argparse.ArgumentParser:
         sub: argparse.ArgumentParser = teams.add_parser(name, help=help)
         if named:
             sub.add_argument("name")
         sub.add_argument("--local", action="store_true", help="the team store of `duetime local`")
-        sub.add_argument("--json", action="store_true")
-        return sub
+        return json_flag(sub)
 
     create = command("create", "create a team; prints its token and signing secret once")
     limit_flags(create, defaults=True)
