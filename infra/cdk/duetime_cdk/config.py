@@ -123,7 +123,7 @@ class StackConfig(BaseModel):
     # theirs; 0: none (a new table's 4,000 writes, 12,000 reads). AWS charges once for raising it (not a
     # monthly cost), and a raised warm throughput cannot be lowered.
     # Default writes: what `duetime plan` says the seed's midnight asks of each table on the default stack
-    # (runs 9,000, control 7,000); reads: none. Left out with localstack (see storage.py).
+    # (duetime.warm_throughput.DEFAULT_WARM_WRITE_UNITS); reads: none. Left out with localstack (storage.py).
     warm_write_units: dict[str, int] = Field(default_factory=lambda: dict(DEFAULT_WARM_WRITE_UNITS))
     warm_read_units: dict[str, int] = Field(default_factory=lambda: dict(DEFAULT_WARM_READ_UNITS))
 

@@ -22,7 +22,7 @@ PARTITION_WRITE_LIMIT = 1000  # DynamoDB: write units per second per partition (
 # billing rules, the reap tickets' checks settled. The reads include the per-second sweeps of a 20-s spike
 # spread over its runs (an upper bound: the run's own path reads ~2.1: the claim's consistent read of its
 # job's version 1, the reaper's read of it at its ticket's check 1, the ticket itself 1/18; its worker reads
-# it only when its message does not carry it: "A wave in one request, a run in its message", 2.55-2.74).
+# it only when its message does not carry it: CHANGELOG.md, "a wave in one request, a run in its message").
 MEASURED_WRITE_UNITS_PER_RUN = 6.72
 MEASURED_READ_UNITS_PER_RUN = 2.7
 MEASURED_SQS_REQUESTS_PER_RUN = 0.4
