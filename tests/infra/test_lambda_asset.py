@@ -20,7 +20,12 @@ ASSETS = {"deployed (arm64)": ROOT / "build" / "lambda", "local": ROOT / "build"
 RUNTIME_MODULES = ("boto3", "botocore", "s3transfer", "jmespath", "urllib3", "dateutil", "six")
 LEFT_TO_RUNTIME = {"boto3", "botocore", "s3transfer", "jmespath", "python-dateutil", "six"}
 LEFT_TO_RUNTIME_MODULES = [module for module in RUNTIME_MODULES if module != "urllib3"]
-HANDLERS = ("api", "authorizer", "poller", "worker")
+# Every module of functions/: each function's handler, and the pollers' helper.
+HANDLERS = tuple(
+    f"{fn.parent.name}.{fn.stem}"
+    for fn in sorted((ROOT / "functions").glob("*/*.py"))
+    if fn.stem != "__init__"
+)
 
 
 def built(asset: Path) -> Path:
@@ -94,7 +99,7 @@ def test_the_handlers_import_from_the_asset_with_the_runtimes_sdk(tmp_path: Path
         [
             "import importlib, sys",
             f"sys.path[:0] = [{str(asset)!r}, {str(sdk)!r}]",
-            *(f"importlib.import_module('functions.{name}.handler')" for name in HANDLERS),
+            *(f"importlib.import_module('functions.{name}')" for name in HANDLERS),
             "import boto3, botocore, dateutil, urllib3",
             "boto3.client('sqs', region_name='us-east-1', aws_access_key_id='a', aws_secret_access_key='b')",
             "print('\\n'.join(m.__file__ for m in (boto3, botocore, dateutil, urllib3)))",
@@ -107,3 +112,13 @@ def test_the_handlers_import_from_the_asset_with_the_runtimes_sdk(tmp_path: Path
     *sdk_modules, urllib3 = result.stdout.split()
     assert all(path.startswith(str(sdk)) for path in sdk_modules)
     assert urllib3.startswith(str(asset))
+
+
+@pytest.mark.parametrize("asset", ASSETS.values(), ids=ASSETS.keys())
+def test_the_lambda_asset_holds_no_benchmark_code(asset: Path) -> None:
+    """The benchmarks (duetime.bench, 5,000 lines and their data) are tools of this repository; the functions
+    never import them (the test above imports every handler from the asset without them)."""
+    package = built(asset) / "duetime"
+    assert (package / "worker.py").is_file()
+    assert not (package / "bench").exists()
+    assert len(HANDLERS) >= 6 and "poller.helper" in HANDLERS and "prescaler.handler" in HANDLERS
