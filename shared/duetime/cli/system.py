@@ -95,7 +95,7 @@ def add_bench_commands(commands: Any) -> Any:
 
 
 def add_more_benches(benches: Any) -> None:
-    """``bench idle``, ``runcpu``, ``precision``, ``preload`` and ``midnight``."""
+    """``bench idle`` and ``runcpu``; then the rest."""
     idle = benches.add_parser(
         "idle", help="what an installation with nothing due spends: pollers' requests, units, invocations"
     )
@@ -132,6 +132,11 @@ def add_more_benches(benches: Any) -> None:
         help="save the medians as the CPU the midnight model and plan charge (bench/calibration.json)",
     )
     runcpu.add_argument("--json", action="store_true")
+    add_precision_preload_midnight(benches)
+
+
+def add_precision_preload_midnight(benches: Any) -> None:
+    """``bench precision``, ``preload`` and ``midnight``."""
     precision = benches.add_parser("precision", help="exact jobs spread over ordinary minutes")
     precision.add_argument("--jobs", type=int, required=True)
     precision.add_argument("--minutes", type=int, default=2)
