@@ -36,9 +36,11 @@ MINUTES ?= 5
 chaos: venv
 	$(EMU) run $(BIN)/duetime chaos --seed $(SEED) --minutes $(MINUTES)
 
-# What `make test` runs once the emulators answer (useful with `make emulators-start`).
+# What `make test` runs once the emulators answer (useful with `make emulators-start`): the tier that needs no
+# emulator on every core first (it fails fast), then the integration tier, naming its slowest tests.
 check: lint typecheck lambda-assets lambda-assets-local browser-deps
-	$(JSII) $(BIN)/pytest
+	$(JSII) $(BIN)/pytest -m "not integration" -n auto
+	$(JSII) $(BIN)/pytest -m integration --durations=25
 
 # Debian's Chromium for the console's browser tests (tests/browser), installed with apt when it is missing.
 .PHONY: browser-deps screenshots
