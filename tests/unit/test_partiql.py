@@ -3,6 +3,7 @@ and a statement failed for a passing reason sent again alone instead of failing 
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import pytest
@@ -55,6 +56,30 @@ def test_a_throttled_statement_is_sent_again_alone_after_a_pause() -> None:
     assert written == [True, True, True]
     assert client.requests == [["job-0", "job-1", "job-2"], ["job-1"]]
     assert len(pauses) == 1 and 0 < pauses[0] <= partiql.RETRY_BASE_SECONDS
+
+
+class Highest(random.Random):
+    """Draws the top of every range: each backoff is its ceiling."""
+
+    def uniform(self, a: float, b: float) -> float:
+        return b
+
+
+def test_the_pauses_before_the_retries_are_full_jitter_doubling_from_the_base() -> None:
+    client = Client({"job-0": ["ThrottlingError", "ThrottlingError", "ThrottlingError", None]})
+    pauses: list[float] = []
+    written = partiql.execute(client, [statement(0)], sleep=pauses.append, rng=Highest())
+    assert written == [True]
+    base = partiql.RETRY_BASE_SECONDS
+    assert pauses == [base, 2 * base, 4 * base]  # the ceilings; a real draw is anywhere from 0 up to each
+    seeded: list[float] = []
+    partiql.execute(
+        Client({"job-0": ["ThrottlingError", "ThrottlingError", None]}),
+        [statement(0)],
+        sleep=seeded.append,
+        rng=random.Random(5),
+    )
+    assert len(seeded) == 2 and all(0 <= p <= c for p, c in zip(seeded, pauses, strict=False))
 
 
 def test_a_statement_throttled_past_the_retries_fails_the_call() -> None:

@@ -25,6 +25,7 @@ from typing import Any
 
 from duetime.adapters.dynamodb.codec import Item
 from duetime.adapters.dynamodb.conditions import Condition
+from duetime.adapters.retrying import Backoff, resend
 
 BATCH_STATEMENTS_MAX = 25  # BatchExecuteStatement: statements per request
 # Per-statement error codes of a passing kind (BatchStatementError), sent again by ``execute``.
@@ -39,8 +40,11 @@ RETRYABLE = frozenset(
 )
 STATEMENT_RETRIES = 3
 RETRY_BASE_SECONDS = 0.05
+# A random wait of up to 50, 100, 200 ms before the three retries (full jitter, ``retrying``): statements
+# throttled together do not come back in step (AWS, BatchWriteItem's reference, on resending a batch's
+# unprocessed part: "we strongly recommend that you use an exponential backoff algorithm").
+STATEMENT_BACKOFF = Backoff(STATEMENT_RETRIES + 1, RETRY_BASE_SECONDS, RETRY_BASE_SECONDS * 4)
 _PLACEHOLDER = re.compile(r":[a-z_][a-z0-9_]*")
-_RNG = random.Random()  # one for the process: a Random seeded from os.urandom each call showed in profiles
 
 
 class StatementFailed(Exception):
@@ -148,29 +152,29 @@ def outcomes(
     midnight peak costs its statement a few tens of milliseconds, not its run's lease. Any other failure,
     or one that outlasts the retries, is that statement's ``StatementFailed``; the request itself failing
     (the SDK's retries spent) raises."""
-    rng = rng or _RNG
     done: list[bool | StatementFailed] = [False] * len(statements)
-    for start in range(0, len(statements), BATCH_STATEMENTS_MAX):
-        pending = list(range(start, min(start + BATCH_STATEMENTS_MAX, len(statements))))
-        for retry in range(STATEMENT_RETRIES + 1):
-            if retry:
-                sleep(rng.uniform(0.5, 1.0) * RETRY_BASE_SECONDS * 2 ** (retry - 1))
-            response = client.batch_execute_statement(Statements=[statements[i].request() for i in pending])
-            again: list[int] = []
-            for index, answer in zip(pending, response["Responses"], strict=True):
-                error = answer.get("Error")
-                code = (error or {}).get("Code", "?")
-                if error is None:
-                    done[index] = True
-                elif code in ("ConditionalCheckFailed", "DuplicateItem"):
-                    done[index] = False
-                elif code in RETRYABLE and retry < STATEMENT_RETRIES:
+
+    def send(pending: list[int]) -> list[int]:
+        """One request of the ``pending`` statements; those that failed for a passing reason, to send again
+        (each holding its failure meanwhile: its outcome if the retries run out)."""
+        response = client.batch_execute_statement(Statements=[statements[i].request() for i in pending])
+        again: list[int] = []
+        for index, answer in zip(pending, response["Responses"], strict=True):
+            error = answer.get("Error")
+            code = (error or {}).get("Code", "?")
+            if error is None:
+                done[index] = True
+            elif code in ("ConditionalCheckFailed", "DuplicateItem"):
+                done[index] = False
+            else:
+                done[index] = StatementFailed(code, (error or {}).get("Message", ""))
+                if code in RETRYABLE:
                     again.append(index)
-                else:
-                    done[index] = StatementFailed(code, (error or {}).get("Message", ""))
-            if not again:
-                break
-            pending = again
+        return again
+
+    for start in range(0, len(statements), BATCH_STATEMENTS_MAX):
+        first = list(range(start, min(start + BATCH_STATEMENTS_MAX, len(statements))))
+        resend(send, first, STATEMENT_BACKOFF, sleep=sleep, rng=rng)
     return done
 
 
