@@ -76,7 +76,7 @@ def test_an_error_not_named_is_raised_at_once() -> None:
     assert flaky.calls == 1 and pauses == []
 
 
-def test_a_value_retry_if_accepts_is_tried_again_and_the_last_one_returned_when_the_attempts_run_out() -> None:
+def test_a_value_retry_if_accepts_is_tried_again_and_the_last_returned_when_the_attempts_run_out() -> None:
     answers = iter(["busy", "busy", "busy", "busy"])
     pauses: list[float] = []
     last = retrying(Backoff(3, 0.01, 1.0), retry_if=lambda a: a == "busy", sleep=pauses.append)(

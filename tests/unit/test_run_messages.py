@@ -5,11 +5,12 @@ and carries another, or carries something that is not a run, is not a run messag
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
 from duetime.adapters.memory import MemoryAlerts, MemoryQueue, MemoryStore
-from duetime.adapters.sqs import CARRIED_RUN_MAX_BYTES, decode, encode
+from duetime.adapters.sqs import CARRIED_RUN_MAX_BYTES, SEND_BACKOFF, SqsRunQueue, decode, encode
 from duetime.clock import ManualClock
 from duetime.ids import PARTITIONS
 from duetime.models import Run
@@ -73,3 +74,42 @@ def test_a_carried_run_without_its_reap_entry_flag_is_not_a_run_message() -> Non
     del body["run_in_reap_index"]
     with pytest.raises(ValueError, match="run_in_reap_index"):
         decode(json.dumps(body))
+
+
+# --- sending ---------------------------------------------------------------------------------------------
+
+
+class FailingEntries:
+    """An SQS client whose SendMessageBatch answers fail the entries named, one list per request in turn (the
+    last list again when they run out)."""
+
+    def __init__(self, *failing: list[str]) -> None:
+        self.failing = list(failing)
+        self.sent: list[list[str]] = []
+
+    def send_message_batch(self, QueueUrl: str, Entries: list[dict[str, Any]]) -> dict[str, Any]:
+        self.sent.append([entry["Id"] for entry in Entries])
+        failing = self.failing.pop(0) if len(self.failing) > 1 else self.failing[0]
+        failed = [i for i in failing if i in self.sent[-1]]
+        return {"Failed": [{"Id": i, "SenderFault": False, "Code": "InternalError"} for i in failed]}
+
+
+def messages(count: int) -> list[RunMessage]:
+    return [RunMessage(run_id=f"01JD{i:022d}@2026-12-01T10:00:00Z", attempt=1) for i in range(count)]
+
+
+def test_the_entries_sqs_fails_are_sent_again_alone_after_a_backoff() -> None:
+    client, pauses = FailingEntries(["1", "3"], []), list[float]()
+    SqsRunQueue(client, "q", sleep=pauses.append).send(messages(4))
+    assert client.sent == [["0", "1", "2", "3"], ["1", "3"]]
+    assert len(pauses) == 1 and 0 <= pauses[0] <= SEND_BACKOFF.ceiling(1)
+
+
+def test_entries_still_failing_after_five_requests_raise_as_before() -> None:
+    client, pauses = FailingEntries(["2"]), list[float]()
+    with pytest.raises(RuntimeError, match="SQS refused 1 run messages after retries"):
+        SqsRunQueue(client, "q", sleep=pauses.append).send(messages(3))
+    assert client.sent == [["0", "1", "2"]] + [["2"]] * 4  # five requests, as ever
+    assert SEND_BACKOFF.attempts == 5
+    assert all(0 <= pause <= SEND_BACKOFF.ceiling(n) for n, pause in enumerate(pauses, start=1))
+    assert len(pauses) == 4

@@ -20,11 +20,14 @@ from __future__ import annotations
 import base64
 import json
 import os
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import botocore.session
 from botocore.exceptions import ClientError
+
+from duetime.adapters.retrying import UNPROCESSED, Sleep, resend
 
 # DynamoDB
 ITEM_MAX_BYTES = 400_000  # one item (400 KB)
@@ -109,7 +112,9 @@ def _key_of(action: Mapping[str, Any]) -> tuple[str, str] | None:
     return body["TableName"], json.dumps(body["Key"], sort_keys=True)
 
 
-def _stored_sizes(client: Any, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], int]:
+def _stored_sizes(
+    client: Any, keys: Iterable[tuple[str, str]], sleep: Sleep = time.sleep
+) -> dict[tuple[str, str], int]:
     """The current size of each (table, key) item; items that don't exist count 0."""
     by_table: dict[str, list[str]] = {}
     for table, key in keys:
@@ -118,14 +123,24 @@ def _stored_sizes(client: Any, keys: Iterable[tuple[str, str]]) -> dict[tuple[st
     for table, table_keys in by_table.items():
         for start in range(0, len(table_keys), BATCH_GET_MAX_KEYS):
             chunk = [json.loads(k) for k in table_keys[start : start + BATCH_GET_MAX_KEYS]]
-            names = set().union(*(k.keys() for k in chunk))
-            request: dict[str, Any] = {table: {"Keys": chunk, "ConsistentRead": True}}
-            while request:
-                response = client.batch_get_item(RequestItems=request)
-                for item in response.get("Responses", {}).get(table, []):
-                    key = json.dumps({n: item[n] for n in names if n in item}, sort_keys=True)
-                    sizes[(table, key)] = item_size(item)
-                request = response.get("UnprocessedKeys") or {}
+            sizes.update(_sizes_of(client, table, chunk, sleep))
+    return sizes
+
+
+def _sizes_of(client: Any, table: str, keys: list[Any], sleep: Sleep) -> dict[tuple[str, str], int]:
+    """The size of each item found for ``keys`` (one BatchGetItem; what it leaves unprocessed is sent again
+    after a backoff, ``retrying.UNPROCESSED``), by (table, key)."""
+    names = set().union(*(k.keys() for k in keys))
+    sizes: dict[tuple[str, str], int] = {}
+
+    def send(request: dict[str, Any]) -> dict[str, Any]:
+        response = client.batch_get_item(RequestItems=request)
+        for item in response.get("Responses", {}).get(table, []):
+            key = json.dumps({n: item[n] for n in names if n in item}, sort_keys=True)
+            sizes[(table, key)] = item_size(item)
+        return response.get("UnprocessedKeys") or {}
+
+    resend(send, {table: {"Keys": keys, "ConsistentRead": True}}, UNPROCESSED, sleep=sleep)
     return sizes
 
 

@@ -5,16 +5,21 @@ lease checks against the stored row (``RunStore.acquire_leases``), so the row ne
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 from duetime.adapters.aws_limits import SQS_MAX_BATCH_BYTES, SQS_MAX_BATCH_ENTRIES
+from duetime.adapters.retrying import Backoff, Sleep, resend
 from duetime.models import HttpTarget, Run
 from duetime.ports import RunMessage
 
 SQS_BATCH = SQS_MAX_BATCH_ENTRIES
+# A batch's failed entries (SendMessageBatch answers 200 and names them) go again, five requests in all,
+# after a random wait of up to 50, 100, 200, 400 ms: entries failed together do not come back in step.
+SEND_BACKOFF = Backoff(attempts=5, base_seconds=0.05, cap_seconds=1.0)
 # A run carried by its message keeps ten messages of a batch far under SQS's batch limit; a bigger one (a
 # long target body) travels by name only, and its worker reads it. So does a run whose target has headers:
 # their values are write-only secrets and stay in the table (SECURITY.md).
@@ -65,26 +70,28 @@ def decode(body: str) -> RunMessage:
 class SqsRunQueue:
     """Implements ``duetime.ports.RunQueue``."""
 
-    def __init__(self, client: Any, queue_url: str) -> None:
+    def __init__(self, client: Any, queue_url: str, sleep: Sleep = time.sleep) -> None:
         self.client = client
         self.queue_url = queue_url
+        self.sleep = sleep
 
     def send(self, messages: Sequence[RunMessage], delay_seconds: int = 0) -> None:
+        """Each batch of 10 in one SendMessageBatch; the entries SQS answers as failed are sent again after a
+        backoff, up to ``SEND_BACKOFF.attempts`` requests in all, and raise if some still fail."""
         for start in range(0, len(messages), SQS_BATCH):
             entries = [
                 {"Id": str(i), "MessageBody": encode(m), "DelaySeconds": delay_seconds}
                 for i, m in enumerate(messages[start : start + SQS_BATCH])
             ]
-            for _ in range(5):
-                failed = self.client.send_message_batch(QueueUrl=self.queue_url, Entries=entries).get(
-                    "Failed", []
-                )
-                if not failed:
-                    break
-                failed_ids = {f["Id"] for f in failed}
-                entries = [e for e in entries if e["Id"] in failed_ids]
-            else:
-                raise RuntimeError(f"SQS refused {len(entries)} run messages after retries")
+            left = resend(self._send_batch, entries, SEND_BACKOFF, sleep=self.sleep)
+            if left:
+                raise RuntimeError(f"SQS refused {len(left)} run messages after retries")
+
+    def _send_batch(self, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """One SendMessageBatch; the entries that failed."""
+        failed = self.client.send_message_batch(QueueUrl=self.queue_url, Entries=entries).get("Failed", [])
+        failed_ids = {f["Id"] for f in failed}
+        return [e for e in entries if e["Id"] in failed_ids]
 
 
 class SqsRunBacklog:

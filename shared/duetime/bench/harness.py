@@ -15,6 +15,7 @@ from duetime.adapters.clients import new_client
 from duetime.adapters.dynamodb.codec import job_to_item
 from duetime.adapters.dynamodb.store import DynamoStore
 from duetime.adapters.dynamodb.tables import TableNames, create_tables
+from duetime.adapters.retrying import UNPROCESSED, resend
 from duetime.adapters.sqs import ConcurrentRunQueue, SqsRunQueue, ensure_queue
 from duetime.adapters.store_clock import StoreClock
 from duetime.bench.accounting import Ledger
@@ -67,11 +68,13 @@ class BenchStack:
         for partition in range(PARTITIONS):
             self.store.ensure_low_water_mark(partition, minute_bucket(now))
         items = [job_to_item(job, now) for job in jobs]
+
+        def send(request: dict[str, Any]) -> dict[str, Any]:  # what DynamoDB left unprocessed, if any
+            return self.dynamodb.batch_write_item(RequestItems=request).get("UnprocessedItems") or {}
+
         for start in range(0, len(items), 25):
             chunk = items[start : start + 25]
-            request = {self.names.jobs: [{"PutRequest": {"Item": item}} for item in chunk]}
-            while request:
-                request = self.dynamodb.batch_write_item(RequestItems=request).get("UnprocessedItems") or {}
+            resend(send, {self.names.jobs: [{"PutRequest": {"Item": item}} for item in chunk]}, UNPROCESSED)
         assert all(partition_of(j.id) < PARTITIONS for j in jobs)
 
     def poller(self) -> Poller:

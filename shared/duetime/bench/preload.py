@@ -40,6 +40,7 @@ from duetime.adapters.clients import new_client
 from duetime.adapters.dynamodb.codec import job_to_item
 from duetime.adapters.dynamodb.store import DynamoStore
 from duetime.adapters.dynamodb.tables import TableNames, create_tables
+from duetime.adapters.retrying import UNPROCESSED, resend
 from duetime.claim_plan import initial_state
 from duetime.ids import PARTITIONS, new_job_id
 from duetime.local import EMULATORS_SCRIPT, ensure_emulators, local_environment
@@ -83,9 +84,12 @@ def _items(count: int, minute: datetime, now: datetime) -> Iterator[list[dict[st
 
 
 def _write(client: Any, table: str, items: Sequence[dict[str, Any]]) -> None:
-    request: dict[str, Any] = {table: [{"PutRequest": {"Item": item}} for item in items]}
-    while request:
-        request = client.batch_write_item(RequestItems=request).get("UnprocessedItems") or {}
+    """One BatchWriteItem; what it leaves unprocessed is sent again after a backoff until none is left."""
+
+    def send(request: dict[str, Any]) -> dict[str, Any]:
+        return client.batch_write_item(RequestItems=request).get("UnprocessedItems") or {}
+
+    resend(send, {table: [{"PutRequest": {"Item": item}} for item in items]}, UNPROCESSED)
 
 
 class _NoQueue:

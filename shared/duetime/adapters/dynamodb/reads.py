@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
 from duetime.adapters.dynamodb.codec import Item, item_to_job, item_to_run, run_key, s
 from duetime.adapters.dynamodb.tables import TableNames
+from duetime.adapters.retrying import UNPROCESSED, Sleep, resend
 from duetime.models import Job, Run, Team
 
 
@@ -34,19 +36,26 @@ def read_team(client: Any, names: TableNames, team_id: str) -> Team | None:
 
 
 def batch_get(
-    client: Any, table: str, keys: Sequence[Item], consistent: bool = False, attributes: Sequence[str] = ()
+    client: Any,
+    table: str,
+    keys: Sequence[Item],
+    consistent: bool = False,
+    attributes: Sequence[str] = (),
+    sleep: Sleep = time.sleep,
 ) -> list[Item]:
     """Every item found for ``keys`` (only ``attributes`` of each when given), 100 keys per BatchGetItem,
-    retrying what DynamoDB left unprocessed."""
+    sending what DynamoDB left unprocessed again after a backoff (``UNPROCESSED``) until none is left."""
     found: list[Item] = []
+
+    def send(request: dict[str, Any]) -> dict[str, Any]:
+        response = client.batch_get_item(RequestItems=request)
+        found.extend(response.get("Responses", {}).get(table, []))
+        return response.get("UnprocessedKeys") or {}
+
     for start in range(0, len(keys), 100):
         read: dict[str, Any] = {"Keys": list(keys[start : start + 100]), "ConsistentRead": consistent}
         if attributes:
             read["ProjectionExpression"] = ", ".join(f"#a{i}" for i in range(len(attributes)))
             read["ExpressionAttributeNames"] = {f"#a{i}": name for i, name in enumerate(attributes)}
-        request: dict[str, Any] = {table: read}
-        while request:
-            response = client.batch_get_item(RequestItems=request)
-            found.extend(response.get("Responses", {}).get(table, []))
-            request = response.get("UnprocessedKeys") or {}
+        resend(send, {table: read}, UNPROCESSED, sleep=sleep)
     return found

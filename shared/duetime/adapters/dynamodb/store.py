@@ -11,6 +11,7 @@ import json
 import logging
 import math
 import random
+import time
 import zlib
 from collections import defaultdict
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -58,6 +59,7 @@ from duetime.adapters.dynamodb.worker_batches import (
     slot_groups_to_search,
     slot_key,
 )
+from duetime.adapters.retrying import UNPROCESSED, Sleep, resend
 from duetime.claim_plan import Claim, sets_active_run
 from duetime.ids import partition_of, split_run_id
 from duetime.models import Job, JobSpec, Run, RunResult, RunStatus, Team
@@ -1040,14 +1042,16 @@ def _shard_of(run_id: str) -> dict[str, str]:
     return s(reap_shard(partition_of(split_run_id(run_id)[0])))
 
 
-def _delete_items(client: Any, table: str, keys: Sequence[Item]) -> None:
-    """Unconditional deletes, 25 a BatchWriteItem, retrying what DynamoDB left unprocessed."""
+def _delete_items(client: Any, table: str, keys: Sequence[Item], sleep: Sleep = time.sleep) -> None:
+    """Unconditional deletes, 25 a BatchWriteItem, sending what DynamoDB left unprocessed again after a
+    backoff (``UNPROCESSED``) until none is left."""
+
+    def send(request: dict[str, Any]) -> dict[str, Any]:
+        return client.batch_write_item(RequestItems=request).get("UnprocessedItems") or {}
+
     for start in range(0, len(keys), 25):
-        request: dict[str, Any] = {
-            table: [{"DeleteRequest": {"Key": key}} for key in keys[start : start + 25]]
-        }
-        while request:
-            request = client.batch_write_item(RequestItems=request).get("UnprocessedItems") or {}
+        deletes = [{"DeleteRequest": {"Key": key}} for key in keys[start : start + 25]]
+        resend(send, {table: deletes}, UNPROCESSED, sleep=sleep)
 
 
 def _mark_key(partition: int) -> Item:
