@@ -18,6 +18,7 @@ from duetime.models import Job, JobSpec, Team
 from duetime.ports import RunMessage
 from duetime.service import JobService
 from duetime.timeutil import ceil_seconds
+from duetime.wiring import run_budget
 
 
 class _NoQueue:
@@ -44,5 +45,7 @@ def create_job(store: DynamoStore | MemoryStore, team: str, body: dict[str, Any]
         record = Team(team_id=team)
         store.put_team(record)
     catalog = DynamoCatalog(store.client, store.names)
-    service = JobService(catalog, store, _NoQueue(), ManualClock(now), allow_private_targets=True)
+    clock = ManualClock(now)
+    budget = run_budget(catalog)
+    service = JobService(catalog, store, _NoQueue(), clock, allow_private_targets=True, run_budget=budget)
     return service.create_job(record, body)

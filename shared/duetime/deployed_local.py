@@ -26,6 +26,7 @@ from duetime.client import ApiFailure, DuetimeClient
 from duetime.clock import SystemClock
 from duetime.errors import Conflict
 from duetime.service import JobService
+from duetime.wiring import run_budget
 
 STACK = "Duetime"
 _API_HOST = re.compile(r"^(?P<api>[a-z0-9]+)\.execute-api\.")
@@ -84,12 +85,14 @@ def stack_service(stack: DeployedStack, allow_private_targets: bool = False) -> 
     names = TableNames(stack.jobs_table, stack.runs_table, stack.control_table)
     dynamodb = new_client("dynamodb", stack.endpoint)
     queue = SqsRunQueue(new_client("sqs", stack.endpoint), stack.queue_url)
+    catalog = DynamoCatalog(dynamodb, names)
     return JobService(
-        DynamoCatalog(dynamodb, names),
+        catalog,
         DynamoStore(dynamodb, names),
         queue,
         SystemClock(),
         allow_private_targets=allow_private_targets,
+        run_budget=run_budget(catalog),
     )
 
 

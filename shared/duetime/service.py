@@ -17,10 +17,9 @@ from typing import Any, cast
 
 from pydantic import ValidationError
 
-from duetime.adapters.dynamodb.catalog import DynamoCatalog, IdempotencyMismatch, InvalidCursor, Page
-from duetime.adapters.dynamodb.catalog import QuotaExceeded as StoreQuotaExceeded
-from duetime.adapters.dynamodb.run_budgets import DynamoRunBudget
 from duetime.aws_targets import AwsTarget, SqsTarget
+from duetime.catalog import IdempotencyMismatch, IdempotencyRecord, InvalidCursor, Page
+from duetime.catalog import QuotaExceeded as StoreQuotaExceeded
 from duetime.claim_plan import DEFAULT_QUEUE_DEADLINE, PlannedRun, initial_state, new_run
 from duetime.clock import Clock
 from duetime.errors import (
@@ -51,7 +50,7 @@ from duetime.models import (
     Team,
     WebhookChannel,
 )
-from duetime.ports import JobAndRunStore, RoleTrustProbe, RunMessage, RunQueue
+from duetime.ports import Catalog, JobAndRunStore, RoleTrustProbe, RunMessage, RunQueue
 from duetime.run_budget import InMemoryRunBudget, RunBudget, Spend
 from duetime.schedule import fire_time, is_dst_shifted, next_nominal_after, nominals_between, rate_anchor
 from duetime.signing import JobSigningKey, job_signing_keys
@@ -101,7 +100,7 @@ def upcoming_runs(
 class JobService:
     def __init__(
         self,
-        catalog: DynamoCatalog,
+        catalog: Catalog,
         marks: JobAndRunStore,
         queue: RunQueue,
         clock: Clock,
@@ -124,13 +123,9 @@ class JobService:
         self.allow_private_targets = allow_private_targets
         self.aws_targets_without_role = aws_targets_without_role
         self.queue_deadline = queue_deadline
-        # Runs made on request (trigger, backfill) count against the team's runs_per_minute: by default in
-        # the catalog's control table, as every API Lambda sees it (an in-memory budget for fake catalogs).
-        self.run_budget: RunBudget = run_budget or (
-            DynamoRunBudget(catalog.client, catalog.names.control)
-            if isinstance(catalog, DynamoCatalog)
-            else InMemoryRunBudget()
-        )
+        # Runs made on request (trigger, backfill) count against the team's runs_per_minute: the wiring gives
+        # a budget every API Lambda shares (``wiring.run_budget``); by default one of this process's own.
+        self.run_budget: RunBudget = run_budget or InMemoryRunBudget()
         self.teams = TeamAdmin(catalog, clock, actor="api", role_trust=role_trust)
 
     # --- teams ------------------------------------------------------------------------------------------
@@ -244,8 +239,6 @@ class JobService:
         job = job.model_copy(update={"state": initial_state(job, stamp)})
         record = None
         if idempotency_key:
-            from duetime.adapters.dynamodb.catalog import IdempotencyRecord
-
             if len(idempotency_key) > 255:
                 raise InvalidInput("Idempotency-Key is longer than 255 characters", "Idempotency-Key")
             digest = hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()

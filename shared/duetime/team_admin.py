@@ -16,12 +16,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from duetime.adapters.dynamodb.team_records import AuditEvent, TeamRecords
 from duetime.aws_targets import session_name
+from duetime.catalog import AuditEvent
 from duetime.clock import Clock
 from duetime.errors import Conflict, InvalidInput, NotFound, Unavailable, from_validation_error
 from duetime.models import Team
-from duetime.ports import AwsRole, RoleTrustProbe, RoleTrustUnknown
+from duetime.ports import AwsRole, RoleTrustProbe, RoleTrustUnknown, TeamCatalog
 from duetime.tokens import MAX_TOKENS_PER_TEAM, ApiToken, TokenIn, TokenScope
 
 TOKEN_PREFIX = "dt_"
@@ -69,7 +69,7 @@ def next_secret_id(current: str) -> str:
 class TeamAdmin:
     def __init__(
         self,
-        records: TeamRecords,
+        records: TeamCatalog,
         clock: Clock,
         actor: str = "unknown",
         role_trust: RoleTrustProbe | None = None,

@@ -15,6 +15,7 @@ from duetime.adapters.aws_target_caller import Boto3AwsTargetCaller
 from duetime.adapters.clients import client
 from duetime.adapters.dynamodb.catalog import DynamoCatalog
 from duetime.adapters.dynamodb.rate_limits import DynamoRateLimiter
+from duetime.adapters.dynamodb.run_budgets import DynamoRunBudget
 from duetime.adapters.dynamodb.store import DynamoStore
 from duetime.adapters.dynamodb.tables import TableNames
 from duetime.adapters.http_target import HttpTargetCaller
@@ -207,9 +208,21 @@ def prescaler() -> Prescaler:
     )
 
 
+def make_catalog(store: DynamoStore) -> DynamoCatalog:
+    """The API's catalog (``duetime.ports.Catalog``) on the store's tables and client."""
+    return DynamoCatalog(store.client, store.names, store.lease_check)
+
+
+def run_budget(catalog: DynamoCatalog) -> DynamoRunBudget:
+    """The teams' budgets of runs made on request (``duetime.run_budget``) in the catalog's control table,
+    as every API Lambda sees them."""
+    return DynamoRunBudget(catalog.client, catalog.names.control)
+
+
 def make_job_service(s: Settings, store: DynamoStore, sqs: Any | None = None) -> JobService:
+    catalog = make_catalog(store)
     return JobService(
-        DynamoCatalog(store.client, store.names, store.lease_check),
+        catalog,
         store,
         SqsRunQueue(sqs or client("sqs"), s.run_queue_url),
         make_store_clock(store),
@@ -218,6 +231,7 @@ def make_job_service(s: Settings, store: DynamoStore, sqs: Any | None = None) ->
         role_trust=make_role_trust(s),
         queue_deadline=timedelta(seconds=s.queue_deadline_seconds),
         waker=make_waker(s, store),
+        run_budget=run_budget(catalog),
     )
 
 
@@ -249,8 +263,7 @@ def make_team_admin(s: Settings, actor: str) -> TeamAdmin:
     """The operator's team commands against the tables of ``s`` (audit events name ``actor``)."""
     store = make_store(s)
     clock = StoreClock(store.client, sync=lambda: store.low_water_marks([0]))  # one sync, no refining thread
-    catalog = DynamoCatalog(store.client, store.names, store.lease_check)
-    return TeamAdmin(catalog, clock, actor, role_trust=make_role_trust(s))
+    return TeamAdmin(make_catalog(store), clock, actor, role_trust=make_role_trust(s))
 
 
 @functools.cache

@@ -15,6 +15,7 @@ from duetime import api
 from duetime.adapters.dynamodb.catalog import DynamoCatalog
 from duetime.adapters.dynamodb.rate_limits import DynamoRateLimiter
 from duetime.service import JobService
+from duetime.wiring import run_budget
 
 from ..lambda_support import LambdaContext, load_handler
 from .conftest import Stack
@@ -37,6 +38,15 @@ class Answer:
 Call = Callable[..., Answer]
 
 
+def stack_service(stack: Stack, catalog: DynamoCatalog | None = None, **options: Any) -> JobService:
+    """The API's logic on the stack's tables and queue as the wiring builds it (the run budget in the
+    control table), with ``JobService``'s ``options``."""
+    catalog = catalog or DynamoCatalog(stack.dynamodb, stack.names)
+    return JobService(
+        catalog, stack.store, stack.queue, stack.clock, run_budget=run_budget(catalog), **options
+    )
+
+
 @contextmanager
 def serving(stack: Stack, svc: JobService) -> Iterator[JobService]:
     """The api handler on ``svc``, each team's API rate counted in the stack's control table."""
@@ -51,7 +61,7 @@ def serving(stack: Stack, svc: JobService) -> Iterator[JobService]:
 
 @pytest.fixture
 def service(stack: Stack) -> Iterator[JobService]:
-    svc = JobService(DynamoCatalog(stack.dynamodb, stack.names), stack.store, stack.queue, stack.clock)
+    svc = stack_service(stack)
     with serving(stack, svc):
         yield svc
 
@@ -105,8 +115,7 @@ def beta(service: JobService) -> Call:
 @pytest.fixture
 def local_team(stack: Stack) -> Iterator[Call]:
     """A team of an API that allows private targets (as ``duetime local`` does): its jobs call ``target``."""
-    catalog = DynamoCatalog(stack.dynamodb, stack.names)
-    svc = JobService(catalog, stack.store, stack.queue, stack.clock, allow_private_targets=True)
+    svc = stack_service(stack, allow_private_targets=True)
     with serving(stack, svc):
         yield make_call(svc.create_team("local", exact_quota=1)[1])
 

@@ -10,13 +10,12 @@ from typing import Any
 import pytest
 
 from duetime import api
-from duetime.adapters.dynamodb.catalog import DynamoCatalog
 from duetime.cli import main as cli
 from duetime.demo_target import DemoTargetServer
 from duetime.local_gateway import LocalGateway
 from duetime.service import JobService
 
-from .api_support import JOB, Call, make_call, serving
+from .api_support import JOB, Call, make_call, serving, stack_service
 from .conftest import Stack
 
 REDACTED = "***"  # the documented marker
@@ -37,13 +36,7 @@ def leaks(answer_body: Any) -> bool:
 @pytest.fixture
 def private_ok(stack: Stack) -> Iterator[tuple[Call, JobService]]:
     """An API whose targets may be on this machine (the demo target), as under ``duetime local``."""
-    svc = JobService(
-        DynamoCatalog(stack.dynamodb, stack.names),
-        stack.store,
-        stack.queue,
-        stack.clock,
-        allow_private_targets=True,
-    )
+    svc = stack_service(stack, allow_private_targets=True)
     with serving(stack, svc):
         yield make_call(svc.create_team("gamma")[1]), svc
 

@@ -9,11 +9,10 @@ from typing import Any
 
 import pytest
 
-from duetime.adapters.dynamodb.catalog import DynamoCatalog
 from duetime.adapters.memory.role_trust import MemoryRoleTrust
 from duetime.service import JobService
 
-from .api_support import JOB, Call, make_call, serving
+from .api_support import JOB, Call, make_call, serving, stack_service
 from .conftest import Stack
 
 ACCOUNT = "123456789012"
@@ -110,9 +109,7 @@ def test_a_localstack_queue_url_is_refused_on_a_deployed_stack(alpha: Call) -> N
 
 def team_of_an_api(stack: Stack, team_id: str, **options: Any) -> Iterator[Call]:
     """A team of an API whose ``JobService`` is configured with ``options``."""
-    svc = JobService(
-        DynamoCatalog(stack.dynamodb, stack.names), stack.store, stack.queue, stack.clock, **options
-    )
+    svc = stack_service(stack, **options)
     with serving(stack, svc):
         yield make_call(svc.create_team(team_id, exact_quota=1)[1])
 

@@ -89,9 +89,11 @@ def test_the_team_authorizer_allows_a_good_token_for_the_whole_api_and_refuses_o
 ) -> None:
     from duetime.adapters.dynamodb.catalog import DynamoCatalog
     from duetime.service import JobService
+    from duetime.wiring import run_budget
 
+    catalog = DynamoCatalog(deployed.dynamodb, deployed.names)
     service = JobService(
-        DynamoCatalog(deployed.dynamodb, deployed.names), deployed.store, deployed.queue, deployed.clock
+        catalog, deployed.store, deployed.queue, deployed.clock, run_budget=run_budget(catalog)
     )
     _, token = service.create_team("gamma")
     authorizer = load_handler("authorizer")

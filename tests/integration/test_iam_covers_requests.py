@@ -27,15 +27,13 @@ import boto3
 import pytest
 
 from duetime.adapters.clients import client
-from duetime.adapters.dynamodb.catalog import DynamoCatalog
 from duetime.ids import partition_of
-from duetime.service import JobService
 from duetime.timeutil import minute_bucket
 
 from ..infra.test_stack import resources, role_grants, synth
 from ..job_support import create_job
 from ..lambda_support import LambdaContext, load_handler
-from .api_support import JOB, make_call, serving
+from .api_support import JOB, make_call, serving, stack_service
 from .conftest import Stack, hooked, wait_until
 from .test_handlers import deployed, forget_wiring, sqs_event  # noqa: F401 (deployed: a fixture)
 
@@ -185,7 +183,7 @@ def test_each_functions_role_grants_every_dynamodb_request_its_code_makes(
 
     # The API: jobs created (one an exact job, one again under the same idempotency key), read, listed,
     # changed, paused, resumed, previewed, their runs listed, one deleted, one triggered and its run read.
-    service = JobService(DynamoCatalog(stack.dynamodb, stack.names), stack.store, stack.queue, stack.clock)
+    service = stack_service(stack)
     with serving(stack, service):
         _, token = service.create_team("iam", exact_quota=10)
         with recording(stack.dynamodb, shared) as api_requests:

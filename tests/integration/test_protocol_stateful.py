@@ -29,6 +29,7 @@ from duetime.poller import PollerConfig, claim_due_jobs, recover_runs
 from duetime.ports import Alert, RunMessage
 from duetime.service import JobService
 from duetime.timeutil import whole_seconds
+from duetime.wiring import run_budget
 
 from ..job_support import create_job
 from .conftest import new_clients
@@ -101,7 +102,9 @@ class Protocol(RuleBasedStateMachine):
         self.job_index = {job.id: index for index, job in enumerate(self.jobs)}
         self.queue.order = self.stable_key
         self.catalog = DynamoCatalog(DYNAMODB, self.names)
-        self.service = JobService(self.catalog, self.store, self.queue, self.clock)
+        self.service = JobService(
+            self.catalog, self.store, self.queue, self.clock, run_budget=run_budget(self.catalog)
+        )
         team_record = self.store.get_team(self.team)
         assert team_record is not None
         self.team_record = team_record

@@ -24,6 +24,7 @@ from duetime.models import Team
 from duetime.rate_limit import Decision, micros
 from duetime.run_budget import InMemoryRunBudget, RunBudget, Spend, minute_of
 from duetime.service import JobService
+from duetime.wiring import run_budget
 
 from .api_support import JOB, a_fresh_minute, make_call
 from .conftest import Stack, hooked, new_clients
@@ -279,9 +280,10 @@ def trigger_from_many_lambdas(stack: Stack, team: Team, job_id: str, threads: in
     """``threads`` API Lambdas (a service and a DynamoDB client each, on the store's clock) triggering the
     job ``each`` times as fast as they can, all at once."""
     tally = Tally()
+    catalogs = [DynamoCatalog(new_clients()[0], stack.names) for _ in range(threads)]
     services = [
-        JobService(DynamoCatalog(new_clients()[0], stack.names), stack.store, stack.queue, stack.clock)
-        for _ in range(threads)
+        JobService(catalog, stack.store, stack.queue, stack.clock, run_budget=run_budget(catalog))
+        for catalog in catalogs
     ]
     start = threading.Barrier(threads)
 

@@ -16,6 +16,7 @@ from duetime.models import Job, MisfirePolicy, RunStatus, Team
 from duetime.poller import PollerConfig, claim_due_jobs
 from duetime.service import JobService
 from duetime.timeutil import iso_z
+from duetime.wiring import run_budget
 
 from .conftest import Stack
 
@@ -30,7 +31,8 @@ def clock() -> ManualClock:
 
 @pytest.fixture
 def service(stack: Stack, clock: ManualClock) -> JobService:
-    return JobService(DynamoCatalog(stack.dynamodb, stack.names), stack.store, stack.queue, clock)
+    catalog = DynamoCatalog(stack.dynamodb, stack.names)
+    return JobService(catalog, stack.store, stack.queue, clock, run_budget=run_budget(catalog))
 
 
 @pytest.fixture

@@ -20,6 +20,7 @@ from duetime.signing import job_signing_keys, verify_signature
 from duetime.team_admin import TeamAdmin
 from duetime.worker import Worker
 
+from .api_support import stack_service
 from .conftest import Stack
 from .test_team_tokens import cli_on_stack  # noqa: F401 (a fixture)
 
@@ -42,7 +43,7 @@ def admin(stack: Stack, catalog: DynamoCatalog) -> TeamAdmin:
 
 @pytest.fixture
 def service(stack: Stack, catalog: DynamoCatalog) -> JobService:
-    return JobService(catalog, stack.store, stack.queue, stack.clock, allow_private_targets=True)
+    return stack_service(stack, catalog, allow_private_targets=True)
 
 
 def bearer(token: str) -> str:
@@ -75,7 +76,9 @@ def test_a_disabled_team_is_refused_by_the_api_and_its_jobs_get_no_runs_until_en
 ) -> None:
     team, token = admin.create_team("batch")
     created = stack.clock.now() - timedelta(seconds=61)
-    creator = JobService(service.catalog, stack.store, stack.queue, ManualClock(created), True)
+    creator = JobService(
+        service.catalog, stack.store, stack.queue, ManualClock(created), True, run_budget=service.run_budget
+    )
     job = creator.create_job(team, {**JOB, "exact": True})  # due a second ago
 
     admin.set_disabled("batch", True)

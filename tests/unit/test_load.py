@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from duetime.adapters.dynamodb.catalog import Page
+from duetime.catalog import Page
 from duetime.errors import InvalidInput, RateLimited
 from duetime.ids import new_job_id
 from duetime.models import Job, Team

@@ -12,12 +12,13 @@ import botocore.session
 import pytest
 from botocore.stub import ANY, Stubber
 
-from duetime.adapters.dynamodb.team_records import AuditEvent, TeamRecords
 from duetime.adapters.memory.role_trust import MemoryRoleTrust
 from duetime.adapters.role_trust_probe import PROBE_SESSION_POLICY, PROBE_SESSION_SECONDS, Boto3RoleTrustProbe
+from duetime.catalog import AuditEvent
 from duetime.clock import ManualClock
 from duetime.errors import InvalidInput, Unavailable
 from duetime.models import Team
+from duetime.ports import TeamCatalog
 from duetime.team_admin import TeamAdmin
 
 ACCOUNT = "123456789012"
@@ -96,7 +97,7 @@ def wrong_id_request(team_id: str = "billing") -> dict[str, Any]:
 
 def admin(records: Records, probe: Any) -> TeamAdmin:
     clock = ManualClock(datetime(2026, 12, 4, tzinfo=UTC))
-    return TeamAdmin(cast(TeamRecords, records), clock, actor="api", role_trust=probe)
+    return TeamAdmin(cast(TeamCatalog, records), clock, actor="api", role_trust=probe)
 
 
 def test_a_role_that_lets_in_a_wrong_external_id_is_refused_and_nothing_is_written() -> None:

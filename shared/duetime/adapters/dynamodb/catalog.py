@@ -9,7 +9,6 @@ import base64
 import binascii
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -35,39 +34,22 @@ from duetime.adapters.dynamodb.reap_checks import DEFAULT_LEASE_CHECK, waiting_c
 from duetime.adapters.dynamodb.store import conditional_write
 from duetime.adapters.dynamodb.tables import TEAM_JOBS_INDEX, TableNames
 from duetime.adapters.dynamodb.team_records import TeamRecords
+from duetime.catalog import IdempotencyMismatch, IdempotencyRecord, InvalidCursor, Page, QuotaExceeded
 from duetime.job_history import JobChange
 from duetime.labels import matches_words
 from duetime.models import Job, Run, RunStatus, Team
+from duetime.ports import Catalog
 
-
-class InvalidCursor(ValueError):
-    pass
-
-
-class QuotaExceeded(Exception):
-    """A write would take the team past a quota: ``which`` is ``"jobs"`` (``max_jobs``) or ``"exact"``
-    (``exact_quota``)."""
-
-    def __init__(self, team_id: str, which: str) -> None:
-        super().__init__(f"team {team_id}: {which} quota used up")
-        self.team_id = team_id
-        self.which = which
-
-
-@dataclass(frozen=True)
-class IdempotencyRecord:
-    """A create request's ``Idempotency-Key``: the same key and body give back the same job."""
-
-    team: str
-    key: str
-    request_hash: str
-    job_id: str
-
-
-@dataclass(frozen=True)
-class Page:
-    items: list[Any]
-    cursor: str | None
+__all__ = [  # the domain's names, importable from here as before they moved to duetime.catalog
+    "DynamoCatalog",
+    "IdempotencyMismatch",
+    "IdempotencyRecord",
+    "InvalidCursor",
+    "Page",
+    "QuotaExceeded",
+    "decode_cursor",
+    "encode_cursor",
+]
 
 
 def encode_cursor(key: dict[str, Any] | None) -> str | None:
@@ -116,6 +98,8 @@ def _reasons(exc: ClientError) -> list[str]:
 
 
 class DynamoCatalog(TeamRecords, JobIndex):
+    """``duetime.ports.Catalog`` on DynamoDB: the control, jobs and runs tables ``DynamoStore`` uses."""
+
     def __init__(
         self, client: Any, names: TableNames | None = None, lease_check: timedelta = DEFAULT_LEASE_CHECK
     ) -> None:
@@ -464,5 +448,6 @@ class DynamoCatalog(TeamRecords, JobIndex):
         return item_to_run(response["Attributes"]) if response else None
 
 
-class IdempotencyMismatch(Exception):
-    """The idempotency key was used before with a different request body."""
+def _implements_the_port(catalog: DynamoCatalog) -> Catalog:
+    """Never called: mypy checks here that ``DynamoCatalog`` keeps the port's signatures."""
+    return catalog

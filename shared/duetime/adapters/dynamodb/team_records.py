@@ -21,7 +21,6 @@ Rows (``pk`` / ``sk``):
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -31,6 +30,7 @@ from duetime.adapters.dynamodb import conditions as c
 from duetime.adapters.dynamodb.codec import Item, n, s
 from duetime.adapters.dynamodb.reads import batch_get, read_team, team_key
 from duetime.adapters.dynamodb.tables import TableNames
+from duetime.catalog import AuditEvent
 from duetime.models import Team
 from duetime.timeutil import iso_z
 from duetime.tokens import LEGACY_TOKEN_NAME, ApiToken, TokenScope
@@ -38,18 +38,7 @@ from duetime.tokens import LEGACY_TOKEN_NAME, ApiToken, TokenScope
 AUDIT_KEPT = timedelta(days=90)
 DIRECTORY = "teams"
 
-
-@dataclass(frozen=True)
-class AuditEvent:
-    """One administrative change: what was done to which team, when, by whom, what changed (no secrets)."""
-
-    team_id: str
-    # "create" | "update" | "rotate-token" | "issue-token" | "revoke-token" | "rotate-signing-secret" |
-    # "disable" | "enable" | "set-aws-role" | "remove-aws-role" | "assign-external-id"
-    action: str
-    at: datetime
-    actor: str
-    detail: dict[str, Any] = field(default_factory=dict)
+__all__ = ["AUDIT_KEPT", "DIRECTORY", "AuditEvent", "TeamRecords"]  # AuditEvent: from duetime.catalog
 
 
 class TeamRecords:
