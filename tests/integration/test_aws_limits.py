@@ -88,6 +88,7 @@ def test_a_due_read_goes_on_past_a_1_mb_page(stack: Stack) -> None:
     assert "LastEvaluatedKey" in page and len(page["Items"]) < 20
     assert len(stack.store.due_jobs(PARTITION, minute_bucket(DUE), DUE, limit=500)) == 40
     assert len(stack.store.due_jobs(PARTITION, minute_bucket(DUE), DUE, limit=25)) == 25
+    assert stack.store.count_due(PARTITION, minute_bucket(DUE)) == 40  # a COUNT pages at 1 MB too
 
 
 def test_the_strict_check_refuses_the_transaction_dynamodb_local_lets_through(stack: Stack) -> None:

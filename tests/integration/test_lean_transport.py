@@ -176,6 +176,36 @@ def test_every_dynamodb_operation_answers_and_fails_as_botocores(twin_tables: tu
     )
 
 
+def test_a_paginated_query_reads_the_same_pages_by_the_lean_client(twin_tables: tuple[str, str]) -> None:
+    """``get_paginator("query")`` of the lean client sends each page itself (``LeanClient.get_paginator``)
+    and reads what botocore's paginator reads, page by page, on DynamoDB Local."""
+    plain, lean = plain_and_lean("dynamodb")
+    lean_calls: list[str] = []
+    call = lean._call
+    lean._call = lambda operation, **params: lean_calls.append(operation) or call(operation, **params)  # type: ignore[method-assign]
+    bucket = {"S": "07#2026-12-03T00:00"}
+
+    def pages(client: Any, table: str) -> list[Any]:
+        for i in range(7):
+            item = {**ITEM, "job_id": {"S": f"j-{i}"}, "due_key": {"S": f"2026-12-03T00:00:00Z#j-{i}"}}
+            client.put_item(TableName=table, Item=item)
+        paginator = client.get_paginator("query").paginate(
+            TableName=table,
+            IndexName="due",
+            KeyConditionExpression="due_bucket = :b",
+            ExpressionAttributeValues={":b": bucket},
+            PaginationConfig={"PageSize": 3},
+        )
+        answered = [{k: v for k, v in page.items() if k != "ResponseMetadata"} for page in paginator]
+        return [_renamed(page, table) for page in answered]
+
+    expected = pages(plain, twin_tables[0])
+    got = pages(lean, twin_tables[1])
+    assert [len(page["Items"]) for page in got] == [3, 3, 1]
+    assert got == expected
+    assert lean_calls.count("Query") == 3
+
+
 # --- SQS --------------------------------------------------------------------------------------------------
 
 

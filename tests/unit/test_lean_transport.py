@@ -246,6 +246,27 @@ def test_other_operations_are_the_wrapped_clients_and_meta_is_shared(stub: tuple
     assert client.exceptions is client.wrapped.exceptions
 
 
+def test_a_paginator_of_a_lean_operation_fetches_every_page_the_lean_way(stub: tuple[Stub, str]) -> None:
+    state, url = stub
+    last = {"job_id": {"S": "j-1"}}
+    state.answers = [
+        Answer(200, {"Items": [last], "Count": 1, "LastEvaluatedKey": last}),
+        Answer(200, {"Items": [{"job_id": {"S": "j-2"}}], "Count": 1}),
+    ]
+    client = lean_client("dynamodb", url)
+    lean_calls: list[str] = []
+    call = client._call
+    client._call = lambda operation, **params: lean_calls.append(operation) or call(operation, **params)  # type: ignore[method-assign]
+    pages = list(client.get_paginator("query").paginate(TableName="jobs", KeyConditionExpression="a = :a"))
+    assert [page["Items"] for page in pages] == [[last], [{"job_id": {"S": "j-2"}}]]
+    bodies = [body for _, body in state.received]
+    assert bodies[0] == {"TableName": "jobs", "KeyConditionExpression": "a = :a"}
+    assert bodies[1] == {**bodies[0], "ExclusiveStartKey": last}
+    assert all(headers["X-Amz-Target"] == "DynamoDB_20120810.Query" for headers, _ in state.received)
+    assert lean_calls == ["Query", "Query"]  # each page sent by the lean client, not by botocore's
+    assert client.get_paginator("scan").__class__.__name__.endswith("Paginator.Scan")  # not lean: botocore's
+
+
 def test_binary_values_are_refused_with_a_clear_error(stub: tuple[Stub, str]) -> None:
     _, url = stub
     client = lean_client("dynamodb", url)

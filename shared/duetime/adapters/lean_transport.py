@@ -14,8 +14,9 @@ client sees them all (the store clock, the strict-limits check, the benches' led
 request (a handler's answer is used, as botocore does), ``before-send`` with the prepared request (an
 answer is used instead of sending), ``needs-retry`` (the client's own retry handler, standard mode, decides
 and names the delay), ``after-call``. Errors are parsed by botocore's parser and raised as the client's own
-exception classes. Every other operation, and every operation when the client goes through a proxy, is the
-boto3 client's, unchanged. ``DUETIME_LEAN_TRANSPORT=0`` turns it off.
+exception classes. A paginator of a lean operation (``get_paginator("query")``) fetches its pages the lean
+way. Every other operation, and every operation when the client goes through a proxy, is the boto3
+client's, unchanged. ``DUETIME_LEAN_TRANSPORT=0`` turns it off.
 
 What it leaves out of botocore's request: parameter validation (off in ``clients`` anyway), the endpoint
 rules (the client's resolved endpoint is used), request compression and checksums (none for these
@@ -37,6 +38,7 @@ from collections.abc import Mapping
 from typing import Any, cast
 from urllib.parse import urlsplit
 
+import botocore.session
 from botocore.awsrequest import AWSPreparedRequest, AWSResponse
 from botocore.compat import HTTPHeaders
 from botocore.exceptions import (
@@ -47,6 +49,7 @@ from botocore.exceptions import (
     ReadTimeoutError,
 )
 from botocore.httpsession import get_cert_path
+from botocore.paginate import Paginator
 from botocore.parsers import create_parser
 
 from duetime.adapters.sigv4 import PostSigner
@@ -162,6 +165,18 @@ class LeanClient:
         if operation is None:
             return getattr(self._client, name)
         return functools.partial(self._call, operation)
+
+    def get_paginator(self, operation_name: str) -> Any:
+        """The wrapped client's paginator, except that a lean operation's pages are this client's requests
+        (the wrapped client's own paginator would send each page of a Query by botocore)."""
+        operation = self._methods.get(operation_name)
+        if operation is None or not self._client.can_paginate(operation_name):
+            return self._client.get_paginator(operation_name)
+        return Paginator(
+            getattr(self, operation_name),
+            _page_config(self._model.service_name, self._model.api_version, operation),
+            self._model.operation_model(operation),
+        )
 
     @property
     def wrapped(self) -> Any:
@@ -329,6 +344,14 @@ class LeanClient:
         connection.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # as botocore's sockets
         connection.sock.settimeout(read_timeout)
         return connection
+
+
+@functools.cache
+def _page_config(service: str, api_version: str, operation: str) -> dict[str, Any]:
+    """botocore's pagination of ``operation`` (its tokens and result keys), as its clients load it."""
+    model = botocore.session.get_session().get_paginator_model(service, api_version)
+    config: dict[str, Any] = model.get_paginator(operation)
+    return config
 
 
 def _protocol(model: Any) -> str:

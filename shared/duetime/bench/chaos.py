@@ -386,19 +386,16 @@ def _scan_runs_table(stack: BenchStack) -> tuple[dict[str, Any], int]:
     """The runs by id, and how many reap tickets (``reap_tickets``) are still in the table."""
     runs: dict[str, Any] = {}
     tickets = 0
-    kwargs: dict[str, Any] = {"TableName": stack.names.runs, "ConsistentRead": True}
-    while True:  # inspecting the result of the experiment, not the product's read path
-        page = stack.dynamodb.scan(**kwargs)
-        for item in page.get("Items", []):
-            if is_ticket(item):
-                tickets += 1
-            elif item["job_id"]["S"].startswith("~"):
-                continue  # a deadline watch or missing flag, or a notification outbox record: not a run
-            else:
-                runs[item["run_id"]["S"]] = item_to_run(item)
-        if "LastEvaluatedKey" not in page:
-            return runs, tickets
-        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+    # A Scan of the whole table: inspecting the result of the experiment, not the product's read path.
+    pages = stack.dynamodb.get_paginator("scan").paginate(TableName=stack.names.runs, ConsistentRead=True)
+    for item in (item for page in pages for item in page.get("Items", [])):
+        if is_ticket(item):
+            tickets += 1
+        elif item["job_id"]["S"].startswith("~"):
+            continue  # a deadline watch or missing flag, or a notification outbox record: not a run
+        else:
+            runs[item["run_id"]["S"]] = item_to_run(item)
+    return runs, tickets
 
 
 def all_terminal(stack: BenchStack, expected: dict[str, Job]) -> bool:

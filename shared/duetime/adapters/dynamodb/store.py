@@ -158,20 +158,15 @@ class DynamoStore(WorkerBatches, DeadlineWatches, DynamoOutbox):
         return items
 
     def count_due(self, partition: int, bucket: str) -> int:
-        query: dict[str, Any] = {
-            "TableName": self.names.jobs,
-            "IndexName": DUE_INDEX,
-            "KeyConditionExpression": "due_bucket = :bucket",
-            "ExpressionAttributeValues": {":bucket": s(f"{partition:02d}#{bucket}")},
-            "Select": "COUNT",
-        }
-        count = 0
-        while True:  # a COUNT still reads (and pages) at most 1 MB of the index at a time
-            response = self.client.query(**query)
-            count += int(response.get("Count", 0))
-            if "LastEvaluatedKey" not in response:
-                return count
-            query["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+        pages = self.client.get_paginator("query").paginate(
+            TableName=self.names.jobs,
+            IndexName=DUE_INDEX,
+            KeyConditionExpression="due_bucket = :bucket",
+            ExpressionAttributeValues={":bucket": s(f"{partition:02d}#{bucket}")},
+            Select="COUNT",
+        )
+        # A COUNT still reads (and pages) at most 1 MB of the index at a time: every page counts.
+        return sum(int(page.get("Count", 0)) for page in pages)
 
     def claim(self, claims: Sequence[Claim], now: datetime) -> ClaimOutcome:
         """A consistent read of the jobs' versions, then three ordered steps, each one BatchExecuteStatement

@@ -399,23 +399,18 @@ class WorkerBatches:
         Query of the group's key)."""
         held: set[int] = set()
         existing: set[int] = set()
-        kwargs: dict[str, Any] = {
-            "TableName": self.names.control,
-            "KeyConditionExpression": "pk = :pk",
-            "ExpressionAttributeValues": {":pk": s(slot_group_key(team.team_id, group))},
-            "ConsistentRead": True,
-        }
-        while True:
-            response = self.client.query(**kwargs)
-            for item in response.get("Items", []):
-                first = int(item["sk"]["S"].split("#")[1])
-                existing.add(first)
-                for k in range(SLOTS_PER_ITEM):
-                    if f"holder_{k}" in item and parse_iso_z(item[f"until_{k}"]["S"]) >= now:
-                        held.add(first + k)
-            if "LastEvaluatedKey" not in response:
-                break
-            kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+        pages = self.client.get_paginator("query").paginate(
+            TableName=self.names.control,
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues={":pk": s(slot_group_key(team.team_id, group))},
+            ConsistentRead=True,
+        )
+        for item in (item for page in pages for item in page.get("Items", [])):
+            first = int(item["sk"]["S"].split("#")[1])
+            existing.add(first)
+            for k in range(SLOTS_PER_ITEM):
+                if f"holder_{k}" in item and parse_iso_z(item[f"until_{k}"]["S"]) >= now:
+                    held.add(first + k)
         first = group * SLOTS_PER_KEY
         last = min(team.max_concurrency, first + SLOTS_PER_KEY)
         return [slot for slot in range(first, last) if slot not in held], existing
