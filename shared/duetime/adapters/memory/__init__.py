@@ -5,7 +5,9 @@
 contracts as ``DynamoStore`` and ``SqsRunQueue``: the same named conditions, a lost race as ``False`` or
 ``None``, instants stored to the whole second (poller leases to the millisecond) and compared as stored.
 ``MemoryAlerts`` keeps the alerts published, ``MemoryProvisionedWorkers`` the workers the prescaler asked
-for, ``MemoryEventPollers`` the event source's provisioned mode it switched.
+for, ``MemoryEventPollers`` the event source's provisioned mode it switched. ``InMemoryCatalog`` is the API's
+catalog (``Catalog``) on a ``MemoryStore``'s tables, as ``DynamoCatalog`` is on ``DynamoStore``'s
+(``tests/contract/test_catalog_contract.py``).
 ``tests/integration/test_store_contract.py`` holds the store and DynamoDB Local to one suite.
 
 What it does not model: throughput and throttling, latency, AWS's size and count limits (item and
@@ -16,8 +18,16 @@ about cost, speed or limits, which only DynamoDB Local, LocalStack and AWS can s
 """
 
 from duetime.adapters.memory.alerts import MemoryAlerts
+from duetime.adapters.memory.catalog import InMemoryCatalog
 from duetime.adapters.memory.provisioned import MemoryEventPollers, MemoryProvisionedWorkers
 from duetime.adapters.memory.queue import MemoryQueue
 from duetime.adapters.memory.store import MemoryStore
 
-__all__ = ["MemoryAlerts", "MemoryEventPollers", "MemoryProvisionedWorkers", "MemoryQueue", "MemoryStore"]
+__all__ = [
+    "InMemoryCatalog",
+    "MemoryAlerts",
+    "MemoryEventPollers",
+    "MemoryProvisionedWorkers",
+    "MemoryQueue",
+    "MemoryStore",
+]
