@@ -77,19 +77,13 @@ class TeamRecords:
     def team_tokens(self, team_id: str) -> list[ApiToken]:
         """Every listed token of the team, of any generation (the caller keeps the current ones), read
         consistently: what issuing and revoking start from."""
-        items: list[Item] = []
-        request: dict[str, Any] = {
-            "TableName": self.names.control,
-            "KeyConditionExpression": "pk = :pk",
-            "ExpressionAttributeValues": {":pk": s(f"tokens#{team_id}")},
-            "ConsistentRead": True,
-        }
-        while True:
-            page = self.client.query(**request)
-            items.extend(page.get("Items", []))
-            if "LastEvaluatedKey" not in page:
-                return [_token(item) for item in items]
-            request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        pages = self.client.get_paginator("query").paginate(
+            TableName=self.names.control,
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues={":pk": s(f"tokens#{team_id}")},
+            ConsistentRead=True,
+        )
+        return [_token(item) for page in pages for item in page.get("Items", [])]
 
     def get_team(self, team_id: str) -> Team | None:
         return read_team(self.client, self.names, team_id)
@@ -106,18 +100,12 @@ class TeamRecords:
 
     def list_teams(self) -> list[Team]:
         """Every team in the directory, by id: one Query for the ids, BatchGetItem for the teams."""
-        ids: list[str] = []
-        request: dict[str, Any] = {
-            "TableName": self.names.control,
-            "KeyConditionExpression": "pk = :pk",
-            "ExpressionAttributeValues": {":pk": s(DIRECTORY)},
-        }
-        while True:
-            page = self.client.query(**request)
-            ids.extend(item["sk"]["S"] for item in page.get("Items", []))
-            if "LastEvaluatedKey" not in page:
-                break
-            request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        pages = self.client.get_paginator("query").paginate(
+            TableName=self.names.control,
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues={":pk": s(DIRECTORY)},
+        )
+        ids = [item["sk"]["S"] for page in pages for item in page.get("Items", [])]
         items = batch_get(self.client, self.names.control, [team_key(i) for i in ids])
         teams = [Team.model_validate_json(item["team"]["S"]) for item in items]
         return sorted(teams, key=lambda team: team.team_id)
