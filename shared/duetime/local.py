@@ -139,7 +139,10 @@ def run_local(port: int, workers: int) -> int:
     local_environment()
     started = ensure_emulators()
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    # TERM and Ctrl-C (INT) stop it, also when INT came ignored from the parent (a shell without job control
+    # starts background commands so, and Python then leaves Ctrl-C ignored rather than KeyboardInterrupt).
+    for stopping in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(stopping, lambda *_: stop.set())
     try:
         dynamodb, sqs = client("dynamodb"), client("sqs")  # after local_environment(): the emulators
         settings = ensure_resources(Settings.from_env(dict(os.environ)), dynamodb, sqs)

@@ -50,7 +50,9 @@ def isolated(prefix: str) -> dict[str, str]:
     }
 
 
-def start_local(env_overrides: dict[str, str] | None = None) -> LocalSystem:
+def start_local(env_overrides: dict[str, str] | None = None, interrupt_ignored: bool = False) -> LocalSystem:
+    """``interrupt_ignored``: started as a shell without job control starts a background command, with
+    Ctrl-C (SIGINT) ignored, which the process inherits."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env_overrides or {})}
     process = subprocess.Popen(
         [sys.executable, "-m", "duetime.cli", "local", "--port", str(free_port())],
@@ -58,6 +60,7 @@ def start_local(env_overrides: dict[str, str] | None = None) -> LocalSystem:
         stderr=subprocess.STDOUT,
         text=True,
         env=env,
+        preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if interrupt_ignored else None,
     )
     lines: list[str] = []
     ready = threading.Event()

@@ -359,3 +359,14 @@ def test_requests_at_once_each_get_their_own_answer(local: LocalSystem) -> None:
     for thread in threads:
         thread.join()
     assert not wrong, wrong  # 225 requests, 15 threads at once
+
+
+def test_ctrl_c_stops_duetime_local_even_when_its_parent_left_ctrl_c_ignored() -> None:
+    """A shell without job control starts ``cmd &`` with SIGINT ignored, and Python then leaves it ignored
+    (no KeyboardInterrupt): duetime local catches INT itself, so Ctrl-C still stops it, at once."""
+    prefix = f"int{uuid.uuid4().hex[:8]}"
+    system = start_local(isolated(prefix), interrupt_ignored=True)
+    started = time.monotonic()
+    assert system.stop() == 0, "\n".join(system.output)
+    assert time.monotonic() - started < 30
+    assert "duetime local: stopping" in system.output
