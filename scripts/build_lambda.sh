@@ -77,7 +77,6 @@ mkdir -p "$tmp"
 remove_distributions "$tmp" $LEFT_TO_RUNTIME
 rm -rf "$tmp/bin"  # console scripts, pointing at this machine's Python
 cp -r "$ROOT/shared/duetime" "$tmp/duetime"
-rm -rf "$tmp/duetime/bench"  # the benchmarks are tools of this repository: no function imports them
 for fn in "$ROOT"/functions/*/; do
   name="$(basename "$fn")"
   mkdir -p "$tmp/functions/$name"

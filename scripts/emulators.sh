@@ -287,7 +287,7 @@ case "${1:-}" in
       AWS_ACCESS_KEY_ID="${AWS_ACCESS_KEY_ID:-test}" AWS_SECRET_ACCESS_KEY="${AWS_SECRET_ACCESS_KEY:-test}" \
       AWS_DEFAULT_REGION="${AWS_DEFAULT_REGION:-us-east-1}"
     # The emulators accept requests AWS refuses (DynamoDB Local counts a transaction's 4 MB from the
-    # request, not the items): duetime's clients refuse them here as AWS would (adapters/aws_limits.py).
+    # request, not the items): duetime's clients refuse them here as AWS would (adapters/aws/aws_limits.py).
     export DUETIME_STRICT_AWS_LIMITS="${DUETIME_STRICT_AWS_LIMITS:-1}"
     # In the background and waited for, because bash runs a trap only once a foreground command has
     # finished, while a signal interrupts `wait` at once. A background command would ignore SIGINT;

@@ -6,7 +6,7 @@ from typing import Any
 import boto3
 import pytest
 
-from duetime.adapters.aws_limits import STRICT_ENV, enforce_aws_limits
+from duetime.adapters.aws.aws_limits import STRICT_ENV, enforce_aws_limits
 
 # Handlers live outside the package (as Lambda deploys them); make them importable for tests.
 ROOT = Path(__file__).resolve().parents[1]
@@ -19,7 +19,7 @@ os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "test")
 
 # The whole suite runs under AWS's limits, which the emulators (and moto) don't all enforce: every boto3
 # client built in this process refuses what AWS would refuse, and so do the clients of the processes the
-# tests start (they inherit the variable; duetime.adapters.clients honours it).
+# tests start (they inherit the variable; duetime.adapters.aws.clients honours it).
 os.environ[STRICT_ENV] = "1"
 _build_client = boto3.session.Session.client
 

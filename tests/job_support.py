@@ -11,13 +11,13 @@ from typing import Any
 from duetime.adapters.dynamodb.catalog import DynamoCatalog
 from duetime.adapters.dynamodb.store import DynamoStore
 from duetime.adapters.memory import MemoryStore
-from duetime.claim_plan import initial_state
-from duetime.clock import ManualClock
-from duetime.ids import new_job_id
-from duetime.models import Job, JobSpec, Team
+from duetime.api.service import JobService
+from duetime.domain.claim_plan import initial_state
+from duetime.domain.clock import ManualClock
+from duetime.domain.ids import new_job_id
+from duetime.domain.models import Job, JobSpec, Team
+from duetime.domain.timeutil import ceil_seconds
 from duetime.ports import RunMessage
-from duetime.service import JobService
-from duetime.timeutil import ceil_seconds
 from duetime.wiring import run_budget
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from duetime.ids import new_job_id
-from duetime.models import Job
+from duetime.domain.ids import new_job_id
+from duetime.domain.models import Job
 
 T0 = datetime(2026, 12, 1, 10, 0, 0, tzinfo=UTC)
 

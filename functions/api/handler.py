@@ -1,9 +1,9 @@
-"""API Lambda (API Gateway REST): the duetime REST API (routes in ``duetime.api``)."""
+"""API Lambda (API Gateway REST): the duetime REST API (routes in ``duetime.api.app``)."""
 
 from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from duetime.api import handle
+from duetime.api.app import handle
 
 logger = Logger(service="duetime-api")
 tracer = Tracer(service="duetime-api")

@@ -3,7 +3,7 @@
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from duetime.authorizer import authorize
+from duetime.api.authorizer import authorize
 
 logger = Logger(service="duetime-authorizer")
 

@@ -14,8 +14,8 @@ from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from duetime import wiring
-from duetime.lambda_events import PollerTick
-from duetime.poller_lease import invocation_id
+from duetime.scheduling.events import PollerTick
+from duetime.scheduling.poller_lease import invocation_id
 
 RETURN_MARGIN_SECONDS = 10  # the run ends this long before Lambda's timeout: give the lease up, return
 

@@ -1,6 +1,6 @@
 """Poller helper Lambda: a busy minute's holder invokes it (asynchronously) to claim a slice of its group
-for that minute (``duetime.fan_out``): the event is the ``HelperAssignment``. It holds the slice's own
-lease, preloads, fires and sweeps the slice, and returns once the minute is claimed
+for that minute (``duetime.scheduling.fan_out``): the event is the ``HelperAssignment``. It holds the slice's
+own lease, preloads, fires and sweeps the slice, and returns once the minute is claimed
 (``PollerShift.serve_helper``); if it dies, the holder takes the slice back when the lease expires."""
 
 import time
@@ -9,8 +9,8 @@ from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from duetime import wiring
-from duetime.lambda_events import HelperEvent
-from duetime.poller_lease import invocation_id
+from duetime.scheduling.events import HelperEvent
+from duetime.scheduling.poller_lease import invocation_id
 
 logger = Logger(service="duetime-poller-helper")
 metrics = Metrics(namespace="duetime", service="poller-helper")

@@ -1,7 +1,8 @@
 """Prescaler Lambda: EventBridge invokes it every 5 minutes; it counts the due index over the next minutes
 and sets the worker alias's provisioned concurrency ahead of a busy minute, lowering it once the queue has
 drained, and switches the worker's event source to provisioned mode and back the same way
-(``duetime.prescale``). A failed call is logged (raised, for the workers); the next invocation looks again."""
+(``duetime.scheduling.prescale``). A failed call is logged (raised, for the workers); the next invocation
+looks again."""
 
 from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext

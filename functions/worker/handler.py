@@ -1,14 +1,14 @@
 """Worker Lambda: SQS event source, the batch's runs worked together, partial batch failures reported; a
-poller's warm-up event (``duetime.warmup``) is answered at once."""
+poller's warm-up event (``duetime.scheduling.warmup``) is answered at once."""
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.utilities.data_classes import SQSEvent
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from duetime import wiring
+from duetime.execution.run_batch import work_batch
 from duetime.observability import record_work
-from duetime.run_batch import work_batch
-from duetime.warmup import is_warmup
+from duetime.scheduling.warmup import is_warmup
 
 logger = Logger(service="duetime-worker")
 metrics = Metrics(namespace="duetime", service="worker")

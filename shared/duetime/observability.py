@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from duetime.poller import ClaimReport, RecoveryReport
-from duetime.preload import FireReport
-from duetime.worker import WorkOutcome, WorkReport
+from duetime.execution.worker import WorkOutcome, WorkReport
+from duetime.scheduling.poller import ClaimReport, RecoveryReport
+from duetime.scheduling.preload import FireReport
 
 
 class MetricsSink(Protocol):

@@ -11,12 +11,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
-from duetime.aws_targets import AwsTarget, RunEnvelope
-from duetime.catalog import AuditEvent, IdempotencyRecord, Page
-from duetime.claim_plan import Claim
-from duetime.job_history import JobChange
-from duetime.models import Job, Run, RunResult, RunStatus, Team
-from duetime.tokens import ApiToken
+from duetime.domain.aws_targets import AwsTarget, RunEnvelope
+from duetime.domain.catalog import AuditEvent, IdempotencyRecord, Page
+from duetime.domain.claim_plan import Claim
+from duetime.domain.job_history import JobChange
+from duetime.domain.models import Job, Run, RunResult, RunStatus, Team
+from duetime.domain.tokens import ApiToken
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,7 @@ class JobStore(Protocol):
 
     def count_due(self, partition: int, bucket: str) -> int:
         """How many rows the due index holds for (partition, minute bucket), whatever their fire time: for
-        forecasts (``duetime.prescale``). Reads keys only, never items; may be slightly stale."""
+        forecasts (``duetime.scheduling.prescale``). Reads keys only, never items; may be slightly stale."""
         ...
 
     def claim(self, claims: Sequence[Claim], now: datetime) -> ClaimOutcome:
@@ -257,7 +257,7 @@ class RunStore(Protocol):
         queue deadline or retry time, or a check of the reap index before it): one read of the index, no run
         returned. False means no run of the partition needs the reaper before ``until``; a store whose index
         holds checks may answer True earlier than the run really needs it. A quiet partition group's poller
-        asks this before it stops until the next tick (``duetime.quiet``)."""
+        asks this before it stops until the next tick (``duetime.scheduling.quiet``)."""
         ...
 
     def requeue_expired_lease(
@@ -280,8 +280,8 @@ class RunStore(Protocol):
 
 @dataclass(frozen=True)
 class DeadlineWatch:
-    """A scheduled run's success deadline (``duetime.deadlines``): the run of ``run_id`` (nominal time
-    ``nominal_at``) must have succeeded by ``deadline_at``."""
+    """A scheduled run's success deadline (``duetime.execution.deadlines``): the run of ``run_id`` (nominal
+    time ``nominal_at``) must have succeeded by ``deadline_at``."""
 
     run_id: str
     job_id: str
@@ -338,7 +338,7 @@ class DeadlineStore(Protocol):
 
 @dataclass(frozen=True)
 class Notice:
-    """One event of a job for one of its notify channels (``duetime.notifications``): what
+    """One event of a job for one of its notify channels (``duetime.execution.notifications``): what
     ``NotificationOutbox.enqueue`` groups. ``channel``: the channel as canonical JSON (type and address)."""
 
     team: str
@@ -379,10 +379,10 @@ class PendingNotification:
 class NotificationOutbox(Protocol):
     """Each job's notices, grouped per (event, channel) in one record, and when each group is due to be
     delivered: at once for the first notice after a quiet spell, at the end of the quiet window for repeats
-    (``duetime.notifications``). Every change below is one conditional write that returns False (or None) on
-    a lost race; ``due_at`` as read is what a deliverer's writes are conditioned on (NOTICE_DUE_AS_READ), so
-    of several deliverers one takes a group, and a deliverer that lost it (its lease passed) changes
-    nothing."""
+    (``duetime.execution.notifications``). Every change below is one conditional write that returns False (or
+    None) on a lost race; ``due_at`` as read is what a deliverer's writes are conditioned on
+    (NOTICE_DUE_AS_READ), so of several deliverers one takes a group, and a deliverer that lost it (its lease
+    passed) changes nothing."""
 
     def enqueue(self, notice: Notice) -> None:
         """Add ``notice`` to its group (unconditional): one more pending, the latest run and detail, the first
@@ -428,8 +428,9 @@ class JobAndRunStore(JobStore, RunStore, DeadlineStore, Protocol):
 
 @dataclass(frozen=True)
 class PollerLease:
-    """A partition group's poller lease as the store holds it (one item per group; ``duetime.poller_lease``
-    describes the life of the invocations that share it). Instants are the store's clock."""
+    """A partition group's poller lease as the store holds it (one item per group;
+    ``duetime.scheduling.poller_lease`` describes the life of the invocations that share it). Instants are the
+    store's clock."""
 
     group: str
     holder: str | None = None  # the invocation that claims the group's partitions; None: nobody
@@ -438,7 +439,7 @@ class PollerLease:
     expires_at: datetime | None = None  # unless renewed before then; after it, anyone may take the lease
     successor: str | None = None  # the one registered standby invocation
     handover_at: datetime | None = None  # a whole second the holder offered the lease to the successor at
-    wakes: int = 0  # +1 each time a write made something due soon in the group (``duetime.quiet``)
+    wakes: int = 0  # +1 each time a write made something due soon in the group (``duetime.scheduling.quiet``)
 
     def free_at(self, now: datetime) -> bool:
         """Nobody holds the lease at ``now``: never held, given back, or expired."""
@@ -558,7 +559,7 @@ class TeamStore(Protocol):
 
 class TeamCatalog(Protocol):
     """Teams as the API and the operator keep them: settings with a revision, named tokens and the audit
-    trail (what ``duetime.team_admin.TeamAdmin`` needs). Every change of a team is one atomic write of its
+    trail (what ``duetime.api.team_admin.TeamAdmin`` needs). Every change of a team is one atomic write of its
     settings, its token rows and its audit row, conditioned on what it was computed from: a lost race is
     ``False``, and nothing of it is written."""
 
@@ -616,9 +617,9 @@ class TeamCatalog(Protocol):
 
 
 class Catalog(TeamCatalog, Protocol):
-    """What the API reads and writes beside the scheduling hot path (``duetime.service.JobService``): teams
-    (``TeamCatalog``), a team's jobs with their quotas, idempotency keys, search index and history, and a
-    job's runs. It shares its jobs and runs with the store (``JobAndRunStore``): a job the catalog writes is
+    """What the API reads and writes beside the scheduling hot path (``duetime.api.service.JobService``):
+    teams (``TeamCatalog``), a team's jobs with their quotas, idempotency keys, search index and history, and
+    a job's runs. It shares its jobs and runs with the store (``JobAndRunStore``): a job the catalog writes is
     one the poller claims, a run it creates one the worker leases.
 
     Job writes keep the team's counts in the same atomic write as the job: ``job_counts`` never drifts from
@@ -681,8 +682,8 @@ class Catalog(TeamCatalog, Protocol):
         self, team_id: str, limit: int, cursor: str | None, label: tuple[str, str] | None, words: list[str]
     ) -> Page:
         """A page of the team's jobs labelled ``label`` (key, value) and/or with a name word beginning with
-        each of ``words`` (lowercase, ``duetime.labels``): at least one of the two is given. It walks at
-        most ``limit`` index entries (the label's, by job id; else the longest word's, by word), so a page
+        each of ``words`` (lowercase, ``duetime.domain.labels``): at least one of the two is given. It walks
+        at most ``limit`` index entries (the label's, by job id; else the longest word's, by word), so a page
         may hold fewer jobs than ``limit`` while its cursor says more may follow, and a job two of whose
         name words begin with the longest search word may come on two pages."""
         ...
@@ -783,7 +784,7 @@ class ProvisionedEventPollers(Protocol):
 
 @dataclass(frozen=True)
 class Alert:
-    kind: str  # "run_dead" | "run_failed" | "missed" | "recovered" (``duetime.deadlines``)
+    kind: str  # "run_dead" | "run_failed" | "missed" | "recovered" (``duetime.execution.deadlines``)
     team: str
     job_id: str
     run_id: str
@@ -858,9 +859,9 @@ class AwsTargetCaller(Protocol):
     def call(self, call: AwsTargetCall) -> TargetResponse:
         """Make the call once, within ``call.timeout_seconds``, with no retry inside it (duetime's retry
         policy decides what happens next); never raises. The answer is told as HTTP would tell it, so that
-        one judge (``duetime.outcomes.judge``) rules every target: 200 done (the body an excerpt of the
-        service's answer: a message or event id, an execution ARN, a function's result); 429 throttled; the
-        service's own 5xx; 502 a Lambda function error; the service's 4xx for a request it refuses; no
+        one judge (``duetime.execution.outcomes.judge``) rules every target: 200 done (the body an excerpt of
+        the service's answer: a message or event id, an execution ARN, a function's result); 429 throttled;
+        the service's own 5xx; 502 a Lambda function error; the service's 4xx for a request it refuses; no
         status for a timeout or a connection error; ``permanent`` for a call that cannot be made (no role
         where one is required). Assuming the role (STS) is part of the call: its refusals are told the same
         way (AccessDenied: 403), under the error ``assume role: <code>: <message>``."""

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, Field, field_validator
 
-from duetime.ids import PARTITIONS
+from duetime.domain.ids import PARTITIONS
 
 
 def parse_partitions(text: str) -> list[int]:
@@ -112,7 +112,8 @@ class Settings(BaseModel):
     poller_lease_seconds: float = Field(
         default=6.0,
         ge=3.5,
-        description="A partition group's poller lease (`duetime.poller_lease`): renewed every third of it, "
+        description="A partition group's poller lease (`duetime.scheduling.poller_lease`): renewed every "
+        "third of it, "
         "so a dead holder is replaced by a standby about this long after its last renewal.",
     )
     poller_retire_before_seconds: float = Field(
@@ -130,13 +131,15 @@ class Settings(BaseModel):
     poller_rest_when_quiet: bool = Field(
         default=True,
         description="A holder whose group has nothing due in the next 90 s gives the lease back until the "
-        "next tick (`duetime.quiet`), so an idle installation pays for seconds of poller time a minute, not "
+        "next tick (`duetime.scheduling.quiet`), so an idle installation pays for seconds of poller time a "
+        "minute, not "
         "a whole minute; a job written due sooner wakes the group (`poller_function_name`).",
     )
     poller_function_name: str = Field(
         default="",
         description="The poller function the API invokes to wake a resting group when a job it writes falls "
-        'due before the next tick (`duetime.wake`). Empty: no wakes; `"local:<name>"` is `duetime local`\'s '
+        'due before the next tick (`duetime.scheduling.wake`). Empty: no wakes; `"local:<name>"` is '
+        "`duetime local`'s "
         "in-process function.",
     )
     poller_groups: str = Field(
@@ -152,7 +155,8 @@ class Settings(BaseModel):
     )
     poller_helper_function: str = Field(
         default="",
-        description="The function a busy minute's helpers run in (`duetime.fan_out`): a holder whose coming "
+        description="The function a busy minute's helpers run in (`duetime.scheduling.fan_out`): a holder "
+        "whose coming "
         "minute holds more rows than it claims alone starts helpers so the minute is claimed within it. "
         "Empty: every holder claims alone.",
     )
@@ -170,7 +174,8 @@ class Settings(BaseModel):
     claims_per_second: float | None = Field(
         default=None,
         gt=0,
-        description="The group's claims a second (`duetime.claim_pace`): its share of what the tables take "
+        description="The group's claims a second (`duetime.scheduling.claim_pace`): its share of what the "
+        "tables take "
         "of claims and their starts, set by the stack from their warm throughput so a spike's claims are not "
         "throttled. Unset: unpaced (LocalStack, `duetime local`).",
     )
@@ -178,7 +183,8 @@ class Settings(BaseModel):
         default=90,
         ge=1,
         le=10_000,
-        description="The most workers the prescaler (`duetime.prescale`) provisions ahead of a busy minute.",
+        description="The most workers the prescaler (`duetime.scheduling.prescale`) provisions ahead of a "
+        "busy minute.",
     )
     prescale_baseline_workers: int = Field(
         default=0,

@@ -41,10 +41,10 @@ OTHER_VARIABLES: dict[str, str] = {
     "output; `--url` overrides it.",
     "DUETIME_TOKEN": "The team token the CLI sends; `--token` overrides it.",
     "DUETIME_LEAN_TRANSPORT": "`0` or `false` sends DynamoDB's and SQS's hot operations through botocore's "
-    "own transport instead of the lean one (`adapters/lean_transport.py`); on by default, off behind a "
+    "own transport instead of the lean one (`adapters/aws/lean_transport.py`); on by default, off behind a "
     "proxy.",
     "DUETIME_STRICT_AWS_LIMITS": "`1` makes every client refuse a request AWS would refuse (item sizes, "
-    "batch lengths) before it reaches an emulator that would take it (`adapters/aws_limits.py`); "
+    "batch lengths) before it reaches an emulator that would take it (`adapters/aws/aws_limits.py`); "
     "`make run` and `make test` set it, production clients do without.",
     "DUETIME_DEPLOYED_PORT": "The port of the LocalStack `make deploy-local` deploys to (4610); the CLI's "
     "`--deployed-local` commands read it.",
@@ -79,7 +79,8 @@ CDK_NOTES: dict[str, str] = {
     "(`MaximumConcurrency` restored) once the queue has drained: the pollers a spike needs, bought for the "
     "spike only. Not with `worker_min_pollers`, which pins provisioned mode.",
     # The comment in config.py carries figures of an earlier default; the default itself is rendered beside.
-    "warm_write_units": "DynamoDB warm throughput (`duetime.warm_throughput`): write units a second each "
+    "warm_write_units": "DynamoDB warm throughput (`duetime.capacity.warm_throughput`): write units a second "
+    "each "
     "table and index takes at once, e.g. `-c warm_write_units=runs:26000,jobs/due:17000` (names: `jobs`, "
     "`jobs/due`, `jobs/team-jobs`, `runs`, `runs/reap`, `control`); the names given replace their defaults, "
     "0 is none (a new table's 4,000). The defaults are what `duetime plan` says the seed's midnight asks of "

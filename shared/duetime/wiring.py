@@ -10,37 +10,37 @@ from datetime import timedelta
 from types import ModuleType
 from typing import Any
 
-from duetime.adapters.alerts import SnsAlerts, StoredAlerts
-from duetime.adapters.aws_target_caller import Boto3AwsTargetCaller
-from duetime.adapters.clients import client
+from duetime.adapters.aws.alerts import SnsAlerts, StoredAlerts
+from duetime.adapters.aws.aws_target_caller import Boto3AwsTargetCaller
+from duetime.adapters.aws.clients import client
+from duetime.adapters.aws.lambda_helpers import LambdaHelperLauncher
+from duetime.adapters.aws.lambda_provisioning import LambdaEventPollers, LambdaProvisionedWorkers
+from duetime.adapters.aws.lambda_starter import LambdaPollerStarter
+from duetime.adapters.aws.lambda_warmer import LambdaWorkerWarmer
+from duetime.adapters.aws.notify_channels import ChannelSender, SnsTopics, WebhookSender
+from duetime.adapters.aws.role_trust_probe import Boto3RoleTrustProbe
+from duetime.adapters.aws.sqs import SqsRunBacklog, SqsRunQueue
+from duetime.adapters.aws.store_clock import StoreClock
 from duetime.adapters.dynamodb.catalog import DynamoCatalog
 from duetime.adapters.dynamodb.rate_limits import DynamoRateLimiter
 from duetime.adapters.dynamodb.run_budgets import DynamoRunBudget
 from duetime.adapters.dynamodb.store import DynamoStore
 from duetime.adapters.dynamodb.tables import TableNames
 from duetime.adapters.http_target import HttpTargetCaller
-from duetime.adapters.lambda_helpers import LambdaHelperLauncher
-from duetime.adapters.lambda_provisioning import LambdaEventPollers, LambdaProvisionedWorkers
-from duetime.adapters.lambda_starter import LambdaPollerStarter
-from duetime.adapters.lambda_warmer import LambdaWorkerWarmer
-from duetime.adapters.notify_channels import ChannelSender, SnsTopics, WebhookSender
-from duetime.adapters.role_trust_probe import Boto3RoleTrustProbe
-from duetime.adapters.sqs import SqsRunBacklog, SqsRunQueue
-from duetime.adapters.store_clock import StoreClock
-from duetime.clock import SystemClock
-from duetime.fan_out import FanOutPolicy
+from duetime.api.service import JobService
+from duetime.api.team_admin import TeamAdmin
+from duetime.domain.clock import SystemClock
+from duetime.execution.notifications import BackgroundDelivery, JobNotifier
+from duetime.execution.worker import Worker, WorkerConfig
 from duetime.heap import settle_heap
-from duetime.notifications import BackgroundDelivery, JobNotifier
-from duetime.poller import Poller, PollerConfig
-from duetime.poller_lease import LeaseTimings, PollerShift
 from duetime.ports import AlertSink, RoleTrustProbe
-from duetime.prescale import PrescalePolicy, Prescaler
-from duetime.quiet import QuietTimings
-from duetime.service import JobService
+from duetime.scheduling.fan_out import FanOutPolicy
+from duetime.scheduling.poller import Poller, PollerConfig
+from duetime.scheduling.poller_lease import LeaseTimings, PollerShift
+from duetime.scheduling.prescale import PrescalePolicy, Prescaler
+from duetime.scheduling.quiet import QuietTimings
+from duetime.scheduling.wake import GroupWaker, PollerStarter, partition_groups
 from duetime.settings import Settings
-from duetime.team_admin import TeamAdmin
-from duetime.wake import GroupWaker, PollerStarter, partition_groups
-from duetime.worker import Worker, WorkerConfig
 
 
 @functools.cache
@@ -187,8 +187,8 @@ def prescale_policy(s: Settings) -> PrescalePolicy:
 
 @functools.cache
 def prescaler() -> Prescaler:
-    """The prescaler of the worker alias ``worker_function_arn`` (``duetime.prescale``), and of its event
-    source's provisioned mode when ``worker_event_source_uuid`` names the mapping."""
+    """The prescaler of the worker alias ``worker_function_arn`` (``duetime.scheduling.prescale``), and of its
+    event source's provisioned mode when ``worker_event_source_uuid`` names the mapping."""
     s = settings()
     lambda_ = client("lambda")
     pollers = (
@@ -214,8 +214,8 @@ def make_catalog(store: DynamoStore) -> DynamoCatalog:
 
 
 def run_budget(catalog: DynamoCatalog) -> DynamoRunBudget:
-    """The teams' budgets of runs made on request (``duetime.run_budget``) in the catalog's control table,
-    as every API Lambda sees them."""
+    """The teams' budgets of runs made on request (``duetime.domain.run_budget``) in the catalog's control
+    table, as every API Lambda sees them."""
     return DynamoRunBudget(catalog.client, catalog.names.control)
 
 
@@ -236,13 +236,14 @@ def make_job_service(s: Settings, store: DynamoStore, sqs: Any | None = None) ->
 
 
 def make_waker(s: Settings, store: DynamoStore) -> GroupWaker | None:
-    """The API's side of resting groups (``duetime.wake``): None when the pollers never rest or nothing
-    says how to start one. ``local:<name>`` is ``duetime local``'s in-process function of that name."""
+    """The API's side of resting groups (``duetime.scheduling.wake``): None when the pollers never rest or
+    nothing says how to start one. ``local:<name>`` is ``duetime local``'s in-process function of that
+    name."""
     if not (s.poller_rest_when_quiet and s.poller_function_name and s.poller_groups):
         return None
     starter: PollerStarter
     if s.poller_function_name.startswith("local:"):
-        from duetime.local_lambda import RegisteredPollerStarter
+        from duetime.local.lambda_sandbox import RegisteredPollerStarter
 
         starter = RegisteredPollerStarter(s.poller_function_name.removeprefix("local:"), s.poller_run_seconds)
     else:
@@ -274,6 +275,6 @@ def job_service() -> JobService:
 
 @functools.cache
 def api_rate_limiter() -> DynamoRateLimiter:
-    """Each team's API rate (``duetime.rate_limit``): a bucket per team in the control table, decided by
-    conditional writes on the same DynamoDB client as the job service (whose store clock dates them)."""
+    """Each team's API rate (``duetime.domain.rate_limit``): a bucket per team in the control table, decided
+    by conditional writes on the same DynamoDB client as the job service (whose store clock dates them)."""
     return DynamoRateLimiter(client("dynamodb"), settings().control_table)

@@ -18,18 +18,24 @@ from typing import Any
 
 import pytest
 
-from duetime.adapters.clients import new_client
+from duetime.adapters.aws.clients import new_client
 from duetime.adapters.dynamodb.catalog import DynamoCatalog
 from duetime.adapters.dynamodb.store import DynamoStore
 from duetime.adapters.dynamodb.tables import TableNames, create_tables
 from duetime.adapters.memory import InMemoryCatalog, MemoryStore
-from duetime.catalog import AuditEvent, IdempotencyMismatch, IdempotencyRecord, InvalidCursor, QuotaExceeded
-from duetime.claim_plan import PlannedRun, new_run
-from duetime.ids import make_manual_run_id
-from duetime.job_history import change
-from duetime.models import Job, Run, RunResult, RunStatus, Team
-from duetime.team_admin import hash_token
-from duetime.tokens import ApiToken, TokenScope
+from duetime.api.team_admin import hash_token
+from duetime.domain.catalog import (
+    AuditEvent,
+    IdempotencyMismatch,
+    IdempotencyRecord,
+    InvalidCursor,
+    QuotaExceeded,
+)
+from duetime.domain.claim_plan import PlannedRun, new_run
+from duetime.domain.ids import make_manual_run_id
+from duetime.domain.job_history import change
+from duetime.domain.models import Job, Run, RunResult, RunStatus, Team
+from duetime.domain.tokens import ApiToken, TokenScope
 
 from ..twin_support import a_job, at
 from .conftest import TWIN, against

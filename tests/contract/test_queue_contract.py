@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from duetime.adapters.clients import new_client
+from duetime.adapters.aws.clients import new_client
+from duetime.adapters.aws.sqs import SqsConsumer, SqsRunQueue, decode, ensure_queue
 from duetime.adapters.memory import MemoryQueue
-from duetime.adapters.sqs import SqsConsumer, SqsRunQueue, decode, ensure_queue
-from duetime.clock import ManualClock
+from duetime.domain.clock import ManualClock
 from duetime.ports import RunMessage
 
 from ..twin_support import T0

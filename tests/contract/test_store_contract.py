@@ -20,17 +20,17 @@ from typing import Any
 
 import pytest
 
-from duetime.adapters.clients import new_client
+from duetime.adapters.aws.clients import new_client
+from duetime.adapters.aws.sqs import decode, encode
 from duetime.adapters.dynamodb.codec import due_key, job_to_item
 from duetime.adapters.dynamodb.store import DynamoStore
 from duetime.adapters.dynamodb.tables import TableNames, create_tables
 from duetime.adapters.memory import MemoryStore
-from duetime.adapters.sqs import decode, encode
-from duetime.claim_plan import make_claim, plan_claim
-from duetime.ids import make_run_id, new_job_id, partition_of
-from duetime.models import Job, Run, RunResult, RunStatus, Team
+from duetime.domain.claim_plan import make_claim, plan_claim
+from duetime.domain.ids import make_run_id, new_job_id, partition_of
+from duetime.domain.models import Job, Run, RunResult, RunStatus, Team
+from duetime.domain.timeutil import minute_bucket
 from duetime.ports import ClaimOutcome, Notice, ResultWrite, RunMessage
-from duetime.timeutil import minute_bucket
 
 from ..twin_support import T0, a_job, at
 from .conftest import TWIN, against
@@ -836,8 +836,9 @@ def test_a_slot_that_changed_hands_keeps_no_other_slot_of_its_batch_from_being_e
 
 
 def test_reap_work_is_seen_before_a_lease_expiry_and_gone_once_the_run_finished(subject: Subject) -> None:
-    """What a quiet group's poller asks before it rests (``duetime.quiet``): may a run of the partition
-    need the reaper before an instant? Both stores answer the same here: a leased run's lease expiry."""
+    """What a quiet group's poller asks before it rests (``duetime.scheduling.quiet``): may a run of the
+    partition need the reaper before an instant? Both stores answer the same here: a leased run's lease
+    expiry."""
     (run,) = queued_runs(subject)
     store, partition = subject.store, run.partition
     other = (partition + 1) % 64

@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT / "infra" / "cdk"))
 from duetime_cdk.config import ContextError, StackConfig  # noqa: E402
 from duetime_cdk.stack import DuetimeStack  # noqa: E402
 
-from duetime.bench.fixed_cost import StackDefaults  # noqa: E402
+from duetime.capacity.fixed_cost import StackDefaults  # noqa: E402
 
 DEFAULTS = StackDefaults()
 

@@ -116,9 +116,9 @@ def test_the_handlers_import_from_the_asset_with_the_runtimes_sdk(tmp_path: Path
 
 @pytest.mark.parametrize("asset", ASSETS.values(), ids=ASSETS.keys())
 def test_the_lambda_asset_holds_no_benchmark_code(asset: Path) -> None:
-    """The benchmarks (duetime.bench, 5,000 lines and their data) are tools of this repository; the functions
+    """The benchmarks (duetime_bench, 5,000 lines and their data) are tools of this repository; the functions
     never import them (the test above imports every handler from the asset without them)."""
     package = built(asset) / "duetime"
-    assert (package / "worker.py").is_file()
-    assert not (package / "bench").exists()
+    assert (package / "execution" / "worker.py").is_file()
+    assert not (built(asset) / "duetime_bench").exists() and not (package / "bench").exists()
     assert len(HANDLERS) >= 6 and "poller.helper" in HANDLERS and "prescaler.handler" in HANDLERS

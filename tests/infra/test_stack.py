@@ -26,7 +26,7 @@ from duetime_cdk.config import ContextError, StackConfig  # noqa: E402
 from duetime_cdk.pollers import claims_per_second_for, poller_memory_mb  # noqa: E402
 from duetime_cdk.stack import DuetimeStack, check_with_cdk_nag  # noqa: E402
 
-from duetime.warm_throughput import DEFAULT_WARM_WRITE_UNITS, targets  # noqa: E402
+from duetime.capacity.warm_throughput import DEFAULT_WARM_WRITE_UNITS, targets  # noqa: E402
 
 
 def synth(**context: Any) -> tuple[DuetimeStack, Template]:
@@ -107,7 +107,7 @@ def test_tables_are_on_demand_with_pitr_ttl_and_the_indexes_the_code_queries(tem
 
 def warm_throughput(template: Template) -> dict[str, dict[str, int] | None]:
     """Each table's WarmThroughput (by its role, from the logical id) and each GSI's, as
-    ``duetime.warm_throughput`` names them (None: not set)."""
+    ``duetime.capacity.warm_throughput`` names them (None: not set)."""
     found: dict[str, dict[str, int] | None] = {}
     for logical, table in resources(template, "AWS::DynamoDB::GlobalTable").items():
         (role,) = [r for r in ("jobs", "runs", "control") if logical.startswith(f"Storage{r.title()}")]
@@ -753,9 +753,9 @@ HELPER = "functions/poller/helper.handler"
 def test_a_busy_minutes_helpers_run_in_a_function_of_one_vcpu_only_the_pollers_may_invoke(
     template: Template,
 ) -> None:
-    """The fan-out (``duetime.fan_out``): one helper function (1,769 MB: a vCPU), invoked by the pollers
-    (asynchronously, never retried, dropped after a minute) and by nothing else (no rule); the pollers are
-    told its name; it has the pollers' rights on the tables."""
+    """The fan-out (``duetime.scheduling.fan_out``): one helper function (1,769 MB: a vCPU), invoked by the
+    pollers (asynchronously, never retried, dropped after a minute) and by nothing else (no rule); the pollers
+    are told its name; it has the pollers' rights on the tables."""
     functions = resources(template, "AWS::Lambda::Function")
     (helper_id,) = [k for k, f in functions.items() if f["Properties"]["Handler"] == HELPER]
     helper = functions[helper_id]["Properties"]
@@ -786,8 +786,8 @@ def test_a_busy_minutes_helpers_run_in_a_function_of_one_vcpu_only_the_pollers_m
 
 
 def test_each_group_claims_at_its_share_of_what_the_pre_warmed_tables_take(template: Template) -> None:
-    """Claims paced (``duetime.claim_pace``): the tables' warm throughput, for each claim and its start (the
-    runs table's 38,000 units at 3.06 a run binds, at 90%: 11,191 a second), over the 4 groups."""
+    """Claims paced (``duetime.scheduling.claim_pace``): the tables' warm throughput, for each claim and its
+    start (the runs table's 38,000 units at 3.06 a run binds, at 90%: 11,191 a second), over the 4 groups."""
     pollers = [
         f["Properties"]
         for f in resources(template, "AWS::Lambda::Function").values()
@@ -856,11 +856,12 @@ def api_wake(template: Template) -> tuple[dict[str, Any], dict[str, str]]:
 
 
 def test_the_api_function_may_wake_a_quiet_group_by_invoking_its_poller(template: Template) -> None:
-    """A quiet group's poller gives the lease back until the next tick (``duetime.quiet``); a job written
-    due sooner makes the api function count a wake on the group's lease item (UpdateItem on the control
-    table) and invoke a poller for the group, asynchronously, with the rule's input (``duetime.wake``). It
-    names the function the rules target and the groups exactly as the rules' inputs do, and may invoke
-    that one function and nothing else (LocalStack does not enforce IAM: only this test can tell)."""
+    """A quiet group's poller gives the lease back until the next tick (``duetime.scheduling.quiet``); a job
+    written due sooner makes the api function count a wake on the group's lease item (UpdateItem on the
+    control table) and invoke a poller for the group, asynchronously, with the rule's input
+    (``duetime.scheduling.wake``). It names the function the rules target and the groups exactly as the rules'
+    inputs do, and may invoke that one function and nothing else (LocalStack does not enforce IAM: only this
+    test can tell)."""
     environment, pollers = api_wake(template)
     assert environment["DUETIME_POLLER_GROUPS"] == "0-15;16-31;32-47;48-63"
     assert sorted(environment["DUETIME_POLLER_GROUPS"].split(";")) == sorted(pollers)
@@ -1039,9 +1040,9 @@ def test_localstack_settings_are_validated(tmp_path: Path) -> None:
 def test_the_worker_may_assume_only_roles_that_opt_in_by_name_and_call_no_target_itself(
     template: Template,
 ) -> None:
-    """AWS targets are called under the team's role (duetime.aws_targets): the worker's own role may assume
-    roles named duetime-target-* in any account, and holds no right to call a function, queue, topic, bus or
-    state machine of anyone's: a team cannot have duetime act with the worker's rights."""
+    """AWS targets are called under the team's role (duetime.domain.aws_targets): the worker's own role may
+    assume roles named duetime-target-* in any account, and holds no right to call a function, queue, topic,
+    bus or state machine of anyone's: a team cannot have duetime act with the worker's rights."""
     grants = role_grants(template, "functions/worker/handler.handler")
     assuming = [(actions, target) for actions, target in grants if any(a.startswith("sts:") for a in actions)]
     assert len(assuming) == 1
@@ -1082,7 +1083,7 @@ def test_the_api_may_take_the_workers_role_alone_to_check_a_roles_trust_as_the_w
     template: Template,
 ) -> None:
     """Customers' trust policies name the worker's role: the API checks a role being registered from a
-    session of it (duetime.adapters.role_trust_probe), so the worker's role trusts the API's role, the API
+    session of it (duetime.adapters.aws.role_trust_probe), so the worker's role trusts the API's role, the API
     may assume that role and no other, and is told its ARN. On AWS the check is on; only LocalStack's stack
     turns it off (its STS lets any external id in)."""
     worker_role = worker_role_id(template)

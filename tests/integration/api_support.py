@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from duetime import api
 from duetime.adapters.dynamodb.catalog import DynamoCatalog
 from duetime.adapters.dynamodb.rate_limits import DynamoRateLimiter
-from duetime.service import JobService
+from duetime.api import app as api
+from duetime.api.service import JobService
 from duetime.wiring import run_budget
 
 from ..lambda_support import LambdaContext, load_handler

@@ -16,21 +16,21 @@ from typing import Any
 
 import pytest
 
-from duetime.adapters.alerts import StoredAlerts
-from duetime.adapters.clients import new_client
+from duetime.adapters.aws.alerts import StoredAlerts
+from duetime.adapters.aws.clients import new_client
+from duetime.adapters.aws.sqs import SqsConsumer, SqsRunQueue, decode, ensure_queue
+from duetime.adapters.aws.store_clock import StoreClock
 from duetime.adapters.dynamodb.store import DynamoStore
 from duetime.adapters.dynamodb.tables import TableNames, create_tables
 from duetime.adapters.http_target import HttpTargetCaller
-from duetime.adapters.sqs import SqsConsumer, SqsRunQueue, decode, ensure_queue
-from duetime.adapters.store_clock import StoreClock
-from duetime.clock import Clock
-from duetime.demo_target import DemoTargetServer
-from duetime.ids import PARTITIONS
-from duetime.local import EventSourceMapping
-from duetime.models import Job, Team
-from duetime.poller import Poller, PollerConfig
+from duetime.domain.clock import Clock
+from duetime.domain.ids import PARTITIONS
+from duetime.domain.models import Job, Team
+from duetime.execution.worker import Worker, WorkerConfig, WorkReport
+from duetime.local.demo_target import DemoTargetServer
+from duetime.local.system import EventSourceMapping
 from duetime.ports import TeamStore
-from duetime.worker import Worker, WorkerConfig, WorkReport
+from duetime.scheduling.poller import Poller, PollerConfig
 
 from .. import emulators as emulators_at
 from ..job_support import create_job

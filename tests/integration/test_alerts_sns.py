@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import boto3
 
-from duetime.adapters.alerts import SnsAlerts
+from duetime.adapters.aws.alerts import SnsAlerts
 from duetime.ports import Alert
 
 from .conftest import Stack

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from duetime.clock import ManualClock
-from duetime.service import JobService
-from duetime.worker import WorkOutcome
+from duetime.api.service import JobService
+from duetime.domain.clock import ManualClock
+from duetime.execution.worker import WorkOutcome
 
 from .api_support import JOB, Call, a_fresh_minute, make_call
 from .conftest import Stack

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from duetime import api
+from duetime.api import app as api
+from duetime.api.service import JobService
 from duetime.cli import main as cli
-from duetime.demo_target import DemoTargetServer
-from duetime.local_gateway import LocalGateway
-from duetime.service import JobService
+from duetime.local.demo_target import DemoTargetServer
+from duetime.local.gateway import LocalGateway
 
 from .api_support import JOB, Call, make_call, serving, stack_service
 from .conftest import Stack

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from duetime import api
-from duetime.service import JobService
+from duetime.api import app as api
+from duetime.api.service import JobService
 
 from ..lambda_support import LambdaContext
 from .api_support import HANDLER, JOB

@@ -12,14 +12,14 @@ import botocore.session
 import pytest
 from botocore.exceptions import ClientError
 
-from duetime import service as service_module
-from duetime.adapters.aws_limits import TRANSACT_WRITE_MAX_BYTES, enforce_aws_limits
+from duetime.adapters.aws.aws_limits import TRANSACT_WRITE_MAX_BYTES, enforce_aws_limits
 from duetime.adapters.dynamodb.codec import run_to_item
-from duetime.claim_plan import make_claim, plan_claim
-from duetime.ids import new_job_id, partition_of
-from duetime.models import Job
-from duetime.poller import PollerConfig, claim_due_jobs
-from duetime.timeutil import minute_bucket
+from duetime.api import service as service_module
+from duetime.domain.claim_plan import make_claim, plan_claim
+from duetime.domain.ids import new_job_id, partition_of
+from duetime.domain.models import Job
+from duetime.domain.timeutil import minute_bucket
+from duetime.scheduling.poller import PollerConfig, claim_due_jobs
 
 from ..job_support import create_job
 from .conftest import DDB_URL, Stack

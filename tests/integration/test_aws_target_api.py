@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from duetime.adapters.memory.role_trust import MemoryRoleTrust
-from duetime.service import JobService
+from duetime.api.service import JobService
 
 from .api_support import JOB, Call, make_call, serving, stack_service
 from .conftest import Stack

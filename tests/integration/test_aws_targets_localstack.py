@@ -28,8 +28,8 @@ from typing import Any
 import boto3
 import pytest
 
-from duetime.adapters.aws_target_caller import Boto3AwsTargetCaller
-from duetime.aws_targets import (
+from duetime.adapters.aws.aws_target_caller import Boto3AwsTargetCaller
+from duetime.domain.aws_targets import (
     AwsTarget,
     EventBridgeTarget,
     LambdaTarget,
@@ -39,7 +39,7 @@ from duetime.aws_targets import (
     StepFunctionsTarget,
     execution_name,
 )
-from duetime.outcomes import Verdict, judge
+from duetime.execution.outcomes import Verdict, judge
 from duetime.ports import AwsRole, AwsTargetCall, TargetResponse
 
 from .conftest import SQS_URL

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from duetime.ids import make_run_id
-from duetime.service import JobService
-from duetime.timeutil import iso_z, parse_iso_z
+from duetime.api.service import JobService
+from duetime.domain.ids import make_run_id
+from duetime.domain.timeutil import iso_z, parse_iso_z
 
 from .api_support import JOB, Call, a_fresh_minute, make_call
 from .conftest import Stack, hooked, wait_until

@@ -8,7 +8,7 @@ from urllib.parse import urlparse
 import psutil
 import pytest
 
-from duetime.bench.isolation import emulator_on_own_cores, listening_pid
+from duetime_bench.isolation import emulator_on_own_cores, listening_pid
 
 pytestmark = pytest.mark.integration
 

@@ -5,8 +5,8 @@ API Gateway -> api Lambda -> DynamoDB -> EventBridge-invoked poller Lambda -> SQ
 target on 127.0.0.1, with the idempotency and signature headers; a run that fails on its last attempt
 goes dead and its alert reaches the SNS topic. The prescaler, invoked as its rule would, provisions workers
 on the worker's alias ahead of a busy minute and removes them once it is gone. A helper that a busy
-minute's holder started (``duetime.fan_out``) is killed mid-claim, and every run of the minute still
-starts, once. TERM then stops everything the script started.
+minute's holder started (``duetime.scheduling.fan_out``) is killed mid-claim, and every run of the minute
+still starts, once. TERM then stops everything the script started.
 """
 
 from __future__ import annotations
@@ -34,15 +34,15 @@ from standardwebhooks import Webhook
 from duetime.adapters.dynamodb.catalog import DynamoCatalog
 from duetime.adapters.dynamodb.store import DynamoStore
 from duetime.adapters.dynamodb.tables import TableNames
-from duetime.bench.deployed import find_stack
 from duetime.client import DuetimeClient
-from duetime.demo_target import DemoTargetServer
-from duetime.deployed_local import DeployedStack, stack_service
-from duetime.fan_out import FanOutPolicy, plan_helpers, slices_of
-from duetime.ids import make_run_id, partition_of
+from duetime.domain.ids import make_run_id, partition_of
+from duetime.domain.signing import LEGACY_SIGNATURE_UNTIL, verify_signature
+from duetime.domain.timeutil import iso_z
+from duetime.local.demo_target import DemoTargetServer
+from duetime.local.deployed import DeployedStack, stack_service
+from duetime.scheduling.fan_out import FanOutPolicy, plan_helpers, slices_of
 from duetime.settings import parse_partitions
-from duetime.signing import LEGACY_SIGNATURE_UNTIL, verify_signature
-from duetime.timeutil import iso_z
+from duetime_bench.deployed import find_stack
 
 from .processes import describe, distinct_free_ports, listening, marked, wait_until
 

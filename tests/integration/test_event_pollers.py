@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from duetime.adapters.lambda_provisioning import LambdaEventPollers
+from duetime.adapters.aws.lambda_provisioning import LambdaEventPollers
 
 # The deployed LocalStack's fixtures, imported to be used here (so their parameters below shadow them).
 from .test_lambda_executor import DeployedLocalStack, _wait_for, deployed, function  # noqa: F401

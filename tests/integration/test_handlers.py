@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from duetime import wiring
-from duetime.models import RunStatus
+from duetime.domain.models import RunStatus
 
 from ..lambda_support import LambdaContext, load_handler
 from .conftest import Stack
@@ -88,7 +88,7 @@ def test_the_team_authorizer_allows_a_good_token_for_the_whole_api_and_refuses_o
     deployed: Stack,
 ) -> None:
     from duetime.adapters.dynamodb.catalog import DynamoCatalog
-    from duetime.service import JobService
+    from duetime.api.service import JobService
     from duetime.wiring import run_budget
 
     catalog = DynamoCatalog(deployed.dynamodb, deployed.names)
@@ -101,8 +101,8 @@ def test_the_team_authorizer_allows_a_good_token_for_the_whole_api_and_refuses_o
     policy = authorizer.handler(
         {"type": "TOKEN", "authorizationToken": f"Bearer {token}", "methodArn": method_arn}, LambdaContext()
     )
-    from duetime.job_history import token_id
-    from duetime.team_admin import hash_token
+    from duetime.api.team_admin import hash_token
+    from duetime.domain.job_history import token_id
 
     # The token's id, name and scope ride along (the api function checks the token again on each request).
     context = {

@@ -26,9 +26,9 @@ from typing import Any
 import boto3
 import pytest
 
-from duetime.adapters.clients import client
-from duetime.ids import partition_of
-from duetime.timeutil import minute_bucket
+from duetime.adapters.aws.clients import client
+from duetime.domain.ids import partition_of
+from duetime.domain.timeutil import minute_bucket
 
 from ..infra.test_stack import resources, role_grants, synth
 from ..job_support import create_job

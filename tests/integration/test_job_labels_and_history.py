@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from duetime.adapters.dynamodb.job_index import index_keys
-from duetime.job_history import token_id
-from duetime.models import Job
-from duetime.service import JobService
-from duetime.team_admin import hash_token
+from duetime.api.service import JobService
+from duetime.api.team_admin import hash_token
+from duetime.domain.job_history import token_id
+from duetime.domain.models import Job
 
 from .api_support import JOB, Call, make_call
 from .conftest import Stack

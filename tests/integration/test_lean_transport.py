@@ -13,7 +13,7 @@ from typing import Any
 import boto3
 import pytest
 
-from duetime.adapters.lean_transport import LEAN_OPERATIONS, LeanClient, with_lean_transport
+from duetime.adapters.aws.lean_transport import LEAN_OPERATIONS, LeanClient, with_lean_transport
 
 Call = Callable[[Any, str], Any]  # (client, table or queue url) -> answer
 

@@ -11,13 +11,13 @@ import threading
 import time
 from datetime import UTC, datetime, timedelta
 
+from duetime.adapters.aws.store_clock import StoreClock
 from duetime.adapters.dynamodb.store import DynamoStore
-from duetime.adapters.store_clock import StoreClock
-from duetime.ids import partition_of, split_run_id
-from duetime.local import EventSourceMapping
-from duetime.models import RunStatus, Team
+from duetime.domain.ids import partition_of, split_run_id
+from duetime.domain.models import RunStatus, Team
+from duetime.execution.worker import WorkerConfig, WorkOutcome
+from duetime.local.system import EventSourceMapping
 from duetime.ports import ReapCandidate
-from duetime.worker import WorkerConfig, WorkOutcome
 
 from ..lambda_support import ROOT
 from .conftest import Stack, new_clients, wait_until
@@ -167,7 +167,7 @@ def test_a_team_with_more_groups_than_searched_never_goes_over_its_cap(stack: St
 
 
 def test_a_cron_job_keeps_its_schedule_when_its_runs_fail(stack: Stack, target) -> None:
-    from duetime.clock import ManualClock
+    from duetime.domain.clock import ManualClock
 
     from ..job_support import create_job
 

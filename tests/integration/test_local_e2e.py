@@ -16,7 +16,7 @@ import pytest
 import urllib3
 from standardwebhooks import Webhook
 
-from duetime.signing import LEGACY_SIGNATURE_UNTIL, verify_signature
+from duetime.domain.signing import LEGACY_SIGNATURE_UNTIL, verify_signature
 
 from .local_system import LocalSystem, isolated, lift_the_api_rate, start_local
 
@@ -237,14 +237,14 @@ def test_a_job_rescheduled_into_a_resting_group_wakes_its_poller_and_runs_in_its
     local: LocalSystem,
 ) -> None:
     """The pollers run as on AWS: a quiet group's holder gives the lease back until the next tick (up to a
-    minute away). A job edited to fall due 6 s from now wakes its group (``duetime.wake``), and its run is
-    claimed in its second, not at the next tick."""
-    from duetime.adapters.clients import client
+    minute away). A job edited to fall due 6 s from now wakes its group (``duetime.scheduling.wake``), and its
+    run is claimed in its second, not at the next tick."""
+    from duetime.adapters.aws.clients import client
     from duetime.adapters.dynamodb.store import DynamoStore
     from duetime.adapters.dynamodb.tables import TableNames
-    from duetime.ids import partition_of
-    from duetime.local import LOCAL_PARTITION_GROUPS
-    from duetime.wake import partition_groups
+    from duetime.domain.ids import partition_of
+    from duetime.local.system import LOCAL_PARTITION_GROUPS
+    from duetime.scheduling.wake import partition_groups
 
     later = (datetime.now(UTC) + timedelta(hours=3)).replace(microsecond=0)
     body = {"name": "woken", "schedule": {"at": later.isoformat()}, "exact": True}
@@ -277,7 +277,7 @@ def test_aws_targets_run_through_duetime_local_into_localstack_with_the_run_enve
     with its own credentials (the local stack needs no role), each run's id travelling with its call."""
     import boto3
 
-    from duetime.aws_targets import execution_name
+    from duetime.domain.aws_targets import execution_name
 
     tag = uuid.uuid4().hex[:8]
     sqs, sfn = (

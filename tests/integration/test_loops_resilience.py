@@ -9,8 +9,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from duetime.adapters.dynamodb.store import DynamoStore
-from duetime.models import RunStatus
-from duetime.worker import WorkerConfig, WorkOutcome
+from duetime.domain.models import RunStatus
+from duetime.execution.worker import WorkerConfig, WorkOutcome
 
 from .conftest import Stack
 

@@ -13,13 +13,13 @@ import boto3
 import pytest
 from standardwebhooks import Webhook
 
+from duetime.adapters.aws.notify_channels import ChannelSender, SnsTopics, WebhookSender
 from duetime.adapters.http_target import HttpTargetCaller
-from duetime.adapters.notify_channels import ChannelSender, SnsTopics, WebhookSender
-from duetime.clock import ManualClock
-from duetime.models import NotifyEvent
-from duetime.notifications import GROUP_WINDOW, JobNotifier, deliver_due
-from duetime.signing import LEGACY_SIGNATURE_UNTIL, verify_signature
-from duetime.worker import Worker, WorkerConfig, WorkOutcome
+from duetime.domain.clock import ManualClock
+from duetime.domain.models import NotifyEvent
+from duetime.domain.signing import LEGACY_SIGNATURE_UNTIL, verify_signature
+from duetime.execution.notifications import GROUP_WINDOW, JobNotifier, deliver_due
+from duetime.execution.worker import Worker, WorkerConfig, WorkOutcome
 
 from .api_support import JOB, Call
 from .conftest import Stack

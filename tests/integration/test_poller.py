@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from duetime.clock import ManualClock
-from duetime.ids import PARTITIONS
-from duetime.models import RunStatus
+from duetime.domain.clock import ManualClock
+from duetime.domain.ids import PARTITIONS
+from duetime.domain.models import RunStatus
 
 from .conftest import Stack
 
@@ -95,7 +95,7 @@ def test_overdue_rows_in_old_buckets_are_found_and_marks_then_move_past_empty_bu
     poller.claim()
     marks_after = stack.store.low_water_marks(range(PARTITIONS))
     assert all(marks_after[p] >= marks_before.get(p, "") for p in marks_after)
-    from duetime.ids import partition_of
+    from duetime.domain.ids import partition_of
 
     p = partition_of(job.id)
     assert marks_after[p] > job.state.next_fire_at.strftime("%Y-%m-%dT%H:%M")  # type: ignore[union-attr]
@@ -120,7 +120,7 @@ def test_a_paused_job_is_not_in_the_due_index(stack: Stack) -> None:
 
 
 def test_a_claim_of_a_job_edited_since_it_was_read_writes_nothing_for_it(stack: Stack) -> None:
-    from duetime.claim_plan import make_claim, plan_claim
+    from duetime.domain.claim_plan import make_claim, plan_claim
 
     jobs = [stack.job_due_now("team-a", "http://127.0.0.1:9/never") for _ in range(5)]
     now = stack.clock.now()

@@ -18,15 +18,15 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from duetime.adapters.aws.store_clock import StoreClock
 from duetime.adapters.dynamodb.store import DynamoStore
-from duetime.adapters.store_clock import StoreClock
-from duetime.claim_plan import Claim
-from duetime.ids import make_run_id, partition_of
-from duetime.models import Job
-from duetime.poller import Poller, PollerConfig
-from duetime.poller_lease import LeaseTimings, PollerShift, ShiftReport, group_label
+from duetime.domain.claim_plan import Claim
+from duetime.domain.ids import make_run_id, partition_of
+from duetime.domain.models import Job
+from duetime.domain.timeutil import ceil_seconds
 from duetime.ports import ClaimOutcome
-from duetime.timeutil import ceil_seconds
+from duetime.scheduling.poller import Poller, PollerConfig
+from duetime.scheduling.poller_lease import LeaseTimings, PollerShift, ShiftReport, group_label
 
 from ..job_support import create_job
 from .conftest import Stack, new_clients, wait_until

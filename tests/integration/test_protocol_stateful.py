@@ -14,21 +14,21 @@ import hypothesis.strategies as st
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from duetime.adapters.aws.sqs import decode, encode
 from duetime.adapters.dynamodb.catalog import DynamoCatalog
 from duetime.adapters.dynamodb.reap_tickets import listed_run_ids
 from duetime.adapters.dynamodb.store import DynamoStore
 from duetime.adapters.dynamodb.tables import TableNames, create_tables
-from duetime.adapters.sqs import decode, encode
-from duetime.claim_plan import DEFAULT_QUEUE_DEADLINE, PlannedRun, new_run
-from duetime.clock import ManualClock
-from duetime.deadlines import check_deadlines, settle_succeeded
-from duetime.errors import Conflict
-from duetime.ids import MANUAL_MARK, is_manual_run_id, partition_of
-from duetime.models import Run, RunResult, RunStatus
-from duetime.poller import PollerConfig, claim_due_jobs, recover_runs
+from duetime.api.service import JobService
+from duetime.domain.claim_plan import DEFAULT_QUEUE_DEADLINE, PlannedRun, new_run
+from duetime.domain.clock import ManualClock
+from duetime.domain.errors import Conflict
+from duetime.domain.ids import MANUAL_MARK, is_manual_run_id, partition_of
+from duetime.domain.models import Run, RunResult, RunStatus
+from duetime.domain.timeutil import whole_seconds
+from duetime.execution.deadlines import check_deadlines, settle_succeeded
 from duetime.ports import Alert, RunMessage
-from duetime.service import JobService
-from duetime.timeutil import whole_seconds
+from duetime.scheduling.poller import PollerConfig, claim_due_jobs, recover_runs
 from duetime.wiring import run_budget
 
 from ..job_support import create_job
@@ -85,7 +85,7 @@ class Protocol(RuleBasedStateMachine):
             "exact": True,
             "retry": {"max_attempts": 3, "backoff_seconds": [0]},
         }
-        # The first is also watched by a success deadline of a minute (``duetime.deadlines``).
+        # The first is also watched by a success deadline of a minute (``duetime.execution.deadlines``).
         self.jobs = [
             create_job(
                 self.store,

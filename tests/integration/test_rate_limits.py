@@ -19,11 +19,11 @@ from duetime.adapters.dynamodb import conditions
 from duetime.adapters.dynamodb.catalog import DynamoCatalog
 from duetime.adapters.dynamodb.rate_limits import DynamoRateLimiter, rate_limit_key
 from duetime.adapters.dynamodb.run_budgets import DynamoRunBudget
-from duetime.errors import RateLimited
-from duetime.models import Team
-from duetime.rate_limit import Decision, micros
-from duetime.run_budget import InMemoryRunBudget, RunBudget, Spend, minute_of
-from duetime.service import JobService
+from duetime.api.service import JobService
+from duetime.domain.errors import RateLimited
+from duetime.domain.models import Team
+from duetime.domain.rate_limit import Decision, micros
+from duetime.domain.run_budget import InMemoryRunBudget, RunBudget, Spend, minute_of
 from duetime.wiring import run_budget
 
 from .api_support import JOB, a_fresh_minute, make_call

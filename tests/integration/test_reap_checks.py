@@ -15,10 +15,10 @@ import pytest
 from duetime.adapters.dynamodb.codec import job_to_item, run_key
 from duetime.adapters.dynamodb.store import DynamoStore
 from duetime.adapters.dynamodb.tables import REAP_INDEX
-from duetime.claim_plan import make_claim, plan_claim
-from duetime.ids import partition_of
-from duetime.models import Run, RunResult, RunStatus
-from duetime.timeutil import iso_z, minute_bucket
+from duetime.domain.claim_plan import make_claim, plan_claim
+from duetime.domain.ids import partition_of
+from duetime.domain.models import Run, RunResult, RunStatus
+from duetime.domain.timeutil import iso_z, minute_bucket
 
 from ..twin_support import T0, a_job, at
 from .dynamo_tables import store_on_fresh_tables

@@ -17,12 +17,12 @@ from duetime.adapters.dynamodb.codec import job_to_item, run_key
 from duetime.adapters.dynamodb.reap_tickets import TICKET_RUNS_MAX, TICKET_RUNS_MIN, listed_run_ids
 from duetime.adapters.dynamodb.store import DynamoStore
 from duetime.adapters.dynamodb.tables import REAP_INDEX
-from duetime.bench.accounting import item_size
-from duetime.claim_plan import make_claim, plan_claim
-from duetime.ids import partition_of
-from duetime.models import Job, Run, RunResult, RunStatus
+from duetime.domain.claim_plan import make_claim, plan_claim
+from duetime.domain.ids import partition_of
+from duetime.domain.models import Job, Run, RunResult, RunStatus
+from duetime.domain.timeutil import iso_z, minute_bucket
 from duetime.ports import ResultWrite
-from duetime.timeutil import iso_z, minute_bucket
+from duetime_bench.accounting import item_size
 
 from ..twin_support import T0, a_job, at
 from .dynamo_tables import store_on_fresh_tables

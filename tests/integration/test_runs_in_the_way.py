@@ -9,13 +9,13 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from duetime.adapters.dynamodb.catalog import DynamoCatalog
-from duetime.claim_plan import DEFAULT_QUEUE_DEADLINE, PlannedRun, make_claim, new_run, plan_claim
-from duetime.clock import ManualClock
-from duetime.ids import make_run_id, partition_of
-from duetime.models import Job, MisfirePolicy, RunStatus, Team
-from duetime.poller import PollerConfig, claim_due_jobs
-from duetime.service import JobService
-from duetime.timeutil import iso_z
+from duetime.api.service import JobService
+from duetime.domain.claim_plan import DEFAULT_QUEUE_DEADLINE, PlannedRun, make_claim, new_run, plan_claim
+from duetime.domain.clock import ManualClock
+from duetime.domain.ids import make_run_id, partition_of
+from duetime.domain.models import Job, MisfirePolicy, RunStatus, Team
+from duetime.domain.timeutil import iso_z
+from duetime.scheduling.poller import PollerConfig, claim_due_jobs
 from duetime.wiring import run_budget
 
 from .conftest import Stack

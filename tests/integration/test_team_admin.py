@@ -12,13 +12,13 @@ from standardwebhooks import Webhook
 
 from duetime import cli
 from duetime.adapters.dynamodb.catalog import DynamoCatalog
-from duetime.clock import ManualClock
-from duetime.errors import Forbidden, InvalidInput, QuotaExceeded, Unauthorized
-from duetime.models import RunStatus
-from duetime.service import JobService
-from duetime.signing import job_signing_keys, verify_signature
-from duetime.team_admin import TeamAdmin
-from duetime.worker import Worker
+from duetime.api.service import JobService
+from duetime.api.team_admin import TeamAdmin
+from duetime.domain.clock import ManualClock
+from duetime.domain.errors import Forbidden, InvalidInput, QuotaExceeded, Unauthorized
+from duetime.domain.models import RunStatus
+from duetime.domain.signing import job_signing_keys, verify_signature
+from duetime.execution.worker import Worker
 
 from .api_support import stack_service
 from .conftest import Stack

@@ -12,10 +12,10 @@ import pytest
 
 from duetime import cli, wiring
 from duetime.adapters.dynamodb.catalog import DynamoCatalog
-from duetime.errors import Conflict, InvalidInput, NotFound, Unauthorized
-from duetime.service import JobService
-from duetime.team_admin import TeamAdmin
-from duetime.tokens import MAX_TOKENS_PER_TEAM, TokenScope
+from duetime.api.service import JobService
+from duetime.api.team_admin import TeamAdmin
+from duetime.domain.errors import Conflict, InvalidInput, NotFound, Unauthorized
+from duetime.domain.tokens import MAX_TOKENS_PER_TEAM, TokenScope
 
 from .api_support import JOB, Answer, make_call
 from .api_support import service as service

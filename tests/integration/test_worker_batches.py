@@ -13,11 +13,11 @@ from typing import Any
 
 from duetime.adapters.dynamodb.codec import run_key, s
 from duetime.adapters.dynamodb.worker_batches import SLOTS_PER_ITEM
-from duetime.bench.accounting import item_size
-from duetime.ids import make_manual_run_id, new_job_id
-from duetime.models import Run, RunResult, RunStatus, Team
+from duetime.domain.ids import make_manual_run_id, new_job_id
+from duetime.domain.models import Run, RunResult, RunStatus, Team
+from duetime.execution.worker import WorkOutcome, WorkReport
 from duetime.ports import ResultWrite, RunMessage
-from duetime.worker import WorkOutcome, WorkReport
+from duetime_bench.accounting import item_size
 
 from .conftest import Stack, hooked, wait_until
 

@@ -8,12 +8,12 @@ import os
 
 import boto3
 
-from duetime.adapters.alerts import StoredAlerts
+from duetime.adapters.aws.alerts import StoredAlerts
+from duetime.adapters.aws.sqs import SqsConsumer, SqsRunQueue, decode
 from duetime.adapters.http_target import HttpTargetCaller
-from duetime.adapters.sqs import SqsConsumer, SqsRunQueue, decode
+from duetime.execution.worker import Worker
 from duetime.settings import Settings
 from duetime.wiring import make_store, make_store_clock, worker_config
-from duetime.worker import Worker
 
 
 def main() -> None:

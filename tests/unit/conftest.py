@@ -12,8 +12,8 @@ from collections.abc import Iterator
 import pytest
 
 from duetime import api, wiring
-from duetime.adapters import clients
-from duetime.bench import calibration
+from duetime.adapters.aws import clients
+from duetime.capacity import calibration
 
 # The CPU figures the midnight model and `duetime plan` charge, pinned for unit tests (the ones
 # bench/calibration.json held when these tests' figures were worked out), so re-measuring with

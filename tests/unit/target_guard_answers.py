@@ -50,7 +50,7 @@ ADDRESSES = [
 def answers(addresses: list[str]) -> dict[str, list[list[str] | str]]:
     """For each of ``addresses``: what ``checked_addresses`` answers for a name resolving to it,
     without and with ``allow_private``: the addresses a call may connect to, or the refusal's text."""
-    from duetime.target_guard import TargetRefused, checked_addresses
+    from duetime.domain.target_guard import TargetRefused, checked_addresses
 
     def answer(address: str, allow_private: bool) -> list[str] | str:
         try:

@@ -3,7 +3,7 @@
 from typing import Any
 
 from duetime.adapters.dynamodb.tables import TableNames
-from duetime.bench.accounting import Ledger, item_size
+from duetime_bench.accounting import Ledger, item_size
 
 NAMES = TableNames("j", "r", "c")
 

@@ -6,13 +6,13 @@ from zoneinfo import available_timezones
 
 import pytest
 
-from duetime import api
-from duetime.authorizer import request_caller
-from duetime.errors import Unauthorized
-from duetime.job_history import token_id
-from duetime.models import Team
-from duetime.service import JobService, hash_token
-from duetime.tokens import ApiToken, TokenScope
+from duetime.api import app as api
+from duetime.api.authorizer import request_caller
+from duetime.api.service import JobService, hash_token
+from duetime.domain.errors import Unauthorized
+from duetime.domain.job_history import token_id
+from duetime.domain.models import Team
+from duetime.domain.tokens import ApiToken, TokenScope
 
 from ..lambda_support import LambdaContext, load_handler
 

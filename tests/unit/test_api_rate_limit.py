@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from duetime import api
-from duetime.clock import ManualClock
-from duetime.models import Team
-from duetime.rate_limit import InMemoryRateLimiter
-from duetime.service import JobService, hash_token
-from duetime.tokens import ApiToken
+from duetime.api import app as api
+from duetime.api.service import JobService, hash_token
+from duetime.domain.clock import ManualClock
+from duetime.domain.models import Team
+from duetime.domain.rate_limit import InMemoryRateLimiter
+from duetime.domain.tokens import ApiToken
 
 from ..lambda_support import LambdaContext, load_handler
 

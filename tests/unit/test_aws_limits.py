@@ -10,7 +10,7 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from duetime.adapters.aws_limits import enforce_aws_limits, item_size, value_size
+from duetime.adapters.aws.aws_limits import enforce_aws_limits, item_size, value_size
 
 
 def test_item_sizes_follow_awss_rules() -> None:

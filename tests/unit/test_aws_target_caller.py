@@ -27,13 +27,13 @@ from botocore.response import StreamingBody
 from botocore.stub import Stubber
 from moto import mock_aws
 
-from duetime.adapters.aws_target_caller import (
+from duetime.adapters.aws.aws_target_caller import (
     NO_ROLE,
     ROLE_SESSION_SECONDS,
     Boto3AwsTargetCaller,
     execution_arn,
 )
-from duetime.aws_targets import (
+from duetime.domain.aws_targets import (
     AwsTarget,
     EventBridgeTarget,
     LambdaTarget,
@@ -43,7 +43,7 @@ from duetime.aws_targets import (
     StepFunctionsTarget,
     execution_name,
 )
-from duetime.outcomes import Verdict, judge
+from duetime.execution.outcomes import Verdict, judge
 from duetime.ports import AwsRole, AwsTargetCall, TargetResponse
 
 REGION = "us-east-1"

@@ -13,20 +13,20 @@ import pytest
 from pydantic import ValidationError
 
 from duetime.adapters.memory import MemoryAlerts, MemoryQueue, MemoryStore
-from duetime.aws_targets import (
+from duetime.domain.aws_targets import (
     RunEnvelope,
     SqsTarget,
     StepFunctionsTarget,
     execution_name,
     fifo_deduplication_id,
 )
-from duetime.clock import ManualClock
-from duetime.errors import from_validation_error
-from duetime.ids import PARTITIONS
-from duetime.models import HttpTarget, JobSpec, RunStatus, Team, parse_target
-from duetime.poller import Poller, PollerConfig
+from duetime.domain.clock import ManualClock
+from duetime.domain.errors import from_validation_error
+from duetime.domain.ids import PARTITIONS
+from duetime.domain.models import HttpTarget, JobSpec, RunStatus, Team, parse_target
+from duetime.execution.worker import Worker, WorkOutcome, session_name
 from duetime.ports import AwsRole, AwsTargetCall, RunMessage, TargetRequest, TargetResponse
-from duetime.worker import Worker, WorkOutcome, session_name
+from duetime.scheduling.poller import Poller, PollerConfig
 
 from ..twin_support import T0, a_job, at
 
@@ -281,7 +281,7 @@ def test_a_throttled_aws_call_is_retried_like_an_http_429() -> None:
 
 
 def test_a_run_carries_its_aws_target_through_the_queue_message() -> None:
-    from duetime.adapters.sqs import decode, encode
+    from duetime.adapters.aws.sqs import decode, encode
 
     team = Team(team_id="t")
     clock = ManualClock(T0)

@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from duetime.clock import ManualClock
-from duetime.errors import InvalidInput, NotFound, RateLimited
-from duetime.ids import make_run_id
-from duetime.models import MAX_BACKFILL_RUNS, Job, JobSpec, Run, RunStatus, Team
+from duetime.api.service import JobService, backfill_pace, backfill_plan
+from duetime.domain.clock import ManualClock
+from duetime.domain.errors import InvalidInput, NotFound, RateLimited
+from duetime.domain.ids import make_run_id
+from duetime.domain.models import MAX_BACKFILL_RUNS, Job, JobSpec, Run, RunStatus, Team
+from duetime.domain.schedule import nominals_between, rate_anchor
 from duetime.ports import RunMessage
-from duetime.schedule import nominals_between, rate_anchor
-from duetime.service import JobService, backfill_pace, backfill_plan
 
 NOW = datetime(2026, 12, 1, 12, 0, 0, 250_000, tzinfo=UTC)
 CREATED = datetime(2026, 1, 1, tzinfo=UTC)

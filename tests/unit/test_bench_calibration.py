@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from duetime.bench.calibration import NoCalibration, from_runs, load, save
+from duetime.capacity.calibration import NoCalibration, from_runs, load, save
 
 
 def _run(read_us: float, claim_us: float, worker_ms: float) -> dict[str, float]:

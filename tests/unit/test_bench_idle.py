@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from duetime.bench.idle import Invocation, idle_figures, partition_groups, schedule_rule
+from duetime_bench.idle import Invocation, idle_figures, partition_groups, schedule_rule
 
 
 def test_the_groups_cover_every_partition_once() -> None:

@@ -11,13 +11,13 @@ from datetime import timedelta
 
 import pytest
 
-from duetime.bench.midnight import MIDNIGHT, midnight_jobs, plan_estimate, run_midnight
-from duetime.bench.midnight_model import AwsModel, KeyMeter, esm_activation, esm_concurrency
-from duetime.bench.plan import PlanInputs, capacity_plan
-from duetime.bench.spike import spike_jobs
-from duetime.claim_plan import initial_state
+from duetime.capacity.midnight_model import AwsModel, KeyMeter, esm_activation, esm_concurrency
+from duetime.capacity.plan import PlanInputs, capacity_plan
 from duetime.cli import main
-from duetime.prescale import PrescalePolicy
+from duetime.domain.claim_plan import initial_state
+from duetime.scheduling.prescale import PrescalePolicy
+from duetime_bench.midnight import MIDNIGHT, midnight_jobs, plan_estimate, run_midnight
+from duetime_bench.spike import spike_jobs
 
 SMALL = AwsModel()
 
@@ -134,8 +134,9 @@ def test_a_table_past_its_write_capacity_throttles_and_is_reported() -> None:
 
 
 def test_paced_claims_keep_every_table_within_its_capacity() -> None:
-    """The same cold tables with the claims paced (``duetime.claim_pace``: each group its share of what the
-    tables take of claims and starts): no table is asked past its capacity, and every run starts, later."""
+    """The same cold tables with the claims paced (``duetime.scheduling.claim_pace``: each group its share of
+    what the tables take of claims and starts): no table is asked past its capacity, and every run starts,
+    later."""
     cold = replace(SMALL, ddb_warm_wru_per_s=300, ddb_warm_write_units="")
     paced = run_midnight(1500, model=cold)
     assert paced["tables_over_capacity"] == [] and paced["lost"] == 0 and paced["duplicate_runs"] == 0
@@ -277,8 +278,9 @@ def test_the_plan_the_simulation_is_compared_with_charges_the_stacks_warm_throug
 
 
 def test_a_busy_minute_fans_out_to_helpers_and_starts_every_run_once() -> None:
-    """Holders whose minute holds more than they claim alone hand slices to helpers (``duetime.fan_out``):
-    the real holder and helper code, on the model's clock. Every run starts once, and sooner."""
+    """Holders whose minute holds more than they claim alone hand slices to helpers
+    (``duetime.scheduling.fan_out``): the real holder and helper code, on the model's clock. Every run starts
+    once, and sooner."""
     alone = run_midnight(8000, model=replace(SMALL, fan_out=False, poller_memory_mb=256))
     helped = run_midnight(8000, model=replace(SMALL, fan_out_holder_rows=500, poller_memory_mb=256))
     assert alone["helpers_invoked"] == 0 and helped["helpers_invoked"] >= 4

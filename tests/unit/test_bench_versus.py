@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from duetime.bench.versus import (
+from duetime_bench.versus import (
     PeerUnavailable,
     compare,
     default_peer_dir,

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from duetime.bench.chaos import (
+from duetime.domain.models import RunStatus
+from duetime.local.demo_target import Call
+from duetime_bench.chaos import (
     LEASE_S,
     Cancel,
     call_timeout,
@@ -13,8 +15,6 @@ from duetime.bench.chaos import (
     max_in_flight_while_waited,
     overlapping_runs,
 )
-from duetime.demo_target import Call
-from duetime.models import RunStatus
 
 
 def call(received: float, answered: float, query: str = "") -> Call:

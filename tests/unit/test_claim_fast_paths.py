@@ -13,9 +13,9 @@ import pytest
 from duetime.adapters.dynamodb import conditions as c
 from duetime.adapters.dynamodb import partiql
 from duetime.adapters.dynamodb.codec import Item, item_to_job, job_to_item, run_payload, run_payload_by_dict
-from duetime.claim_plan import Claim, initial_state, make_claim, plan_claim
-from duetime.models import CronSchedule, HttpTarget, Job, JobSpec, JobState
-from duetime.timeutil import ISO_Z, MINUTE_BUCKET, iso_z, minute_bucket, to_utc
+from duetime.domain.claim_plan import Claim, initial_state, make_claim, plan_claim
+from duetime.domain.models import CronSchedule, HttpTarget, Job, JobSpec, JobState
+from duetime.domain.timeutil import ISO_Z, MINUTE_BUCKET, iso_z, minute_bucket, to_utc
 
 CRONS = ["0 0 * * *", "  */5\t* * *  1-5 ", "@daily", "@hourly", "0 12 1,15 * MON", "30\t\t2 * * *"]
 

@@ -1,4 +1,5 @@
-"""Claims paced to what the tables take (``duetime.claim_pace``): the bucket, and a paced poller's seconds."""
+"""Claims paced to what the tables take (``duetime.scheduling.claim_pace``): the bucket, and a paced poller's
+seconds."""
 
 from __future__ import annotations
 
@@ -8,11 +9,11 @@ from datetime import timedelta
 import pytest
 
 from duetime.adapters.memory import MemoryStore
-from duetime.claim_pace import BURST_SECONDS, ClaimPace
-from duetime.clock import ManualClock
-from duetime.ids import make_run_id
-from duetime.models import Team
-from duetime.poller import Poller, PollerConfig
+from duetime.domain.clock import ManualClock
+from duetime.domain.ids import make_run_id
+from duetime.domain.models import Team
+from duetime.scheduling.claim_pace import BURST_SECONDS, ClaimPace
+from duetime.scheduling.poller import Poller, PollerConfig
 
 from .test_fan_out import MINUTE_START, PARTITIONS, jobs_in
 from .test_poller_lease_loop import NoAlerts, Queue

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from duetime import api
-from duetime.console_files import CONTENT_SECURITY_POLICY, console_file
-from duetime.local_gateway import rest_event
+from duetime.api import app as api
+from duetime.api.console_files import CONTENT_SECURITY_POLICY, console_file
+from duetime.local.gateway import rest_event
 
 
 def get(path: str, method: str = "GET") -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from duetime.bench.isolation import split_cores
+from duetime_bench.isolation import split_cores
 
 
 def test_two_cores_give_the_emulator_one_and_everything_else_the_other() -> None:

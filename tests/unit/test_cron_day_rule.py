@@ -30,8 +30,8 @@ from zoneinfo import ZoneInfo
 import pytest
 from cronsim import CronSim, CronSimError
 
-from duetime.models import CronSchedule
-from duetime.schedule import cron_never_fires, cron_next_after, is_dst_shifted
+from duetime.domain.models import CronSchedule
+from duetime.domain.schedule import cron_never_fires, cron_next_after, is_dst_shifted
 
 SEED = 20261004
 EXPRESSIONS = 300

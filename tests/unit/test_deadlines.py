@@ -1,6 +1,6 @@
-"""Success deadlines (``duetime.deadlines``): the real poller and worker on the in-memory twin with a manual
-clock. A scheduled time is met when its run succeeded by nominal + deadline; otherwise one ``missed`` alert,
-and the next time met after it raises ``recovered``."""
+"""Success deadlines (``duetime.execution.deadlines``): the real poller and worker on the in-memory twin with
+a manual clock. A scheduled time is met when its run succeeded by nominal + deadline; otherwise one ``missed``
+alert, and the next time met after it raises ``recovered``."""
 
 from __future__ import annotations
 
@@ -11,15 +11,15 @@ import pytest
 from pydantic import ValidationError
 
 from duetime.adapters.memory import MemoryAlerts, MemoryQueue, MemoryStore
-from duetime.claim_plan import make_claim, plan_claim
-from duetime.clock import ManualClock
-from duetime.deadlines import DEADLINE_CHECK_INTERVAL, check_deadlines, met
-from duetime.ids import PARTITIONS
-from duetime.local import EventSourceMapping
-from duetime.models import JobSpec, RunResult, RunStatus, Team
-from duetime.poller import Poller, PollerConfig
+from duetime.domain.claim_plan import make_claim, plan_claim
+from duetime.domain.clock import ManualClock
+from duetime.domain.ids import PARTITIONS
+from duetime.domain.models import JobSpec, RunResult, RunStatus, Team
+from duetime.execution.deadlines import DEADLINE_CHECK_INTERVAL, check_deadlines, met
+from duetime.execution.worker import Worker, WorkReport
+from duetime.local.system import EventSourceMapping
 from duetime.ports import DeadlineWatch, TargetRequest, TargetResponse
-from duetime.worker import Worker, WorkReport
+from duetime.scheduling.poller import Poller, PollerConfig
 
 from ..twin_support import T0, a_job, at
 

@@ -9,7 +9,7 @@ from typing import ClassVar
 import pytest
 import urllib3
 
-from duetime.demo_target import DemoTargetServer, _DemoHandler
+from duetime.local.demo_target import DemoTargetServer, _DemoHandler
 
 
 class _NoDelayProbe(_DemoHandler):

@@ -1,4 +1,4 @@
-"""Figures the deployed-stack precision bench derives from what it recorded (``duetime.bench.deployed``)."""
+"""Figures the deployed-stack precision bench derives from what it recorded (``duetime_bench.deployed``)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,10 @@ from typing import Any
 
 import pytest
 
-from duetime.bench import deployed
-from duetime.bench.deployed import (
+from duetime.domain.timeutil import iso_z
+from duetime.ports import PollerLease
+from duetime_bench import deployed
+from duetime_bench.deployed import (
     LeaseSample,
     TargetCall,
     due_offsets,
@@ -21,8 +23,6 @@ from duetime.bench.deployed import (
     max_by_minute,
     near_handovers,
 )
-from duetime.ports import PollerLease
-from duetime.timeutil import iso_z
 
 T0 = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
 

@@ -1,4 +1,4 @@
-"""The deployed-stack spike bench's modes and figures (``duetime.bench.deployed_spike``), without a stack."""
+"""The deployed-stack spike bench's modes and figures (``duetime_bench.deployed_spike``), without a stack."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from duetime.bench.deployed import TargetCall, function_kind
-from duetime.bench.deployed_spike import poller_environment, spike_figures
-from duetime.timeutil import iso_z
+from duetime.domain.timeutil import iso_z
+from duetime_bench.deployed import TargetCall, function_kind
+from duetime_bench.deployed_spike import poller_environment, spike_figures
 
 DUE = datetime(2026, 12, 3, 0, 0, tzinfo=UTC)
 STACK_VARIABLES = {

@@ -1,6 +1,6 @@
-"""Claims that scale out (``duetime.fan_out``), on the in-memory twin with a manual clock: a holder hands a
-busy minute's slices to helpers, leaves alone the partitions of live helpers, takes back a dead helper's,
-and a helper serves its slice for its minute and gives its lease back."""
+"""Claims that scale out (``duetime.scheduling.fan_out``), on the in-memory twin with a manual clock: a holder
+hands a busy minute's slices to helpers, leaves alone the partitions of live helpers, takes back a dead
+helper's, and a helper serves its slice for its minute and gives its lease back."""
 
 from __future__ import annotations
 
@@ -12,11 +12,14 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from duetime.adapters.lambda_helpers import LambdaHelperLauncher
+from duetime.adapters.aws.lambda_helpers import LambdaHelperLauncher
 from duetime.adapters.memory import MemoryStore
-from duetime.claim_plan import initial_state
-from duetime.clock import ManualClock
-from duetime.fan_out import (
+from duetime.domain.claim_plan import initial_state
+from duetime.domain.clock import ManualClock
+from duetime.domain.ids import make_run_id, new_job_id, partition_of
+from duetime.domain.models import Job, JobSpec, Team
+from duetime.scheduling.events import HelperEvent
+from duetime.scheduling.fan_out import (
     FanOut,
     FanOutPolicy,
     HelperAssignment,
@@ -24,11 +27,8 @@ from duetime.fan_out import (
     plan_helpers,
     slices_of,
 )
-from duetime.ids import make_run_id, new_job_id, partition_of
-from duetime.lambda_events import HelperEvent
-from duetime.models import Job, JobSpec, Team
-from duetime.poller import Poller, PollerConfig
-from duetime.poller_lease import LeaseTimings, PollerShift, group_label
+from duetime.scheduling.poller import Poller, PollerConfig
+from duetime.scheduling.poller_lease import LeaseTimings, PollerShift, group_label
 
 from .test_poller_lease_loop import NoAlerts, Queue
 

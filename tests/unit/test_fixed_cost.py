@@ -5,7 +5,7 @@ from dataclasses import dataclass, field, replace
 import pytest
 
 from duetime.adapters.dynamodb.store import DynamoStore
-from duetime.bench.fixed_cost import (
+from duetime.capacity.fixed_cost import (
     LEVERS,
     StackDefaults,
     fixed_monthly_cost,
@@ -15,17 +15,19 @@ from duetime.bench.fixed_cost import (
     poller_invocation_seconds,
     totals,
 )
-from duetime.bench.plan import PlanInputs, capacity_plan
-from duetime.bench.prices import PRICES_USD
-from duetime.clock import ManualClock
-from duetime.poller import Poller, PollerConfig
-from duetime.poller_lease import LeaseTimings, PollerShift
+from duetime.capacity.plan import PlanInputs, capacity_plan
+from duetime.capacity.prices import PRICES_USD
+from duetime.domain.clock import ManualClock
+from duetime.scheduling.poller import Poller, PollerConfig
+from duetime.scheduling.poller_lease import LeaseTimings, PollerShift
 
 from .test_poller_lease_loop import NOW, NoAlerts, Queue
 from .test_poller_lease_loop import store as store  # the moto store fixture of the poller loop tests
 
 DEFAULTS = StackDefaults()
-AWAKE = StackDefaults(poller_rests_when_quiet=False)  # every holder serves its minute (before duetime.quiet)
+AWAKE = StackDefaults(
+    poller_rests_when_quiet=False
+)  # every holder serves its minute (before duetime.scheduling.quiet)
 SCHEDULED = StackDefaults(forecast_scaling=False)  # peak_workers from 23:55 to 00:15 every day
 
 

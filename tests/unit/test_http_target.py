@@ -18,8 +18,8 @@ import pytest
 import urllib3
 
 from duetime.adapters.http_target import BODY_KEPT, HttpTargetCaller, _Target
+from duetime.domain.target_guard import parse_target_url
 from duetime.ports import TargetRequest, TargetResponse
-from duetime.target_guard import parse_target_url
 from tests.unit.target_support import Network, local_network, make_tls_files, serve
 
 PUBLIC = "93.184.216.34"  # a global address; the test network refuses it without sending a packet

@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from duetime.timeutil import ISO_Z, iso_z, parse_iso_z
+from duetime.domain.timeutil import ISO_Z, iso_z, parse_iso_z
 
 ZONES = [UTC, timezone(timedelta(hours=5, minutes=30)), timezone(-timedelta(hours=11)), ZoneInfo("UTC")]
 ZONES += [ZoneInfo("America/New_York"), ZoneInfo("Australia/Lord_Howe"), ZoneInfo("Pacific/Kiritimati")]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from duetime.job_history import HIDDEN_CHANGE, change, changed_fields
-from duetime.labels import MAX_NAME_WORDS, label_filter, matches_words, name_words, query_words
-from duetime.models import Job
+from duetime.domain.job_history import HIDDEN_CHANGE, change, changed_fields
+from duetime.domain.labels import MAX_NAME_WORDS, label_filter, matches_words, name_words, query_words
+from duetime.domain.models import Job
 
 JOB = {
     "name": "nightly",

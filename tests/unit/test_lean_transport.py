@@ -17,7 +17,7 @@ from botocore.awsrequest import AWSResponse
 from botocore.config import Config
 from botocore.exceptions import ClientError, EndpointConnectionError
 
-from duetime.adapters.lean_transport import LeanClient, lean_wanted, with_lean_transport
+from duetime.adapters.aws.lean_transport import LeanClient, lean_wanted, with_lean_transport
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
 

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from duetime.catalog import Page
-from duetime.errors import InvalidInput, RateLimited
-from duetime.ids import new_job_id
-from duetime.models import Job, Team
-from duetime.service import MAX_LOAD_FIRE_TIMES, JobService, load_cost, upcoming_runs
-from duetime.timeutil import minute_bucket
+from duetime.api.service import MAX_LOAD_FIRE_TIMES, JobService, load_cost, upcoming_runs
+from duetime.domain.catalog import Page
+from duetime.domain.errors import InvalidInput, RateLimited
+from duetime.domain.ids import new_job_id
+from duetime.domain.models import Job, Team
+from duetime.domain.timeutil import minute_bucket
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 DAY = (NOW, NOW + timedelta(hours=24))

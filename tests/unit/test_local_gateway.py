@@ -8,8 +8,8 @@ from collections.abc import Iterator
 import pytest
 import urllib3
 
-from duetime import api
-from duetime.local_gateway import LocalGateway
+from duetime.api import app as api
+from duetime.local.gateway import LocalGateway
 
 
 @pytest.fixture

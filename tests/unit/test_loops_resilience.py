@@ -21,16 +21,16 @@ from botocore.exceptions import ClientError
 
 from duetime import wiring
 from duetime.adapters.memory import MemoryStore
-from duetime.claim_plan import Claim
-from duetime.clock import ManualClock
-from duetime.ids import make_run_id, partition_of
-from duetime.models import Job, RunStatus, Team
+from duetime.domain.claim_plan import Claim
+from duetime.domain.clock import ManualClock
+from duetime.domain.ids import make_run_id, partition_of
+from duetime.domain.models import Job, RunStatus, Team
+from duetime.execution.worker import Worker, WorkerConfig, WorkOutcome, WorkReport
 from duetime.observability import record_fire, record_poll, record_work
-from duetime.poller import Poller, PollerConfig, recover_runs
-from duetime.poller_lease import PollerShift
 from duetime.ports import Alert, ClaimOutcome, DueRow, RunMessage, TargetRequest, TargetResponse
-from duetime.preload import FireFailed
-from duetime.worker import Worker, WorkerConfig, WorkOutcome, WorkReport
+from duetime.scheduling.poller import Poller, PollerConfig, recover_runs
+from duetime.scheduling.poller_lease import PollerShift
+from duetime.scheduling.preload import FireFailed
 
 from ..job_support import create_job
 from ..lambda_support import LambdaContext, load_handler
@@ -228,7 +228,7 @@ def work(store: MemoryStore, runs: FlakyStore, seconds: float = 150) -> Worked:
 def test_a_heartbeat_that_fails_twice_keeps_the_lease_and_the_run_is_not_repeated(
     store: MemoryStore, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="duetime.worker"):
+    with caplog.at_level(logging.WARNING, logger="duetime.execution.worker"):
         worked = work(store, FlakyStore(store, extend_failures=2))
 
     report = worked.report
@@ -251,7 +251,7 @@ def test_a_heartbeat_that_keeps_failing_stops_once_the_lease_has_expired(
     store: MemoryStore, caplog: pytest.LogCaptureFixture
 ) -> None:
     flaky = FlakyStore(store, extend_failures=1_000_000)
-    with caplog.at_level(logging.WARNING, logger="duetime.worker"):
+    with caplog.at_level(logging.WARNING, logger="duetime.execution.worker"):
         worked = work(store, flaky)
 
     expiry = NOW + LEASE
@@ -318,7 +318,7 @@ def test_a_poller_tick_that_raises_is_logged_counted_and_the_loop_claims_on_the_
     clock = ManualClock(NOW + timedelta(seconds=1))
     queue = Queue()
     poller = poller_on(FlakyStore(store, due_failures=1), clock, job, queue, preload_lead=None)
-    with caplog.at_level(logging.ERROR, logger="duetime.poller"):
+    with caplog.at_level(logging.ERROR, logger="duetime.scheduling.poller"):
         loop = run_loop(poller, clock, stop=lambda: bool(queue.sent))
     assert [m.run_id for m in queue.sent] == [make_run_id(job.id, NOW)]  # claimed on the next tick
     assert loop.sweeps == 1 and len(loop.errors) == 1 and isinstance(loop.errors[0], ClientError)
@@ -412,7 +412,7 @@ def test_a_tick_that_raises_in_the_lambda_handler_is_counted_and_the_invocation_
     queue = Queue()
     flaky = FlakyStore(store, due_failures=1)
     poller = poller_on(flaky, clock, job, queue, preload_lead=timedelta(seconds=10))
-    with caplog.at_level(logging.ERROR, logger="duetime.poller"):
+    with caplog.at_level(logging.ERROR, logger="duetime.scheduling.poller"):
         result = poller_handler(poller, clock, 5)
     assert result["errors"] == 1 and result["ticks"] >= 1
     assert len(queue.sent) == 1  # claimed after the failed tick, in the same invocation

@@ -1,5 +1,6 @@
-"""The holder reads its partitions' low-water marks once a reign, not at every sweep (``duetime.low_water``),
-and a copy that another poller has overtaken costs reads, never a row: on the in-memory twin."""
+"""The holder reads its partitions' low-water marks once a reign, not at every sweep
+(``duetime.scheduling.low_water``), and a copy that another poller has overtaken costs reads, never a row: on
+the in-memory twin."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ from datetime import timedelta
 from typing import Any
 
 from duetime.adapters.memory import MemoryAlerts, MemoryQueue, MemoryStore
-from duetime.clock import ManualClock
-from duetime.ids import partition_of
-from duetime.poller import ClaimWindow, Poller, PollerConfig
-from duetime.timeutil import minute_bucket
+from duetime.domain.clock import ManualClock
+from duetime.domain.ids import partition_of
+from duetime.domain.timeutil import minute_bucket
+from duetime.scheduling.poller import ClaimWindow, Poller, PollerConfig
 
 from ..twin_support import T0, a_job
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from duetime.bench import machine_speed
+from duetime_bench import machine_speed
 
 
 def test_the_yardstick_is_a_positive_figure_in_milliseconds() -> None:

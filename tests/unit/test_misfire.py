@@ -2,7 +2,7 @@
 
 from datetime import UTC, datetime, timedelta
 
-from duetime.claim_plan import (
+from duetime.domain.claim_plan import (
     MAX_SKIPPED_RECORDED,
     RUN_ALL_CAP,
     PlannedRun,
@@ -10,14 +10,14 @@ from duetime.claim_plan import (
     make_claim,
     plan_claim,
 )
-from duetime.clock import ManualClock
-from duetime.models import Job, JobSpec, MisfirePolicy, RunStatus
+from duetime.domain.clock import ManualClock
+from duetime.domain.models import Job, JobSpec, MisfirePolicy, RunStatus
 
 CREATED = datetime(2026, 12, 1, 7, 30, tzinfo=UTC)
 
 
 def hourly_job(misfire: MisfirePolicy, **extra: object) -> Job:
-    from duetime.claim_plan import initial_state
+    from duetime.domain.claim_plan import initial_state
 
     spec = JobSpec.model_validate(
         {

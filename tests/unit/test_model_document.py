@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from duetime.models import (
+from duetime.domain.models import (
     CRON_PATTERN,
     HEADER_NAME_PATTERN,
     RATE_PATTERN,

@@ -6,8 +6,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from duetime.errors import field_path
-from duetime.models import JobSpec
+from duetime.domain.errors import field_path
+from duetime.domain.models import JobSpec
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 GOOD: dict[str, Any] = {

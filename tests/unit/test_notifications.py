@@ -1,5 +1,6 @@
-"""Per-job notifications (``duetime.notifications``) on the in-memory twin with a manual clock: which alerts
-become notices, how notices group, how deliveries are retried, given up and signed; SNS topics on moto."""
+"""Per-job notifications (``duetime.execution.notifications``) on the in-memory twin with a manual clock:
+which alerts become notices, how notices group, how deliveries are retried, given up and signed; SNS topics on
+moto."""
 
 from __future__ import annotations
 
@@ -13,11 +14,12 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from duetime.adapters.aws.notify_channels import ChannelSender, SnsTopics, WebhookSender
 from duetime.adapters.memory import MemoryAlerts, MemoryStore
-from duetime.adapters.notify_channels import ChannelSender, SnsTopics, WebhookSender
-from duetime.clock import ManualClock
-from duetime.models import Job, JobSpec, Team
-from duetime.notifications import (
+from duetime.domain.clock import ManualClock
+from duetime.domain.models import Job, JobSpec, Team
+from duetime.domain.signing import verify_signature
+from duetime.execution.notifications import (
     DELIVERY_LEASE,
     GROUP_WINDOW,
     MAX_DELIVERY_ATTEMPTS,
@@ -31,7 +33,6 @@ from duetime.notifications import (
     retry_delay,
 )
 from duetime.ports import Alert, Notice, PendingNotification, TargetRequest, TargetResponse
-from duetime.signing import verify_signature
 
 from ..twin_support import T0, a_job, at
 

@@ -7,9 +7,16 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from duetime.claim_plan import PlannedRun, initial_state, make_claim, new_run, plan_claim, sets_active_run
-from duetime.ids import make_run_id
-from duetime.models import Job, JobSpec, OverlapPolicy, Run, RunStatus
+from duetime.domain.claim_plan import (
+    PlannedRun,
+    initial_state,
+    make_claim,
+    new_run,
+    plan_claim,
+    sets_active_run,
+)
+from duetime.domain.ids import make_run_id
+from duetime.domain.models import Job, JobSpec, OverlapPolicy, Run, RunStatus
 
 CREATED = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 DUE = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)

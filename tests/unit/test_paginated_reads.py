@@ -18,10 +18,10 @@ from duetime.adapters.dynamodb.reap_tickets import TICKET_OCCURRENCE
 from duetime.adapters.dynamodb.store import DynamoStore
 from duetime.adapters.dynamodb.tables import DUE_INDEX, TableNames
 from duetime.adapters.dynamodb.worker_batches import WorkerBatches
-from duetime.bench.chaos import _scan_runs_table
-from duetime.bench.deployed import log_messages
-from duetime.models import Team
-from duetime.timeutil import iso_z
+from duetime.domain.models import Team
+from duetime.domain.timeutil import iso_z
+from duetime_bench.chaos import _scan_runs_table
+from duetime_bench.deployed import log_messages
 
 NOW = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
 

@@ -6,16 +6,21 @@ from dataclasses import replace
 import pytest
 
 from duetime import cli
-from duetime.bench import calibration
-from duetime.bench.fixed_cost import StackDefaults
-from duetime.bench.plan import (
+from duetime.capacity import calibration
+from duetime.capacity.fixed_cost import StackDefaults
+from duetime.capacity.plan import (
     MEASURED_PRELOAD_BYTES_PER_JOB,
     PlanInputs,
     capacity_plan,
     minutes_needing_prescale,
     parse_count,
 )
-from duetime.warm_throughput import DEFAULT_WARM_WRITE_UNITS, TABLE_QUOTA_UNITS, format_units, parse_units
+from duetime.capacity.warm_throughput import (
+    DEFAULT_WARM_WRITE_UNITS,
+    TABLE_QUOTA_UNITS,
+    format_units,
+    parse_units,
+)
 
 
 def test_the_seed_workload() -> None:
@@ -38,8 +43,8 @@ def test_workers_are_sized_at_the_aws_models_rate_unless_one_is_given() -> None:
 
 def test_the_seed_spike_starts_within_the_minute_on_the_default_stack() -> None:
     """The default stack: 4 groups whose holders each hand their minute to 8 helpers (32 in all, a vCPU
-    each: ``duetime.fan_out``), claims paced to what the pre-warmed tables take of claims and starts
-    (11,191 a second: 90% of the runs table's 38,000 units at 3.06 a run), the event source switched to
+    each: ``duetime.scheduling.fan_out``), claims paced to what the pre-warmed tables take of claims and
+    starts (11,191 a second: 90% of the runs table's 38,000 units at 3.06 a run), the event source switched to
     provisioned mode for the spike (the prescaler: 31 pollers). All 500,000 claimed and started in 45 s."""
     plan = capacity_plan(PlanInputs())
     spike = plan["spike_on_the_aws_model"]

@@ -19,7 +19,7 @@ from moto import mock_aws
 
 from duetime.adapters.dynamodb.store import DynamoStore
 from duetime.adapters.dynamodb.tables import TableNames, create_tables
-from duetime.poller_lease import GroupLease, LeaseTimings, Role, group_label
+from duetime.scheduling.poller_lease import GroupLease, LeaseTimings, Role, group_label
 
 T0 = datetime(2026, 12, 1, 10, 0, 0, tzinfo=UTC)
 GROUP = "0-15"

@@ -13,14 +13,14 @@ from typing import Any
 import pytest
 
 from duetime.adapters.memory import MemoryStore
-from duetime.claim_plan import Claim
-from duetime.clock import ManualClock
-from duetime.ids import make_run_id, partition_of
-from duetime.models import Job, Team
-from duetime.poller import ClaimReport, ClaimWindow, Poller, PollerConfig
-from duetime.poller_lease import LeaseTimings, PollerShift, group_label
+from duetime.domain.claim_plan import Claim
+from duetime.domain.clock import ManualClock
+from duetime.domain.ids import make_run_id, partition_of
+from duetime.domain.models import Job, Team
 from duetime.ports import Alert, ClaimOutcome, RunMessage
-from duetime.preload import FireReport
+from duetime.scheduling.poller import ClaimReport, ClaimWindow, Poller, PollerConfig
+from duetime.scheduling.poller_lease import LeaseTimings, PollerShift, group_label
+from duetime.scheduling.preload import FireReport
 
 from ..job_support import create_job
 

@@ -19,14 +19,14 @@ import pytest
 from duetime.adapters.dynamodb.codec import item_to_job, job_to_item
 from duetime.adapters.dynamodb.store import CompactDueRow
 from duetime.adapters.memory import MemoryStore
-from duetime.claim_plan import Claim, initial_state, make_claim, plan_claim
-from duetime.clock import ManualClock
-from duetime.ids import make_run_id, new_job_id, partition_of
-from duetime.models import Job, JobSpec
-from duetime.poller import Poller, PollerConfig
+from duetime.domain.claim_plan import Claim, initial_state, make_claim, plan_claim
+from duetime.domain.clock import ManualClock
+from duetime.domain.ids import make_run_id, new_job_id, partition_of
+from duetime.domain.models import Job, JobSpec
+from duetime.domain.timeutil import minute_bucket
 from duetime.ports import ClaimOutcome, DueRow
-from duetime.preload import FireFailed, MinutePreload
-from duetime.timeutil import minute_bucket
+from duetime.scheduling.poller import Poller, PollerConfig
+from duetime.scheduling.preload import FireFailed, MinutePreload
 
 from ..job_support import create_job
 from .test_poller_lease_loop import NoAlerts, Queue

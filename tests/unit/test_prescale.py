@@ -1,6 +1,7 @@
-"""Provisioned workers and the event source's provisioned mode from the forecast (``duetime.prescale``): on
-the in-memory twins with a manual clock, the real poller claiming the busy minute and putting its runs on the
-queue, the prescaler looking every 5 minutes as its rule invokes it."""
+"""Provisioned workers and the event source's provisioned mode from the forecast
+(``duetime.scheduling.prescale``): on the in-memory twins with a manual clock, the real poller claiming the
+busy minute and putting its runs on the queue, the prescaler looking every 5 minutes as its rule invokes
+it."""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ from botocore.stub import Stubber
 from pydantic import ValidationError
 
 from duetime import wiring
-from duetime.adapters.clients import new_client
-from duetime.adapters.lambda_provisioning import (
+from duetime.adapters.aws.clients import new_client
+from duetime.adapters.aws.lambda_provisioning import (
     LambdaEventPollers,
     LambdaProvisionedWorkers,
     split_qualified_arn,
@@ -27,14 +28,14 @@ from duetime.adapters.memory import (
     MemoryQueue,
     MemoryStore,
 )
-from duetime.bench.midnight_model import AwsModel
-from duetime.bench.plan_midnight import worker_starts_per_s
-from duetime.clock import ManualClock
-from duetime.ids import PARTITIONS, partition_of
-from duetime.models import Job, Team
-from duetime.poller import Poller, PollerConfig
-from duetime.prescale import PrescalePolicy, Prescaler, decide, decide_pollers
-from duetime.timeutil import minute_bucket
+from duetime.capacity.midnight_model import AwsModel
+from duetime.capacity.plan_midnight import worker_starts_per_s
+from duetime.domain.clock import ManualClock
+from duetime.domain.ids import PARTITIONS, partition_of
+from duetime.domain.models import Job, Team
+from duetime.domain.timeutil import minute_bucket
+from duetime.scheduling.poller import Poller, PollerConfig
+from duetime.scheduling.prescale import PrescalePolicy, Prescaler, decide, decide_pollers
 
 from ..twin_support import T0, a_job
 
@@ -367,7 +368,7 @@ def test_a_refused_switch_is_logged_and_asked_again_at_the_next_look_and_the_wor
     world.due_at(T0 + timedelta(minutes=8), 600)
     world.pollers.refuse = 1
 
-    with caplog.at_level(logging.WARNING, logger="duetime.prescale"):
+    with caplog.at_level(logging.WARNING, logger="duetime.scheduling.prescale"):
         refused = world.prescaler.tick()
     world.clock.advance(LOOK.total_seconds())
     retried = world.prescaler.tick()

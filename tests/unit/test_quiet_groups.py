@@ -1,6 +1,6 @@
-"""A quiet partition group rests between ticks (``duetime.quiet``) and a job write due soon wakes it
-(``duetime.wake``): on the in-memory twin with a manual clock, one invocation's shift as the poller Lambda
-serves it (135 s runs, as EventBridge's rules send)."""
+"""A quiet partition group rests between ticks (``duetime.scheduling.quiet``) and a job write due soon wakes
+it (``duetime.scheduling.wake``): on the in-memory twin with a manual clock, one invocation's shift as the
+poller Lambda serves it (135 s runs, as EventBridge's rules send)."""
 
 from __future__ import annotations
 
@@ -12,15 +12,15 @@ from typing import Any
 import pytest
 
 from duetime.adapters.memory import MemoryAlerts, MemoryQueue, MemoryStore
-from duetime.clock import ManualClock
-from duetime.ids import make_run_id, partition_of
-from duetime.models import Job, Team
-from duetime.poller import Poller, PollerConfig
-from duetime.poller_lease import LeaseTimings, PollerShift, ShiftReport
+from duetime.domain.clock import ManualClock
+from duetime.domain.ids import make_run_id, partition_of
+from duetime.domain.models import Job, Team
 from duetime.ports import DueRow
-from duetime.quiet import QuietTimings
+from duetime.scheduling.poller import Poller, PollerConfig
+from duetime.scheduling.poller_lease import LeaseTimings, PollerShift, ShiftReport
+from duetime.scheduling.quiet import QuietTimings
+from duetime.scheduling.wake import GroupWaker, partition_groups
 from duetime.settings import group_label
-from duetime.wake import GroupWaker, partition_groups
 
 from ..twin_support import T0, a_job, at
 

@@ -1,5 +1,5 @@
-"""Each team's API rate (``duetime.rate_limit``): a burst at once, then the rate; the refusal says how long to
-wait; refused requests change nothing. The rule on a manual clock, and the in-memory limiter."""
+"""Each team's API rate (``duetime.domain.rate_limit``): a burst at once, then the rate; the refusal says how
+long to wait; refused requests change nothing. The rule on a manual clock, and the in-memory limiter."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from duetime.clock import ManualClock
-from duetime.models import Team
-from duetime.rate_limit import MICROS_PER_SECOND, Decision, InMemoryRateLimiter, RateRule, micros
+from duetime.domain.clock import ManualClock
+from duetime.domain.models import Team
+from duetime.domain.rate_limit import MICROS_PER_SECOND, Decision, InMemoryRateLimiter, RateRule, micros
 
 START = datetime(2026, 12, 1, 0, 0, tzinfo=UTC)
 

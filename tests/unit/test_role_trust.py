@@ -12,14 +12,18 @@ import botocore.session
 import pytest
 from botocore.stub import ANY, Stubber
 
+from duetime.adapters.aws.role_trust_probe import (
+    PROBE_SESSION_POLICY,
+    PROBE_SESSION_SECONDS,
+    Boto3RoleTrustProbe,
+)
 from duetime.adapters.memory.role_trust import MemoryRoleTrust
-from duetime.adapters.role_trust_probe import PROBE_SESSION_POLICY, PROBE_SESSION_SECONDS, Boto3RoleTrustProbe
-from duetime.catalog import AuditEvent
-from duetime.clock import ManualClock
-from duetime.errors import InvalidInput, Unavailable
-from duetime.models import Team
+from duetime.api.team_admin import TeamAdmin
+from duetime.domain.catalog import AuditEvent
+from duetime.domain.clock import ManualClock
+from duetime.domain.errors import InvalidInput, Unavailable
+from duetime.domain.models import Team
 from duetime.ports import TeamCatalog
-from duetime.team_admin import TeamAdmin
 
 ACCOUNT = "123456789012"
 ROLE = f"arn:aws:iam::{ACCOUNT}:role/duetime-target-billing"

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from duetime.ids import is_manual_run_id, make_manual_run_id, make_run_id, split_run_id
+from duetime.domain.ids import is_manual_run_id, make_manual_run_id, make_run_id, split_run_id
 
 JOB = "01JDZ3K6R2V9Q8T7S6P5N4M3K2"
 AT = datetime(2026, 12, 1, tzinfo=UTC)

@@ -1,4 +1,4 @@
-"""Run messages on the queue (``adapters/sqs.py``): a poller's message carries the run it created, except
+"""Run messages on the queue (``adapters/aws/sqs.py``): a poller's message carries the run it created, except
 what must not travel (header values, a run too big to keep a batch of ten small); a body that names one run
 and carries another, or carries something that is not a run, is not a run message."""
 
@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
+from duetime.adapters.aws.sqs import CARRIED_RUN_MAX_BYTES, SEND_BACKOFF, SqsRunQueue, decode, encode
 from duetime.adapters.memory import MemoryAlerts, MemoryQueue, MemoryStore
-from duetime.adapters.sqs import CARRIED_RUN_MAX_BYTES, SEND_BACKOFF, SqsRunQueue, decode, encode
-from duetime.clock import ManualClock
-from duetime.ids import PARTITIONS
-from duetime.models import Run
-from duetime.poller import Poller, PollerConfig
+from duetime.domain.clock import ManualClock
+from duetime.domain.ids import PARTITIONS
+from duetime.domain.models import Run
 from duetime.ports import RunMessage
+from duetime.scheduling.poller import Poller, PollerConfig
 
 from ..twin_support import T0, a_job
 

@@ -5,10 +5,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from pydantic import ValidationError
 
-from duetime.claim_plan import initial_state
-from duetime.ids import jitter_offset_seconds, partition_of
-from duetime.models import Job, JobSpec
-from duetime.schedule import fire_time, next_nominal_after, rate_anchor
+from duetime.domain.claim_plan import initial_state
+from duetime.domain.ids import jitter_offset_seconds, partition_of
+from duetime.domain.models import Job, JobSpec
+from duetime.domain.schedule import fire_time, next_nominal_after, rate_anchor
 
 T0 = datetime(2026, 12, 1, 10, 0, 0, tzinfo=UTC)
 TARGET = {"url": "https://example.com/hook"}
@@ -106,7 +106,7 @@ def test_the_next_cron_time_is_computed_once_for_the_many_jobs_that_share_it() -
     zones are the same question."""
     from datetime import UTC, datetime, timedelta, timezone
 
-    from duetime.schedule import cron_next_after
+    from duetime.domain.schedule import cron_next_after
 
     after = datetime(2031, 3, 30, 0, 0, tzinfo=UTC)
     first = cron_next_after("30 2 * * *", "Europe/Berlin", after)  # 02:30 does not exist that day (DST)

@@ -5,7 +5,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from duetime.schedule import cron_next_after, is_dst_shifted
+from duetime.domain.schedule import cron_next_after, is_dst_shifted
 
 
 def utc(text: str) -> datetime:

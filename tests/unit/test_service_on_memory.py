@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 
 from duetime.adapters.memory import InMemoryCatalog, MemoryQueue, MemoryStore
-from duetime.clock import ManualClock
-from duetime.errors import BadRequest, Conflict, QuotaExceeded, Unauthorized
-from duetime.models import RunStatus
+from duetime.api.service import JobService
+from duetime.api.team_admin import TeamAdmin
+from duetime.domain.clock import ManualClock
+from duetime.domain.errors import BadRequest, Conflict, QuotaExceeded, Unauthorized
+from duetime.domain.models import RunStatus
+from duetime.domain.tokens import TokenIn, TokenScope
 from duetime.ports import RunMessage
-from duetime.service import JobService
-from duetime.team_admin import TeamAdmin
-from duetime.tokens import TokenIn, TokenScope
 
 from ..twin_support import T0
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from duetime.claim_plan import plan_claim
-from duetime.models import Job, JobState, Team
-from duetime.signing import signature_header, signing_keys, verify_signature
-from duetime.team_admin import next_secret_id
+from duetime.api.team_admin import next_secret_id
+from duetime.domain.claim_plan import plan_claim
+from duetime.domain.models import Job, JobState, Team
+from duetime.domain.signing import signature_header, signing_keys, verify_signature
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 BODY = b'{"report": "nightly"}'

@@ -18,19 +18,19 @@ import pytest
 from standardwebhooks import Webhook
 from standardwebhooks.webhooks import WebhookVerificationError
 
+from duetime.adapters.aws.notify_channels import WebhookSender
 from duetime.adapters.memory import MemoryStore
-from duetime.adapters.notify_channels import WebhookSender
-from duetime.claim_plan import PlannedRun, new_run
-from duetime.clock import ManualClock
-from duetime.models import Job, Run, Team
-from duetime.ports import TargetRequest, TargetResponse
-from duetime.signing import (
+from duetime.domain.claim_plan import PlannedRun, new_run
+from duetime.domain.clock import ManualClock
+from duetime.domain.models import Job, Run, Team
+from duetime.domain.signing import (
     LEGACY_SIGNATURE_UNTIL,
     job_signing_keys,
     signed_headers,
     verify_signature,
 )
-from duetime.worker import Worker
+from duetime.execution.worker import Worker
+from duetime.ports import TargetRequest, TargetResponse
 
 from ..twin_support import a_job
 from .test_notifications import HOOK, group_for

@@ -12,7 +12,7 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
-from duetime.adapters.sigv4 import PostSigner
+from duetime.adapters.aws.sigv4 import PostSigner
 
 INSTANT = datetime.datetime(2026, 12, 3, 23, 59, 58, tzinfo=datetime.UTC)
 BODY = json.dumps({"TableName": "jobs", "Key": {"job_id": {"S": "j-1"}}}).encode()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from duetime.bench.spike import peak_per_second, usd_per_million
+from duetime_bench.spike import peak_per_second, usd_per_million
 
 
 def test_the_peak_is_the_busiest_wall_clock_second() -> None:

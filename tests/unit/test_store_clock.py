@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import pytest
 
-from duetime.adapters.store_clock import StoreClock
+from duetime.adapters.aws.store_clock import StoreClock
 
 
 class SimulatedStore:

@@ -13,8 +13,8 @@ from duetime.adapters.dynamodb.catalog import DynamoCatalog
 from duetime.adapters.dynamodb.codec import run_to_item
 from duetime.adapters.dynamodb.store import DynamoStore
 from duetime.adapters.dynamodb.tables import TableNames, TableShapeMismatch, create_tables
-from duetime.claim_plan import make_claim, plan_claim
-from duetime.models import RunStatus
+from duetime.domain.claim_plan import make_claim, plan_claim
+from duetime.domain.models import RunStatus
 
 from ..job_support import create_job
 

@@ -16,7 +16,7 @@ import pytest
 import urllib3
 
 import duetime
-from duetime.target_guard import HostDoesNotResolve, TargetRefused, check_target_url, checked_addresses
+from duetime.domain.target_guard import HostDoesNotResolve, TargetRefused, check_target_url, checked_addresses
 from tests.unit import target_guard_answers
 from tests.unit.target_guard_answers import TRANSITION_FORMS, spelled_as
 

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from duetime import api
-from duetime.models import Team
-from duetime.service import JobService, hash_token
-from duetime.tokens import ApiToken, TokenScope, required_scope
+from duetime.api import app as api
+from duetime.api.service import JobService, hash_token
+from duetime.domain.models import Team
+from duetime.domain.tokens import ApiToken, TokenScope, required_scope
 
 from ..lambda_support import LambdaContext, load_handler
 

@@ -10,13 +10,13 @@ from datetime import timedelta
 from types import SimpleNamespace
 from typing import Any
 
-from duetime.adapters import aws_limits
+from duetime.adapters.aws import aws_limits
 from duetime.adapters.dynamodb import store as dynamo_store
 from duetime.adapters.dynamodb.codec import s
 from duetime.adapters.dynamodb.reads import batch_get
 from duetime.adapters.retrying import UNPROCESSED
-from duetime.bench import preload
-from duetime.bench.harness import BenchStack
+from duetime_bench import preload
+from duetime_bench.harness import BenchStack
 
 from ..twin_support import T0, a_job
 

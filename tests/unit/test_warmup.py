@@ -1,5 +1,6 @@
-"""Warming a worker before a minute with runs (``duetime.warmup``): the holder warms once per loaded minute,
-never for an empty one, a failed warm-up costs the tick nothing, and the worker answers a warm-up at once."""
+"""Warming a worker before a minute with runs (``duetime.scheduling.warmup``): the holder warms once per
+loaded minute, never for an empty one, a failed warm-up costs the tick nothing, and the worker answers a
+warm-up at once."""
 
 from __future__ import annotations
 
@@ -9,13 +10,13 @@ from typing import Any
 
 import pytest
 
+from duetime.adapters.aws.lambda_warmer import LambdaWorkerWarmer
 from duetime.adapters.dynamodb.store import DynamoStore
-from duetime.adapters.lambda_warmer import LambdaWorkerWarmer
-from duetime.clock import ManualClock
-from duetime.ids import make_run_id
-from duetime.poller_lease import LeaseTimings, PollerShift
-from duetime.preload import FireReport
-from duetime.warmup import WARMUP_EVENT, is_warmup, warm_before_loaded_minutes
+from duetime.domain.clock import ManualClock
+from duetime.domain.ids import make_run_id
+from duetime.scheduling.poller_lease import LeaseTimings, PollerShift
+from duetime.scheduling.preload import FireReport
+from duetime.scheduling.warmup import WARMUP_EVENT, is_warmup, warm_before_loaded_minutes
 
 from ..lambda_support import LambdaContext, load_handler
 from .test_poller_lease_loop import NOW, Queue, exact_job_due, make_poller

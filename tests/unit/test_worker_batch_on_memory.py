@@ -9,14 +9,14 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from duetime.adapters.aws.sqs import decode
 from duetime.adapters.memory import MemoryAlerts, MemoryQueue, MemoryStore
-from duetime.adapters.sqs import decode
-from duetime.clock import ManualClock
-from duetime.ids import PARTITIONS
-from duetime.models import RunStatus, Team
-from duetime.poller import Poller, PollerConfig
+from duetime.domain.clock import ManualClock
+from duetime.domain.ids import PARTITIONS
+from duetime.domain.models import RunStatus, Team
+from duetime.execution.worker import Worker, WorkOutcome, WorkReport
 from duetime.ports import ResultWrite, RunMessage, TargetRequest, TargetResponse
-from duetime.worker import Worker, WorkOutcome, WorkReport
+from duetime.scheduling.poller import Poller, PollerConfig
 
 from ..twin_support import T0, a_job
 

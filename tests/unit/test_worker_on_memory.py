@@ -14,13 +14,13 @@ from typing import Any
 import pytest
 
 from duetime.adapters.memory import MemoryAlerts, MemoryQueue, MemoryStore
-from duetime.clock import ManualClock
-from duetime.ids import PARTITIONS, make_run_id
-from duetime.local import EventSourceMapping
-from duetime.models import RunResult, RunStatus, Team
-from duetime.poller import Poller, PollerConfig
+from duetime.domain.clock import ManualClock
+from duetime.domain.ids import PARTITIONS, make_run_id
+from duetime.domain.models import RunResult, RunStatus, Team
+from duetime.execution.worker import LeaseLapsedBeforeCall, Worker, WorkOutcome, WorkReport
+from duetime.local.system import EventSourceMapping
 from duetime.ports import RunMessage, TargetRequest, TargetResponse
-from duetime.worker import LeaseLapsedBeforeCall, Worker, WorkOutcome, WorkReport
+from duetime.scheduling.poller import Poller, PollerConfig
 
 from ..twin_support import T0, a_job, at
 

@@ -38,10 +38,10 @@ class Api(Construct):
         config: StackConfig,
     ) -> None:
         """``pollers``: the api function wakes a quiet group's poller when a job is written due soon
-        (``duetime.wake``): it counts the wake on the group's lease (UpdateItem on the control table) and
-        may invoke the poller. ``worker_role``: a role being registered is checked as the worker calls it
-        (``duetime.adapters.role_trust_probe``): the api function may take the worker's role, which trusts
-        it for that, and its session may only ask STS (a session policy)."""
+        (``duetime.scheduling.wake``): it counts the wake on the group's lease (UpdateItem on the control
+        table) and may invoke the poller. ``worker_role``: a role being registered is checked as the worker
+        calls it (``duetime.adapters.aws.role_trust_probe``): the api function may take the worker's role,
+        which trusts it for that, and its session may only ask STS (a session policy)."""
         super().__init__(scope, id)
         jobs, runs, control = (storage.table_arn(t) for t in ("jobs", "runs", "control"))
         api_function = DuetimeFunction(
@@ -161,8 +161,8 @@ class Api(Construct):
             api.root.add_resource("healthz").add_method("ANY", integration, request_validator=validator),
             v1.add_resource("openapi.json").add_method("ANY", integration, request_validator=validator),
         ]
-        # The web console's static files (duetime.console_files): public, as any page's files are; the page
-        # asks for the team's token and sends it only to /v1, same origin.
+        # The web console's static files (duetime.api.console_files): public, as any page's files are; the
+        # page asks for the team's token and sends it only to /v1, same origin.
         console = api.root.add_resource("console")
         public += [
             console.add_method("ANY", integration, request_validator=validator),

@@ -9,15 +9,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
-from duetime.ids import DEFAULT_POLLER_GROUPS, PARTITIONS
-from duetime.settings import parse_partitions
-from duetime.warm_throughput import (
+from duetime.capacity.warm_throughput import (
     DEFAULT_WARM_READ_UNITS,
     DEFAULT_WARM_WRITE_UNITS,
     NEW_TABLE_READ_UNITS,
     NEW_TABLE_WRITE_UNITS,
     parse_units,
 )
+from duetime.domain.ids import DEFAULT_POLLER_GROUPS, PARTITIONS
+from duetime.settings import parse_partitions
 
 ROOT = Path(__file__).resolve().parents[3]
 WHEEL_ARCHITECTURES = {"aarch64": "arm64", "x86_64": "x86_64"}  # a wheel's platform tag -> Lambda's name
@@ -51,11 +51,13 @@ class StackConfig(BaseModel):
     # Keep the next poller invocation waiting as a hot standby for the holder's whole run (a dead poller
     # replaced within seconds in any minute, at twice the pollers' Lambda cost); off: only in busy minutes.
     poller_hot_standby: bool = False
-    # A quiet group's holder gives the lease back until the next tick (duetime.quiet) and the API wakes it
-    # when a job is written due before then (duetime.wake); off: every holder serves its whole minute.
+    # A quiet group's holder gives the lease back until the next tick (duetime.scheduling.quiet) and the API
+    # wakes it when a job is written due before then (duetime.scheduling.wake); off: every holder serves its
+    # whole minute.
     poller_rest_when_quiet: bool = True
-    # Claims that scale out (duetime.fan_out): a group's holder whose coming minute holds more than it claims
-    # alone starts helpers (a function of poller_helper_memory_mb, one vCPU at 1,769) for that minute only.
+    # Claims that scale out (duetime.scheduling.fan_out): a group's holder whose coming minute holds more than
+    # it claims alone starts helpers (a function of poller_helper_memory_mb, one vCPU at 1,769) for that
+    # minute only.
     poller_fan_out: bool = True
     poller_helper_memory_mb: int = Field(default=1769, ge=128, le=10240)
     worker_max_concurrency: int = Field(default=100, ge=2, le=1000)
@@ -71,8 +73,8 @@ class StackConfig(BaseModel):
     # The most workers ever provisioned: the prescaler's ceiling, or the scheduled peak window's workers.
     peak_workers: int = Field(default=90, ge=1, le=1000)
     # Workers kept provisioned when nothing is forecast (outside the peak window, with scheduled_scaling). 0
-    # by default: pollers warm a worker before each minute that holds runs (duetime.warmup), so a warm one
-    # need not be paid for all day.
+    # by default: pollers warm a worker before each minute that holds runs (duetime.scheduling.warmup), so a
+    # warm one need not be paid for all day.
     baseline_workers: int = Field(default=0, ge=0, le=1000)
     peak_scale_up: str = "cron(55 23 * * ? *)"
     peak_scale_down: str = "cron(15 0 * * ? *)"
@@ -85,7 +87,8 @@ class StackConfig(BaseModel):
     # Gateway Lambda authorizer (the api function checks tokens itself), the dashboard, scheduled scaling
     # (forecast_scaling stays: LocalStack's Lambda keeps provisioned concurrency configs).
     localstack: bool = False
-    # The prescaler (duetime.prescale) provisions workers only ahead of minutes the due index shows busy.
+    # The prescaler (duetime.scheduling.prescale) provisions workers only ahead of minutes the due index shows
+    # busy.
     forecast_scaling: bool = True
     # ...and switches the worker's SQS event source to provisioned mode ahead of a minute standard mode would
     # not start within 60 s, back to standard (MaximumConcurrency restored) once the queue has drained: the
@@ -117,13 +120,14 @@ class StackConfig(BaseModel):
     # refuses them) for at most this long, instead of being stopped at API Gateway.
     # 0 turns the cache off (one authorizer invocation per request); API Gateway allows up to 3600.
     authorizer_cache_seconds: int = Field(default=300, ge=0, le=3600)
-    # DynamoDB warm throughput (duetime.warm_throughput): write and read units a second each table and index
-    # takes at once, e.g. -c warm_write_units=runs:26000,jobs/due:17000 (names: jobs, jobs/due,
+    # DynamoDB warm throughput (duetime.capacity.warm_throughput): write and read units a second each table
+    # and index takes at once, e.g. -c warm_write_units=runs:26000,jobs/due:17000 (names: jobs, jobs/due,
     # jobs/team-jobs, runs, runs/reap, control). The names given replace their defaults, the rest keep
     # theirs; 0: none (a new table's 4,000 writes, 12,000 reads). AWS charges once for raising it (not a
     # monthly cost), and a raised warm throughput cannot be lowered.
     # Default writes: what `duetime plan` says the seed's midnight asks of each table on the default stack
-    # (duetime.warm_throughput.DEFAULT_WARM_WRITE_UNITS); reads: none. Left out with localstack (storage.py).
+    # (duetime.capacity.warm_throughput.DEFAULT_WARM_WRITE_UNITS); reads: none. Left out with localstack
+    # (storage.py).
     warm_write_units: dict[str, int] = Field(default_factory=lambda: dict(DEFAULT_WARM_WRITE_UNITS))
     warm_read_units: dict[str, int] = Field(default_factory=lambda: dict(DEFAULT_WARM_READ_UNITS))
 

@@ -13,11 +13,11 @@ from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from duetime.adapters.dynamodb.tables import DUE_INDEX, REAP_INDEX
-from duetime.bench.plan import MEASURED_PRELOAD_BYTES_PER_JOB, preload_mb
-from duetime.bench.plan_midnight import TABLE_NAMES, claims_per_second_within
-from duetime.ids import PARTITIONS
-from duetime.poller_lease import group_label
-from duetime.warm_throughput import NEW_TABLE_WRITE_UNITS, TABLE_QUOTA_UNITS
+from duetime.capacity.plan import MEASURED_PRELOAD_BYTES_PER_JOB, preload_mb
+from duetime.capacity.plan_midnight import TABLE_NAMES, claims_per_second_within
+from duetime.capacity.warm_throughput import NEW_TABLE_WRITE_UNITS, TABLE_QUOTA_UNITS
+from duetime.domain.ids import PARTITIONS
+from duetime.scheduling.poller_lease import group_label
 from duetime_cdk.functions import DuetimeFunction, LambdaCode, allow
 from duetime_cdk.observability import Alerts
 from duetime_cdk.queue import RunQueue
@@ -26,7 +26,7 @@ from duetime_cdk.storage import Storage
 # Each invocation runs 135 s though its rule fires every 60 s, so two overlap at any moment: one holds the
 # group's lease and claims, the other stands by with the next minute preloaded and takes over at an agreed
 # whole second (or within ~6.5 s of a holder's death). The handler stops 10 s before the timeout at the
-# latest. See duetime.poller_lease and the README's "How it works".
+# latest. See duetime.scheduling.poller_lease and the README's "How it works".
 POLLER_RUN_SECONDS = 135
 POLLER_TIMEOUT_SECONDS = 150
 
@@ -44,8 +44,8 @@ MIDNIGHT_JOBS = 500_000
 POLLER_BASE_MB = 73
 PRELOAD_HEADROOM = 2.0
 POLLER_MIN_MEMORY_MB = 512
-# A busy minute's helpers (duetime.fan_out) are started 30 s before it and serve it and up to 90 s after:
-# their timeout leaves room past that (the handler's own end is the assignment's serve_until).
+# A busy minute's helpers (duetime.scheduling.fan_out) are started 30 s before it and serve it and up to 90 s
+# after: their timeout leaves room past that (the handler's own end is the assignment's serve_until).
 HELPER_TIMEOUT_SECONDS = 300
 HELPER_MEMORY_MB = 1769  # Lambda: one vCPU at 1,769 MB; claiming is CPU-bound
 
@@ -62,9 +62,9 @@ class Pollers(Construct):
     Its rule invokes it every minute; each invocation may run 135 s, so one is always there to take the
     group's lease over. It hands the lease to the next invocation as soon as that one is ready and returns,
     unless ``hot_standby`` (or a busy minute) keeps the next one waiting to the end of the run
-    (``duetime.poller_lease``). A quiet group's holder gives the lease back and returns early
-    (``duetime.quiet``); the API wakes the group when a job is written due before the next tick
-    (``duetime.wake``): ``wake_environment`` and ``allow_wake`` are what it needs for that."""
+    (``duetime.scheduling.poller_lease``). A quiet group's holder gives the lease back and returns early
+    (``duetime.scheduling.quiet``); the API wakes the group when a job is written due before the next tick
+    (``duetime.scheduling.wake``): ``wake_environment`` and ``allow_wake`` are what it needs for that."""
 
     def __init__(
         self,
@@ -84,7 +84,7 @@ class Pollers(Construct):
         warm_write_units: Mapping[str, int] | None = None,
     ) -> None:
         """``worker``: the worker alias the SQS event source invokes; pollers warm it before each minute
-        that holds runs (``duetime.warmup``)."""
+        that holds runs (``duetime.scheduling.warmup``)."""
         super().__init__(scope, id)
         jobs, runs, control = (storage.table_arn(t) for t in ("jobs", "runs", "control"))
         statements = [
@@ -119,9 +119,9 @@ class Pollers(Construct):
             alerts.allow_publish(),
             allow(["lambda:InvokeFunction"], [worker.function_arn]),  # warm-ups (asynchronous)
         ]
-        # The helpers of busy minutes (duetime.fan_out): the pollers' code and rights, sized for CPU, invoked
-        # by a group's holder only (asynchronously, its event naming the slice and minute). Idle, it costs
-        # nothing: no rule invokes it.
+        # The helpers of busy minutes (duetime.scheduling.fan_out): the pollers' code and rights, sized for
+        # CPU, invoked by a group's holder only (asynchronously, its event naming the slice and minute). Idle,
+        # it costs nothing: no rule invokes it.
         self.helper: lambda_.Function | None = None
         helper_environment: dict[str, str] = {}
         if fan_out:
@@ -141,9 +141,9 @@ class Pollers(Construct):
             self.helper.configure_async_invoke(max_event_age=cdk.Duration.seconds(60), retry_attempts=0)
             statements = [*statements, allow(["lambda:InvokeFunction"], [self.helper.function_arn])]
             helper_environment = {"DUETIME_POLLER_HELPER_FUNCTION": self.helper.function_name}
-        # Each group's share of the claims a second the tables take with their starts (duetime.claim_pace),
-        # from their warm throughput: a busy minute's claimers together never ask a table more than it takes.
-        # None (unpaced) on LocalStack, whose tables take anything.
+        # Each group's share of the claims a second the tables take with their starts
+        # (duetime.scheduling.claim_pace), from their warm throughput: a busy minute's claimers together never
+        # ask a table more than it takes. None (unpaced) on LocalStack, whose tables take anything.
         self.claims_per_second = (
             claims_per_second_for(warm_write_units) / len(partition_groups)
             if warm_write_units is not None
@@ -221,7 +221,7 @@ class Pollers(Construct):
 
 def claims_per_second_for(warm_write_units: Mapping[str, int]) -> float:
     """The claims a second the tables and indexes take, each at its warm throughput (or a new table's
-    4,000), when every claim's run starts as fast (``duetime.bench.plan_midnight``)."""
+    4,000), when every claim's run starts as fast (``duetime.capacity.plan_midnight``)."""
     capacity = {
         name: float(max(NEW_TABLE_WRITE_UNITS, min(TABLE_QUOTA_UNITS, warm_write_units.get(name, 0))))
         for name in TABLE_NAMES

@@ -41,8 +41,8 @@ class Prescaler(Construct):
     provisioned concurrency with the Lambda API (Get/Put/DeleteProvisionedConcurrencyConfig on ``live``):
     raised at once ahead of a busy minute, up to ``peak_workers``; lowered, down to ``baseline_workers``, only
     once the run queue's depth (``sqs:GetQueueAttributes``) says the fewer workers can start what waits
-    (``duetime.prescale``). It owns the alias's provisioned concurrency: no Application Auto Scaling target
-    (``scheduled_scaling``) may set it as well. With ``forecast_pollers`` (the default, unless
+    (``duetime.scheduling.prescale``). It owns the alias's provisioned concurrency: no Application Auto
+    Scaling target (``scheduled_scaling``) may set it as well. With ``forecast_pollers`` (the default, unless
     ``worker_min_pollers`` pins provisioned mode) it also switches the worker's SQS event source mapping,
     named by ``DUETIME_WORKER_EVENT_SOURCE_UUID``, to provisioned mode ahead of a minute standard mode would
     not start in time, and back to standard mode with ``worker_max_concurrency`` once the queue has drained

@@ -38,7 +38,7 @@ class Storage(Construct):
     deletion protection unless the stack is a throwaway test stack.
 
     Each table and index is pre-warmed to ``warm_write_units`` / ``warm_read_units`` (names as in
-    ``duetime.warm_throughput``; none for a name not given or 0): ``WarmThroughput`` on the
+    ``duetime.capacity.warm_throughput``; none for a name not given or 0): ``WarmThroughput`` on the
     ``AWS::DynamoDB::GlobalTable`` and on each of its ``GlobalSecondaryIndexes`` (CloudFormation's
     "AWS::DynamoDB::GlobalTable WarmThroughput": ReadUnitsPerSecond, WriteUnitsPerSecond, integers of at
     least 1, updated with no interruption). StackConfig empties both with ``localstack``: LocalStack's

@@ -9,7 +9,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from constructs import Construct
 
-from duetime.aws_targets import ROLE_NAME_PREFIX
+from duetime.domain.aws_targets import ROLE_NAME_PREFIX
 from duetime_cdk.config import StackConfig
 from duetime_cdk.functions import DuetimeFunction, LambdaCode, allow
 from duetime_cdk.observability import Alerts
@@ -72,13 +72,14 @@ class Workers(Construct):
                     ],
                     [control],
                 ),  # team, slots, store clock
-                # A job's notify channels, read when one of its runs fails or dies (duetime.notifications);
-                # the notice goes to the runs table's outbox (UpdateItem, above).
+                # A job's notify channels, read when one of its runs fails or dies
+                # (duetime.execution.notifications); the notice goes to the runs table's outbox (UpdateItem,
+                # above).
                 allow(["dynamodb:GetItem"], [jobs]),
                 queue.allow_send(),
                 alerts.allow_publish(),
-                # AWS targets (duetime.aws_targets): the worker has no right to any team's resources; it
-                # acts under the team's role, and may assume only roles that opt in by their name, in any
+                # AWS targets (duetime.domain.aws_targets): the worker has no right to any team's resources;
+                # it acts under the team's role, and may assume only roles that opt in by their name, in any
                 # account. Each role's trust policy requires the team's external id, so no team can have
                 # duetime act under another team's role (README, "AWS targets"). TagSession: the session
                 # carries the team's tag (duetime:team), on those roles only.

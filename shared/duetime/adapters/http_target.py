@@ -18,8 +18,7 @@ import urllib3
 from urllib3.connectionpool import HTTPConnectionPool
 from urllib3.util import Url
 
-from duetime.ports import TargetRequest, TargetResponse
-from duetime.target_guard import (
+from duetime.domain.target_guard import (
     Resolver,
     TargetRefused,
     bare_host,
@@ -27,6 +26,7 @@ from duetime.target_guard import (
     parse_target_url,
     resolve_host,
 )
+from duetime.ports import TargetRequest, TargetResponse
 
 BODY_KEPT = 1024
 DEFAULT_PORTS = {"http": 80, "https": 443}

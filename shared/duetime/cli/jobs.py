@@ -12,7 +12,6 @@ from zoneinfo import ZoneInfo
 
 from pydantic import ValidationError
 
-from duetime.aws_targets import QUEUE_URL_PATTERN
 from duetime.cli.common import (
     JOB_COLUMNS,
     RUN_COLUMNS,
@@ -23,8 +22,9 @@ from duetime.cli.common import (
     json_flag,
     show,
 )
-from duetime.errors import from_validation_error
-from duetime.models import JobSpec
+from duetime.domain.aws_targets import QUEUE_URL_PATTERN
+from duetime.domain.errors import from_validation_error
+from duetime.domain.models import JobSpec
 
 
 def add_commands(commands: Any) -> None:
@@ -324,7 +324,7 @@ def run_runs(args: argparse.Namespace) -> None:
 
 
 def run_preview(args: argparse.Namespace) -> None:
-    from duetime.service import upcoming_runs
+    from duetime.api.service import upcoming_runs
 
     after = datetime.fromisoformat(args.after).astimezone(UTC) if args.after else datetime.now(UTC)
     body = {

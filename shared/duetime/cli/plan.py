@@ -36,7 +36,7 @@ def add_commands(commands: Any) -> None:
         "--warm-write-units",
         default="",
         help="the stack's warm_write_units, as -c takes it (e.g. runs:26000,jobs/due:17000): names given "
-        "replace the stack's defaults (duetime.warm_throughput), 0 for none",
+        "replace the stack's defaults (duetime.capacity.warm_throughput), 0 for none",
     )
     plan.add_argument(
         "--worker-rate",
@@ -76,9 +76,9 @@ def add_stack_flags(plan: argparse.ArgumentParser) -> None:
 
 
 def run_plan(args: argparse.Namespace) -> None:
-    from duetime.bench.fixed_cost import StackDefaults
-    from duetime.bench.plan import PlanInputs, capacity_plan, minutes_needing_prescale, parse_count
-    from duetime.warm_throughput import DEFAULT_WARM_WRITE_UNITS, NEW_TABLE_WRITE_UNITS, parse_units
+    from duetime.capacity.fixed_cost import StackDefaults
+    from duetime.capacity.plan import PlanInputs, capacity_plan, minutes_needing_prescale, parse_count
+    from duetime.capacity.warm_throughput import DEFAULT_WARM_WRITE_UNITS, NEW_TABLE_WRITE_UNITS, parse_units
 
     try:
         warm = {**DEFAULT_WARM_WRITE_UNITS, **parse_units(args.warm_write_units, NEW_TABLE_WRITE_UNITS)}

@@ -37,7 +37,7 @@ def add_commands(commands: Any) -> None:
 
 
 def run_local(args: argparse.Namespace) -> int:
-    from duetime.local import run_local as run
+    from duetime.local.system import run_local as run
 
     return run(args.port, args.workers)
 
@@ -152,7 +152,7 @@ def add_precision_preload_midnight(benches: Any) -> None:
     preload.add_argument("--jobs", type=int, required=True)
     preload.add_argument("--json", action="store_true")
 
-    from duetime.bench.midnight import add_midnight_flags
+    from duetime_bench.midnight import add_midnight_flags
 
     add_midnight_flags(
         benches.add_parser(
@@ -179,7 +179,7 @@ def deployed_local_arguments(parser: argparse.ArgumentParser, what: str) -> None
 
 def spike_modes(text: str) -> list[str]:
     """``--modes``: fan_out and/or alone, comma-separated."""
-    from duetime.bench.deployed_spike import MODES
+    from duetime_bench.deployed_spike import MODES
 
     modes = [m.strip() for m in text.split(",") if m.strip()]
     unknown = [m for m in modes if m not in MODES]
@@ -191,7 +191,7 @@ def spike_modes(text: str) -> list[str]:
 def run_deployed_local(args: argparse.Namespace) -> None:
     from pathlib import Path
 
-    from duetime.deployed_local import DeployedStack, team_token, wait_until_jobs_can_be_created
+    from duetime.local.deployed import DeployedStack, team_token, wait_until_jobs_can_be_created
 
     stack = DeployedStack.from_outputs(Path(args.outputs), args.endpoint)
     token, secret = team_token(stack, args.team)
@@ -207,7 +207,7 @@ def run_bench(args: argparse.Namespace) -> None:
         run_versus_bench(args)
         return
     if args.action == "idle":
-        from duetime.bench.idle import run_idle
+        from duetime_bench.idle import run_idle
 
         idle = run_idle(
             args.minutes, args.groups, args.run_seconds, hot_standby=args.hot_standby, rest=not args.awake
@@ -215,11 +215,11 @@ def run_bench(args: argparse.Namespace) -> None:
         print(json.dumps(idle) if args.json else "\n".join(f"{k:36} {v}" for k, v in idle.items()))
         return
     if args.action == "spike" and args.deployed_local:
-        from duetime.bench.deployed_spike import run_deployed_spike
+        from duetime_bench.deployed_spike import run_deployed_spike
 
         result = run_deployed_spike(args.jobs, args.port, args.redeploy, args.holder_rows, args.modes)
     elif args.action == "spike":
-        from duetime.bench.spike import run_spike
+        from duetime_bench.spike import run_spike
 
         result = run_spike(
             args.jobs,
@@ -230,15 +230,15 @@ def run_bench(args: argparse.Namespace) -> None:
             own_cores=not args.shared_cores,
         )
     elif args.action == "midnight":
-        from duetime.bench.midnight import run_midnight_args
+        from duetime_bench.midnight import run_midnight_args
 
         result = run_midnight_args(args)
     elif args.action == "preload":
-        from duetime.bench.preload import run_preload
+        from duetime_bench.preload import run_preload
 
         result = run_preload(args.jobs)
     elif args.action == "runcpu":
-        from duetime.bench.run_cpu import run_cpu, run_cpu_calibrated
+        from duetime_bench.run_cpu import run_cpu, run_cpu_calibrated
 
         if args.runs > 1 or args.save_calibration:
             if args.target != "http":
@@ -247,11 +247,11 @@ def run_bench(args: argparse.Namespace) -> None:
         else:
             result = run_cpu(args.jobs, args.target)
     elif args.deployed_local:
-        from duetime.bench.deployed import run_deployed_precision
+        from duetime_bench.deployed import run_deployed_precision
 
         result = run_deployed_precision(args.jobs, args.minutes, args.port, args.redeploy)
     else:
-        from duetime.bench.precision import run_precision
+        from duetime_bench.precision import run_precision
 
         result = run_precision(args.jobs, args.minutes, args.workers)
     if args.json:
@@ -265,7 +265,7 @@ def run_versus_bench(args: argparse.Namespace) -> None:
     cannot run raises PeerUnavailable: one line on stderr, exit 1, no figure compared)."""
     from pathlib import Path
 
-    from duetime.bench.versus import describe, run_versus
+    from duetime_bench.versus import describe, run_versus
 
     peer_dir = Path(args.peer_dir) if args.peer_dir else None
     result = run_versus(args.jobs, args.processes, args.workers, peer_dir)
@@ -273,7 +273,7 @@ def run_versus_bench(args: argparse.Namespace) -> None:
 
 
 def run_chaos(args: argparse.Namespace) -> int:
-    from duetime.bench.chaos import run_chaos as chaos
+    from duetime_bench.chaos import run_chaos as chaos
 
     result = chaos(args.seed, args.minutes)
     if args.json:

@@ -8,7 +8,7 @@ from typing import Any
 from urllib.parse import quote
 
 from duetime.cli.common import TOKEN_COLUMNS, api_flags, client_from, show
-from duetime.tokens import TokenScope
+from duetime.domain.tokens import TokenScope
 
 
 def add_commands(commands: Any) -> None:

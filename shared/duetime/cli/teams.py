@@ -15,12 +15,12 @@ import sys
 from datetime import timedelta
 from typing import Any
 
+from duetime.api.team_admin import hash_token
 from duetime.cli.common import json_flag
-from duetime.errors import ApiError
-from duetime.job_history import token_id
-from duetime.models import Team
-from duetime.team_admin import hash_token
-from duetime.tokens import ApiToken, TokenScope
+from duetime.domain.errors import ApiError
+from duetime.domain.job_history import token_id
+from duetime.domain.models import Team
+from duetime.domain.tokens import ApiToken, TokenScope
 
 LIMIT_FLAGS = {  # flag -> Team field
     "max_concurrency": "max_concurrency",
@@ -102,7 +102,7 @@ def token_view(token: ApiToken) -> dict[str, Any]:
 
 def run_teams(args: argparse.Namespace) -> None:
     from duetime import wiring
-    from duetime.local import local_environment
+    from duetime.local.system import local_environment
 
     if args.local:
         local_environment()

@@ -34,13 +34,13 @@ from duetime.adapters.dynamodb.reap_checks import DEFAULT_LEASE_CHECK, waiting_c
 from duetime.adapters.dynamodb.store import conditional_write
 from duetime.adapters.dynamodb.tables import TEAM_JOBS_INDEX, TableNames
 from duetime.adapters.dynamodb.team_records import TeamRecords
-from duetime.catalog import IdempotencyMismatch, IdempotencyRecord, InvalidCursor, Page, QuotaExceeded
-from duetime.job_history import JobChange
-from duetime.labels import matches_words
-from duetime.models import Job, Run, RunStatus, Team
+from duetime.domain.catalog import IdempotencyMismatch, IdempotencyRecord, InvalidCursor, Page, QuotaExceeded
+from duetime.domain.job_history import JobChange
+from duetime.domain.labels import matches_words
+from duetime.domain.models import Job, Run, RunStatus, Team
 from duetime.ports import Catalog
 
-__all__ = [  # the domain's names, importable from here as before they moved to duetime.catalog
+__all__ = [  # the domain's names, importable from here as before they moved to duetime.domain.catalog
     "DynamoCatalog",
     "IdempotencyMismatch",
     "IdempotencyRecord",

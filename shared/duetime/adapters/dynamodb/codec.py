@@ -9,8 +9,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from duetime.adapters.dynamodb.reap_checks import DEFAULT_LEASE_CHECK, waiting_check
-from duetime.ids import partition_of, split_run_id
-from duetime.models import (
+from duetime.domain.ids import partition_of, split_run_id
+from duetime.domain.models import (
     HttpTarget,
     Job,
     JobSpec,
@@ -21,7 +21,7 @@ from duetime.models import (
     RunStatus,
     parse_target,
 )
-from duetime.timeutil import iso_z, minute_bucket, parse_iso_z
+from duetime.domain.timeutil import iso_z, minute_bucket, parse_iso_z
 
 Item = dict[str, dict[str, Any]]
 _SPEC_FIELDS = set(JobSpec.model_fields)

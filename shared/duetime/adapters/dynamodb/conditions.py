@@ -377,10 +377,11 @@ POLLER_HANDOVER_UNANSWERED = Condition(
 )
 
 # --- each team's API rate: one item per team, ("ratelimit#<team>", "ratelimit") in the control table -----
-# ``tat`` is the team's theoretical arrival time in microseconds since the epoch (``duetime.rate_limit``
-# explains the rule); ``:now`` is the store's clock. Each request makes the write for the state it expects the
-# bucket in; a failed condition hands back the item, which says the state it is really in (TAT only moves
-# forward, so a request's writes are at most two and the second one is the last).
+# ``tat`` is the team's theoretical arrival time in microseconds since the epoch
+# (``duetime.domain.rate_limit`` explains the rule); ``:now`` is the store's clock. Each request makes the
+# write for the state it expects the bucket in; a failed condition hands back the item, which says the state
+# it is really in (TAT only moves forward, so a request's writes are at most two and the second one is the
+# last).
 
 API_RATE_IDLE = Condition(
     "API_RATE_IDLE",

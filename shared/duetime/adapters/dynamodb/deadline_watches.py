@@ -10,8 +10,8 @@ never meets them):
   each way for the index.
 * the **missing flag**, sort key ``missing``, with ``since`` = the nominal time of the first missed time.
 
-A quiet poller group (``duetime.quiet``) does not wake for a watch: its next tick checks it, within a
-minute of the deadline.
+A quiet poller group (``duetime.scheduling.quiet``) does not wake for a watch: its next tick checks it, within
+a minute of the deadline.
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ from duetime.adapters.dynamodb import partiql
 from duetime.adapters.dynamodb.codec import Item, n, s, t
 from duetime.adapters.dynamodb.reads import batch_get
 from duetime.adapters.dynamodb.tables import REAP_INDEX, TableNames
-from duetime.ids import RUN_ID_SEPARATOR, partition_of, split_run_id
-from duetime.models import Run
+from duetime.domain.ids import RUN_ID_SEPARATOR, partition_of, split_run_id
+from duetime.domain.models import Run
+from duetime.domain.timeutil import parse_iso_z
 from duetime.ports import DeadlineWatch
-from duetime.timeutil import parse_iso_z
 
 KEY_PREFIX = "~deadline-"
 WATCH_PREFIX = "watch#"

@@ -4,7 +4,7 @@ same transaction as the job write they follow (``DynamoCatalog.insert_job``, ``r
 
 - a label pair:  pk ``label#<team>#<key>=<value>``, sk ``<job id>``; one Query lists a pair's jobs.
 - a name word:   pk ``words#<team>``, sk ``<word>#<job id>``; ``begins_with(sk, :word)`` lists the jobs with
-  a word of their name starting with a search word (``duetime.labels.name_words``).
+  a word of their name starting with a search word (``duetime.domain.labels.name_words``).
 - a change:      pk ``history#<job id>``, sk ``<instant, ms>#<nonce>``, TTL 90 days; newest first.
 
 The index items carry no condition of their own: the job write they ride with is conditioned
@@ -20,10 +20,10 @@ from typing import Any
 
 from duetime.adapters.dynamodb.codec import Item, n, s
 from duetime.adapters.dynamodb.tables import TableNames
-from duetime.job_history import HISTORY_KEPT, JobChange
-from duetime.labels import name_words
-from duetime.models import Job
-from duetime.timeutil import iso_z
+from duetime.domain.job_history import HISTORY_KEPT, JobChange
+from duetime.domain.labels import name_words
+from duetime.domain.models import Job
+from duetime.domain.timeutil import iso_z
 
 
 def label_pk(team: str, key: str, value: str) -> str:

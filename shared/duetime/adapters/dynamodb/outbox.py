@@ -1,4 +1,5 @@
-"""The notification outbox in the runs table (``ports.NotificationOutbox``, ``duetime.notifications``).
+"""The notification outbox in the runs table (``ports.NotificationOutbox``,
+``duetime.execution.notifications``).
 
 One item per (job, event, channel): key ``~notify-<job id>`` / ``<event>#<channel id>``, holding the pending
 count, the count of the notification being delivered (``sending``), the first and latest notice, the delivery
@@ -19,9 +20,9 @@ from duetime.adapters.dynamodb import conditions as c
 from duetime.adapters.dynamodb.codec import Item, n, s, t
 from duetime.adapters.dynamodb.reads import batch_get
 from duetime.adapters.dynamodb.tables import REAP_INDEX, TableNames
-from duetime.notifications import channel_id
+from duetime.domain.timeutil import parse_iso_z
+from duetime.execution.notifications import channel_id
 from duetime.ports import Notice, PendingNotification
-from duetime.timeutil import parse_iso_z
 
 KEY_PREFIX = "~notify-"
 SHARD = "notify"

@@ -1,8 +1,8 @@
 """Each team's API rate in the control table: ``ApiRateLimiter`` on DynamoDB.
 
 One item per team, ``("ratelimit#<team>", "ratelimit")``, holding ``tat``: the team's theoretical arrival time
-(``duetime.rate_limit``), whole microseconds since the epoch, and a ``ttl`` that lets DynamoDB drop the item
-a day after the bucket is idle again (a missing item is an idle bucket, so nothing changes when it goes).
+(``duetime.domain.rate_limit``), whole microseconds since the epoch, and a ``ttl`` that lets DynamoDB drop the
+item a day after the bucket is idle again (a missing item is an idle bucket, so nothing changes when it goes).
 
 A request is decided by a conditional UpdateItem, with no read before it: the write for the state the bucket
 is expected in (condition ``API_RATE_IDLE`` or ``API_RATE_WITHIN_BURST``). When the condition fails,
@@ -26,8 +26,8 @@ from datetime import datetime
 from duetime.adapters.dynamodb import conditions as c
 from duetime.adapters.dynamodb.codec import Item, n
 from duetime.adapters.dynamodb.team_counters import TeamCounter, counter_key
-from duetime.models import Team
-from duetime.rate_limit import ALLOWED, MICROS_PER_SECOND, Bucket, Decision, RateRule, micros
+from duetime.domain.models import Team
+from duetime.domain.rate_limit import ALLOWED, MICROS_PER_SECOND, Bucket, Decision, RateRule, micros
 
 BUCKET_TTL_SECONDS = 86_400  # how long an idle bucket's item is kept (DynamoDB deletes it some time after)
 
@@ -37,8 +37,8 @@ def rate_limit_key(team_id: str) -> Item:
 
 
 class DynamoRateLimiter(TeamCounter):
-    """Implements ``duetime.rate_limit.ApiRateLimiter``: a team's bucket is an item in the control table
-    (``_seen``: team -> the latest TAT this process wrote or was shown, a guess)."""
+    """Implements ``duetime.domain.rate_limit.ApiRateLimiter``: a team's bucket is an item in the control
+    table (``_seen``: team -> the latest TAT this process wrote or was shown, a guess)."""
 
     kind = "ratelimit"
 

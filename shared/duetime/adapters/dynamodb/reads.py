@@ -9,7 +9,7 @@ from typing import Any
 from duetime.adapters.dynamodb.codec import Item, item_to_job, item_to_run, run_key, s
 from duetime.adapters.dynamodb.tables import TableNames
 from duetime.adapters.retrying import UNPROCESSED, Sleep, resend
-from duetime.models import Job, Run, Team
+from duetime.domain.models import Job, Run, Team
 
 
 def team_key(team_id: str) -> Item:

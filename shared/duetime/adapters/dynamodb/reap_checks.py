@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from duetime.models import Run, RunStatus
+from duetime.domain.models import Run, RunStatus
 
 DEFAULT_LEASE_CHECK = timedelta(seconds=60)  # the workers' default lease (``Settings.lease_seconds``)
 

@@ -45,7 +45,7 @@ from datetime import datetime, timedelta
 
 from duetime.adapters.dynamodb.codec import Item, n, reap_shard, s, t
 from duetime.adapters.dynamodb.reap_checks import waiting_check
-from duetime.models import Run
+from duetime.domain.models import Run
 
 TICKET_RUNS_MAX = 18  # 18 run ids of 47 characters keep a ticket under 1 KB: 1 write unit, 1 read unit
 TICKET_RUNS_MIN = 3  # a claim's runs below this carry their own entries

@@ -1,7 +1,7 @@
 """Each team's budget of runs made on request in the control table: ``RunBudget`` on DynamoDB.
 
 One item per team, ``("runbudget#<team>", "runbudget")``, holding ``minute`` (the minute it counts, whole
-minutes since the epoch on the store's clock, ``duetime.run_budget``), ``runs`` (the runs triggers and
+minutes since the epoch on the store's clock, ``duetime.domain.run_budget``), ``runs`` (the runs triggers and
 backfills created in it) and a ``ttl`` that lets DynamoDB drop it a day after that minute (a missing item is
 an empty budget, so nothing changes when it goes).
 
@@ -24,8 +24,8 @@ from datetime import datetime
 from duetime.adapters.dynamodb import conditions as c
 from duetime.adapters.dynamodb.codec import Item, n
 from duetime.adapters.dynamodb.team_counters import TeamCounter, counter_key
-from duetime.models import Team
-from duetime.run_budget import BudgetRule, Spend, minute_of
+from duetime.domain.models import Team
+from duetime.domain.run_budget import BudgetRule, Spend, minute_of
 
 BUDGET_TTL_SECONDS = 86_400  # how long a budget's item is kept after its minute (DynamoDB deletes it later)
 NAMES = {"#minute": "minute", "#runs": "runs"}
@@ -36,7 +36,7 @@ def run_budget_key(team_id: str) -> Item:
 
 
 class DynamoRunBudget(TeamCounter):
-    """Implements ``duetime.run_budget.RunBudget``: a team's budget is an item in the control table
+    """Implements ``duetime.domain.run_budget.RunBudget``: a team's budget is an item in the control table
     (``_seen``: team -> the latest minute this process counted in or was shown, a guess)."""
 
     kind = "runbudget"

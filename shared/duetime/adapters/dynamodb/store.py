@@ -60,11 +60,11 @@ from duetime.adapters.dynamodb.worker_batches import (
     slot_key,
 )
 from duetime.adapters.retrying import UNPROCESSED, Sleep, resend
-from duetime.claim_plan import Claim, sets_active_run
-from duetime.ids import partition_of, split_run_id
-from duetime.models import Job, JobSpec, Run, RunResult, RunStatus, Team
+from duetime.domain.claim_plan import Claim, sets_active_run
+from duetime.domain.ids import partition_of, split_run_id
+from duetime.domain.models import Job, JobSpec, Run, RunResult, RunStatus, Team
+from duetime.domain.timeutil import iso_z, parse_iso_z
 from duetime.ports import Alert, ClaimOutcome, PollerLease, ReapCandidate
-from duetime.timeutil import iso_z, parse_iso_z
 
 log = logging.getLogger(__name__)
 
@@ -776,7 +776,8 @@ class DynamoStore(WorkerBatches, DeadlineWatches, DynamoOutbox):
         condition = c.SLOT_HELD.for_slots([k]).expression
         self._slot_write(team_id, slot, update, condition, {f":run_{k}": s(run_id)})
 
-    # --- poller leases (one item per partition group; see ``duetime.poller_lease``) ----------------------
+    # --- poller leases (one item per partition group; see ``duetime.scheduling.poller_lease``)
+    # ----------------------
 
     def read_poller_lease(self, group: str) -> PollerLease:
         item = self.client.get_item(

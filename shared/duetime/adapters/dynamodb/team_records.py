@@ -2,7 +2,7 @@
 
 Rows (``pk`` / ``sk``):
 
-- ``team#<id>`` / ``team``: the team's settings (``team``, the JSON of ``duetime.models.Team``), its
+- ``team#<id>`` / ``team``: the team's settings (``team``, the JSON of ``duetime.domain.models.Team``), its
   ``revision`` (one up with every administrative change) and the counts its job writes keep (``job_count``,
   ``exact_jobs``; see ``catalog.py``);
 - ``token#<sha256 of the token>`` / ``token``: which team a token authenticates, its name, scope and
@@ -30,15 +30,15 @@ from duetime.adapters.dynamodb import conditions as c
 from duetime.adapters.dynamodb.codec import Item, n, s
 from duetime.adapters.dynamodb.reads import batch_get, read_team, team_key
 from duetime.adapters.dynamodb.tables import TableNames
-from duetime.catalog import AuditEvent
-from duetime.models import Team
-from duetime.timeutil import iso_z
-from duetime.tokens import LEGACY_TOKEN_NAME, ApiToken, TokenScope
+from duetime.domain.catalog import AuditEvent
+from duetime.domain.models import Team
+from duetime.domain.timeutil import iso_z
+from duetime.domain.tokens import LEGACY_TOKEN_NAME, ApiToken, TokenScope
 
 AUDIT_KEPT = timedelta(days=90)
 DIRECTORY = "teams"
 
-__all__ = ["AUDIT_KEPT", "DIRECTORY", "AuditEvent", "TeamRecords"]  # AuditEvent: from duetime.catalog
+__all__ = ["AUDIT_KEPT", "DIRECTORY", "AuditEvent", "TeamRecords"]  # AuditEvent: from duetime.domain.catalog
 
 
 class TeamRecords:

@@ -30,10 +30,10 @@ from duetime.adapters.dynamodb.codec import Item, item_to_run, n, reap_shard, ru
 from duetime.adapters.dynamodb.reads import batch_get
 from duetime.adapters.dynamodb.reap_checks import waiting_check
 from duetime.adapters.dynamodb.tables import TableNames
-from duetime.ids import split_run_id
-from duetime.models import Run, RunStatus, Team
+from duetime.domain.ids import split_run_id
+from duetime.domain.models import Run, RunStatus, Team
+from duetime.domain.timeutil import parse_iso_z, whole_seconds
 from duetime.ports import ResultWrite
-from duetime.timeutil import parse_iso_z, whole_seconds
 
 log = logging.getLogger(__name__)
 

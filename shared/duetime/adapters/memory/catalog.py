@@ -30,7 +30,7 @@ from typing import Any
 
 from duetime.adapters.memory.store import MemoryStore
 from duetime.adapters.memory.stored import distinct, to_second
-from duetime.catalog import (
+from duetime.domain.catalog import (
     AuditEvent,
     IdempotencyMismatch,
     IdempotencyRecord,
@@ -38,12 +38,12 @@ from duetime.catalog import (
     Page,
     QuotaExceeded,
 )
-from duetime.ids import RUN_ID_SEPARATOR
-from duetime.job_history import JobChange
-from duetime.labels import matches_words, name_words
-from duetime.models import Job, Run, RunStatus, Team
+from duetime.domain.ids import RUN_ID_SEPARATOR
+from duetime.domain.job_history import JobChange
+from duetime.domain.labels import matches_words, name_words
+from duetime.domain.models import Job, Run, RunStatus, Team
+from duetime.domain.tokens import ApiToken
 from duetime.ports import Catalog
-from duetime.tokens import ApiToken
 
 
 def _json(value: Any) -> Any:

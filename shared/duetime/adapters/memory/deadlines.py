@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from duetime.adapters.memory.stored import Tables, to_second
-from duetime.models import Run
+from duetime.domain.models import Run
 from duetime.ports import DeadlineWatch
 
 

@@ -20,11 +20,11 @@ from duetime.adapters.dynamodb.codec import due_bucket, due_key
 from duetime.adapters.dynamodb.partiql import BATCH_STATEMENTS_MAX as BATCH
 from duetime.adapters.memory.deadlines import MemoryDeadlines
 from duetime.adapters.memory.stored import maybe_second, to_second
-from duetime.claim_plan import Claim, sets_active_run
-from duetime.ids import partition_of
-from duetime.models import Job, JobState, Run
+from duetime.domain.claim_plan import Claim, sets_active_run
+from duetime.domain.ids import partition_of
+from duetime.domain.models import Job, JobState, Run
+from duetime.domain.timeutil import iso_z, minute_bucket
 from duetime.ports import ClaimOutcome
-from duetime.timeutil import iso_z, minute_bucket
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 from datetime import datetime
 
-from duetime.clock import Clock
+from duetime.domain.clock import Clock
 from duetime.ports import ProvisionedEventPollers, ProvisionedWorkers
 
 

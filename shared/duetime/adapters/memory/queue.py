@@ -1,8 +1,8 @@
 """``MemoryQueue``: the twin of the SQS run queue, on an injectable clock.
 
 The sending side is ``RunQueue`` (``SqsRunQueue``); the receiving side is what ``SqsConsumer`` offers
-(``receive``, ``delete``, ``change_visibility``), so ``duetime.local.EventSourceMapping`` can feed a worker
-from it. As on SQS: a message sent with a delay becomes visible ``delay_seconds`` later (0 to 900); a
+(``receive``, ``delete``, ``change_visibility``), so ``duetime.local.system.EventSourceMapping`` can feed a
+worker from it. As on SQS: a message sent with a delay becomes visible ``delay_seconds`` later (0 to 900); a
 received message is invisible for the visibility timeout, then comes back with its receive count up by
 one unless it was deleted; each receive gives a new receipt handle, and only the latest one deletes the
 message or changes its visibility. Time is the clock's, so a ``ManualClock`` moves delays and timeouts.
@@ -20,9 +20,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from duetime.adapters.sqs import ReceivedMessage, decode, encode
-from duetime.clock import Clock
-from duetime.models import MAX_SQS_DELAY_SECONDS
+from duetime.adapters.aws.sqs import ReceivedMessage, decode, encode
+from duetime.domain.clock import Clock
+from duetime.domain.models import MAX_SQS_DELAY_SECONDS
 from duetime.ports import RunBacklog, RunMessage, RunQueue
 
 

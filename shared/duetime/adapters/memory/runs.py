@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from duetime.adapters.memory.stored import Tables, distinct, to_second
-from duetime.models import Run, RunResult, RunStatus
+from duetime.domain.models import Run, RunResult, RunStatus
 from duetime.ports import ReapCandidate, ResultWrite
 
 _WAITING = (RunStatus.QUEUED, RunStatus.RETRY_WAIT)

@@ -11,8 +11,8 @@ import threading
 from collections.abc import Hashable, Sequence
 from datetime import datetime
 
-from duetime.models import Run
-from duetime.timeutil import whole_seconds
+from duetime.domain.models import Run
+from duetime.domain.timeutil import whole_seconds
 
 
 def to_second(instant: datetime) -> datetime:

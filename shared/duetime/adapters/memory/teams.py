@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from duetime.adapters.memory.stored import Tables, distinct, to_second
-from duetime.models import Team
+from duetime.domain.models import Team
 
 
 @dataclass(frozen=True)

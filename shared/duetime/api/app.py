@@ -1,0 +1,697 @@
+"""The REST API (prefix /v1) on powertools' APIGatewayRestResolver. The api Lambda and ``duetime local``
+serve this same app. Routes parse and shape; ``JobService`` does the work."""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import sys
+import threading
+from collections.abc import Callable
+from datetime import datetime
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
+from aws_lambda_powertools.event_handler.exceptions import NotFoundError
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer
+from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path, Query
+from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
+
+from duetime import __version__
+from duetime.api.authorizer import request_caller
+from duetime.api.console_files import SECURITY_HEADERS, console_file, is_console_path
+from duetime.api.schemas import (
+    AwsRoleIn,
+    BackfillOut,
+    ErrorOut,
+    Health,
+    JobChangeOut,
+    JobHistory,
+    JobList,
+    JobOut,
+    JobPatch,
+    LoadMinute,
+    LoadOut,
+    PreviewOut,
+    PreviewRun,
+    RunList,
+    RunOut,
+    SigningKeyOut,
+    SigningKeysOut,
+    TeamOut,
+    TokenIssued,
+    TokenList,
+    TokenOut,
+    TriggerIn,
+)
+from duetime.api.service import (
+    LOAD_FIRE_TIMES_PER_REQUEST,
+    LOAD_JOBS_PER_REQUEST,
+    MAX_LOAD_FIRE_TIMES,
+    JobService,
+)
+from duetime.domain.errors import (
+    ApiError,
+    BadRequest,
+    Forbidden,
+    InvalidInput,
+    MethodNotAllowed,
+    PayloadTooLarge,
+    RateLimited,
+    UnsupportedMediaType,
+    field_path,
+)
+from duetime.domain.labels import LABEL_FILTER_PATTERN
+from duetime.domain.models import MAX_BACKFILL_RUNS, BackfillWindow, Job, JobSpec, Team
+from duetime.domain.rate_limit import ApiRateLimiter
+from duetime.domain.tokens import MAX_TOKENS_PER_TEAM, Caller, TokenIn, TokenScope, required_scope
+
+JSON = "application/json"
+PUBLIC_PATHS = {"/healthz", "/v1/openapi.json"}
+MAX_BODY_BYTES = 64 * 1024
+# Deeper JSON is refused before anything parses it: Python's parser recurses once a level (at about 1,000 it
+# raises RecursionError), and so do pydantic and the encoders a body passes through. A job is 4 levels deep;
+# a trigger body or an EventBridge detail is JSON of the team's, rarely past 10.
+MAX_JSON_DEPTH = 64
+_JSON_STRING = re.compile(r'"(?:[^"\\]++|\\.?)*+(?:"|\Z)', re.DOTALL)  # unterminated: to the end
+_JSON_BRACKET = re.compile(r"[\[\]{}]")
+JobId = Annotated[str, Path(min_length=1, max_length=64)]
+RunId = Annotated[str, Path(min_length=1, max_length=128)]
+TokenId = Annotated[str, Path(min_length=1, max_length=64)]
+
+_service_factory: Callable[[], JobService] | None = None
+_rate_limiter_factory: Callable[[], ApiRateLimiter] | None = None
+
+
+def use_service(factory: Callable[[], JobService]) -> None:
+    """Tell the app how to build its service (lazily, once); the handler and ``duetime local`` call this."""
+    global _service_factory
+    _service_factory = factory
+    service.cache_clear()
+
+
+@functools.cache
+def service() -> JobService:
+    if _service_factory is None:
+        from duetime import wiring
+
+        return wiring.job_service()
+    return _service_factory()
+
+
+def use_rate_limiter(factory: Callable[[], ApiRateLimiter] | None) -> None:
+    """Tell the app how to build the per-team rate limiter (tests); without one it is ``wiring``'s."""
+    global _rate_limiter_factory
+    _rate_limiter_factory = factory
+    rate_limiter.cache_clear()
+
+
+@functools.cache
+def rate_limiter() -> ApiRateLimiter:
+    if _rate_limiter_factory is None:
+        from duetime import wiring
+
+        return wiring.api_rate_limiter()
+    return _rate_limiter_factory()
+
+
+def check_rate(team: Team, cost: str = "") -> None:
+    """Count this request (or one more request's worth of its work, which ``cost`` explains) against its
+    team's API rate (on the store's clock); over it, ``RateLimited``."""
+    decision = rate_limiter().take(team, service().clock.now())
+    if not decision.allowed:
+        raise RateLimited(
+            f"{cost}too many requests: team {team.team_id} may make {team.api_rate_per_second:g} requests a "
+            f"second ({team.api_burst} at once); try again in {decision.retry_after_seconds} s",
+            decision.retry_after_seconds,
+        )
+
+
+def _error(exc: ApiError, headers: dict[str, str] | None = None) -> Response[Any]:
+    return Response(
+        status_code=exc.status,
+        content_type=JSON,
+        body=json.dumps(exc.body()),
+        headers={**exc.headers(), **(headers or {})},
+    )
+
+
+def _responses(success: int, model: Any, *errors: int) -> dict[int, OpenAPIResponse]:
+    """An operation's answers: ``success`` with ``model``, the errors every operation may give, and
+    ``errors``."""
+    described: dict[int, OpenAPIResponse] = {
+        success: {"description": _SUCCESS_TEXT[success], "content": {JSON: {"model": model}}}
+        if model is not None
+        else {"description": "No content", "content": {}},
+    }
+    for code in (400, 401, 403, 405, 413, 415, 422, 429, *errors):
+        described[code] = _error_response(code)
+    return described
+
+
+def _error_response(code: int) -> OpenAPIResponse:
+    described: OpenAPIResponse = {"description": _ERROR_TEXT[code], "content": {JSON: {"model": ErrorOut}}}
+    if code == 405:
+        described["headers"] = {
+            "Allow": {"description": "the methods this path answers", "schema": {"type": "string"}}
+        }
+    if code == 429:
+        described["headers"] = {
+            "Retry-After": {
+                "description": "over the team's API rate: whole seconds until a request would be allowed",
+                "schema": {"type": "integer", "minimum": 1},
+            }
+        }
+    return described
+
+
+def _public_responses(described: dict[int, OpenAPIResponse]) -> dict[int, OpenAPIResponse]:
+    """A route without a token: its own answers and the errors any request may get before routing."""
+    return {**described, **{code: _error_response(code) for code in (405, 413, 415)}}
+
+
+_SUCCESS_TEXT = {200: "OK", 201: "Created", 202: "Accepted"}
+_ERROR_TEXT = {
+    400: "Malformed request",
+    401: "Missing, unknown or revoked token",
+    403: "The token's scope does not allow this request (`forbidden`, naming the scope it needs), or the "
+    "team is disabled",
+    404: "No such job or run (in your team)",
+    405: "Method not allowed on this path (after authentication; `Allow` lists the methods it answers)",
+    409: "Conflict",
+    413: "Body too large",
+    415: "The body is not JSON",
+    422: "Invalid input (the field is named)",
+    429: "Over the team's API rate (`rate_limited`, with `Retry-After`), or a quota used up",
+}
+
+
+def needs(scope: TokenScope) -> list[dict[str, list[str]]]:
+    """An operation's security requirement: a bearer token with ``scope`` (OpenAPI 3.1 lets an HTTP
+    scheme's requirement list roles). Each route's scope here is the one ``required_scope`` enforces (a test
+    checks)."""
+    return [{"bearerAuth": [str(scope)]}]
+
+
+app = APIGatewayRestResolver(enable_validation=True)
+# The resolver keeps the request it is answering on itself (its current event, route and context), so it
+# answers one request at a time. On Lambda an environment never has two; ``duetime local`` serves requests
+# on threads of one process, where two at once crossed (a runs listing answered with the history's model).
+_one_request_at_a_time = threading.Lock()
+
+
+def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """The api Lambda's entry: size limit and authentication come before routing and validation, so an
+    unauthenticated or oversized request learns nothing else."""
+    with _one_request_at_a_time:
+        return _handle(event, context)
+
+
+def _handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    body = event.get("body") or ""
+    headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
+    content_type = (headers.get("content-type") or JSON).split(";")[0].strip().lower()
+    error: ApiError | None = None
+    if len(body.encode() if isinstance(body, str) else body) > MAX_BODY_BYTES:
+        error = PayloadTooLarge(f"request bodies are limited to {MAX_BODY_BYTES} bytes")
+    elif body and content_type != JSON:
+        error = UnsupportedMediaType("send the body as application/json", "Content-Type")
+    elif event.get("path") not in PUBLIC_PATHS and not is_console_path(str(event.get("path"))):
+        # The team the TeamAuthorizer vouched for (API Gateway on AWS), else the token is checked here
+        # (LocalStack runs no authorizer, duetime local has none): without a valid token, 401. Then the
+        # team's API rate: over it, 429 before routing, so a refused request changes nothing.
+        # Then the token's scope (``duetime.domain.tokens``): a token that may not make this request is
+        # refused before routing, so it learns nothing of the body's validity and changes nothing.
+        try:
+            caller = request_caller(service(), event, headers.get("authorization"))
+            check_rate(caller.team)
+            check_scope(caller, str(event.get("httpMethod")), str(event.get("path")))
+            app.context["team"] = caller.team
+            app.context["caller"] = caller
+        except ApiError as exc:
+            error = exc
+    if error is None and isinstance(body, str) and body:
+        problem = json_body_problem(body)
+        error = BadRequest(problem) if problem else None
+    if error is not None:
+        return {
+            "statusCode": error.status,
+            "headers": {"Content-Type": JSON, **error.headers()},
+            "body": json.dumps(error.body()),
+            "isBase64Encoded": False,
+        }
+    try:
+        return app.resolve(event, context)
+    finally:
+        app.context.clear()
+
+
+def json_body_problem(body: str) -> str | None:
+    """Why ``body`` would break a JSON parser rather than merely fail to parse, else None: nested deeper
+    than ``MAX_JSON_DEPTH`` (counted without parsing, so without recursion), holding an integer longer
+    than Python reads from text (``sys.get_int_max_str_digits``; ``json.loads`` raises ValueError, not a
+    decode error), or a ``NaN`` / ``Infinity`` that Python reads and JSON does not have. Malformed JSON is
+    left to the route's validation (400, "not valid JSON")."""
+    depth = deepest = 0
+    for bracket in _JSON_BRACKET.findall(_JSON_STRING.sub("", body)):
+        depth += 1 if bracket in "[{" else -1
+        deepest = max(deepest, depth)
+    if deepest > MAX_JSON_DEPTH:
+        return f"the body's JSON is nested deeper than {MAX_JSON_DEPTH} levels"
+    try:
+        json.loads(body, parse_constant=_refuse_constant)
+    except _NotJson as exc:
+        return str(exc)
+    except json.JSONDecodeError:
+        return None
+    except ValueError:
+        return f"the body holds an integer of more than {sys.get_int_max_str_digits()} digits"
+    return None
+
+
+class _NotJson(ValueError):
+    pass
+
+
+def _refuse_constant(name: str) -> None:
+    """``NaN``, ``Infinity`` and ``-Infinity``: Python reads them, JSON (RFC 8259) has no such values, and a
+    body holding one would be passed on to a target as text no JSON parser takes."""
+    raise _NotJson(f"the body holds {name}, which is not JSON (RFC 8259 has no NaN or Infinity)")
+
+
+def check_scope(caller: Caller, method: str, path: str) -> None:
+    """403 naming the token, its scope and the scope ``method path`` needs, unless the token may."""
+    needed = required_scope(method, path)
+    if not caller.may(needed):
+        token = caller.token
+        raise Forbidden(
+            f"the token {token.token_id} ({token.name!r}) has scope {token.scope}; {method} {path} needs "
+            f"{needed}: use a token with that scope (an admin issues one: POST /v1/tokens)",
+            "scope",
+        )
+
+
+def team() -> Team:
+    current: Team = app.context["team"]
+    return current
+
+
+def caller() -> Caller:
+    current: Caller = app.context["caller"]
+    return current
+
+
+def actor() -> str:
+    """The id of the token the request came with (``job_history.token_id``), for the job's history."""
+    return caller().token.token_id
+
+
+def _api_error(exc: ApiError) -> Response[Any]:
+    return _error(exc)
+
+
+def _invalid_request(exc: RequestValidationError) -> Response[Any]:
+    errors = exc.errors()
+    first = errors[0] if errors else {"loc": (), "msg": "invalid request", "type": ""}
+    if first.get("type") == "json_invalid":
+        return _error(BadRequest("the body is not valid JSON"))
+    field = field_path(tuple(first.get("loc", ())))
+    message = str(first.get("msg", "invalid")).removeprefix("Value error, ")
+    return _error(InvalidInput(f"{field or 'body'}: {message}", field or None))
+
+
+app.exception_handler(ApiError)(_api_error)
+app.exception_handler(RequestValidationError)(_invalid_request)
+
+
+class _NoRoute(ApiError):
+    status, code = 404, "not_found"
+
+
+@app.not_found
+def _no_route(exc: NotFoundError) -> Response[Any]:
+    """No route for this method and path: 405 with ``Allow`` when the path has routes for other methods
+    (RFC 9110), else 404. Behind ``handle``, so a token is checked first (except on the public paths)."""
+    event = app.current_event
+    allowed = allowed_methods(event.path)
+    if allowed:
+        listed = ", ".join(allowed)
+        refused = MethodNotAllowed(f"{event.http_method} is not allowed on {event.path}; it answers {listed}")
+        return _error(refused, {"Allow": listed})
+    return _error(_NoRoute("no such route"))
+
+
+def allowed_methods(path: str) -> list[str]:
+    """The methods routed for ``path``, matched with the resolver's own route patterns."""
+    routes = app._static_routes + app._dynamic_routes  # powertools lists its routes only here
+    return sorted({route.method for route in routes if route.rule.match(path)})
+
+
+# --- routes ----------------------------------------------------------------------------------------------
+
+
+@app.get(
+    "/healthz",
+    responses=_public_responses({200: {"description": "OK", "content": {JSON: {"model": Health}}}}),
+)
+def healthz() -> Health:
+    return Health(status="ok", version=__version__)
+
+
+@app.get("/v1/openapi.json", responses=_public_responses({200: {"description": "This document"}}))
+def openapi() -> Response[Any]:
+    return Response(status_code=200, content_type=JSON, body=openapi_document())
+
+
+@app.get("/console", include_in_schema=False)  # powertools routes /console/ here too
+def console_root() -> Response[Any]:
+    """``/console/`` is the index page; ``/console`` moves there (relative: a stage prefix is kept)."""
+    if app.current_event.path.endswith("/"):
+        return console("")
+    return Response(status_code=301, headers={"Location": "console/", **SECURITY_HEADERS}, body="")
+
+
+@app.get("/console/<name>", include_in_schema=False)
+def console(name: str) -> Response[Any]:
+    """The console's static files (``duetime.api.console_files``): public, the page asks for the token."""
+    found = console_file(name)
+    if found is None:
+        return _error(_NoRoute("no such console file"), SECURITY_HEADERS)
+    return Response(200, content_type=found.content_type, body=found.body, headers=SECURITY_HEADERS)
+
+
+def openapi_document() -> str:
+    return app.get_openapi_json_schema(
+        title="duetime",
+        version=__version__,
+        description="A distributed job scheduler: jobs (cron in a time zone, rate, or one time) that call "
+        "HTTP targets or AWS services (Lambda, SQS, SNS, EventBridge, Step Functions), at least once, with "
+        "the run id as idempotency key.",
+        security_schemes={"bearerAuth": HTTPBearer()},
+    )
+
+
+def shown(job: Job) -> JobOut:
+    """A job as answers show it, with its success-deadline flag."""
+    return JobOut.of(job, service().missing_since([job]).get(job.id))
+
+
+@app.post("/v1/jobs", responses=_responses(201, JobOut, 409, 429), security=needs(TokenScope.ADMIN))
+def create_job(
+    spec: Annotated[JobSpec, Body()],
+    idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key", max_length=255)] = None,
+) -> Response[JobOut]:
+    body = json.loads(app.current_event.body or "{}")  # re-validated with the clock (``at`` in the past)
+    job = service().create_job(team(), body, idempotency_key, actor())
+    return Response(status_code=201, content_type=JSON, body=shown(job))
+
+
+@app.get(
+    "/v1/jobs",
+    responses=_responses(200, JobList),
+    security=needs(TokenScope.READ),
+    description="Your jobs, a page at a time. `label=key:value` lists those with that label; `q` those with "
+    "a word of their name beginning with each word of `q` (case-insensitive; the first 16 words of a name "
+    "count). Both together: both must hold. A filtered page may hold fewer than `limit` jobs while "
+    "`next_cursor` says more may follow. `last_run=true` adds each job's latest run (`last_run`).",
+)
+def list_jobs(
+    limit: Annotated[int, Query(ge=1, le=100)] = 50,
+    cursor: Annotated[str | None, Query(max_length=2048)] = None,
+    label: Annotated[
+        str | None,
+        Query(max_length=127, pattern=LABEL_FILTER_PATTERN, description="key:value, e.g. env:prod"),
+    ] = None,
+    q: Annotated[str | None, Query(max_length=64, description="words the name's words begin with")] = None,
+    last_run: Annotated[bool, Query(description="add each job's latest run")] = False,
+) -> JobList:
+    page = service().list_jobs(team(), limit, cursor, label, q)
+    missing = service().missing_since(page.items)
+    latest = service().last_runs(page.items) if last_run else {}
+    jobs = [JobOut.of(j, missing.get(j.id), latest.get(j.id)) for j in page.items]
+    return JobList(jobs=jobs, next_cursor=page.cursor)
+
+
+@app.get("/v1/jobs/<job_id>", responses=_responses(200, JobOut, 404), security=needs(TokenScope.READ))
+def get_job(job_id: JobId) -> JobOut:
+    return shown(service().get_job(team(), job_id))
+
+
+@app.patch(
+    "/v1/jobs/<job_id>", responses=_responses(200, JobOut, 404, 409, 429), security=needs(TokenScope.ADMIN)
+)
+def patch_job(job_id: JobId, patch: Annotated[JobPatch, Body()]) -> JobOut:
+    changes = json.loads(app.current_event.body or "{}")
+    return shown(service().update_job(team(), job_id, changes, actor()))
+
+
+@app.delete("/v1/jobs/<job_id>", responses=_responses(204, None, 404, 409), security=needs(TokenScope.ADMIN))
+def delete_job(job_id: JobId) -> Response[Any]:
+    service().delete_job(team(), job_id, actor())
+    return Response(status_code=204, body="")
+
+
+@app.post(
+    "/v1/jobs/<job_id>/pause", responses=_responses(200, JobOut, 404, 409), security=needs(TokenScope.OPERATE)
+)
+def pause_job(job_id: JobId) -> JobOut:
+    return shown(service().update_job(team(), job_id, {"paused": True}, actor()))
+
+
+@app.post(
+    "/v1/jobs/<job_id>/resume",
+    responses=_responses(200, JobOut, 404, 409),
+    security=needs(TokenScope.OPERATE),
+)
+def resume_job(job_id: JobId) -> JobOut:
+    return shown(service().update_job(team(), job_id, {"paused": False}, actor()))
+
+
+@app.post(
+    "/v1/jobs/<job_id>/trigger",
+    responses=_responses(201, RunOut, 404, 409),
+    security=needs(TokenScope.OPERATE),
+)
+def trigger_job(job_id: JobId, request: Annotated[TriggerIn | None, Body()] = None) -> Response[RunOut]:
+    sent = json.loads(app.current_event.body or "null")  # re-read: powertools takes a list's first item
+    run = service().trigger(team(), job_id, sent)
+    return Response(status_code=201, content_type=JSON, body=RunOut.of(run))
+
+
+@app.post(
+    "/v1/jobs/<job_id>/backfill",
+    responses=_responses(202, BackfillOut, 404),
+    security=needs(TokenScope.OPERATE),
+    description="Runs for the job's past nominal times in [from, to): one per time its schedule names (cron "
+    "in its zone, rate from its anchor, one-time `at`; within start_at and end_at), under the scheduled run "
+    "id `<job id>@<nominal time>`. A time that already has a run keeps it and is not counted, so the same "
+    "request again creates nothing. `to` must be after `from` and not later than now, and the window may "
+    f"hold at most {MAX_BACKFILL_RUNS:,} times (else 422 naming `to`). The runs become due at a pace of "
+    "max(2, max_concurrency // 2) a second, in time order (each message delayed to its run's time), so the "
+    "team's other runs queue between them, not behind them. The job itself is not changed; a paused job may "
+    "be backfilled.",
+)
+def backfill_job(job_id: JobId, window: Annotated[BackfillWindow, Body()]) -> Response[BackfillOut]:
+    body = json.loads(app.current_event.body or "{}")  # re-validated with the clock (`to` in the future)
+    runs = service().backfill(team(), job_id, body)
+    return Response(status_code=202, content_type=JSON, body=BackfillOut(runs=runs))
+
+
+@app.get("/v1/jobs/<job_id>/runs", responses=_responses(200, RunList, 404), security=needs(TokenScope.READ))
+def list_runs(
+    job_id: JobId,
+    limit: Annotated[int, Query(ge=1, le=100)] = 50,
+    cursor: Annotated[str | None, Query(max_length=2048)] = None,
+) -> RunList:
+    page = service().list_runs(team(), job_id, limit, cursor)
+    return RunList(runs=[RunOut.of(r) for r in page.items], next_cursor=page.cursor)
+
+
+@app.get(
+    "/v1/jobs/<job_id>/preview", responses=_responses(200, PreviewOut, 404), security=needs(TokenScope.READ)
+)
+def preview(job_id: JobId, count: Annotated[int, Query(ge=1, le=100)] = 10) -> PreviewOut:
+    runs = service().preview(team(), job_id, count)
+    return PreviewOut(job_id=job_id, runs=[PreviewRun.of(r) for r in runs])
+
+
+@app.get(
+    "/v1/jobs/<job_id>/history",
+    responses=_responses(200, JobHistory, 404),
+    security=needs(TokenScope.READ),
+    description="What changed in the job, when, and by which token (its id, never the token), newest "
+    "first, for 90 days; a deleted job's history stays readable until then.",
+)
+def job_history(
+    job_id: JobId,
+    limit: Annotated[int, Query(ge=1, le=100)] = 50,
+    cursor: Annotated[str | None, Query(max_length=2048)] = None,
+) -> JobHistory:
+    page = service().job_history(team(), job_id, limit, cursor)
+    return JobHistory(changes=[JobChangeOut.of(c) for c in page.items], next_cursor=page.cursor)
+
+
+@app.get(
+    "/v1/jobs/<job_id>/signing-key",
+    responses=_responses(200, SigningKeysOut, 404),
+    security=needs(TokenScope.ADMIN),
+    description="The keys the job's calls (and its webhook notifications) are signed with, for its target "
+    "to verify the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) with "
+    "any Standard Webhooks library. Each job has keys of its own, so a call to one job's target does not "
+    "verify at another's. During a signing-secret rotation's overlap both keys are listed, each with when "
+    "it stops signing.",
+)
+def job_signing_key(job_id: JobId) -> SigningKeysOut:
+    keys = service().job_signing_keys(team(), job_id)
+    return SigningKeysOut(job_id=job_id, keys=[SigningKeyOut.of(k) for k in keys])
+
+
+@app.get(
+    "/v1/team",
+    responses=_responses(200, TeamOut),
+    security=needs(TokenScope.READ),
+    description="Your team's limits and what is in use: jobs and exact-time jobs against their quotas, and "
+    "the cap on runs at once.",
+)
+def get_team() -> TeamOut:
+    return TeamOut.of(team(), *service().job_counts(team()))
+
+
+@app.put(
+    "/v1/team/aws-role",
+    responses=_responses(200, TeamOut),
+    security=needs(TokenScope.ADMIN),
+    description="Register the IAM role your AWS targets are called under (a target's own `role_arn` "
+    "overrides it). Its trust policy must let duetime's worker role assume it with your team's external id "
+    "(in the answer). The role is not assumed here: a run's result tells if it cannot be (403).",
+)
+def put_aws_role(role: Annotated[AwsRoleIn, Body()]) -> TeamOut:
+    changed = service().set_aws_role(team(), role.role_arn, actor())
+    return TeamOut.of(changed, *service().job_counts(changed))
+
+
+@app.delete(
+    "/v1/team/aws-role",
+    responses=_responses(204, None),
+    security=needs(TokenScope.ADMIN),
+    description="Remove your team's role: AWS targets without a `role_arn` of their own fail (403-like, "
+    "not retried) until a role is registered again.",
+)
+def delete_aws_role() -> Response[Any]:
+    service().set_aws_role(team(), None, actor())
+    return Response(status_code=204, body="")
+
+
+@app.get(
+    "/v1/tokens",
+    responses=_responses(200, TokenList),
+    security=needs(TokenScope.ADMIN),
+    description="Your team's tokens (needs an `admin` token): id, name, scope, when and by which token each "
+    "was issued, and which one this request came with. Never a token itself.",
+)
+def list_tokens() -> TokenList:
+    current = caller().token
+    return TokenList(tokens=[TokenOut.of(t, current) for t in service().tokens(caller())])
+
+
+@app.post(
+    "/v1/tokens",
+    responses=_responses(201, TokenIssued, 409),
+    security=needs(TokenScope.ADMIN),
+    description="Issue a token named `name` (unique in your team) with a scope (needs an `admin` token): "
+    "`read` (every GET but signing keys), `operate` (also trigger, backfill, pause, resume, retry, cancel) "
+    f"or `admin` (everything). The answer holds the token, shown this once. At most {MAX_TOKENS_PER_TEAM} "
+    "tokens a team (409 past it, or for a name in use).",
+)
+def issue_token(wanted: Annotated[TokenIn, Body()]) -> Response[TokenIssued]:
+    issued, token = service().issue_token_for(caller(), wanted)
+    out = TokenIssued(**TokenOut.of(issued, caller().token).model_dump(), token=token)
+    return Response(status_code=201, content_type=JSON, body=out)
+
+
+@app.get(
+    "/v1/token",
+    responses=_responses(200, TokenOut),
+    security=needs(TokenScope.READ),
+    description="The token this request came with (any scope): its id, name and scope.",
+)
+def current_token() -> TokenOut:
+    return TokenOut.of(caller().token, caller().token)
+
+
+@app.delete(
+    "/v1/tokens/<token_id>",
+    responses=_responses(204, None, 404, 409),
+    security=needs(TokenScope.ADMIN),
+    description="Revoke one token (needs an `admin` token): it is refused from the next request on, behind "
+    "API Gateway too (the api function checks every request's token; the authorizer's cache only spares it "
+    "requests without a valid token). The team's last `admin` token cannot be revoked (409): issue another "
+    "first.",
+)
+def revoke_token(token_id: TokenId) -> Response[Any]:
+    service().revoke_token(caller(), token_id)
+    return Response(status_code=204, body="")
+
+
+@app.get("/v1/runs/<run_id>", responses=_responses(200, RunOut, 404), security=needs(TokenScope.READ))
+def get_run(run_id: RunId) -> RunOut:
+    return RunOut.of(service().get_run(team(), run_id))
+
+
+@app.post(
+    "/v1/runs/<run_id>/retry", responses=_responses(200, RunOut, 404, 409), security=needs(TokenScope.OPERATE)
+)
+def retry_run(run_id: RunId) -> RunOut:
+    return RunOut.of(service().retry_run(team(), run_id))
+
+
+@app.post(
+    "/v1/runs/<run_id>/cancel",
+    responses=_responses(200, RunOut, 404, 409),
+    security=needs(TokenScope.OPERATE),
+    description="A queued or retry-waiting run becomes `cancelled` at once and is never called. A running "
+    "one becomes `cancelled` too: its worker gives the call up at its next heartbeat (within 20 s), frees "
+    "its concurrency slot and records no result. A finished run answers 409.",
+)
+def cancel_run(run_id: RunId) -> RunOut:
+    return RunOut.of(service().cancel_run(team(), run_id))
+
+
+def _pay_for_load(team: Team, jobs: int, fire_times: int) -> None:
+    """One more request's worth of a load walk (``JobService.load``), counted against the team's API rate."""
+    check_rate(
+        team,
+        f"GET /v1/load costs one request per {LOAD_JOBS_PER_REQUEST} jobs it reads and per "
+        f"{LOAD_FIRE_TIMES_PER_REQUEST:,} runs it counts (it had read {jobs:,} and counted {fire_times:,}): ",
+    )
+
+
+@app.get(
+    "/v1/load",
+    responses=_responses(200, LoadOut),
+    security=needs(TokenScope.READ),
+    description="Due runs per minute (by fire time) over your active jobs in [from, to). `to` must be "
+    "after `from` and the window at most 24 hours; both need a UTC offset. A window breaking these rules "
+    "is refused with 422 naming `to` (or `from`), and so is one holding more than "
+    f"{MAX_LOAD_FIRE_TIMES:,} runs. It costs one request of your API rate per {LOAD_JOBS_PER_REQUEST} jobs, "
+    f"and one more per {LOAD_FIRE_TIMES_PER_REQUEST:,} runs counted past the first "
+    f"{LOAD_FIRE_TIMES_PER_REQUEST:,}, charged as it counts: when your rate cannot pay, 429 `rate_limited` "
+    "with `Retry-After`.",
+)
+def load(
+    start: Annotated[datetime, Query(alias="from", description="window start, with a UTC offset")],
+    end: Annotated[
+        datetime, Query(alias="to", description="window end (exclusive): after `from`, at most 24 h later")
+    ],
+) -> LoadOut:
+    if start.tzinfo is None or end.tzinfo is None:
+        raise InvalidInput("from and to need a UTC offset, e.g. 2026-12-01T00:00:00Z", "from")
+    minutes = service().load(team(), start, end, functools.partial(_pay_for_load, team()))
+    return LoadOut(
+        window_start=start,
+        window_end=end,
+        total=sum(minutes.values()),
+        minutes=[LoadMinute(minute=m, runs=n) for m, n in minutes.items()],
+    )

@@ -1,0 +1,396 @@
+"""The API's response shapes (requests are ``JobSpec``). Kept apart so the OpenAPI document is stable."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.json_schema import SkipJsonSchema
+
+from duetime.api.service import UpcomingRun
+from duetime.domain.aws_targets import ROLE_ARN_PATTERN, ROLE_NAME_PREFIX
+from duetime.domain.job_history import JobChange
+from duetime.domain.labels import Labels
+from duetime.domain.models import (
+    CatchupWindowSeconds,
+    EndAt,
+    JitterSeconds,
+    Job,
+    JobName,
+    JobSpec,
+    MisfirePolicy,
+    OverlapPolicy,
+    RetryPolicy,
+    Run,
+    RunResult,
+    RunStatus,
+    Schedule,
+    StartAt,
+    Target,
+    Team,
+    TimeoutSeconds,
+)
+from duetime.domain.signing import JobSigningKey
+from duetime.domain.tokens import ApiToken, TokenScope
+
+
+class Out(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ErrorDetail(Out):
+    code: str
+    message: str
+    field: str | None = None
+
+
+class ErrorOut(Out):
+    error: ErrorDetail
+
+
+def _no_defaults(schema: dict[str, Any]) -> None:
+    """A field left out of a PATCH is left alone: the document shows no default for it."""
+    properties = schema.get("properties")
+    if isinstance(properties, dict):
+        for field in properties.values():
+            if isinstance(field, dict):
+                field.pop("default", None)
+
+
+class JobPatch(BaseModel):
+    """Fields to change; nested objects (schedule, target, retry) are replaced whole. Only start_at and
+    end_at (no bound) and catchup_window_seconds (the installation's default) take null; the rest are left
+    out to keep them."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_no_defaults)
+
+    name: JobName | SkipJsonSchema[None] = None
+    schedule: Schedule | SkipJsonSchema[None] = None
+    target: Target | SkipJsonSchema[None] = None
+    jitter_seconds: JitterSeconds | SkipJsonSchema[None] = None
+    exact: bool | SkipJsonSchema[None] = None
+    misfire: MisfirePolicy | SkipJsonSchema[None] = None
+    catchup_window_seconds: CatchupWindowSeconds | None = None
+    overlap: OverlapPolicy | SkipJsonSchema[None] = None
+    retry: RetryPolicy | SkipJsonSchema[None] = None
+    timeout_seconds: TimeoutSeconds | SkipJsonSchema[None] = None
+    start_at: StartAt | None = None
+    end_at: EndAt | None = None
+    paused: bool | SkipJsonSchema[None] = None
+    labels: Labels | SkipJsonSchema[None] = None
+
+
+class RunSummary(Out):
+    run_id: str
+    status: RunStatus
+    scheduled_at: datetime
+    finished_at: datetime | None
+
+    @classmethod
+    def of(cls, run: Run) -> RunSummary:
+        return cls(
+            run_id=run.run_id, status=run.status, scheduled_at=run.nominal_at, finished_at=run.finished_at
+        )
+
+
+class JobOut(JobSpec):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    next_run_at: datetime | None = Field(description="when the next run fires (nominal + jitter)")
+    next_nominal_at: datetime | None = Field(description="the next scheduled time the run id will carry")
+    last_scheduled_at: datetime | None
+    missing_since: datetime | None = Field(
+        default=None,
+        description="success_deadline_seconds: the nominal time of the first scheduled time missed since the "
+        "job last recovered (a `missed` alert was raised for it); null while every watched time is met",
+    )
+    last_run: RunSummary | None = Field(
+        default=None,
+        description="the job's latest run (by scheduled time), when asked for "
+        "(`GET /v1/jobs?last_run=true`); null otherwise, or before its first run",
+    )
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, job: Job, missing_since: datetime | None = None, last_run: Run | None = None) -> JobOut:
+        """The job as answers show it; header values and URL secrets are write-only (``JobSpec.redacted``)."""
+        spec = job.redacted().model_dump(include=set(JobSpec.model_fields))
+        scheduled = not job.paused  # a paused job keeps its place but has no next run
+        return cls(
+            **spec,
+            id=job.id,
+            next_run_at=job.state.next_fire_at if scheduled else None,
+            next_nominal_at=job.state.next_nominal_at if scheduled else None,
+            last_scheduled_at=job.state.last_scheduled_at,
+            missing_since=missing_since,
+            last_run=RunSummary.of(last_run) if last_run is not None else None,
+            created_at=job.created_at,
+            updated_at=job.updated_at,
+        )
+
+
+MAX_TRIGGER_BODY = 64 * 1024  # as a target's stored body (``HttpTarget.body``)
+
+
+class TriggerIn(BaseModel):
+    """``POST /v1/jobs/{id}/trigger``'s optional body: what this one run sends instead of the job's body."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    body: Any = Field(
+        default=None,
+        description="The request body of this run only (the job's stored target is not changed). A string "
+        "is sent as it is; any other JSON value (object, array, number, true/false) is sent as its compact "
+        "JSON text. Left out or null: the job's own body. At most 64 KiB once encoded (longer: 422 naming "
+        "`body`). For an AWS target it is the run's message (sqs, sns), or its payload (lambda), input "
+        "(stepfunctions) or detail (eventbridge: a JSON object), as the JSON the text holds, else as the "
+        "text.",
+    )
+
+    @field_validator("body")
+    @classmethod
+    def _as_text(cls, value: Any) -> str | None:
+        if value is None:
+            return None
+        text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+        if len(text.encode()) > MAX_TRIGGER_BODY:
+            raise ValueError(f"body is longer than {MAX_TRIGGER_BODY} bytes once encoded")
+        return text
+
+
+class JobList(Out):
+    jobs: list[JobOut]
+    next_cursor: str | None
+
+
+class RunOut(Out):
+    run_id: str
+    job_id: str
+    status: RunStatus
+    attempt: int
+    max_attempts: int
+    scheduled_at: datetime = Field(description="the nominal time (in the run id)")
+    fire_at: datetime
+    queue_deadline: datetime | None
+    lease_expires_at: datetime | None
+    retry_at: datetime | None
+    waits_for: str | None = Field(
+        default=None,
+        description="overlap buffer_one: the run this one starts after (it waits until that one ends)",
+    )
+    success_by: datetime | None = Field(
+        default=None,
+        description="success_deadline_seconds: the run must have succeeded by then (nominal + deadline), or "
+        "a `missed` alert is raised for its time; null for runs not watched (manual runs, backfills)",
+    )
+    result: RunResult | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, run: Run) -> RunOut:
+        data: dict[str, Any] = run.model_dump(
+            include={
+                "run_id",
+                "job_id",
+                "status",
+                "attempt",
+                "max_attempts",
+                "fire_at",
+                "queue_deadline",
+                "lease_expires_at",
+                "retry_at",
+                "waits_for",
+                "success_by",
+                "result",
+                "created_at",
+                "started_at",
+                "finished_at",
+                "updated_at",
+            }
+        )
+        return cls(**data, scheduled_at=run.nominal_at)
+
+
+class RunList(Out):
+    runs: list[RunOut]
+    next_cursor: str | None
+
+
+class PreviewRun(Out):
+    nominal_at: datetime
+    fire_at: datetime
+    dst_shifted: bool = Field(description="moved off its wall-clock time by a daylight-saving rule")
+
+    @classmethod
+    def of(cls, upcoming: UpcomingRun) -> PreviewRun:
+        return cls(nominal_at=upcoming.nominal_at, fire_at=upcoming.fire_at, dst_shifted=upcoming.dst_shifted)
+
+
+class PreviewOut(Out):
+    job_id: str
+    runs: list[PreviewRun]
+
+
+class LoadMinute(Out):
+    minute: str
+    runs: int
+
+
+class LoadOut(Out):
+    window_start: datetime
+    window_end: datetime
+    total: int
+    minutes: list[LoadMinute]
+
+
+class BackfillOut(Out):
+    runs: int = Field(description="runs created; times that already had a run are left alone and not counted")
+
+
+class Health(Out):
+    status: str
+    version: str
+
+
+class JobChangeOut(Out):
+    at: datetime
+    action: str = Field(description="create, update, pause, resume or delete")
+    token_id: str = Field(description="the id of the token that made the change (tok_...), never the token")
+    fields: dict[str, dict[str, Any]] = Field(
+        description='each changed field: {"from": old, "to": new} (header values redacted; a value longer '
+        "than 512 characters of JSON is shown by its size)"
+    )
+
+    @classmethod
+    def of(cls, change: JobChange) -> JobChangeOut:
+        return cls(at=change.at, action=change.action, token_id=change.actor, fields=change.fields)
+
+
+class JobHistory(Out):
+    changes: list[JobChangeOut]
+    next_cursor: str | None
+
+
+class TeamOut(Out):
+    team_id: str
+    name: str
+    max_concurrency: int = Field(description="the cap on your runs at once")
+    exact_quota: int = Field(description="how many exact-time jobs you may have")
+    exact_jobs: int = Field(description="exact-time jobs you have")
+    max_jobs: int = Field(description="how many jobs you may have")
+    jobs: int = Field(description="jobs you have")
+    runs_per_minute: int = Field(
+        description="how many runs your triggers and backfills may create together in a minute"
+    )
+    aws_role_arn: str | None = Field(
+        description="the IAM role your AWS targets are called under (`PUT /v1/team/aws-role`); null: none"
+    )
+    aws_external_id: str | None = Field(
+        description="the external id duetime sends when it assumes your roles: their trust policy must "
+        "require it (`sts:ExternalId`). Assigned by duetime; null until your first role is registered, for "
+        "a team created before AWS targets"
+    )
+
+    @classmethod
+    def of(cls, team: Team, jobs: int, exact_jobs: int) -> TeamOut:
+        return cls(
+            team_id=team.team_id,
+            name=team.name,
+            max_concurrency=team.max_concurrency,
+            exact_quota=team.exact_quota,
+            exact_jobs=exact_jobs,
+            max_jobs=team.max_jobs,
+            jobs=jobs,
+            runs_per_minute=team.runs_per_minute,
+            aws_role_arn=team.aws_role_arn,
+            aws_external_id=team.aws_external_id,
+        )
+
+
+class SigningKeyOut(Out):
+    key_id: str = Field(description="the id of the team's signing secret it is derived from (s1, s2, ...)")
+    secret: str = Field(
+        description="`whsec_<base64 key>`, as Standard Webhooks libraries take it: `Webhook(secret).verify("
+        "body, headers)`"
+    )
+    until: datetime | None = Field(
+        description="when it stops signing: the end of a rotated-out secret's overlap; null for the current "
+        "key"
+    )
+
+    @classmethod
+    def of(cls, key: JobSigningKey) -> SigningKeyOut:
+        return cls(key_id=key.key_id, secret=key.secret, until=key.until)
+
+
+class SigningKeysOut(Out):
+    job_id: str
+    keys: list[SigningKeyOut] = Field(
+        description="the keys the job's calls are signed with now, the current one first; during a "
+        "rotation's overlap also the rotated-out one (`webhook-signature` holds one `v1,...` per key). Empty "
+        "when the team has no signing secret"
+    )
+
+
+class AwsRoleIn(BaseModel):
+    """``PUT /v1/team/aws-role``: the role the team's AWS targets are called under."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    role_arn: str = Field(
+        pattern=ROLE_ARN_PATTERN,
+        description=f"an IAM role named `{ROLE_NAME_PREFIX}...` (no path), in any account, whose trust "
+        "policy lets duetime's worker role assume it with your team's external id "
+        "(docs/guide/targets.md, AWS targets)",
+    )
+    external_id: SkipJsonSchema[None] = Field(default=None, exclude=True)
+
+    @field_validator("role_arn", mode="before")
+    @classmethod
+    def _role_shape(cls, value: Any) -> Any:
+        if isinstance(value, str) and not re.fullmatch(ROLE_ARN_PATTERN, value):
+            raise ValueError(f"must look like arn:aws:iam::<account>:role/{ROLE_NAME_PREFIX}<name> (no path)")
+        return value
+
+    @field_validator("external_id", mode="before")
+    @classmethod
+    def _not_yours(cls, value: Any) -> Any:
+        raise ValueError("the external id is assigned by duetime (GET /v1/team shows it); send role_arn only")
+
+
+class TokenOut(Out):
+    """What duetime keeps of one of your tokens: never the token itself."""
+
+    token_id: str = Field(description="its id (tok_...): what job histories and the audit trail name it by")
+    name: str
+    scope: TokenScope
+    created_at: datetime | None = Field(description="null for a token issued before tokens had names")
+    created_by: str = Field(description="the id of the token that issued it, or the operator (cli:...)")
+    in_use: bool = Field(description="true for the token this request came with")
+
+    @classmethod
+    def of(cls, token: ApiToken, current: ApiToken) -> TokenOut:
+        return cls(
+            token_id=token.token_id,
+            name=token.name,
+            scope=token.scope,
+            created_at=token.created_at,
+            created_by=token.created_by,
+            in_use=token.token_hash == current.token_hash,
+        )
+
+
+class TokenList(Out):
+    tokens: list[TokenOut]
+
+
+class TokenIssued(TokenOut):
+    token: str = Field(description="the token, shown this once: duetime keeps only its SHA-256")

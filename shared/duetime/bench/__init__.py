@@ -1,1 +1,0 @@
-"""Benchmarks (`duetime bench ...`) and the capacity planner (`duetime plan`). Figures, not tests."""

@@ -1,0 +1,225 @@
+"""Schedule math: pure functions of (schedule, instants). No clock is read here.
+
+Rules (also in docs/guide/jobs-and-schedules.md):
+
+* The next nominal time is computed from the last scheduled time, never from now: a late run does not
+  push the schedule back.
+* Day-of-month and day-of-week follow Vixie cron and cronie: if either field starts with ``*`` (``*/8``
+  too), a day must match both; otherwise it must match either. ``0 0 */8 * 0`` runs on Sundays that are
+  the 1st, 9th, 17th or 25th; ``0 0 1,15 * 1`` runs on the 1st, the 15th and every Monday.
+* Cron is evaluated on local wall-clock time in the job's IANA zone. Daylight saving follows Vixie cron:
+  - *fixed-time* jobs (hour field not ``*``): a local time skipped by spring-forward runs once at the
+    first valid local time after the gap (02:30 in New York on 2026-03-08 runs at 03:00 EDT); a local time
+    repeated by fall-back runs once, at its first occurrence;
+  - *hourly or more often* (hour field ``*``): the job follows real elapsed time, firing at every instant
+    whose local time matches (skipped times do not exist; repeated times run at both occurrences).
+* Rates are anchored to ``start_at`` (or the job's creation): anchor + k * interval.
+* ``at`` runs once. Nothing runs before ``start_at`` or after ``end_at``.
+* Fire time = nominal + a stable per-job offset in [0, window), window = min(jitter_seconds, the gap to
+  the following nominal time), so a frequent job is never pushed past its own next run. Exact jobs fire at
+  the nominal second.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from croniter import CroniterBadCronError, CroniterBadDateError, croniter
+
+from duetime.domain.ids import jitter_offset_seconds
+from duetime.domain.models import AtSchedule, CronSchedule, JobSpec, RateSchedule, Schedule
+from duetime.domain.timeutil import ceil_seconds, to_utc, whole_seconds
+
+_ONE_SECOND = timedelta(seconds=1)
+_FOLD_LOOKAHEAD = timedelta(hours=3)  # longer than any DST shift in tzdata (the largest is 2 h)
+_RANDOM_FIELD = re.compile(r"[Rr](/\d+)?")  # croniter's "R": a random value drawn anew at each parse
+
+
+# --- cron ------------------------------------------------------------------------------------------------
+
+
+def cron_never_fires(expr: str) -> str | None:
+    """Why a 5-field expression is unusable (syntax, or no date ever matches), or None when it is fine."""
+    wall_clock = datetime(2000, 1, 1)  # noqa: DTZ001 - cron matches naive local wall-clock time
+    if any(_RANDOM_FIELD.fullmatch(field) for field in expr.split()):
+        return "invalid cron expression: R (a random value) would move the schedule every time it is read"
+    try:
+        _wall_clock_matches(expr, wall_clock)  # the syntax, as written (errors quote the whole expression)
+        if not any(_fires(pattern, wall_clock) for pattern in _day_rule_patterns(expr)):
+            return "cron never fires (no date matches it, e.g. 30 February)"
+    except (CroniterBadCronError, ValueError, KeyError) as exc:
+        return f"invalid cron expression: {exc}"
+    return None
+
+
+def _day_rule_patterns(expr: str) -> tuple[str, ...]:
+    """croniter patterns whose matches, together, are the cron's (Vixie cron's day-of-month/week rule).
+
+    If either day field starts with ``*`` the day must match both: croniter intersects them when told
+    ``day_or=False``. Otherwise it must match either: the union of a day-of-month-only and a
+    day-of-week-only pattern. croniter's own union (``day_or=True``) is not used: it intersects when a
+    field is ``*``-like after expansion (``1-31`` beside ``1,*/3``) and when day-of-week says ``L5``.
+    """
+    fields = expr.split()
+    if len(fields) != 5 or fields[2].startswith("*") or fields[4].startswith("*"):
+        return (expr,)
+    minute, hour, dom, month, dow = fields
+    return (f"{minute} {hour} {dom} {month} *", f"{minute} {hour} * {month} {dow}")
+
+
+def _wall_clock_matches(pattern: str, start: datetime) -> croniter:
+    return croniter(pattern, start, day_or=False, max_years_between_matches=30)
+
+
+def _fires(pattern: str, start: datetime) -> bool:
+    try:
+        _wall_clock_matches(pattern, start).get_next(datetime)
+    except CroniterBadDateError:
+        return False
+    return True
+
+
+def is_fixed_time(expr: str) -> bool:
+    """Vixie cron's distinction, by the hour field: ``*`` means hourly or more often (real elapsed time)."""
+    return expr.split()[1] != "*"
+
+
+def _exists(naive: datetime, zone: ZoneInfo) -> bool:
+    aware = naive.replace(tzinfo=zone)
+    return aware.astimezone(UTC).astimezone(zone).replace(tzinfo=None) == naive
+
+
+def _local_instants(naive: datetime, zone: ZoneInfo, fixed: bool) -> list[datetime]:
+    """The UTC instants a local wall-clock match stands for, under the DST rules above."""
+    if not _exists(naive, zone):
+        if not fixed:
+            return []  # skipped by spring-forward: real-elapsed-time jobs simply have no such minute
+        later = naive
+        while not _exists(later, zone):  # gaps are whole minutes, at most 2 hours long
+            later += timedelta(minutes=1)
+        return [later.replace(tzinfo=zone).astimezone(UTC)]
+    first = naive.replace(tzinfo=zone, fold=0).astimezone(UTC)
+    second = naive.replace(tzinfo=zone, fold=1).astimezone(UTC)
+    if second != first and not fixed:
+        return [first, second]  # repeated by fall-back: both occurrences are real instants
+    return [first]
+
+
+@functools.lru_cache(maxsize=8192)
+def cron_next_after(expr: str, timezone: str, after: datetime) -> datetime:
+    """The first instant strictly after ``after`` at which the cron job fires (see module rules).
+
+    A pure function of its arguments, so it is cached: at midnight a poller plans the claims of thousands
+    of jobs sharing a few schedules and the same nominal time, and croniter costs ~80 µs a call."""
+    zone = ZoneInfo(timezone)
+    after = to_utc(after)
+    fixed = is_fixed_time(expr)
+    found = [
+        instant
+        for pattern in _day_rule_patterns(expr)
+        if (instant := _pattern_next_after(pattern, zone, after, fixed)) is not None
+    ]
+    if not found:
+        raise CroniterBadDateError(f"cron {expr!r} never fires after {after.isoformat()}")
+    return min(found)
+
+
+def _pattern_next_after(pattern: str, zone: ZoneInfo, after: datetime, fixed: bool) -> datetime | None:
+    local_after = after.astimezone(zone).replace(tzinfo=None)
+    # A fall-back just ahead makes local time run backwards: start early enough to see the repeated times.
+    fold = max(timedelta(0), _offset(after, zone) - _offset(after + _FOLD_LOOKAHEAD, zone))
+    candidates = _wall_clock_matches(pattern, local_after - fold - _ONE_SECOND)
+    best: datetime | None = None
+    while True:
+        try:
+            naive = candidates.get_next(datetime)
+        except CroniterBadDateError:
+            return best  # no further wall-clock match within croniter's horizon (or none at all)
+        if best is not None and naive > best.astimezone(zone).replace(tzinfo=None) + fold:
+            return best  # later wall-clock matches can only be later instants
+        for instant in _local_instants(naive, zone, fixed):
+            if instant > after and (best is None or instant < best):
+                best = instant
+        if best is not None and fold == timedelta(0):
+            return best
+
+
+def _offset(instant: datetime, zone: ZoneInfo) -> timedelta:
+    offset = instant.astimezone(zone).utcoffset()
+    assert offset is not None
+    return offset
+
+
+def is_dst_shifted(expr: str, timezone: str, nominal: datetime) -> bool:
+    """True when ``nominal`` is not what the wall clock literally says (moved out of a spring-forward gap)."""
+    zone = ZoneInfo(timezone)
+    local = to_utc(nominal).astimezone(zone).replace(tzinfo=None)
+    return not any(croniter.match(p, local, day_or=False) for p in _day_rule_patterns(expr))
+
+
+# --- all kinds -------------------------------------------------------------------------------------------
+
+
+def _raw_next_after(schedule: Schedule, anchor: datetime, after: datetime) -> datetime | None:
+    if isinstance(schedule, CronSchedule):
+        try:
+            return cron_next_after(schedule.cron, schedule.timezone, after)
+        except CroniterBadDateError:
+            return None  # no date matches any more (a stored `0 0 30 2 */7`, say): the schedule has ended
+    if isinstance(schedule, RateSchedule):
+        step = schedule.interval
+        if after < anchor:
+            return anchor
+        periods = (after - anchor) // step + 1
+        return anchor + periods * step
+    assert isinstance(schedule, AtSchedule)
+    return schedule.at if schedule.at > after else None
+
+
+def next_nominal_after(spec: JobSpec, anchor: datetime, after: datetime) -> datetime | None:
+    """The job's first nominal time strictly after ``after`` within [start_at, end_at], or None if it ended.
+
+    ``anchor`` is where rates count from: ``start_at`` if set, else the job's creation time.
+    """
+    after = to_utc(after)
+    if spec.start_at is not None and after < spec.start_at:
+        after = spec.start_at - _ONE_SECOND  # a match exactly at start_at counts
+    nominal = _raw_next_after(spec.schedule, anchor, whole_seconds(after))
+    if nominal is None or (spec.end_at is not None and nominal > spec.end_at):
+        return None
+    return whole_seconds(nominal)
+
+
+def nominals_between(
+    spec: JobSpec, anchor: datetime, start: datetime, end: datetime, limit: int
+) -> list[datetime]:
+    """The job's nominal times in [start, end), in order, at most ``limit`` of them (the same times the
+    scheduler gives runs: ``next_nominal_after`` from just before ``start``)."""
+    found: list[datetime] = []
+    nominal = next_nominal_after(spec, anchor, ceil_seconds(start) - _ONE_SECOND)
+    while nominal is not None and nominal < end and len(found) < limit:
+        found.append(nominal)
+        nominal = next_nominal_after(spec, anchor, nominal)
+    return found
+
+
+def rate_anchor(spec: JobSpec, created_at: datetime) -> datetime:
+    return whole_seconds(spec.start_at or created_at)
+
+
+def first_nominal(spec: JobSpec, created_at: datetime, now: datetime) -> datetime | None:
+    """The first nominal time of a new (or resumed) job: strictly after ``now``."""
+    return next_nominal_after(spec, rate_anchor(spec, created_at), whole_seconds(now))
+
+
+def fire_time(job_id: str, spec: JobSpec, nominal: datetime, following: datetime | None) -> datetime:
+    """When the run for ``nominal`` should start: nominal plus the job's stable jitter offset."""
+    if spec.fires_exactly:
+        return nominal
+    window = spec.jitter_seconds
+    if following is not None:
+        window = min(window, int((following - nominal).total_seconds()))
+    return nominal + timedelta(seconds=jitter_offset_seconds(job_id, window))

@@ -1,0 +1,105 @@
+"""A team's named API tokens and what each may do (its scope).
+
+A team holds up to ``MAX_TOKENS_PER_TEAM`` tokens, each with a name unique in the team and one scope:
+
+- ``read``: every ``GET`` but the job's signing keys (a secret that lets its holder sign calls as duetime);
+- ``operate``: ``read``, and what runs a team's existing jobs by hand: trigger, backfill, pause, resume,
+  retry and cancel a run;
+- ``admin``: everything: jobs (create, change, delete), the team's settings (its AWS role), the signing keys
+  and the tokens themselves.
+
+What a request needs is decided from its method and path alone (``required_scope``), before routing or
+validation, so a refused request learns nothing of its body and changes nothing. Anything not named below
+needs ``admin``: a route added later is closed to ``read`` and ``operate`` tokens until it is listed here.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    from duetime.domain.models import Team
+
+MAX_TOKENS_PER_TEAM = 50
+TOKEN_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9 ._:@/-]{0,63}$"
+LEGACY_TOKEN_NAME = "token"  # a token issued before tokens had names
+
+
+class TokenScope(StrEnum):
+    READ = "read"
+    OPERATE = "operate"
+    ADMIN = "admin"
+
+    def allows(self, needed: TokenScope) -> bool:
+        """Scopes nest: ``admin`` may do all ``operate`` may, ``operate`` all ``read`` may."""
+        order = list(TokenScope)
+        return order.index(self) >= order.index(needed)
+
+
+# POST routes that run existing jobs by hand (``operate``); path parameters are one segment
+_OPERATE = re.compile(r"^/v1/(jobs/[^/]+/(trigger|backfill|pause|resume)|runs/[^/]+/(retry|cancel))/?$")
+# GET routes that answer a secret or the team's tokens (``admin``)
+_ADMIN_READS = re.compile(r"^/v1/(jobs/[^/]+/signing-key|tokens)/?$")
+
+
+def required_scope(method: str, path: str) -> TokenScope:
+    """The scope a request with ``method`` on ``path`` needs (see the module's docstring)."""
+    method = method.upper()
+    if method in {"GET", "HEAD"}:
+        return TokenScope.ADMIN if _ADMIN_READS.match(path) else TokenScope.READ
+    if method == "POST" and _OPERATE.match(path):
+        return TokenScope.OPERATE
+    return TokenScope.ADMIN
+
+
+class TokenIn(BaseModel):
+    """A token to issue: its name in the team and its scope."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(
+        pattern=TOKEN_NAME_PATTERN,
+        description="unique in your team: 1-64 characters, letters, digits, space and . _ : @ / -, "
+        "starting with a letter or digit (e.g. `ci-deploy`)",
+    )
+    scope: TokenScope = Field(
+        description="`read`: every GET but signing keys; `operate`: also trigger, backfill, pause, resume, "
+        "retry and cancel; `admin`: everything (jobs, team settings, signing keys, tokens)"
+    )
+
+
+@dataclass(frozen=True)
+class ApiToken:
+    """What duetime keeps of a token: never the token, only its SHA-256 (``token_hash``), from which its
+    public id comes (``job_history.token_id``)."""
+
+    token_hash: str
+    team_id: str
+    generation: int  # it authenticates while this is the team's ``token_generation``
+    name: str = LEGACY_TOKEN_NAME
+    scope: TokenScope = TokenScope.ADMIN  # a token from before scopes could do everything
+    created_at: datetime | None = None
+    created_by: str = ""
+
+    @property
+    def token_id(self) -> str:
+        from duetime.domain.job_history import token_id
+
+        return token_id(self.token_hash)
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who an authenticated API request is: a team and the token it came with."""
+
+    team: Team
+    token: ApiToken
+
+    def may(self, needed: TokenScope) -> bool:
+        return self.token.scope.allows(needed)

@@ -1,0 +1,492 @@
+"""`duetime chaos`: frequent jobs of several teams run on the local stack while faults are injected at
+random (reproducibly from the seed); afterwards the promises are checked from the store and from the
+target's own record.
+
+Faults: worker processes SIGKILLed mid-call and SIGSTOPped past their lease; the poller dying between a
+committed claim and its send, and restarting; SQS messages duplicated and dropped; DynamoDB throttling and
+500s on a fraction of calls (poller and workers); one worker process whose clock is 5 minutes fast; targets
+answering 503, 429, too slowly, or 400. Besides the faults, runs are cancelled at random (queued, waiting
+to retry or running: ``POST /v1/runs/{id}/cancel``'s write), and the check holds them to what a cancel
+promises.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import threading
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from duetime.adapters.aws.alerts import StoredAlerts
+from duetime.adapters.aws.notify_channels import ChannelSender, SnsTopics, WebhookSender
+from duetime.adapters.aws.sqs import SqsRunQueue
+from duetime.adapters.dynamodb.codec import item_to_run
+from duetime.adapters.dynamodb.reap_tickets import is_ticket
+from duetime.adapters.http_target import HttpTargetCaller
+from duetime.api.service import upcoming_runs
+from duetime.domain.claim_plan import initial_state
+from duetime.domain.ids import is_manual_run_id, make_run_id, new_job_id
+from duetime.domain.models import Job, JobSpec, OverlapPolicy, Run, RunStatus, Team
+from duetime.execution.notifications import BackgroundDelivery, JobNotifier, deliver_due
+from duetime.execution.worker import WorkOutcome
+from duetime.local.demo_target import Call
+from duetime.scheduling.poller import Poller, PollerConfig
+from duetime_bench.chaos_watch import NOTIFY_GROUP, final_deadline_check, watch_figures, watch_jobs
+from duetime_bench.faults import Faults, FaultyQueue, PollerCrash, attach_claim_cut
+from duetime_bench.fleet import FleetSpec, WorkerFleet
+from duetime_bench.harness import BenchStack, wait_until
+
+LEASE_S = 5.0
+HEARTBEAT_S = 1.5
+QUEUE_DEADLINE_S = 15.0
+TEAMS = {"team-a": 2, "team-b": 4, "team-c": 4}  # team -> concurrency cap
+BEHAVIOURS: list[
+    tuple[str, dict[str, Any]]
+] = [  # (query string, job settings): most succeed; the rest exercise retries and failures
+    ("", {}),
+    ("", {}),
+    ("", {}),
+    ("status=503", {"retry": {"max_attempts": 2, "backoff_seconds": [1]}}),
+    ("status=429", {"retry": {"max_attempts": 2, "backoff_seconds": [1]}}),
+    ("sleep=2&slow_attempt=1", {"timeout_seconds": 1, "retry": {"max_attempts": 3, "backoff_seconds": [1]}}),
+    ("status=400", {}),
+    ("sleep=0.5", {}),
+]
+# Jobs held to an overlap policy, whose calls outlast their minute, so the next time finds the run unfinished
+# (skipped, or buffered behind it): a team of their own. A worker paused past its lease mid-call (a fault
+# here) leaves its call in flight at the target while the next attempt runs elsewhere; with 62 s calls that
+# is common, and the cap counts leased calls (RELIABILITY.md), so their team's cap leaves room for it.
+OVERLAP_TEAM = "team-c"
+OVERLAP_BEHAVIOURS: list[tuple[str, dict[str, Any]]] = [
+    ("sleep=62&overlap=skip", {"overlap": "skip", "timeout_seconds": 70}),
+    ("sleep=62&overlap=buffer_one", {"overlap": "buffer_one", "timeout_seconds": 70}),
+]
+
+
+def call_timeout(call: Call) -> float:
+    """How long the worker of ``call`` waits for it: its job's timeout (found by its query's behaviour)."""
+    query = "&".join(f"{k}={v}" for k, v in call.query.items() if k != "group")
+    for behaviour, extra in BEHAVIOURS + OVERLAP_BEHAVIOURS:
+        if behaviour == query:
+            return float(extra.get("timeout_seconds", JobSpec.model_fields["timeout_seconds"].default))
+    return float(JobSpec.model_fields["timeout_seconds"].default)
+
+
+def waited_interval(
+    call: Call, timeout: Callable[[Call], float], cancelled_at: Mapping[str, float] | None = None
+) -> tuple[float, float]:
+    """When duetime waited for ``call``: from its arrival until it was answered, its job's timeout passed or
+    its run was cancelled (``cancelled_at``: run id -> when), whichever came first."""
+    ends = [call.received_at + timeout(call)]
+    if call.answered_at is not None:
+        ends.append(call.answered_at)
+    cancelled = (cancelled_at or {}).get(call.headers.get("idempotency-key", ""))
+    if cancelled is not None:
+        ends.append(max(call.received_at, cancelled))
+    return call.received_at, min(ends)
+
+
+def overlapping_runs(
+    calls: Sequence[Call],
+    guarded_jobs: Collection[str],
+    timeout: Callable[[Call], float],
+    cancelled_at: Mapping[str, float] | None = None,
+) -> list[tuple[str, str]]:
+    """Pairs of different runs of one job held to an overlap policy whose calls duetime waited for at the
+    same time (``waited_interval``): what skip and buffer_one promise never happens. An attempt whose run
+    was called again for a later attempt counts only until then: its lease had lapsed before (a worker
+    paused or killed mid-call), the reaper gave the run to the next attempt, and the run was unfinished
+    meanwhile, so no other run of the job could start; the stalled worker's request may still be at the
+    target, but duetime no longer waited for it."""
+    leased = leased_interval(calls, timeout, cancelled_at)
+    by_job: dict[str, list[tuple[float, float, str]]] = defaultdict(list)
+    for call in calls:
+        run_id = call.headers.get("idempotency-key", "")
+        job_id = run_id.partition("@")[0]
+        if job_id in guarded_jobs and not is_manual_run_id(run_id):
+            start, end = leased(call)
+            by_job[job_id].append((start, end, run_id))
+    pairs: list[tuple[str, str]] = []
+    for intervals in by_job.values():
+        intervals.sort()
+        for (_, end, run_id), (start, _, next_id) in itertools.pairwise(intervals):
+            if next_id != run_id and start < end:
+                pairs.append((run_id, next_id))
+    return pairs
+
+
+def leased_interval(
+    calls: Sequence[Call], timeout: Callable[[Call], float], cancelled_at: Mapping[str, float] | None = None
+) -> Callable[[Call], tuple[float, float]]:
+    """How long duetime held each of ``calls`` as its own: ``waited_interval``, cut at the arrival of its
+    run's next attempt. That attempt exists because the earlier one's lease (and with it its team slot)
+    lapsed before: its worker was paused or killed mid-call and the reaper gave the run on. The stalled
+    worker's request may still be at the target, but no lease, slot or overlap rule covers it any more
+    (RELIABILITY.md, "What no lease can stop")."""
+    attempt_of = {id(call): int(call.headers.get("x-duetime-attempt", "1")) for call in calls}
+    later_attempt: dict[tuple[str, int], float] = {}
+    for call in calls:
+        run_id = call.headers.get("idempotency-key", "")
+        for earlier in range(1, attempt_of[id(call)]):
+            key = (run_id, earlier)
+            later_attempt[key] = min(later_attempt.get(key, call.received_at), call.received_at)
+
+    def interval(call: Call) -> tuple[float, float]:
+        start, end = waited_interval(call, timeout, cancelled_at)
+        key = (call.headers.get("idempotency-key", ""), attempt_of[id(call)])
+        return start, min(end, max(start, later_attempt.get(key, end)))
+
+    return interval
+
+
+def max_in_flight_while_waited(
+    calls: Sequence[Call], timeout: Callable[[Call], float], cancelled_at: Mapping[str, float] | None = None
+) -> dict[str, int]:
+    """Each team's most calls in flight at once while duetime held them (``leased_interval``): a call counts
+    from its arrival until it was answered, its job's timeout passed, its run was cancelled
+    (``cancelled_at``: run id -> when) or its run's next attempt arrived, whichever came first. A call past
+    its timeout was given up by its worker, whose slot then went to another run; the target may still be
+    working on it (the slow behaviour sleeps 2 s under a 1 s timeout), but the team's cap is on duetime's
+    calls. So is a cancelled run's call: its worker frees the slot at its next heartbeat and discards the
+    answer; and so is a stalled attempt's, whose lease and slot lapsed before its run was given on."""
+    leased = leased_interval(calls, timeout, cancelled_at)
+    edges: dict[str, list[tuple[float, int]]] = defaultdict(list)
+    for call in calls:
+        start, end = leased(call)
+        edges[call.query.get("group", "")] += [(start, 1), (end, -1)]
+    most: dict[str, int] = defaultdict(int)
+    for team, team_edges in edges.items():
+        current = 0
+        for _, change in sorted(team_edges):  # at one instant an end (-1) comes before a start (+1)
+            current += change
+            most[team] = max(most[team], current)
+    return most
+
+
+def chaos_jobs(stack: BenchStack, created: datetime) -> list[Job]:
+    """Two teams' jobs of every behaviour. The four exact ones on a 1-minute rate are due at the same second,
+    so each minute's claim of them is covered by a reap ticket (``reap_tickets``: 3 or more runs a claim) and
+    the faults reach the tickets' checks and adoptions too."""
+    jobs = []
+    for team in TEAMS:
+        behaviours = OVERLAP_BEHAVIOURS if team == OVERLAP_TEAM else BEHAVIOURS
+        for i, (query, extra) in enumerate(behaviours):
+            schedule = {"cron": "* * * * *", "timezone": "Europe/Berlin"} if i % 2 else {"rate": "1 minute"}
+            url = f"{stack.sink.url}?group={team}" + (f"&{query}" if query else "")
+            spec = JobSpec.model_validate(
+                {
+                    "name": f"chaos {team} {i}",
+                    "schedule": schedule,
+                    "target": {"url": url},
+                    "jitter_seconds": 5,
+                    "exact": i % 3 == 0,
+                    **extra,
+                }
+            )
+            job = Job(**spec.model_dump(), id=new_job_id(), team=team, created_at=created, updated_at=created)
+            jobs.append(job.model_copy(update={"state": initial_state(job, created)}))
+    return jobs
+
+
+def run_chaos(seed: int, minutes: float, dynamodb_fault_rate: float = 0.05) -> dict[str, Any]:
+    rng = random.Random(seed)
+    stack = BenchStack.create(lease_seconds=LEASE_S)
+    faults = Faults(seed, dynamodb_fault_rate)
+    try:
+        for team, cap in TEAMS.items():
+            stack.store.put_team(Team(team_id=team, max_concurrency=cap, signing_secret=f"{team}-secret"))
+        created = stack.clock.now()
+        jobs = chaos_jobs(stack, created) + watch_jobs(stack, created)
+        stack.write_jobs(jobs, created)
+        faults.attach_dynamodb(stack.dynamodb)
+        attach_claim_cut(faults, stack.dynamodb, stack.names.jobs, rate=0.05)
+        tickets_written: list[int] = []  # the claims' reap tickets, counted as their requests are made
+
+        def count_tickets(params: dict[str, Any], **_: Any) -> None:
+            tickets_written.append(sum("'runs': ?" in s["Statement"] for s in params["Statements"]))
+
+        stack.dynamodb.meta.events.register(
+            "provide-client-params.dynamodb.BatchExecuteStatement", count_tickets
+        )
+
+        base = FleetSpec(
+            stack.names,
+            stack.queue_url,
+            threads=3,
+            lease_seconds=LEASE_S,
+            heartbeat_seconds=HEARTBEAT_S,
+            queue_deadline_seconds=QUEUE_DEADLINE_S,
+            dynamodb_fault_rate=dynamodb_fault_rate,
+            seed=seed,
+        )
+        specs = [
+            base,
+            FleetSpec(**{**base.__dict__, "seed": seed + 1}),
+            FleetSpec(**{**base.__dict__, "seed": seed + 2, "clock_skew_seconds": 300.0}),
+        ]
+        fleet = WorkerFleet(base, 3, specs)
+        fleet.start()
+        queue = FaultyQueue(
+            SqsRunQueue(stack.sqs, stack.queue_url),
+            faults,
+            duplicate_rate=0.05,
+            drop_rate=0.05,
+            crash_rate=0.03,
+        )
+        config = PollerConfig(partitions=list(range(64)), queue_deadline=timedelta(seconds=QUEUE_DEADLINE_S))
+        stop = threading.Event()
+        alerts = JobNotifier(StoredAlerts(stack.store), stack.store, stack.store)
+        webhooks = WebhookSender(HttpTargetCaller(allow_private=True), stack.store)
+        delivery = BackgroundDelivery(stack.store, ChannelSender(webhooks, SnsTopics(None)), stack.clock)
+
+        def poll_forever() -> None:
+            while not stop.is_set():  # a crashed poller is replaced by a fresh one, as EventBridge would
+                poller = Poller(
+                    stack.store,
+                    stack.store,
+                    queue,
+                    alerts,
+                    stack.clock,
+                    config,
+                    deadlines=stack.store,
+                    notifications=delivery,
+                )
+                try:
+                    poller.run_until(stop=stop.is_set, sleep=stop.wait, interval=1.0, recover_every=2)
+                except PollerCrash:
+                    stop.wait(2)
+
+        poller_thread = threading.Thread(target=poll_forever, daemon=True)
+        poller_thread.start()
+
+        # At least 70 s, so every job (a 1-minute rate, or a cron at the next minute, +5 s jitter) is due.
+        chaos_end = created + max(timedelta(minutes=minutes), timedelta(seconds=70))
+        cancels: dict[str, Cancel] = {}
+        guarded = {job.id for job in jobs if job.overlap is not OverlapPolicy.ALLOW}
+        while stack.clock.now() < chaos_end:
+            time.sleep(rng.uniform(6, 14))
+            if rng.random() < 0.5:
+                cancels.update(cancel_a_run(stack, rng, faults, guarded))
+            target = rng.randrange(2)  # the skewed process (2) is left running: it must be fenced, not killed
+            if rng.random() < 0.5:
+                faults.count("worker_killed")
+                fleet.kill_and_replace(target)
+            else:
+                faults.count("worker_paused_past_lease")
+                fleet.pause(target, LEASE_S + 3)
+        faults.enabled = False
+        queue.crash_rate = 0.0
+
+        expected = expected_runs(jobs, created, chaos_end)
+        settled = wait_until(lambda: all_terminal(stack, expected), timeout=180, every=2)
+        stop.set()
+        poller_thread.join(timeout=30)
+        fleet.stop()
+        final_deadline_check(stack, stack.clock.now())
+        deliver_due(stack.store, ChannelSender(webhooks, SnsTopics(None)), stack.clock.now())
+        return check(
+            stack,
+            jobs,
+            expected,
+            fleet.reports,
+            faults.counts,
+            chaos_end,
+            settled,
+            sum(tickets_written),
+            cancels,
+        )
+    finally:
+        stack.close()
+
+
+@dataclass(frozen=True)
+class Cancel:
+    """A run cancelled during the chaos: when (the bench's wall clock, as the target records calls), the
+    status it was read in just before, and the attempt it was cancelled at."""
+
+    at: float
+    status: RunStatus
+    attempt: int
+
+
+def cancel_a_run(
+    stack: BenchStack, rng: random.Random, faults: Faults, spared: Collection[str] = ()
+) -> dict[str, Cancel]:
+    """Cancel one unfinished run, picked at random, as ``POST /v1/runs/{id}/cancel`` does (its write may
+    meet an injected DynamoDB fault, as the API's would: then nothing is cancelled). Runs of ``spared`` jobs
+    are left alone: the overlap jobs' long runs would otherwise draw most cancels, and a cancelled run
+    leaves nothing to skip or buffer behind (the stateful protocol test cancels an overlap job's runs)."""
+    try:
+        unfinished = sorted(
+            (r for r in _runs(stack).values() if not r.status.terminal and r.job_id not in spared),
+            key=lambda r: r.run_id,
+        )
+        if not unfinished:
+            return {}
+        run = rng.choice(unfinished)
+        cancelled = stack.store.cancel_run(run.run_id, stack.clock.now())
+    except Exception:
+        faults.count("cancel_refused_by_a_fault")
+        return {}
+    if cancelled is None:  # it finished since it was read
+        return {}
+    faults.count(f"run_cancelled_{run.status.value}")
+    return {run.run_id: Cancel(time.time(), run.status, cancelled.attempt)}
+
+
+def cancel_violations(
+    runs: Mapping[str, Run], calls: Sequence[Call], cancels: Mapping[str, Cancel]
+) -> list[str]:
+    """What a cancel promises: the run stays cancelled (no result, retry or reaper write after it), no
+    later attempt is ever called, and no call of it starts later than a lease after the cancel (a worker
+    that took the lease just before may still start its call, within its lease)."""
+    violations: list[str] = []
+    reopened = [
+        run_id for run_id in cancels if run_id not in runs or runs[run_id].status is not RunStatus.CANCELLED
+    ]
+    if reopened:
+        violations.append(f"{len(reopened)} cancelled runs did not stay cancelled, e.g. {reopened[:3]}")
+    late = [
+        c
+        for c in calls
+        if (cancel := cancels.get(c.headers.get("idempotency-key", ""))) is not None
+        and (
+            int(c.headers.get("x-duetime-attempt", "0")) > cancel.attempt
+            or c.received_at > cancel.at + LEASE_S
+        )
+    ]
+    if late:
+        violations.append(
+            f"{len(late)} calls of cancelled runs came after the cancel (a later attempt or lease)"
+        )
+    return violations
+
+
+def expected_runs(jobs: list[Job], created: datetime, end: datetime) -> dict[str, Job]:
+    """Every run id the window must have: each nominal time whose fire time came before the end."""
+    expected: dict[str, Job] = {}
+    for job in jobs:
+        for upcoming in upcoming_runs(job, job.id, job.created_at, created, 1000):
+            if upcoming.fire_at > end:
+                break
+            expected[make_run_id(job.id, upcoming.nominal_at)] = job
+    return expected
+
+
+def _runs(stack: BenchStack) -> dict[str, Any]:
+    return _scan_runs_table(stack)[0]
+
+
+def _scan_runs_table(stack: BenchStack) -> tuple[dict[str, Any], int]:
+    """The runs by id, and how many reap tickets (``reap_tickets``) are still in the table."""
+    runs: dict[str, Any] = {}
+    tickets = 0
+    # A Scan of the whole table: inspecting the result of the experiment, not the product's read path.
+    pages = stack.dynamodb.get_paginator("scan").paginate(TableName=stack.names.runs, ConsistentRead=True)
+    for item in (item for page in pages for item in page.get("Items", [])):
+        if is_ticket(item):
+            tickets += 1
+        elif item["job_id"]["S"].startswith("~"):
+            continue  # a deadline watch or missing flag, or a notification outbox record: not a run
+        else:
+            runs[item["run_id"]["S"]] = item_to_run(item)
+    return runs, tickets
+
+
+def all_terminal(stack: BenchStack, expected: dict[str, Job]) -> bool:
+    runs = _runs(stack)
+    return all(run_id in runs and runs[run_id].status.terminal for run_id in expected)
+
+
+def check(
+    stack: BenchStack,
+    jobs: list[Job],
+    expected: dict[str, Job],
+    reports: list[Any],
+    faults: Counter[str],
+    chaos_end: datetime,
+    settled: bool,
+    tickets_written: int = 0,
+    cancels: Mapping[str, Cancel] | None = None,
+) -> dict[str, Any]:
+    cancels = cancels or {}
+    runs, tickets_left = _scan_runs_table(stack)
+    checked_at = stack.clock.now()
+    violations: list[str] = []
+    lost = [r for r in expected if r not in runs or not runs[r].status.terminal]
+    if lost:
+        violations.append(f"{len(lost)} nominal times without a finished run, e.g. {lost[:3]}")
+    succeeded = Counter(r.run_id for r in reports if r.outcome is WorkOutcome.SUCCEEDED)
+    twice = [run_id for run_id, n in succeeded.items() if n > 1]
+    if twice:
+        violations.append(f"{len(twice)} runs recorded as succeeded twice")
+    every_call = list(stack.sink.recorder.calls)
+    calls = [c for c in every_call if c.query.get("group") != NOTIFY_GROUP]  # the runs' calls
+    watched, watch_violations = watch_figures(stack, jobs, runs, every_call, checked_at)
+    violations += watch_violations
+    orphans = [c for c in calls if c.headers.get("idempotency-key") not in runs]
+    if orphans:
+        violations.append(f"{len(orphans)} target calls match no run row")
+    keys_by_run: dict[str, set[str]] = defaultdict(set)
+    for call in calls:
+        keys_by_run[call.headers.get("x-duetime-run-id", "")].add(call.headers.get("idempotency-key", ""))
+    changed = [run for run, keys in keys_by_run.items() if keys != {run}]
+    if changed:
+        violations.append(f"{len(changed)} runs whose repeats carried another idempotency key")
+    violations += cancel_violations(runs, calls, cancels)
+    cancelled_at = {run_id: c.at for run_id, c in cancels.items()}
+    waited = max_in_flight_while_waited(calls, call_timeout, cancelled_at)
+    guarded = {j.id for j in jobs if j.overlap is not OverlapPolicy.ALLOW}
+    overlapping = overlapping_runs(calls, guarded, call_timeout, cancelled_at)
+    if overlapping:
+        violations.append(
+            f"{len(overlapping)} calls of an overlap job's runs at once, e.g. {overlapping[:2]}"
+        )
+    over_cap = {team: waited[team] for team, cap in TEAMS.items() if waited[team] > cap}
+    if over_cap:
+        violations.append(f"team concurrency over the cap: {over_cap}")
+    behind = [
+        j.id
+        for j in jobs
+        if (s := stack.store.get_job(j.id)) is None
+        or s.state.next_fire_at is None
+        or s.state.next_fire_at <= chaos_end
+    ]
+    if behind:
+        violations.append(f"{len(behind)} jobs whose next due time is not ahead")
+    repeats = sum(
+        len(stack.sink.recorder.keyed(run_id)) - 1 for run_id in runs if stack.sink.recorder.keyed(run_id)
+    )
+    statuses = Counter(run.status.value for run in runs.values())
+    return {
+        "runs": len(runs),
+        "expected_runs": len(expected),
+        "settled": settled,
+        "faults_injected": sum(faults.values()),
+        "faults": dict(sorted(faults.items())),
+        "lost": len(lost),
+        "duplicates_succeeded": len(twice),
+        "target_calls": len(calls),
+        "repeat_calls_same_key": repeats,
+        "stale_writes_rejected": sum(1 for r in reports if r.outcome is WorkOutcome.STALE),
+        "duplicate_messages_dropped": sum(1 for r in reports if r.outcome is WorkOutcome.DUPLICATE),
+        "max_in_flight": {team: waited[team] for team in TEAMS},
+        # at the target, counting calls duetime had given up on (past their timeout) until they answered
+        "max_in_flight_at_target": {team: stack.sink.recorder.max_in_flight[team] for team in TEAMS},
+        "caps": TEAMS,
+        "run_statuses": dict(sorted(statuses.items())),
+        "overlap_jobs_runs": dict(
+            sorted(Counter(r.status.value for r in runs.values() if r.job_id in guarded).items())
+        ),
+        "runs_cancelled": dict(sorted(Counter(c.status.value for c in cancels.values()).items())),
+        "cancelled_while_called": sum(1 for r in reports if r.outcome is WorkOutcome.CANCELLED),
+        "reap_tickets_written": tickets_written,
+        "reap_tickets_left": tickets_left,  # checks still to come, a lease after the last claims at most
+        **watched,
+        "violations": violations,
+    }
