@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -122,3 +123,22 @@ def test_the_lambda_asset_holds_no_benchmark_code(asset: Path) -> None:
     assert (package / "execution" / "worker.py").is_file()
     assert not (built(asset) / "duetime_bench").exists() and not (package / "bench").exists()
     assert len(HANDLERS) >= 6 and "poller.helper" in HANDLERS and "prescaler.handler" in HANDLERS
+
+
+def test_the_cdk_app_imports_no_benchmark_code_by_any_chain() -> None:
+    """The CDK app sizes the stack from the capacity model (``duetime.capacity``), never from the benchmarks:
+    importing every module of the app loads no module of ``duetime_bench``."""
+    app = ROOT / "infra" / "cdk"
+    modules = [f"duetime_cdk.{p.stem}" for p in sorted((app / "duetime_cdk").glob("*.py"))]
+    probe = (
+        "import importlib, sys\n"
+        f"for name in {modules!r}: importlib.import_module(name)\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'duetime_bench'))\n"
+        "print('duetime.capacity.plan' in sys.modules)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(app), str(ROOT / "shared")])}
+    out = subprocess.run(
+        [sys.executable, "-c", probe], cwd=app, env=env, capture_output=True, text=True, check=True
+    ).stdout.split("\n")
+    assert out[0] == "[]", out[0]
+    assert out[1] == "True"  # the probe did load the app's capacity model
