@@ -17,6 +17,46 @@ from duetime_cdk.pollers import Pollers
 from duetime_cdk.queue import RunQueue
 from duetime_cdk.storage import Storage
 
+# cdk-nag findings the API answers, and why.
+MANAGED_LOGGING_POLICY = [
+    {
+        "id": "AwsSolutions-IAM4",
+        "reason": "API Gateway's account-level logging role uses the AWS managed "
+        "AmazonAPIGatewayPushToCloudWatchLogs policy, which exists for exactly this.",
+    }
+]
+NO_WAF_REASON = (
+    "WAF is the operator's choice (cost, rule sets); throttling and {guard} are in "
+    "place. Attach a web ACL to the stage where policy requires one."
+)
+PUBLIC_ROUTES = [
+    {
+        "id": "AwsSolutions-APIG4",
+        "reason": "The health check, the OpenAPI document and the console's static files are public "
+        "by design (the console asks for the token and sends it only to the /v1 API).",
+    },
+    {"id": "AwsSolutions-COG4", "reason": "Public routes: no authorizer of any kind."},
+]
+TOKENS_CHECKED_BY_THE_AUTHORIZER = [
+    {
+        "id": "AwsSolutions-COG4",
+        "reason": "Teams authenticate with bearer tokens checked by the "
+        "TeamAuthorizer Lambda (a TOKEN authorizer), not Cognito.",
+    }
+]
+TOKENS_CHECKED_BY_THE_API_FUNCTION = [  # localstack=true
+    {
+        "id": "AwsSolutions-APIG4",
+        "reason": "No Lambda authorizer (localstack=true: LocalStack community runs none); the api "
+        "function checks every bearer token against the team catalog and answers 401 without one.",
+    },
+    {
+        "id": "AwsSolutions-COG4",
+        "reason": "Teams authenticate with bearer tokens, checked by the api function itself here, "
+        "not Cognito.",
+    },
+]
+
 
 class Api(Construct):
     """API Gateway (REST) -> the api function. ``/v1/{proxy+}`` is behind the ``TeamAuthorizer`` (a TOKEN
@@ -43,7 +83,6 @@ class Api(Construct):
         calls it (``duetime.adapters.aws.role_trust_probe``): the api function may take the worker's role,
         which trusts it for that, and its session may only ask STS (a session policy)."""
         super().__init__(scope, id)
-        jobs, runs, control = (storage.table_arn(t) for t in ("jobs", "runs", "control"))
         api_function = DuetimeFunction(
             self,
             "Handler",
@@ -53,41 +92,7 @@ class Api(Construct):
             timeout=cdk.Duration.seconds(29),
             reserved_concurrency=config.api_reserved_concurrency or None,
             environment={**pollers.wake_environment(), "DUETIME_WORKER_ROLE_ARN": worker_role.role_arn},
-            statements=[
-                allow(
-                    ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:BatchGetItem"],
-                    [jobs],
-                ),
-                allow(["dynamodb:Query"], [storage.index_arn("jobs", TEAM_JOBS_INDEX)]),
-                allow(  # Query: a job's runs are one partition of the runs table; PartiQLInsert: a backfill's
-                    # runs, 25 INSERTs a BatchExecuteStatement (IAM authorizes each statement); BatchGetItem:
-                    # the success-deadline flags of the jobs an answer shows (deadline_watches.py)
-                    [
-                        "dynamodb:GetItem",
-                        "dynamodb:PutItem",
-                        "dynamodb:UpdateItem",
-                        "dynamodb:Query",
-                        "dynamodb:PartiQLInsert",
-                        "dynamodb:BatchGetItem",
-                    ],
-                    [runs],
-                ),
-                allow(
-                    [
-                        "dynamodb:GetItem",
-                        "dynamodb:PutItem",
-                        "dynamodb:UpdateItem",
-                        "dynamodb:BatchGetItem",
-                        "dynamodb:DeleteItem",
-                        "dynamodb:Query",
-                    ],
-                    [control],
-                ),  # teams, token hashes, idempotency keys, marks, the pollers' wake counts; jobs' label and
-                # name-word index items (put and deleted with the job) and change history (job_index.py)
-                queue.allow_send(),
-                pollers.allow_wake(),
-                allow(["sts:AssumeRole"], [worker_role.role_arn]),  # to ask STS as the worker (above)
-            ],
+            statements=api_statements(storage, queue, pollers, worker_role),
         )
         assert worker_role.assume_role_policy is not None  # a Role's trust policy, which CDK always makes
         worker_role.assume_role_policy.add_statements(
@@ -97,23 +102,30 @@ class Api(Construct):
         self.functions: list[lambda_.Function] = [handler]
         authorizer: apigateway.TokenAuthorizer | None = None
         if config.team_authorizer:
-            authorizer_function = DuetimeFunction(
-                self,
-                "Authorizer",
-                code=code,
-                handler="functions/authorizer/handler.handler",
-                service="authorizer",
-                timeout=cdk.Duration.seconds(10),
-                statements=[allow(["dynamodb:GetItem", "dynamodb:BatchGetItem"], [control])],
-            ).function
-            authorizer = apigateway.TokenAuthorizer(
-                self,
-                "TeamAuthorizer",
-                handler=authorizer_function,
-                results_cache_ttl=cdk.Duration.seconds(config.authorizer_cache_seconds),
-            )
+            authorizer_function, authorizer = self._team_authorizer(code, storage, config)
             self.functions.insert(0, authorizer_function)  # first, as ever: the throttles sum keeps its order
         self.rest_api = self._rest_api(handler, authorizer, config)
+
+    def _team_authorizer(
+        self, code: LambdaCode, storage: Storage, config: StackConfig
+    ) -> tuple[lambda_.Function, apigateway.TokenAuthorizer]:
+        """The TOKEN authorizer in front of /v1, and its function, which reads the team catalog."""
+        authorizer_function = DuetimeFunction(
+            self,
+            "Authorizer",
+            code=code,
+            handler="functions/authorizer/handler.handler",
+            service="authorizer",
+            timeout=cdk.Duration.seconds(10),
+            statements=[allow(["dynamodb:GetItem", "dynamodb:BatchGetItem"], [storage.table_arn("control")])],
+        ).function
+        authorizer = apigateway.TokenAuthorizer(
+            self,
+            "TeamAuthorizer",
+            handler=authorizer_function,
+            results_cache_ttl=cdk.Duration.seconds(config.authorizer_cache_seconds),
+        )
+        return authorizer_function, authorizer
 
     def _rest_api(
         self, handler: lambda_.IFunction, authorizer: apigateway.IAuthorizer | None, config: StackConfig
@@ -150,34 +162,87 @@ class Api(Construct):
                 ),
             ),
         )
-        integration = apigateway.LambdaIntegration(handler)
-        validator = api.add_request_validator(
-            "Validator", validate_request_parameters=True, validate_request_body=True
-        )
-        # The two public paths take ANY method, like the proxy: the API function answers what it does not
-        # serve with 405 and an Allow header (API Gateway alone would answer 403 "Missing Authentication").
-        v1 = api.root.add_resource("v1")
-        public = [
-            api.root.add_resource("healthz").add_method("ANY", integration, request_validator=validator),
-            v1.add_resource("openapi.json").add_method("ANY", integration, request_validator=validator),
-        ]
-        # The web console's static files (duetime.api.console_files): public, as any page's files are; the
-        # page asks for the team's token and sends it only to /v1, same origin.
-        console = api.root.add_resource("console")
-        public += [
-            console.add_method("ANY", integration, request_validator=validator),
-            console.add_proxy(any_method=False).add_method("ANY", integration, request_validator=validator),
-        ]
-        # No validator on the proxy: it declares no models or parameters, so one would check nothing (and
-        # CDK never applied the one given in its default method options).
-        private = v1.add_proxy(any_method=False).add_method(
-            "ANY",
-            integration,
-            authorizer=authorizer,
-            authorization_type=apigateway.AuthorizationType.CUSTOM if authorizer else None,
-        )
+        public, private = _routes(api, apigateway.LambdaIntegration(handler), authorizer)
         _suppress_with_reasons(api, public, private, team_authorizer=authorizer is not None)
         return api
+
+
+def api_statements(
+    storage: Storage, queue: RunQueue, pollers: Pollers, worker_role: iam.Role
+) -> list[iam.PolicyStatement]:
+    """What the api function may do: the teams' jobs and runs, the control table, queue triggered runs,
+    wake a poller, and ask STS as the worker."""
+    jobs, runs, control = (storage.table_arn(t) for t in ("jobs", "runs", "control"))
+    return [
+        allow(
+            ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:BatchGetItem"],
+            [jobs],
+        ),
+        allow(["dynamodb:Query"], [storage.index_arn("jobs", TEAM_JOBS_INDEX)]),
+        allow(  # Query: a job's runs are one partition of the runs table; PartiQLInsert: a backfill's
+            # runs, 25 INSERTs a BatchExecuteStatement (IAM authorizes each statement); BatchGetItem:
+            # the success-deadline flags of the jobs an answer shows (deadline_watches.py)
+            [
+                "dynamodb:GetItem",
+                "dynamodb:PutItem",
+                "dynamodb:UpdateItem",
+                "dynamodb:Query",
+                "dynamodb:PartiQLInsert",
+                "dynamodb:BatchGetItem",
+            ],
+            [runs],
+        ),
+        allow(
+            [
+                "dynamodb:GetItem",
+                "dynamodb:PutItem",
+                "dynamodb:UpdateItem",
+                "dynamodb:BatchGetItem",
+                "dynamodb:DeleteItem",
+                "dynamodb:Query",
+            ],
+            [control],
+        ),  # teams, token hashes, idempotency keys, marks, the pollers' wake counts; jobs' label and
+        # name-word index items (put and deleted with the job) and change history (job_index.py)
+        queue.allow_send(),
+        pollers.allow_wake(),
+        allow(["sts:AssumeRole"], [worker_role.role_arn]),  # to ask STS as the worker (Api's docstring)
+    ]
+
+
+def _routes(
+    api: apigateway.RestApi,
+    integration: apigateway.LambdaIntegration,
+    authorizer: apigateway.IAuthorizer | None,
+) -> tuple[list[apigateway.Method], apigateway.Method]:
+    """The public methods (the health check, the OpenAPI document, the console's files) and the private
+    one, ``/v1/{proxy+}``, behind ``authorizer`` if there is one."""
+    validator = api.add_request_validator(
+        "Validator", validate_request_parameters=True, validate_request_body=True
+    )
+    # The two public paths take ANY method, like the proxy: the API function answers what it does not
+    # serve with 405 and an Allow header (API Gateway alone would answer 403 "Missing Authentication").
+    v1 = api.root.add_resource("v1")
+    public = [
+        api.root.add_resource("healthz").add_method("ANY", integration, request_validator=validator),
+        v1.add_resource("openapi.json").add_method("ANY", integration, request_validator=validator),
+    ]
+    # The web console's static files (duetime.api.console_files): public, as any page's files are; the page
+    # asks for the team's token and sends it only to /v1, same origin.
+    console = api.root.add_resource("console")
+    public += [
+        console.add_method("ANY", integration, request_validator=validator),
+        console.add_proxy(any_method=False).add_method("ANY", integration, request_validator=validator),
+    ]
+    # No validator on the proxy: it declares no models or parameters, so one would check nothing (and
+    # CDK never applied the one given in its default method options).
+    private = v1.add_proxy(any_method=False).add_method(
+        "ANY",
+        integration,
+        authorizer=authorizer,
+        authorization_type=apigateway.AuthorizationType.CUSTOM if authorizer else None,
+    )
+    return public, private
 
 
 def _suppress_with_reasons(
@@ -188,57 +253,12 @@ def _suppress_with_reasons(
     team_authorizer: bool,
 ) -> None:
     """Each suppression is as narrow as it can be and says why."""
-    NagSuppressions.add_resource_suppressions(
-        api.node.find_child("CloudWatchRole"),
-        [
-            {
-                "id": "AwsSolutions-IAM4",
-                "reason": "API Gateway's account-level logging role uses the AWS managed "
-                "AmazonAPIGatewayPushToCloudWatchLogs policy, which exists for exactly this.",
-            }
-        ],
-    )
+    NagSuppressions.add_resource_suppressions(api.node.find_child("CloudWatchRole"), MANAGED_LOGGING_POLICY)
     guard = "the team authorizer" if team_authorizer else "the api function's token check"
     NagSuppressions.add_resource_suppressions(
-        api.deployment_stage,
-        [
-            {
-                "id": "AwsSolutions-APIG3",
-                "reason": f"WAF is the operator's choice (cost, rule sets); throttling and {guard} are in "
-                "place. Attach a web ACL to the stage where policy requires one.",
-            }
-        ],
+        api.deployment_stage, [{"id": "AwsSolutions-APIG3", "reason": NO_WAF_REASON.format(guard=guard)}]
     )
+    NagSuppressions.add_resource_suppressions(public, PUBLIC_ROUTES)
     NagSuppressions.add_resource_suppressions(
-        public,
-        [
-            {
-                "id": "AwsSolutions-APIG4",
-                "reason": "The health check, the OpenAPI document and the console's static files are public "
-                "by design (the console asks for the token and sends it only to the /v1 API).",
-            },
-            {"id": "AwsSolutions-COG4", "reason": "Public routes: no authorizer of any kind."},
-        ],
+        private, TOKENS_CHECKED_BY_THE_AUTHORIZER if team_authorizer else TOKENS_CHECKED_BY_THE_API_FUNCTION
     )
-    if team_authorizer:
-        checked = [
-            {
-                "id": "AwsSolutions-COG4",
-                "reason": "Teams authenticate with bearer tokens checked by the "
-                "TeamAuthorizer Lambda (a TOKEN authorizer), not Cognito.",
-            }
-        ]
-    else:
-        checked = [
-            {
-                "id": "AwsSolutions-APIG4",
-                "reason": "No Lambda authorizer (localstack=true: LocalStack community runs none); the api "
-                "function checks every bearer token against the team catalog and answers 401 without one.",
-            },
-            {
-                "id": "AwsSolutions-COG4",
-                "reason": "Teams authenticate with bearer tokens, checked by the api function itself here, "
-                "not Cognito.",
-            },
-        ]
-    NagSuppressions.add_resource_suppressions(private, checked)

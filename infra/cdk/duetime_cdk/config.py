@@ -213,6 +213,14 @@ class StackConfig(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> StackConfig:
+        self._architecture_of_the_asset()
+        self._private_targets_confirmed()
+        if self.localstack:
+            self._without_what_localstack_lacks()
+        self._one_worker_scaling()
+        return self
+
+    def _architecture_of_the_asset(self) -> None:
         built_for = asset_architectures(self.lambda_asset)
         if "lambda_architecture" not in self.model_fields_set and len(built_for) == 1:
             (self.lambda_architecture,) = built_for  # unset: what the asset is built for
@@ -221,6 +229,8 @@ class StackConfig(BaseModel):
                 f"lambda_asset {self.lambda_asset} holds wheels for {', '.join(sorted(built_for))}, "
                 f"but lambda_architecture is {self.lambda_architecture}"
             )
+
+    def _private_targets_confirmed(self) -> None:
         if self.aws_targets_without_role and not self.localstack:
             raise ValueError(
                 "aws_targets_without_role is for LocalStack only: on AWS it would let any team act with the "
@@ -238,20 +248,23 @@ class StackConfig(BaseModel):
                 "allow_private_targets_on_aws confirms allow_private_targets, which is not set: set both, or "
                 "neither"
             )
-        if self.localstack:
-            if "scheduled_scaling" in self.model_fields_set and self.scheduled_scaling:
+
+    def _without_what_localstack_lacks(self) -> None:
+        if "scheduled_scaling" in self.model_fields_set and self.scheduled_scaling:
+            raise ValueError(
+                "scheduled_scaling needs Application Auto Scaling for Lambda, which LocalStack community "
+                "does not have: leave it unset (or false) with localstack=true"
+            )
+        self.scheduled_scaling = False
+        for key in ("warm_write_units", "warm_read_units"):
+            if key in self.model_fields_set and any(getattr(self, key).values()):
                 raise ValueError(
-                    "scheduled_scaling needs Application Auto Scaling for Lambda, which LocalStack community "
-                    "does not have: leave it unset (or false) with localstack=true"
+                    f"{key} sets DynamoDB warm throughput, which LocalStack's CloudFormation does not "
+                    f"apply: leave it unset (or 0) with localstack=true"
                 )
-            self.scheduled_scaling = False
-            for key in ("warm_write_units", "warm_read_units"):
-                if key in self.model_fields_set and any(getattr(self, key).values()):
-                    raise ValueError(
-                        f"{key} sets DynamoDB warm throughput, which LocalStack's CloudFormation does not "
-                        f"apply: leave it unset (or 0) with localstack=true"
-                    )
-                setattr(self, key, {})  # no default pre-warming on LocalStack either (storage.py says why)
+            setattr(self, key, {})  # no default pre-warming on LocalStack either (storage.py says why)
+
+    def _one_worker_scaling(self) -> None:
         default_cap = type(self).model_fields["worker_max_concurrency"].default
         if self.worker_min_pollers is not None and self.worker_max_concurrency != default_cap:
             raise ValueError(
@@ -273,7 +286,6 @@ class StackConfig(BaseModel):
                 "forecast_scaling and scheduled_scaling both set the worker alias's provisioned concurrency: "
                 "turn one off (scheduled_scaling=true needs forecast_scaling=false)"
             )
-        return self
 
     @property
     def prescaler_switches_pollers(self) -> bool:

@@ -15,6 +15,23 @@ from constructs import Construct
 RUNTIME = lambda_.Runtime.PYTHON_3_13
 ARCHITECTURES = {"arm64": lambda_.Architecture.ARM_64, "x86_64": lambda_.Architecture.X86_64}
 
+# cdk-nag findings every function's resources answer, and why.
+X_RAY_ANY_RESOURCE = [
+    {
+        "id": "AwsSolutions-IAM5",
+        "applies_to": ["Resource::*"],
+        "reason": "X-Ray PutTraceSegments/PutTelemetryRecords support no resource-level "
+        "permissions; every other statement names its table, index, queue or topic.",
+    }
+]
+RUNTIME_PINNED = [
+    {
+        "id": "AwsSolutions-L1",
+        "reason": "python3.13 is the runtime the code asset is built and tested for "
+        "(scripts/build_lambda.sh); moving to a newer runtime is a deliberate, tested change.",
+    }
+]
+
 
 def allow(actions: list[str], resources: list[str]) -> iam.PolicyStatement:
     return iam.PolicyStatement(actions=actions, resources=resources)
@@ -54,25 +71,7 @@ class DuetimeFunction(Construct):
         self.log_group = logs.LogGroup(
             self, "Logs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=cdk.RemovalPolicy.DESTROY
         )
-        self.role = iam.Role(
-            self,
-            "Role",
-            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-            description=f"duetime {service}: only what the {service} calls",
-        )
-        self.role.add_to_policy(
-            iam.PolicyStatement(
-                actions=["logs:CreateLogStream", "logs:PutLogEvents"],
-                resources=[self.log_group.log_group_arn],
-            )
-        )
-        self.role.add_to_policy(
-            iam.PolicyStatement(
-                actions=["xray:PutTraceSegments", "xray:PutTelemetryRecords"], resources=["*"]
-            )
-        )
-        for statement in statements:
-            self.role.add_to_policy(statement)
+        self.role = self._role(service, statements)
         self.function = lambda_.Function(
             self,
             "Function",
@@ -95,23 +94,29 @@ class DuetimeFunction(Construct):
             },
         )
         NagSuppressions.add_resource_suppressions(
-            self.role.node.find_child("DefaultPolicy"),
-            [
-                {
-                    "id": "AwsSolutions-IAM5",
-                    "applies_to": ["Resource::*"],
-                    "reason": "X-Ray PutTraceSegments/PutTelemetryRecords support no resource-level "
-                    "permissions; every other statement names its table, index, queue or topic.",
-                }
-            ],
+            self.role.node.find_child("DefaultPolicy"), X_RAY_ANY_RESOURCE
         )
-        NagSuppressions.add_resource_suppressions(
-            self.function,
-            [
-                {
-                    "id": "AwsSolutions-L1",
-                    "reason": "python3.13 is the runtime the code asset is built and tested for "
-                    "(scripts/build_lambda.sh); moving to a newer runtime is a deliberate, tested change.",
-                }
-            ],
+        NagSuppressions.add_resource_suppressions(self.function, RUNTIME_PINNED)
+
+    def _role(self, service: str, statements: list[iam.PolicyStatement]) -> iam.Role:
+        """The function's own role: its log group, X-Ray, and exactly ``statements``."""
+        role = iam.Role(
+            self,
+            "Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=f"duetime {service}: only what the {service} calls",
         )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+                resources=[self.log_group.log_group_arn],
+            )
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["xray:PutTraceSegments", "xray:PutTelemetryRecords"], resources=["*"]
+            )
+        )
+        for statement in statements:
+            role.add_to_policy(statement)
+        return role

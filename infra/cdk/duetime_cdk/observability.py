@@ -80,12 +80,22 @@ class Observability(Construct):
         super().__init__(scope, id)
         lateness_p99 = _metric("StartLateness", "worker", "p99")
         dead = _total("dead runs", [_metric("RunsDead", "worker"), _metric("RunsDead", "poller")])
-        dynamodb_throttles = [
-            t.metric(name, statistic="Sum", period=MINUTE)
-            for t in tables
-            for name in ("ReadThrottleEvents", "WriteThrottleEvents")
-        ]
         self.alarms = [
+            *self._run_alarms(queue, lateness_p99, dead),
+            *self._poller_alarms(pollers, prescaler),
+            *self._throttle_alarms(functions, tables),
+        ]
+        action = cloudwatch_actions.SnsAction(alerts.topic)
+        for alarm in self.alarms:
+            alarm.add_alarm_action(action)
+        if dashboard:
+            self._dashboard(queue, lateness_p99, dead)
+
+    def _run_alarms(
+        self, queue: RunQueue, lateness_p99: cloudwatch.IMetric, dead: cloudwatch.IMetric
+    ) -> list[cloudwatch.Alarm]:
+        """Runs started late, runs gone dead, run messages dead-lettered."""
+        return [
             cloudwatch.Alarm(
                 self,
                 "StartLatenessP99",
@@ -102,15 +112,17 @@ class Observability(Construct):
                 queue.dead_letters.metric_approximate_number_of_messages_visible(period=MINUTE),
                 "run messages reached the dead-letter queue",
             ),
-            self._any_in(
-                "PollerErrors",
-                _total(
-                    "poller errors",
-                    [*(p.metric_errors() for p in pollers), _metric("PollerErrors", "poller")],
-                ),
-                "a poller invocation or tick failed",
-                periods=2,
-            ),
+        ]
+
+    def _poller_alarms(
+        self, pollers: list[lambda_.Function], prescaler: lambda_.Function | None
+    ) -> list[cloudwatch.Alarm]:
+        """Poller errors, prescaler errors (when there is one), poller takeovers."""
+        poller_errors = _total(
+            "poller errors", [*(p.metric_errors() for p in pollers), _metric("PollerErrors", "poller")]
+        )
+        return [
+            self._any_in("PollerErrors", poller_errors, "a poller invocation or tick failed", periods=2),
             *(
                 [
                     self._any_in(
@@ -127,6 +139,18 @@ class Observability(Construct):
                 _metric("PollerTakeovers", "poller"),
                 "a poller died and a standby took its partitions over",
             ),
+        ]
+
+    def _throttle_alarms(
+        self, functions: list[lambda_.Function], tables: list[dynamodb.TableV2]
+    ) -> list[cloudwatch.Alarm]:
+        """Lambda throttling any of ``functions``, DynamoDB throttling any of ``tables``."""
+        dynamodb_throttles = [
+            t.metric(name, statistic="Sum", period=MINUTE)
+            for t in tables
+            for name in ("ReadThrottleEvents", "WriteThrottleEvents")
+        ]
+        return [
             self._any_in(
                 "LambdaThrottles",
                 _total("Lambda throttles", [f.metric_throttles() for f in functions]),
@@ -140,11 +164,6 @@ class Observability(Construct):
                 periods=2,
             ),
         ]
-        action = cloudwatch_actions.SnsAction(alerts.topic)
-        for alarm in self.alarms:
-            alarm.add_alarm_action(action)
-        if dashboard:
-            self._dashboard(queue, lateness_p99, dead)
 
     def _any_in(
         self, id: str, value: cloudwatch.IMetric, description: str, periods: int = 1

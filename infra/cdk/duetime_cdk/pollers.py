@@ -86,8 +86,57 @@ class Pollers(Construct):
         """``worker``: the worker alias the SQS event source invokes; pollers warm it before each minute
         that holds runs (``duetime.scheduling.warmup``)."""
         super().__init__(scope, id)
+        statements = self._statements(storage, queue, alerts, worker)
+        # The helpers of busy minutes (duetime.scheduling.fan_out): the pollers' code and rights, sized for
+        # CPU, invoked by a group's holder only (asynchronously, its event naming the slice and minute). Idle,
+        # it costs nothing: no rule invokes it.
+        self.helper: lambda_.Function | None = None
+        helper_environment: dict[str, str] = {}
+        if fan_out:
+            self.helper = self._helper(code, worker, helper_memory_mb, statements)
+            statements = [*statements, allow(["lambda:InvokeFunction"], [self.helper.function_arn])]
+            helper_environment = {"DUETIME_POLLER_HELPER_FUNCTION": self.helper.function_name}
+        # Each group's share of the claims a second the tables take with their starts
+        # (duetime.scheduling.claim_pace), from their warm throughput: a busy minute's claimers together never
+        # ask a table more than it takes. None (unpaced) on LocalStack, whose tables take anything.
+        self.claims_per_second = (
+            claims_per_second_for(warm_write_units) / len(partition_groups)
+            if warm_write_units is not None
+            else None
+        )
+        every_group = {
+            "DUETIME_WORKER_FUNCTION_ARN": worker.function_arn,
+            "DUETIME_POLLER_HOT_STANDBY": "true" if hot_standby else "false",
+            "DUETIME_POLLER_REST_WHEN_QUIET": "true" if rest_when_quiet else "false",
+            **helper_environment,
+            **self._pace_environment(),
+        }
+        self.labels = [group_label(p) for p in partition_groups]  # as each group's rule's input names it
+        memory = [poller_memory_mb(len(p)) for p in partition_groups]
+        self.functions = [
+            self._group_poller(code, label, memory_mb, every_group, statements)
+            for label, memory_mb in zip(self.labels, memory, strict=True)
+        ]
+        # The function a wake invokes, whatever the group: the event names the group (its rule's input plus
+        # ``wake``; the handler serves the event's partitions, not DUETIME_PARTITIONS), and the API takes one
+        # function name. The one sized for the largest group (the first of equals: the first group's), so
+        # that it can preload any group's minute; like the rules, the function itself, not an alias.
+        self.waker = self.functions[memory.index(max(memory))]
+        self.rest_when_quiet = rest_when_quiet
+
+    def _pace_environment(self) -> dict[str, str]:
+        """The group's share of the claims a second, which its claims are paced to (none: unpaced)."""
+        if not self.claims_per_second:
+            return {}
+        return {"DUETIME_CLAIMS_PER_SECOND": f"{self.claims_per_second:.1f}"}
+
+    def _statements(
+        self, storage: Storage, queue: RunQueue, alerts: Alerts, worker: lambda_.IFunction
+    ) -> list[iam.PolicyStatement]:
+        """What a poller (and a helper) may do: claim, reap, watch deadlines, notify, keep the marks, queue
+        runs, alert, warm the worker."""
         jobs, runs, control = (storage.table_arn(t) for t in ("jobs", "runs", "control"))
-        statements = [
+        return [
             allow(["dynamodb:Query"], [storage.index_arn("jobs", DUE_INDEX)]),
             # A claim reads its jobs' versions (BatchGetItem), then writes the run rows and their reap
             # tickets (PartiQL INSERT) and moves the schedules (PartiQL UPDATE), in BatchExecuteStatements,
@@ -119,90 +168,70 @@ class Pollers(Construct):
             alerts.allow_publish(),
             allow(["lambda:InvokeFunction"], [worker.function_arn]),  # warm-ups (asynchronous)
         ]
-        # The helpers of busy minutes (duetime.scheduling.fan_out): the pollers' code and rights, sized for
-        # CPU, invoked by a group's holder only (asynchronously, its event naming the slice and minute). Idle,
-        # it costs nothing: no rule invokes it.
-        self.helper: lambda_.Function | None = None
-        helper_environment: dict[str, str] = {}
-        if fan_out:
-            self.helper = DuetimeFunction(
-                self,
-                "PollerHelper",
-                code=code,
-                handler="functions/poller/helper.handler",
-                service="poller-helper",
-                environment={"DUETIME_WORKER_FUNCTION_ARN": worker.function_arn},
-                timeout=cdk.Duration.seconds(HELPER_TIMEOUT_SECONDS),
-                memory_mb=helper_memory_mb,
-                statements=statements,
-            ).function
-            # A helper event that waited a minute in Lambda's queue is past its minute; one that failed is
-            # not retried (its slice never left the holder, or comes back to it when the lease expires).
-            self.helper.configure_async_invoke(max_event_age=cdk.Duration.seconds(60), retry_attempts=0)
-            statements = [*statements, allow(["lambda:InvokeFunction"], [self.helper.function_arn])]
-            helper_environment = {"DUETIME_POLLER_HELPER_FUNCTION": self.helper.function_name}
-        # Each group's share of the claims a second the tables take with their starts
-        # (duetime.scheduling.claim_pace), from their warm throughput: a busy minute's claimers together never
-        # ask a table more than it takes. None (unpaced) on LocalStack, whose tables take anything.
-        self.claims_per_second = (
-            claims_per_second_for(warm_write_units) / len(partition_groups)
-            if warm_write_units is not None
-            else None
+
+    def _helper(
+        self,
+        code: LambdaCode,
+        worker: lambda_.IFunction,
+        memory_mb: int,
+        statements: list[iam.PolicyStatement],
+    ) -> lambda_.Function:
+        """The function a group's holder starts for a busy minute's slices (``poller_fan_out``)."""
+        helper = DuetimeFunction(
+            self,
+            "PollerHelper",
+            code=code,
+            handler="functions/poller/helper.handler",
+            service="poller-helper",
+            environment={"DUETIME_WORKER_FUNCTION_ARN": worker.function_arn},
+            timeout=cdk.Duration.seconds(HELPER_TIMEOUT_SECONDS),
+            memory_mb=memory_mb,
+            statements=statements,
+        ).function
+        # A helper event that waited a minute in Lambda's queue is past its minute; one that failed is
+        # not retried (its slice never left the holder, or comes back to it when the lease expires).
+        helper.configure_async_invoke(max_event_age=cdk.Duration.seconds(60), retry_attempts=0)
+        return helper
+
+    def _group_poller(
+        self,
+        code: LambdaCode,
+        label: str,
+        memory_mb: int,
+        every_group: dict[str, str],
+        statements: list[iam.PolicyStatement],
+    ) -> lambda_.Function:
+        """The poller of the partitions ``label`` names, and the rule that ticks it every minute."""
+        poller = DuetimeFunction(
+            self,
+            f"Poller{construct_name(label)}",
+            code=code,
+            handler="functions/poller/handler.handler",
+            service="poller",
+            environment={"DUETIME_PARTITIONS": label, **every_group},
+            timeout=cdk.Duration.seconds(POLLER_TIMEOUT_SECONDS),
+            memory_mb=memory_mb,
+            statements=statements,
+        ).function
+        rule = events.Rule(
+            self,
+            f"Tick{construct_name(label)}",
+            schedule=events.Schedule.rate(cdk.Duration.minutes(1)),
+            description=f"duetime poller tick, partitions {label}",
         )
-        pace_environment = (
-            {"DUETIME_CLAIMS_PER_SECOND": f"{self.claims_per_second:.1f}"} if self.claims_per_second else {}
+        rule.add_target(
+            targets.LambdaFunction(
+                poller,
+                retry_attempts=0,
+                event=events.RuleTargetInput.from_object(
+                    {"partitions": label, "run_seconds": POLLER_RUN_SECONDS}
+                ),
+            )
         )
-        self.functions: list[lambda_.Function] = []
-        self.labels: list[str] = []  # each group's label, as its rule's input names it
-        memory: list[int] = []
-        for partitions in partition_groups:
-            label = group_label(partitions)
-            memory_mb = poller_memory_mb(len(partitions))
-            poller = DuetimeFunction(
-                self,
-                f"Poller{construct_name(label)}",
-                code=code,
-                handler="functions/poller/handler.handler",
-                service="poller",
-                environment={
-                    "DUETIME_PARTITIONS": label,
-                    "DUETIME_WORKER_FUNCTION_ARN": worker.function_arn,
-                    "DUETIME_POLLER_HOT_STANDBY": "true" if hot_standby else "false",
-                    "DUETIME_POLLER_REST_WHEN_QUIET": "true" if rest_when_quiet else "false",
-                    **helper_environment,
-                    **pace_environment,
-                },
-                timeout=cdk.Duration.seconds(POLLER_TIMEOUT_SECONDS),
-                memory_mb=memory_mb,
-                statements=statements,
-            ).function
-            rule = events.Rule(
-                self,
-                f"Tick{construct_name(label)}",
-                schedule=events.Schedule.rate(cdk.Duration.minutes(1)),
-                description=f"duetime poller tick, partitions {label}",
-            )
-            rule.add_target(
-                targets.LambdaFunction(
-                    poller,
-                    retry_attempts=0,
-                    event=events.RuleTargetInput.from_object(
-                        {"partitions": label, "run_seconds": POLLER_RUN_SECONDS}
-                    ),
-                )
-            )
-            # A tick that waited in Lambda's async queue for a minute is dropped, not run late (the next
-            # one is already there); none is retried (one that failed was a whole invocation's worth).
-            poller.configure_async_invoke(max_event_age=cdk.Duration.seconds(60), retry_attempts=0)
-            self.functions.append(poller)
-            self.labels.append(label)
-            memory.append(memory_mb)
-        # The function a wake invokes, whatever the group: the event names the group (its rule's input plus
-        # ``wake``; the handler serves the event's partitions, not DUETIME_PARTITIONS), and the API takes one
-        # function name. The one sized for the largest group (the first of equals: the first group's), so
-        # that it can preload any group's minute; like the rules, the function itself, not an alias.
-        self.waker = self.functions[memory.index(max(memory))]
-        self.rest_when_quiet = rest_when_quiet
+        # A tick that waited in Lambda's async queue for a minute is dropped, not run late (the next
+        # one is already there); none is retried (one that failed was a whole invocation's worth).
+        poller.configure_async_invoke(max_event_age=cdk.Duration.seconds(60), retry_attempts=0)
+        return poller
 
     def wake_environment(self) -> dict[str, str]:
         """The settings the API's waker reads (``duetime.wiring.make_waker``): the function to invoke, the

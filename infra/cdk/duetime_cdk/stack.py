@@ -34,55 +34,14 @@ class DuetimeStack(cdk.Stack):
         )
         self.queue = queue = RunQueue(self, "Queue")
         self.alerts = alerts = Alerts(self, "Alerts", email=config.alert_email)
-        code = LambdaCode(
-            config.lambda_asset,
-            config.lambda_architecture,
-            {
-                "DUETIME_JOBS_TABLE": storage.tables["jobs"].table_name,
-                "DUETIME_RUNS_TABLE": storage.tables["runs"].table_name,
-                "DUETIME_CONTROL_TABLE": storage.tables["control"].table_name,
-                "DUETIME_RUN_QUEUE_URL": queue.queue.queue_url,
-                "DUETIME_ALERTS_TOPIC_ARN": alerts.topic.topic_arn,
-                "DUETIME_ALLOW_PRIVATE_TARGETS": "true" if config.allow_private_targets else "false",
-                "DUETIME_AWS_TARGETS_WITHOUT_ROLE": "true" if config.aws_targets_without_role else "false",
-                # LocalStack's STS lets any external id in: a role's trust cannot be checked there
-                "DUETIME_AWS_ROLE_TRUST_UNCHECKED": "true" if config.localstack else "false",
-            },
-        )
+        code = self._lambda_code()
         self.workers = Workers(
             self, "Workers", code=code, storage=storage, queue=queue, alerts=alerts, config=config
         )
         # The worker alias's provisioned concurrency: set by the prescaler from the forecast, or (Workers)
         # by Application Auto Scaling on a daily schedule; StackConfig allows one of the two at most.
-        self.prescaler = (
-            Prescaler(
-                self,
-                "Prescaler",
-                code=code,
-                storage=storage,
-                queue=queue,
-                worker=self.workers.alias,
-                event_source=self.workers.event_source,
-                config=config,
-            )
-            if config.forecast_scaling
-            else None
-        )
-        self.pollers = Pollers(
-            self,
-            "Pollers",
-            code=code,
-            partition_groups=config.partition_groups,
-            hot_standby=config.poller_hot_standby,
-            rest_when_quiet=config.poller_rest_when_quiet,
-            fan_out=config.poller_fan_out,
-            helper_memory_mb=config.poller_helper_memory_mb,
-            warm_write_units=None if config.localstack else config.warm_write_units,
-            storage=storage,
-            queue=queue,
-            alerts=alerts,
-            worker=self.workers.alias,
-        )
+        self.prescaler = self._prescaler(code) if config.forecast_scaling else None
+        self.pollers = self._pollers(code)
         self.api = Api(
             self,
             "Api",
@@ -93,24 +52,78 @@ class DuetimeStack(cdk.Stack):
             worker_role=self.workers.role,
             config=config,
         )
-        self.observability = Observability(
+        self.observability = self._observability()
+        self._outputs()
+
+    def _lambda_code(self) -> LambdaCode:
+        """The code asset every function runs, and the environment naming the tables, queue and topic."""
+        config, tables = self.config, self.storage.tables
+        return LambdaCode(
+            config.lambda_asset,
+            config.lambda_architecture,
+            {
+                "DUETIME_JOBS_TABLE": tables["jobs"].table_name,
+                "DUETIME_RUNS_TABLE": tables["runs"].table_name,
+                "DUETIME_CONTROL_TABLE": tables["control"].table_name,
+                "DUETIME_RUN_QUEUE_URL": self.queue.queue.queue_url,
+                "DUETIME_ALERTS_TOPIC_ARN": self.alerts.topic.topic_arn,
+                "DUETIME_ALLOW_PRIVATE_TARGETS": "true" if config.allow_private_targets else "false",
+                "DUETIME_AWS_TARGETS_WITHOUT_ROLE": "true" if config.aws_targets_without_role else "false",
+                # LocalStack's STS lets any external id in: a role's trust cannot be checked there
+                "DUETIME_AWS_ROLE_TRUST_UNCHECKED": "true" if config.localstack else "false",
+            },
+        )
+
+    def _prescaler(self, code: LambdaCode) -> Prescaler:
+        return Prescaler(
+            self,
+            "Prescaler",
+            code=code,
+            storage=self.storage,
+            queue=self.queue,
+            worker=self.workers.alias,
+            event_source=self.workers.event_source,
+            config=self.config,
+        )
+
+    def _pollers(self, code: LambdaCode) -> Pollers:
+        config = self.config
+        return Pollers(
+            self,
+            "Pollers",
+            code=code,
+            partition_groups=config.partition_groups,
+            hot_standby=config.poller_hot_standby,
+            rest_when_quiet=config.poller_rest_when_quiet,
+            fan_out=config.poller_fan_out,
+            helper_memory_mb=config.poller_helper_memory_mb,
+            warm_write_units=None if config.localstack else config.warm_write_units,
+            storage=self.storage,
+            queue=self.queue,
+            alerts=self.alerts,
+            worker=self.workers.alias,
+        )
+
+    def _observability(self) -> Observability:
+        """Alarms on every function and the pollers, the prescaler and the tables in particular."""
+        pollers, prescaler = self.pollers, self.prescaler
+        return Observability(
             self,
             "Observability",
-            alerts=alerts,
-            queue=queue,
-            tables=[storage.tables["jobs"], storage.tables["runs"]],
-            pollers=self.pollers.functions,
+            alerts=self.alerts,
+            queue=self.queue,
+            tables=[self.storage.tables["jobs"], self.storage.tables["runs"]],
+            pollers=pollers.functions,
             functions=[
-                *self.pollers.functions,
-                *([self.pollers.helper] if self.pollers.helper else []),
+                *pollers.functions,
+                *([pollers.helper] if pollers.helper else []),
                 self.workers.function,
                 *self.api.functions,
-                *([self.prescaler.function] if self.prescaler else []),
+                *([prescaler.function] if prescaler else []),
             ],
-            prescaler=self.prescaler.function if self.prescaler else None,
-            dashboard=config.dashboard,
+            prescaler=prescaler.function if prescaler else None,
+            dashboard=self.config.dashboard,
         )
-        self._outputs()
 
     def _outputs(self) -> None:
         control = self.storage.tables["control"].table_name

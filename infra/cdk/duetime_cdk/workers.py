@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from aws_cdk import Aws
 from aws_cdk import aws_applicationautoscaling as appscaling
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from constructs import Construct
@@ -38,7 +39,6 @@ class Workers(Construct):
         config: StackConfig,
     ) -> None:
         super().__init__(scope, id)
-        jobs, runs, control = (storage.table_arn(t) for t in ("jobs", "runs", "control"))
         worker = DuetimeFunction(
             self,
             "Worker",
@@ -47,51 +47,17 @@ class Workers(Construct):
             service="worker",
             timeout=WORKER_TIMEOUT,
             memory_mb=1024,
-            statements=[
-                # A batch of one: single-item writes. A batch: the runs read in one BatchGetItem, and the
-                # leases, results, slots written by PartiQL BatchExecuteStatement, which IAM authorizes per
-                # statement as PartiQLUpdate / PartiQLInsert (adapters/dynamodb/worker_batches.py).
-                allow(
-                    [
-                        "dynamodb:GetItem",
-                        "dynamodb:UpdateItem",
-                        "dynamodb:BatchGetItem",
-                        "dynamodb:PartiQLUpdate",
-                        "dynamodb:DeleteItem",
-                    ],
-                    [runs],
-                ),  # lease, result; a met success deadline's watch and missing flag (deadline_watches.py)
-                allow(
-                    [
-                        "dynamodb:GetItem",
-                        "dynamodb:UpdateItem",
-                        "dynamodb:Query",
-                        "dynamodb:BatchGetItem",
-                        "dynamodb:PartiQLUpdate",
-                        "dynamodb:PartiQLInsert",
-                    ],
-                    [control],
-                ),  # team, slots, store clock
-                # A job's notify channels, read when one of its runs fails or dies
-                # (duetime.execution.notifications); the notice goes to the runs table's outbox (UpdateItem,
-                # above).
-                allow(["dynamodb:GetItem"], [jobs]),
-                queue.allow_send(),
-                alerts.allow_publish(),
-                # AWS targets (duetime.domain.aws_targets): the worker has no right to any team's resources;
-                # it acts under the team's role, and may assume only roles that opt in by their name, in any
-                # account. Each role's trust policy requires the team's external id, so no team can have
-                # duetime act under another team's role (README, "AWS targets"). TagSession: the session
-                # carries the team's tag (duetime:team), on those roles only.
-                allow(
-                    ["sts:AssumeRole", "sts:TagSession"],
-                    [f"arn:{Aws.PARTITION}:iam::*:role/{ROLE_NAME_PREFIX}*"],
-                ),
-            ],
+            statements=worker_statements(storage, queue, alerts),
         )
         self.role = worker.role  # the principal customers' trust policies name (the API probes as it too)
         self.function = worker.function
         self.alias = lambda_.Alias(self, "Live", alias_name="live", version=self.function.current_version)
+        self.event_source = self._event_source(queue, config)
+        if config.scheduled_scaling:
+            self._scale_on_schedule(config)
+
+    def _event_source(self, queue: RunQueue, config: StackConfig) -> sources.SqsEventSource:
+        """The run queue feeding the alias, in standard mode or (``worker_min_pollers``) provisioned mode."""
         # Standard mode: Lambda's pollers ramp from 5 concurrent batches by up to 300 a minute, capped by
         # MaximumConcurrency. With worker_min_pollers, provisioned mode: that many pollers kept ready (billed
         # per poller-hour), scaling by up to 1,000 a minute; AWS refuses MaximumConcurrency with it, so
@@ -107,33 +73,82 @@ class Workers(Construct):
         # With forecast_pollers the prescaler switches this mapping's mode by its UUID (Prescaler): the
         # template's MaximumConcurrency is what it restores, and the deployed mapping differs from the
         # template while a spike is served (deploy outside those minutes).
-        self.event_source = sources.SqsEventSource(
+        event_source = sources.SqsEventSource(
             queue.queue,
             batch_size=config.worker_batch_size,
             report_batch_item_failures=True,
             max_concurrency=config.worker_max_concurrency if pollers is None else None,
             provisioned_poller_config=pollers,
         )
-        self.alias.add_event_source(self.event_source)
-        if config.scheduled_scaling:
-            # Lambda's provisioned concurrency may scale to 0 (Application Auto Scaling's floor is 1 for
-            # every other resource): outside the peak nothing stays provisioned unless baseline_workers says.
-            scaling = self.alias.add_auto_scaling(
-                min_capacity=config.baseline_workers, max_capacity=config.peak_workers
-            )
-            # A scheduled action scales out to its minimum and scales in only to its maximum ("if current
-            # capacity is greater than the specified maximum capacity, Application Auto Scaling scales in"):
-            # lowering only the minimum after the peak would leave all peak_workers provisioned all day.
-            # So each action sets both, and the day's maximum is baseline_workers outside the peak.
-            scaling.scale_on_schedule(
-                "RaiseBeforePeak",
-                schedule=appscaling.Schedule.expression(config.peak_scale_up),
-                min_capacity=config.peak_workers,
-                max_capacity=config.peak_workers,
-            )
-            scaling.scale_on_schedule(
-                "LowerAfterPeak",
-                schedule=appscaling.Schedule.expression(config.peak_scale_down),
-                min_capacity=config.baseline_workers,
-                max_capacity=config.baseline_workers,
-            )
+        self.alias.add_event_source(event_source)
+        return event_source
+
+    def _scale_on_schedule(self, config: StackConfig) -> None:
+        """``peak_workers`` provisioned from ``peak_scale_up`` to ``peak_scale_down`` every day."""
+        # Lambda's provisioned concurrency may scale to 0 (Application Auto Scaling's floor is 1 for
+        # every other resource): outside the peak nothing stays provisioned unless baseline_workers says.
+        scaling = self.alias.add_auto_scaling(
+            min_capacity=config.baseline_workers, max_capacity=config.peak_workers
+        )
+        # A scheduled action scales out to its minimum and scales in only to its maximum ("if current
+        # capacity is greater than the specified maximum capacity, Application Auto Scaling scales in"):
+        # lowering only the minimum after the peak would leave all peak_workers provisioned all day.
+        # So each action sets both, and the day's maximum is baseline_workers outside the peak.
+        scaling.scale_on_schedule(
+            "RaiseBeforePeak",
+            schedule=appscaling.Schedule.expression(config.peak_scale_up),
+            min_capacity=config.peak_workers,
+            max_capacity=config.peak_workers,
+        )
+        scaling.scale_on_schedule(
+            "LowerAfterPeak",
+            schedule=appscaling.Schedule.expression(config.peak_scale_down),
+            min_capacity=config.baseline_workers,
+            max_capacity=config.baseline_workers,
+        )
+
+
+def worker_statements(storage: Storage, queue: RunQueue, alerts: Alerts) -> list[iam.PolicyStatement]:
+    """What the worker may do: its runs, its team's slots, a job's notify channels, queue retries, publish
+    failed and dead runs, and act under the roles of AWS targets."""
+    jobs, runs, control = (storage.table_arn(t) for t in ("jobs", "runs", "control"))
+    return [
+        # A batch of one: single-item writes. A batch: the runs read in one BatchGetItem, and the
+        # leases, results, slots written by PartiQL BatchExecuteStatement, which IAM authorizes per
+        # statement as PartiQLUpdate / PartiQLInsert (adapters/dynamodb/worker_batches.py).
+        allow(
+            [
+                "dynamodb:GetItem",
+                "dynamodb:UpdateItem",
+                "dynamodb:BatchGetItem",
+                "dynamodb:PartiQLUpdate",
+                "dynamodb:DeleteItem",
+            ],
+            [runs],
+        ),  # lease, result; a met success deadline's watch and missing flag (deadline_watches.py)
+        allow(
+            [
+                "dynamodb:GetItem",
+                "dynamodb:UpdateItem",
+                "dynamodb:Query",
+                "dynamodb:BatchGetItem",
+                "dynamodb:PartiQLUpdate",
+                "dynamodb:PartiQLInsert",
+            ],
+            [control],
+        ),  # team, slots, store clock
+        # A job's notify channels, read when one of its runs fails or dies (duetime.execution.notifications);
+        # the notice goes to the runs table's outbox (UpdateItem, above).
+        allow(["dynamodb:GetItem"], [jobs]),
+        queue.allow_send(),
+        alerts.allow_publish(),
+        # AWS targets (duetime.domain.aws_targets): the worker has no right to any team's resources; it
+        # acts under the team's role, and may assume only roles that opt in by their name, in any
+        # account. Each role's trust policy requires the team's external id, so no team can have
+        # duetime act under another team's role (README, "AWS targets"). TagSession: the session
+        # carries the team's tag (duetime:team), on those roles only.
+        allow(
+            ["sts:AssumeRole", "sts:TagSession"],
+            [f"arn:{Aws.PARTITION}:iam::*:role/{ROLE_NAME_PREFIX}*"],
+        ),
+    ]
