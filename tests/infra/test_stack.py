@@ -646,6 +646,29 @@ def test_alarms_cover_lateness_dead_runs_dlq_poller_errors_and_throttles(templat
     template.resource_count_is("AWS::CloudWatch::Dashboard", 1)
 
 
+def test_a_stack_of_sixteen_groups_watches_every_poller_within_cloudwatchs_ten_metrics_an_alarm() -> None:
+    """CloudWatch refuses an alarm on a metric math expression over more than 10 metrics (a hard limit):
+    with a poller function per group, 16 groups' poller errors and the functions' throttles are watched by
+    alarms of at most 10 metrics each, which together still cover every function."""
+    groups = [list(range(start, start + 4)) for start in range(0, 64, 4)]
+    _, many = synth(deletion_protection="false", partition_groups=groups)
+    alarms = list(resources(many, "AWS::CloudWatch::Alarm").values())
+    watched: dict[str, set[str]] = {}
+    for alarm in alarms:
+        queries = alarm["Properties"].get("Metrics", [])
+        stats = [q["MetricStat"]["Metric"] for q in queries if "MetricStat" in q]
+        assert len(stats) <= 10, alarm["Properties"]["AlarmDescription"]
+        for metric in stats:
+            if metric["Namespace"] == "AWS/Lambda":
+                key = f"{alarm['Properties']['AlarmDescription']}/{metric['MetricName']}"
+                watched.setdefault(key, set()).add(metric["Dimensions"][0]["Value"]["Ref"])
+    pollers = set(function_ids(many, POLLER))
+    assert len(pollers) == 16
+    assert watched["a poller invocation or tick failed/Errors"] == pollers
+    functions = set(resources(many, "AWS::Lambda::Function"))
+    assert watched["Lambda throttled a duetime function/Throttles"] == functions
+
+
 def test_no_iam_policy_grants_a_wildcard_action(template: Template) -> None:
     statements = [
         s

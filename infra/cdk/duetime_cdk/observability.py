@@ -51,6 +51,21 @@ def _metric(name: str, service: str, statistic: str = "Sum") -> cloudwatch.Metri
     )
 
 
+# CloudWatch: an alarm on a metric math expression references at most 10 metrics, a hard limit
+# (AmazonCloudWatch/latest/monitoring/alarm-limits.md, "Limits that apply to alarms based on metric math
+# expressions"). A total over more metrics (a stack of many partition groups has a poller function each) is
+# watched by one alarm per 10 of them.
+ALARM_METRICS_MAX = 10
+
+
+def _totals(label: str, metrics: Sequence[cloudwatch.IMetric]) -> list[cloudwatch.MathExpression]:
+    """``_total`` of ``metrics``, in parts of at most ``ALARM_METRICS_MAX`` (one part when they fit)."""
+    parts = [metrics[i : i + ALARM_METRICS_MAX] for i in range(0, len(metrics), ALARM_METRICS_MAX)]
+    if len(parts) == 1:
+        return [_total(label, metrics)]
+    return [_total(f"{label} ({n} of {len(parts)})", part) for n, part in enumerate(parts, start=1)]
+
+
 def _total(label: str, metrics: Sequence[cloudwatch.IMetric]) -> cloudwatch.MathExpression:
     """The sum of ``metrics``, a missing datapoint counting as zero."""
     using = {f"m{i}": m for i, m in enumerate(metrics)}
@@ -118,11 +133,13 @@ class Observability(Construct):
         self, pollers: list[lambda_.Function], prescaler: lambda_.Function | None
     ) -> list[cloudwatch.Alarm]:
         """Poller errors, prescaler errors (when there is one), poller takeovers."""
-        poller_errors = _total(
+        poller_errors = _totals(
             "poller errors", [*(p.metric_errors() for p in pollers), _metric("PollerErrors", "poller")]
         )
         return [
-            self._any_in("PollerErrors", poller_errors, "a poller invocation or tick failed", periods=2),
+            *self._any_in_each(
+                "PollerErrors", poller_errors, "a poller invocation or tick failed", periods=2
+            ),
             *(
                 [
                     self._any_in(
@@ -151,18 +168,27 @@ class Observability(Construct):
             for name in ("ReadThrottleEvents", "WriteThrottleEvents")
         ]
         return [
-            self._any_in(
+            *self._any_in_each(
                 "LambdaThrottles",
-                _total("Lambda throttles", [f.metric_throttles() for f in functions]),
+                _totals("Lambda throttles", [f.metric_throttles() for f in functions]),
                 "Lambda throttled a duetime function",
                 periods=2,
             ),
-            self._any_in(
+            *self._any_in_each(
                 "DynamoDbThrottles",
-                _total("DynamoDB throttles", dynamodb_throttles),
+                _totals("DynamoDB throttles", dynamodb_throttles),
                 "DynamoDB throttled duetime's tables",
                 periods=2,
             ),
+        ]
+
+    def _any_in_each(
+        self, id: str, totals: list[cloudwatch.MathExpression], description: str, periods: int = 1
+    ) -> list[cloudwatch.Alarm]:
+        """``_any_in`` on each part of a total: the first keeps ``id``, the next are ``id`` + 2, 3, ..."""
+        return [
+            self._any_in(id if n == 1 else f"{id}{n}", total, description, periods)
+            for n, total in enumerate(totals, start=1)
         ]
 
     def _any_in(
