@@ -20,7 +20,9 @@ from duetime.domain.ids import DEFAULT_POLLER_GROUPS, PARTITIONS
 from duetime.settings import parse_partitions
 
 ROOT = Path(__file__).resolve().parents[3]
-WHEEL_ARCHITECTURES = {"aarch64": "arm64", "x86_64": "x86_64"}  # a wheel's platform tag -> Lambda's name
+LambdaArchitecture = Literal["arm64", "x86_64"]
+# a wheel's platform tag -> Lambda's name
+WHEEL_ARCHITECTURES: dict[str, LambdaArchitecture] = {"aarch64": "arm64", "x86_64": "x86_64"}
 
 # Context keys of the CDK's own (feature flags, what the CLI passes or stores in cdk.json: aws:cdk:..., the
 # acknowledged notices, the telemetry switch): not ours to validate. Every other key must be a setting.
@@ -82,7 +84,7 @@ class StackConfig(BaseModel):
     # The code asset (relative paths are from the repository root) and the architecture it was built for:
     # unset, the one its binary wheels name; set, it must be that one.
     lambda_asset: Path = Field(default=ROOT / "build" / "lambda", validate_default=True)
-    lambda_architecture: Literal["arm64", "x86_64"] = "arm64"
+    lambda_architecture: LambdaArchitecture = "arm64"
     # A LocalStack (community) deployment: leaves out what LocalStack cannot create or run: the API
     # Gateway Lambda authorizer (the api function checks tokens itself), the dashboard, scheduled scaling
     # (forecast_scaling stays: LocalStack's Lambda keeps provisioned concurrency configs).
@@ -343,9 +345,9 @@ def describe(error: ValidationError) -> str:
     return "bad CDK context:\n  " + "\n  ".join(lines)
 
 
-def asset_architectures(asset: Path) -> set[str]:
+def asset_architectures(asset: Path) -> set[LambdaArchitecture]:
     """The Lambda architectures the asset's binary wheels were built for (empty if it has none)."""
-    found = set()
+    found: set[LambdaArchitecture] = set()
     for wheel in asset.glob("*.dist-info/WHEEL"):
         for line in wheel.read_text().splitlines():
             if line.startswith("Tag:"):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import aws_cdk as cdk
 from aws_cdk import aws_dynamodb as dynamodb
@@ -26,8 +26,15 @@ def _warm(write: Mapping[str, int], read: Mapping[str, int], name: str) -> dynam
     return dynamodb.WarmThroughput(**{key: value for key, value in units.items() if value})
 
 
-def _keys(definition: dict[str, Any], schema: list[dict[str, str]]) -> dict[str, dynamodb.Attribute]:
-    keys = {"partition_key": _attribute(definition, schema[0]["AttributeName"])}
+class _KeyAttributes(TypedDict):
+    """A table's or index's key, as TableV2 and GlobalSecondaryIndexPropsV2 take it."""
+
+    partition_key: dynamodb.Attribute
+    sort_key: NotRequired[dynamodb.Attribute]
+
+
+def _keys(definition: dict[str, Any], schema: list[dict[str, str]]) -> _KeyAttributes:
+    keys = _KeyAttributes(partition_key=_attribute(definition, schema[0]["AttributeName"]))
     if len(schema) > 1:
         keys["sort_key"] = _attribute(definition, schema[1]["AttributeName"])
     return keys
