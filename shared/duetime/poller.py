@@ -687,5 +687,5 @@ class Poller:
 def _pause_after_failures(failures: int, interval: float, max_backoff: float, gated: bool) -> float:
     """The pause after ``failures`` failed ticks in a row: doubling from ``interval`` up to ``max_backoff``
     seconds; at most ``interval`` when ``gated`` (the lease must be renewed)."""
-    pause = min(interval * 2 ** min(failures - 1, 30), max(interval, max_backoff))
+    pause: float = min(interval * 2 ** min(failures - 1, 30), max(interval, max_backoff))
     return min(pause, interval) if gated else pause
