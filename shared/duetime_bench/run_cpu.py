@@ -40,10 +40,8 @@ from duetime_bench.spike import spike_jobs
 BATCH = 10  # the event source mapping's batch (StackConfig.worker_batch_size)
 
 
-TARGETS = (
-    "http",
-    "sqs",
-)  # what the runs call: the demo target over HTTP, or a LocalStack queue (an AWS target)
+# what the runs call: the demo target over HTTP, or a LocalStack queue (an AWS target)
+TARGETS = ("http", "sqs")
 
 
 def run_cpu_calibrated(jobs: int, runs: int, save_calibration: bool) -> dict[str, Any]:

@@ -25,9 +25,8 @@ from .test_poller_lease_loop import NOW, NoAlerts, Queue
 from .test_poller_lease_loop import store as store  # the moto store fixture of the poller loop tests
 
 DEFAULTS = StackDefaults()
-AWAKE = StackDefaults(
-    poller_rests_when_quiet=False
-)  # every holder serves its minute (before duetime.scheduling.quiet)
+# every holder serves its minute (before duetime.scheduling.quiet)
+AWAKE = StackDefaults(poller_rests_when_quiet=False)
 SCHEDULED = StackDefaults(forecast_scaling=False)  # peak_workers from 23:55 to 00:15 every day
 
 

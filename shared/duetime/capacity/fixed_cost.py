@@ -85,9 +85,8 @@ class StackDefaults:
     """What the default stack keeps running, whatever the load (infra/cdk/duetime_cdk)."""
 
     poller_groups: int = DEFAULT_POLLER_GROUPS  # StackConfig.partition_groups' default
-    poller_memory_mb: int = (
-        512  # infra/cdk pollers.poller_memory_mb at the default groups (the CPU share's floor)
-    )
+    # infra/cdk pollers.poller_memory_mb at the default groups (the CPU share's floor)
+    poller_memory_mb: int = 512
     poller_run_seconds: float = 135.0  # pollers.POLLER_RUN_SECONDS
     poller_hot_standby: bool = False  # StackConfig.poller_hot_standby
     poller_ticks_per_minute: float = 1.0  # each group's rule: rate(1 minute)

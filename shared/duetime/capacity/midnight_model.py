@@ -59,9 +59,8 @@ class AwsModel:
     esm_invokes_per_poller: int = 10
     esm_provisioned_scale_per_minute: float = 1000.0
     provisioned_workers: int = 90  # StackConfig.peak_workers, provisioned before midnight
-    cold_start_ms: float = (
-        1000.0  # a worker past the provisioned ones (assumption: Python + boto3 + pydantic)
-    )
+    # a worker past the provisioned ones (assumption: Python + boto3 + pydantic)
+    cold_start_ms: float = 1000.0
     invoke_ms: float = 5.0  # the event source invoking a warm worker (assumption)
     worker_memory_mb: int = 1024  # Workers: memory_mb=1024 -> 0.58 vCPU
     poller_memory_mb: int = 512  # pollers.poller_memory_mb at the default groups -> 0.29 vCPU

@@ -140,37 +140,10 @@ def plan_claim(
     (``JobState.active_run``) as read before the claim, for a job whose overlap policy is not allow."""
     grace = catchup_window(job, grace)
     state = job.state
-    assert state.next_nominal_at is not None and state.next_fire_at is not None, "job is not scheduled"
-    anchor = rate_anchor(job, job.created_at)
-
-    # Every nominal time whose fire time has come, starting with the stored one.
-    due = [PlannedRun(state.next_nominal_at, state.next_fire_at)]
-    nominal = next_nominal_after(job, anchor, state.next_nominal_at)
-    fire = None
-    while nominal is not None:
-        following = next_nominal_after(job, anchor, nominal)
-        fire = fire_time(job.id, job, nominal, following)
-        if fire > now or len(due) >= MISSED_SCAN_LIMIT:
-            break
-        due.append(PlannedRun(nominal, fire))
-        nominal = following
-
+    due, nominal, fire = _due_times(job, now)
     late = [r for r in due if now - r.fire_at > grace]
     on_time = [r for r in due if now - r.fire_at <= grace]
-    window = f"past the catch-up window of {grace.total_seconds():g} s"
-    if not late:
-        runs, why = on_time, ""
-    elif job.misfire is MisfirePolicy.RUN_ALL:
-        runs, why = due[:RUN_ALL_CAP], f"missed: run_all runs at most {RUN_ALL_CAP} missed times a claim"
-        if len(due) > RUN_ALL_CAP:
-            log.warning(
-                "run_all misfire capped",
-                extra={"job_id": job.id, "missed": len(due), "cap": RUN_ALL_CAP},
-            )
-    elif job.misfire is MisfirePolicy.RUN_ONCE:
-        runs, why = [due[-1]], f"missed ({window}): run_once runs only the latest missed time"
-    else:
-        runs, why = on_time, f"missed ({window}): misfire policy skip"
+    runs, why = _misfire_runs(job, due, on_time, grace) if late else (on_time, "")
     if not team_active:
         runs, why = [], "the team is disabled"
     chosen = set(runs)
@@ -188,6 +161,43 @@ def plan_claim(
     return ClaimPlan(
         job, tuple(runs), next_state, missed=len(late), dropped=len(due) - len(runs), skipped=tuple(skipped)
     )
+
+
+def _due_times(job: Job, now: datetime) -> tuple[list[PlannedRun], datetime | None, datetime | None]:
+    """Every nominal time of ``job`` whose fire time has come, starting with the stored one (at most
+    ``MISSED_SCAN_LIMIT``); and the nominal time after them with its fire time (None: the schedule ends)."""
+    state = job.state
+    assert state.next_nominal_at is not None and state.next_fire_at is not None, "job is not scheduled"
+    anchor = rate_anchor(job, job.created_at)
+    due = [PlannedRun(state.next_nominal_at, state.next_fire_at)]
+    nominal = next_nominal_after(job, anchor, state.next_nominal_at)
+    fire = None
+    while nominal is not None:
+        following = next_nominal_after(job, anchor, nominal)
+        fire = fire_time(job.id, job, nominal, following)
+        if fire > now or len(due) >= MISSED_SCAN_LIMIT:
+            break
+        due.append(PlannedRun(nominal, fire))
+        nominal = following
+    return due, nominal, fire
+
+
+def _misfire_runs(
+    job: Job, due: list[PlannedRun], on_time: list[PlannedRun], grace: timedelta
+) -> tuple[list[PlannedRun], str]:
+    """The runs the job's misfire policy keeps of ``due`` when some are past the catch-up window ``grace``,
+    and why the others get none."""
+    window = f"past the catch-up window of {grace.total_seconds():g} s"
+    if job.misfire is MisfirePolicy.RUN_ALL:
+        if len(due) > RUN_ALL_CAP:
+            log.warning(
+                "run_all misfire capped",
+                extra={"job_id": job.id, "missed": len(due), "cap": RUN_ALL_CAP},
+            )
+        return due[:RUN_ALL_CAP], f"missed: run_all runs at most {RUN_ALL_CAP} missed times a claim"
+    if job.misfire is MisfirePolicy.RUN_ONCE:
+        return [due[-1]], f"missed ({window}): run_once runs only the latest missed time"
+    return on_time, f"missed ({window}): misfire policy skip"
 
 
 def active_run_ids(jobs: Sequence[Job]) -> list[str]:

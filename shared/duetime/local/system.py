@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from duetime.adapters.aws.sqs import SqsConsumer, ensure_queue
@@ -28,6 +28,9 @@ from duetime.local.lambda_sandbox import (
     register,
 )
 from duetime.settings import Settings
+
+if TYPE_CHECKING:
+    from duetime.api.service import JobService
 
 log = logging.getLogger(__name__)
 
@@ -138,58 +141,20 @@ def run_local(port: int, workers: int) -> int:
     function (135 s invocations that overlap and hand the group's lease over); ``workers`` SQS event source
     pollers invoking the worker function with batches of ten (``duetime.local.lambda_sandbox``)."""
     from duetime.adapters.aws.clients import client
-    from duetime.domain.errors import Conflict
     from duetime.local.gateway import LocalGateway
     from duetime.wiring import make_job_service, make_store
 
     local_environment()
     started = ensure_emulators()
-    stop = threading.Event()
-    # TERM and Ctrl-C (INT) stop it, also when INT came ignored from the parent (a shell without job control
-    # starts background commands so, and Python then leaves Ctrl-C ignored rather than KeyboardInterrupt).
-    for stopping in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(stopping, lambda *_: stop.set())
+    stop = _stop_on_signals()
     try:
         dynamodb, sqs = client("dynamodb"), client("sqs")  # after local_environment(): the emulators
-        settings = ensure_resources(Settings.from_env(dict(os.environ)), dynamodb, sqs)
-        os.environ["DUETIME_RUN_QUEUE_URL"] = settings.run_queue_url  # the handlers' settings, as on AWS
-        os.environ["DUETIME_POLLER_FUNCTION_NAME"] = "local:poller"  # the API wakes quiet groups through it
-        os.environ["DUETIME_POLLER_GROUPS"] = ";".join(LOCAL_PARTITION_GROUPS)
-        os.environ["DUETIME_POLLER_RUN_SECONDS"] = str(POLLER_RUN_SECONDS)
-        service = make_job_service(settings, make_store(settings, dynamodb), sqs)
-        try:
-            team, token = service.create_team("dev", max_concurrency=50, exact_quota=1000)
-            secret = team.signing_secret
-        except Conflict:  # the emulators kept an earlier run's data: same team, a fresh token
-            token = service.issue_token("dev")
-            existing = service.catalog.get_team("dev")
-            secret = existing.signing_secret if existing else None
+        settings = _handlers_settings(dynamodb, sqs)
+        token, secret = _dev_team(make_job_service(settings, make_store(settings, dynamodb), sqs))
         api_function = LocalFunction("api", timeout_seconds=29)
         gateway = LocalGateway(api_function.as_api_handler, port).start()
-        poller = register(LocalFunction("poller", timeout_seconds=POLLER_TIMEOUT_SECONDS))
-        rules = [
-            LocalScheduleRule(poller, {"partitions": group, "run_seconds": POLLER_RUN_SECONDS})
-            for group in LOCAL_PARTITION_GROUPS
-        ]
-        worker = LocalFunction("worker", timeout_seconds=WORKER_TIMEOUT_SECONDS)
-        sources = [
-            LocalSqsEventSource(SqsConsumer(sqs, settings.run_queue_url), worker, on_batch=_print_batch)
-            for _ in range(workers)
-        ]
-        threads = [
-            *(threading.Thread(target=r.run, args=(stop,), name="eventbridge", daemon=True) for r in rules),
-            *(threading.Thread(target=s.run, args=(stop,), name="sqs-esm", daemon=True) for s in sources),
-        ]
-        for thread in threads:
-            thread.start()
-        seconds = ", ".join(
-            f"{g} at :{r.second_of_minute:04.1f}" for g, r in zip(LOCAL_PARTITION_GROUPS, rules, strict=True)
-        )
-        print(f"poller rules (rate 1 minute, {POLLER_RUN_SECONDS} s invocations): {seconds}", flush=True)
-        print(f"dev team signing secret: {secret}", flush=True)
-        print(f"demo target: {gateway.url}/demo/target (calls: {gateway.url}/demo/calls)", flush=True)
-        print(f"duetime console: {gateway.url}/console/", flush=True)
-        print(f"duetime local ready: api={gateway.url} token={token}", flush=True)
+        rules, threads = _start_triggers(settings, sqs, workers, stop)
+        _print_ready(gateway.url, rules, token, secret)
         try:
             while not stop.wait(0.5):
                 pass
@@ -203,6 +168,76 @@ def run_local(port: int, workers: int) -> int:
     finally:
         if started:
             subprocess.run([str(EMULATORS_SCRIPT), "stop"], check=False)
+
+
+def _stop_on_signals() -> threading.Event:
+    """An event that TERM and Ctrl-C (INT) set, also when INT came ignored from the parent (a shell without
+    job control starts background commands so, and Python then leaves Ctrl-C ignored rather than
+    KeyboardInterrupt)."""
+    stop = threading.Event()
+    for stopping in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(stopping, lambda *_: stop.set())
+    return stop
+
+
+def _handlers_settings(dynamodb: Any, sqs: Any) -> Settings:
+    """Create the tables and the run queue if missing, and give the handlers their settings in the
+    environment, as on AWS."""
+    settings = ensure_resources(Settings.from_env(dict(os.environ)), dynamodb, sqs)
+    os.environ["DUETIME_RUN_QUEUE_URL"] = settings.run_queue_url
+    os.environ["DUETIME_POLLER_FUNCTION_NAME"] = "local:poller"  # the API wakes quiet groups through it
+    os.environ["DUETIME_POLLER_GROUPS"] = ";".join(LOCAL_PARTITION_GROUPS)
+    os.environ["DUETIME_POLLER_RUN_SECONDS"] = str(POLLER_RUN_SECONDS)
+    return settings
+
+
+def _dev_team(service: JobService) -> tuple[str, str | None]:
+    """The ``dev`` team's API token and signing secret: a new team, or the one the emulators kept from an
+    earlier run (same team, a fresh token)."""
+    from duetime.domain.errors import Conflict
+
+    try:
+        team, token = service.create_team("dev", max_concurrency=50, exact_quota=1000)
+        return token, team.signing_secret
+    except Conflict:
+        token = service.issue_token("dev")
+        existing = service.catalog.get_team("dev")
+        return token, existing.signing_secret if existing else None
+
+
+def _start_triggers(
+    settings: Settings, sqs: Any, workers: int, stop: threading.Event
+) -> tuple[list[LocalScheduleRule], list[threading.Thread]]:
+    """Start what invokes the poller and worker functions until ``stop``: a ``rate(1 minute)`` rule per
+    partition group, and ``workers`` SQS event sources; the rules, and the threads that run them all."""
+    poller = register(LocalFunction("poller", timeout_seconds=POLLER_TIMEOUT_SECONDS))
+    rules = [
+        LocalScheduleRule(poller, {"partitions": group, "run_seconds": POLLER_RUN_SECONDS})
+        for group in LOCAL_PARTITION_GROUPS
+    ]
+    worker = LocalFunction("worker", timeout_seconds=WORKER_TIMEOUT_SECONDS)
+    sources = [
+        LocalSqsEventSource(SqsConsumer(sqs, settings.run_queue_url), worker, on_batch=_print_batch)
+        for _ in range(workers)
+    ]
+    threads = [
+        *(threading.Thread(target=r.run, args=(stop,), name="eventbridge", daemon=True) for r in rules),
+        *(threading.Thread(target=s.run, args=(stop,), name="sqs-esm", daemon=True) for s in sources),
+    ]
+    for thread in threads:
+        thread.start()
+    return rules, threads
+
+
+def _print_ready(url: str, rules: list[LocalScheduleRule], token: str, secret: str | None) -> None:
+    seconds = ", ".join(
+        f"{g} at :{r.second_of_minute:04.1f}" for g, r in zip(LOCAL_PARTITION_GROUPS, rules, strict=True)
+    )
+    print(f"poller rules (rate 1 minute, {POLLER_RUN_SECONDS} s invocations): {seconds}", flush=True)
+    print(f"dev team signing secret: {secret}", flush=True)
+    print(f"demo target: {url}/demo/target (calls: {url}/demo/calls)", flush=True)
+    print(f"duetime console: {url}/console/", flush=True)
+    print(f"duetime local ready: api={url} token={token}", flush=True)
 
 
 def _print_batch(messages: int, failures: int) -> None:

@@ -17,9 +17,8 @@ class PollerTick(BaseModel):
 
     partitions: list[int] | None = Field(default=None, description='e.g. "0-15"; default: the settings')
     run_seconds: float = Field(default=135, ge=0, le=840)
-    wake: bool = (
-        False  # started by a job write (duetime.scheduling.wake): return at once if the group has a holder
-    )
+    # started by a job write (duetime.scheduling.wake): return at once if the group has a holder
+    wake: bool = False
 
     @field_validator("partitions", mode="before")
     @classmethod

@@ -514,8 +514,7 @@ class Poller:
         on the clock's whole seconds, and no preloaded row due at or after the window's end. While it waits
         for a window it keeps the preload loaded. ``stop()`` is asked after every tick, pauses after a failure
         stay under ``interval`` (the lease must be renewed), and the loop ends when the gate is done."""
-        sweeps = 0
-        failures = 0
+        sweeps = failures = 0
         # Each poller's reap passes at its own phase of the cadence (by its partitions): a busy minute's
         # claimers, started together, would otherwise settle their reap tickets in the same second.
         phase = sum(self.config.partitions) % max(1, recover_every)
@@ -525,24 +524,12 @@ class Poller:
         while True:
             try:
                 if gate is not None:
-                    gate.step(self.clock.now())
-                    window = gate.window()
-                    if window is not None and window.start != reign:
-                        next_sweep = window.start  # the first sweep right at the start
-                        if self.clock.now() >= window.start:
-                            reign = window.start
-                            self.known_marks.forget()  # the holder before may have moved them
-                            if self.fan_out is not None:
-                                self.fan_out.new_reign()  # find the helpers the holder before started
-                            if self.preload is not None:
-                                self.preload.forget_before(window.start)
+                    window, reign, next_sweep = self._follow_gate(gate, reign, next_sweep)
                 reap = sweeps == 0 or (sweeps + phase) % recover_every == 0
                 swept = self._tick(next_sweep, reap, on_report, on_fire, window, gate)
             except Exception as exc:
                 failures += 1
-                pause = min(interval * 2 ** min(failures - 1, 30), max(interval, max_backoff))
-                if gate is not None:
-                    pause = min(pause, interval)
+                pause = _pause_after_failures(failures, interval, max_backoff, gated=gate is not None)
                 log.exception("poller tick failed (%d in a row); going on in %.1f s", failures, pause)
                 if on_error:
                     on_error(exc)
@@ -555,12 +542,28 @@ class Poller:
             if swept:
                 sweeps += 1
                 next_sweep = self._next_sweep(interval, aligned=gate is not None)
-            if (swept or gate is not None) and stop():
-                return sweeps
-            if gate is not None and gate.done:
+            if ((swept or gate is not None) and stop()) or (gate is not None and gate.done):
                 return sweeps
             wake = self._wake_at(next_sweep, window, gate)
             sleep(max(0.0, min(interval, (wake - self.clock.now()).total_seconds())))
+
+    def _follow_gate(
+        self, gate: ClaimGate, reign: datetime | None, next_sweep: datetime
+    ) -> tuple[ClaimWindow | None, datetime | None, datetime]:
+        """Do the gate's work due now; its window, the start of the reign being served, and the next sweep. A
+        new reign begins once its window's start has come: the holder before's traces are forgotten."""
+        gate.step(self.clock.now())
+        window = gate.window()
+        if window is not None and window.start != reign:
+            next_sweep = window.start  # the first sweep right at the start
+            if self.clock.now() >= window.start:
+                reign = window.start
+                self.known_marks.forget()  # the holder before may have moved them
+                if self.fan_out is not None:
+                    self.fan_out.new_reign()  # find the helpers the holder before started
+                if self.preload is not None:
+                    self.preload.forget_before(window.start)
+        return window, reign, next_sweep
 
     def _next_sweep(self, interval: float, aligned: bool) -> datetime:
         now = self.clock.now()
@@ -681,3 +684,10 @@ class Poller:
             helpers,
             self.fan_out_policy,
         )
+
+
+def _pause_after_failures(failures: int, interval: float, max_backoff: float, gated: bool) -> float:
+    """The pause after ``failures`` failed ticks in a row: doubling from ``interval`` up to ``max_backoff``
+    seconds; at most ``interval`` when ``gated`` (the lease must be renewed)."""
+    pause: float = min(interval * 2 ** min(failures - 1, 30), max(interval, max_backoff))
+    return min(pause, interval) if gated else pause

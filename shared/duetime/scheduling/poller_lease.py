@@ -216,9 +216,8 @@ class GroupLease:
             self._hold_from(lease, now)  # a write of ours whose answer was lost made us the holder
             return
         if not self.stand_by and not lease.free_at(now):
-            self.close(
-                now
-            )  # woken, but someone holds the group: it saw the wake (``duetime.scheduling.wake``)
+            # woken, but someone holds the group: it saw the wake (``duetime.scheduling.wake``)
+            self.close(now)
             return
         fit = self.ends_at is None or self.ends_at - now > t("retire_before") + 2 * t("handover_lead")
         if lease.free_at(now):
@@ -444,12 +443,10 @@ class PollerShift:
     leases: PollerLeaseStore
     timings: LeaseTimings = field(default_factory=LeaseTimings)
     interval: float = 1.0
-    warmer: WorkerWarmer | None = (
-        None  # warms a worker before each loaded minute (``duetime.scheduling.warmup``)
-    )
-    quiet: QuietTimings | None = (
-        None  # rest when the group is quiet (``duetime.scheduling.quiet``); None: never
-    )
+    # warms a worker before each loaded minute (``duetime.scheduling.warmup``)
+    warmer: WorkerWarmer | None = None
+    # rest when the group is quiet (``duetime.scheduling.quiet``); None: never
+    quiet: QuietTimings | None = None
 
     def serve(
         self,
@@ -521,6 +518,8 @@ class PollerShift:
         quiet: QuietTimings | None,
         on_sweep: Callable[[ClaimReport], None] | None = None,
     ) -> ShiftReport:
+        """Open the group's lease (a woken invocation returns at once if the group has a holder), run the
+        poller's loop inside it with the observers of its fires and sweeps, close the lease, and report."""
         now = poller.clock.now()
         gate = GroupLease(
             self.leases,
@@ -543,67 +542,112 @@ class PollerShift:
             if metrics is not None:
                 record_poller_error(metrics)
 
-        observers: list[Callable[[FireReport], None]] = []
-        if metrics is not None:
-            observers.append(lambda fired: record_fire(metrics, fired))
-        if self.warmer is not None:
-            observers.append(warm_before_loaded_minutes(self.warmer, _warmup_failed))
-
-        sweep_observers: list[Callable[[ClaimReport, RecoveryReport | None], None]] = []
-        if on_sweep is not None:
-            sweep_observers.append(lambda claimed, _: on_sweep(claimed))
-        if metrics is not None:
-            sweep_observers.append(lambda claimed, recovered: record_poll(metrics, claimed, recovered))
         watch = None
         if quiet is not None and ends_at is not None:
             watch = QuietWatch(poller, self.leases, group, invocation, quiet)
-            observers.append(watch.saw_fire)
-            sweep_observers.append(lambda claimed, _: watch.saw_sweep(claimed))
-
-        def on_fire(fired: FireReport) -> None:
-            for observe in observers:
-                observe(fired)
-
-        def on_report(claimed: ClaimReport, recovered: RecoveryReport | None) -> None:
-            for observe in sweep_observers:
-                observe(claimed, recovered)
-
-        def stop_or_rest() -> bool:  # asked between ticks
-            if stop():
-                return True
-            if watch is None or gate.role is not Role.HOLDER:
-                return False
-            wakes = watch.wakes_to_keep(poller.clock.now())
-            if wakes is None:
-                return False
-            if gate.rest(poller.clock.now(), wakes):
-                return True
-            watch.woken(poller.clock.now())
-            return False
-
+        on_fire, on_report = self._fire_observer(metrics, watch), _sweep_observer(metrics, watch, on_sweep)
+        stop_or_rest = _stop_or_rest(stop, watch, gate, poller)
         try:
             report.sweeps = poller.run_until(
                 stop=stop_or_rest,
                 sleep=sleep,
                 interval=self.interval,
-                on_report=on_report if sweep_observers else None,
-                on_fire=on_fire if observers else None,
+                on_report=on_report,
+                on_fire=on_fire,
                 on_error=failed,
                 gate=gate,
             )
         finally:
             gate.close(poller.clock.now())
-        report.errors = len(errors)
-        report.reigns, report.handovers, report.takeovers = gate.reigns, gate.handovers, gate.takeovers
-        report.rested, report.quiet_looks = gate.rested, watch.looks if watch is not None else 0
-        if metrics is not None:
-            add_counts(metrics, {"PollerHandovers": report.handovers, "PollerTakeovers": report.takeovers})
-            add_counts(metrics, {"PollerHeldSeconds": report.held_seconds()}, unit="Seconds")
-        if errors and not report.sweeps and (report.reigns or not gate.store_calls):
-            raise ShiftFailed(
-                f"every poller tick of the invocation failed ({len(errors)} errors)"
-            ) from errors[-1]
+        _complete_report(report, gate, watch, errors, metrics)
         return report
+
+    def _fire_observer(
+        self, metrics: MetricsSink | None, watch: QuietWatch | None
+    ) -> Callable[[FireReport], None] | None:
+        """The loop's ``on_fire``: the fires go to the metrics, the worker warmer and the quiet watch (those
+        there are); None when there are none."""
+        observers: list[Callable[[FireReport], None]] = []
+        if metrics is not None:
+            observers.append(lambda fired: record_fire(metrics, fired))
+        if self.warmer is not None:
+            observers.append(warm_before_loaded_minutes(self.warmer, _warmup_failed))
+        if watch is not None:
+            observers.append(watch.saw_fire)
+        if not observers:
+            return None
+
+        def on_fire(fired: FireReport) -> None:
+            for observe in observers:
+                observe(fired)
+
+        return on_fire
+
+
+def _sweep_observer(
+    metrics: MetricsSink | None, watch: QuietWatch | None, on_sweep: Callable[[ClaimReport], None] | None
+) -> Callable[[ClaimReport, RecoveryReport | None], None] | None:
+    """The loop's ``on_report``: the sweeps go to ``on_sweep``, the metrics and the quiet watch (those there
+    are); None when there are none."""
+    observers: list[Callable[[ClaimReport, RecoveryReport | None], None]] = []
+    if on_sweep is not None:
+        observers.append(lambda claimed, _: on_sweep(claimed))
+    if metrics is not None:
+        observers.append(lambda claimed, recovered: record_poll(metrics, claimed, recovered))
+    if watch is not None:
+        observers.append(lambda claimed, _: watch.saw_sweep(claimed))
+    if not observers:
+        return None
+
+    def on_report(claimed: ClaimReport, recovered: RecoveryReport | None) -> None:
+        for observe in observers:
+            observe(claimed, recovered)
+
+    return on_report
+
+
+def _stop_or_rest(
+    stop: Callable[[], bool], watch: QuietWatch | None, gate: GroupLease, poller: Poller
+) -> Callable[[], bool]:
+    """The loop's ``stop`` (asked between ticks): ``stop()``, or a holder whose group the quiet ``watch``
+    saw quiet gave the lease back (``GroupLease.rest``); a release refused (a wake came) looks again later."""
+
+    def stop_or_rest() -> bool:
+        if stop():
+            return True
+        if watch is None or gate.role is not Role.HOLDER:
+            return False
+        wakes = watch.wakes_to_keep(poller.clock.now())
+        if wakes is None:
+            return False
+        if gate.rest(poller.clock.now(), wakes):
+            return True
+        watch.woken(poller.clock.now())
+        return False
+
+    return stop_or_rest
+
+
+def _complete_report(
+    report: ShiftReport,
+    gate: GroupLease,
+    watch: QuietWatch | None,
+    errors: list[Exception],
+    metrics: MetricsSink | None,
+) -> None:
+    """Complete ``report`` from the closed lease and the quiet watch, and count the shift in ``metrics``.
+    Raises ``ShiftFailed`` when nothing got done: it held the group and not one sweep succeeded, or not one
+    lease call did."""
+    report.errors = len(errors)
+    report.reigns, report.handovers, report.takeovers = gate.reigns, gate.handovers, gate.takeovers
+    report.rested, report.quiet_looks = gate.rested, watch.looks if watch is not None else 0
+    if metrics is not None:
+        add_counts(metrics, {"PollerHandovers": report.handovers, "PollerTakeovers": report.takeovers})
+        add_counts(metrics, {"PollerHeldSeconds": report.held_seconds()}, unit="Seconds")
+    if errors and not report.sweeps and (report.reigns or not gate.store_calls):
+        raise ShiftFailed(f"every poller tick of the invocation failed ({len(errors)} errors)") from errors[
+            -1
+        ]
 
 
 def _warmup_failed(error: Exception) -> None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import heapq
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from operator import attrgetter
@@ -29,7 +29,7 @@ from duetime.domain.claim_plan import active_run_ids, make_claim, plan_claim
 from duetime.domain.ids import partition_of
 from duetime.domain.models import Job
 from duetime.domain.timeutil import iso_z, minute_bucket
-from duetime.ports import DueRow, JobStore, RunMessage, RunQueue
+from duetime.ports import ClaimOutcome, DueRow, JobStore, RunMessage, RunQueue
 
 MINUTE = timedelta(minutes=1)
 _BY_JOB_ID = attrgetter("job_id")
@@ -114,9 +114,8 @@ class MinutePreload:
         self._loads: list[_Load] = []  # buckets being read, the earliest first, each where its reading stands
         self._pending: dict[str, DueRow] = {}  # job id -> its row waiting in ``_due``
         self._fired: dict[str, DueRow] = {}  # job id -> its row fired within the last minute
-        self.excluded: frozenset[int] = (
-            frozenset()
-        )  # partitions a helper serves (``duetime.scheduling.fan_out``)
+        # partitions a helper serves (``duetime.scheduling.fan_out``)
+        self.excluded: frozenset[int] = frozenset()
 
     def holds(self, job: Job) -> bool:
         """True when the preload fires (or just fired) this very version of the job: the sweep leaves it
@@ -268,6 +267,38 @@ class MinutePreload:
         says no, the rows not claimed yet are left to the sweep. ``max_rows``: claim at most that many (the
         claim pace's allowance, ``duetime.scheduling.claim_pace``); the rest stay held, earliest first."""
         report = FireReport()
+        due = self._take_due(now, before, max_rows)
+        if not due:
+            return report
+        report.fired = len(due)
+        report.max_lateness_seconds = (now - _instant(due[0].fire_at)).total_seconds()
+        # Claim in chunks and queue each chunk while the next is being claimed (a midnight second can
+        # hold thousands of rows); the call returns once everything it claimed is on the queue.
+        sends = []
+        error: Exception | None = None
+        for start in range(0, len(due), self.chunk):
+            if start and keep_going is not None and not keep_going():
+                self._unfire(due[start:])  # no longer ours to claim: left to the sweep
+                break
+            try:
+                outcome, claim_seconds = self._claim_chunk(due[start : start + self.chunk], now)
+            except Exception as exc:
+                self._unfire(due[start:])  # the sweep claims these instead (re-checking each job's version)
+                error = exc
+                break
+            report.claim_seconds += claim_seconds
+            _count_claimed(report, outcome)
+            if outcome.runs or outcome.requeued:
+                sends.append(self._sender.submit(self.queue.send, _messages(outcome)))
+        failed_send = _wait_for_sends(sends)  # all of them, also after a claim failed
+        error = error or failed_send
+        if error is not None:
+            raise FireFailed(report) from error
+        return report
+
+    def _take_due(self, now: datetime, before: datetime | None, max_rows: int | None) -> list[DueRow]:
+        """Take the rows held whose fire time has come (and is before ``before``), at most ``max_rows``, in
+        fire-time then job-id order, and remember them as fired."""
         due: list[DueRow] = []
         while (
             self._seconds
@@ -289,58 +320,53 @@ class MinutePreload:
         if len(self._fired) > 2 * len(due) + 10_000:
             recent = (now - MINUTE).timestamp()
             self._fired = {k: v for k, v in self._fired.items() if v.fire_at > recent}
-        if not due:
-            return report
-        report.fired = len(due)
-        report.max_lateness_seconds = (now - _instant(due[0].fire_at)).total_seconds()
-        # Claim in chunks and queue each chunk while the next is being claimed (a midnight second can
-        # hold thousands of rows); the call returns once everything it claimed is on the queue.
-        sends = []
-        error: Exception | None = None
-        for start in range(0, len(due), self.chunk):
-            if start and keep_going is not None and not keep_going():
-                self._unfire(due[start:])  # no longer ours to claim: left to the sweep
-                break
-            try:
-                jobs = [row.job() for row in due[start : start + self.chunk]]
-                running = self.store.active_runs(active_run_ids(jobs))
-                claims = [
-                    make_claim(
-                        plan_claim(
-                            job, now, self.grace, self._active(job), running.get(job.state.active_run or "")
-                        ),
-                        now,
-                        self.queue_deadline,
-                    )
-                    for job in jobs
-                ]
-                started = time.perf_counter()
-                outcome = self.store.claim(claims, now)
-            except Exception as exc:
-                self._unfire(due[start:])  # the sweep claims these instead (re-checking each job's version)
-                error = exc
-                break
-            report.claim_seconds += time.perf_counter() - started
-            report.runs_created += len(outcome.runs)
-            report.lost_races += outcome.lost_races
-            report.existing_runs += outcome.existing_runs
-            report.runs_requeued += len(outcome.requeued)
-            report.runs_skipped += len(outcome.skipped)
-            report.write_requests += outcome.write_requests
-            to_send = [*outcome.runs, *outcome.requeued]
-            if to_send:  # a run created here travels with its message; one found in the way, by name
-                messages = [RunMessage.carrying(run) for run in outcome.runs]
-                messages += [RunMessage(run.run_id, run.attempt) for run in outcome.requeued]
-                sends.append(self._sender.submit(self.queue.send, messages))
-        for sent in sends:
-            try:
-                sent.result()
-            except Exception as exc:  # claimed but not queued: the runs' queue deadline brings them back
-                error = error or exc
-        if error is not None:
-            raise FireFailed(report) from error
-        return report
+        return due
+
+    def _claim_chunk(self, rows: list[DueRow], now: datetime) -> tuple[ClaimOutcome, float]:
+        """Build the jobs of ``rows`` and claim them; the outcome, and the seconds the claims' writes took."""
+        jobs = [row.job() for row in rows]
+        running = self.store.active_runs(active_run_ids(jobs))
+        claims = [
+            make_claim(
+                plan_claim(job, now, self.grace, self._active(job), running.get(job.state.active_run or "")),
+                now,
+                self.queue_deadline,
+            )
+            for job in jobs
+        ]
+        started = time.perf_counter()
+        outcome = self.store.claim(claims, now)
+        return outcome, time.perf_counter() - started
 
     def _unfire(self, rows: list[DueRow]) -> None:
         for row in rows:
             self._fired.pop(row.job_id, None)
+
+
+def _count_claimed(report: FireReport, outcome: ClaimOutcome) -> None:
+    report.runs_created += len(outcome.runs)
+    report.lost_races += outcome.lost_races
+    report.existing_runs += outcome.existing_runs
+    report.runs_requeued += len(outcome.requeued)
+    report.runs_skipped += len(outcome.skipped)
+    report.write_requests += outcome.write_requests
+
+
+def _messages(outcome: ClaimOutcome) -> list[RunMessage]:
+    """The messages of a claim's runs: a run created here travels with its message; one found in the way,
+    by name."""
+    messages = [RunMessage.carrying(run) for run in outcome.runs]
+    messages += [RunMessage(run.run_id, run.attempt) for run in outcome.requeued]
+    return messages
+
+
+def _wait_for_sends(sends: list[Future[None]]) -> Exception | None:
+    """Wait for every send; the first one's error, if any failed (those runs were claimed but not queued:
+    their queue deadline brings them back)."""
+    error: Exception | None = None
+    for sent in sends:
+        try:
+            sent.result()
+        except Exception as exc:
+            error = error or exc
+    return error
