@@ -11,7 +11,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from duetime.adapters import aws_limits
-from duetime.adapters.dynamodb import store as dynamo_store
+from duetime.adapters.dynamodb import reap_index
 from duetime.adapters.dynamodb.codec import s
 from duetime.adapters.dynamodb.reads import batch_get
 from duetime.adapters.retrying import UNPROCESSED
@@ -77,7 +77,7 @@ def test_a_batch_get_keeps_sending_while_keys_are_left_waiting_longer_each_time(
 
 def test_the_stores_deletes_send_the_unprocessed_items_again_after_a_backoff() -> None:
     client, pauses = Unprocessing(leave=3), list[float]()
-    dynamo_store._delete_items(client, "runs", keys(30), sleep=pauses.append)
+    reap_index.delete_items(client, "runs", keys(30), sleep=pauses.append)
     sizes = [len(request["runs"]) for request in client.requests]
     assert sizes == [25, 3, 5]  # the first 25 (3 of them left, sent again), then the other 5
     assert client.requests[1]["runs"] == client.requests[0]["runs"][22:]  # the very writes left

@@ -28,10 +28,10 @@ from duetime.adapters.dynamodb.codec import (
     s,
     t,
 )
+from duetime.adapters.dynamodb.conditional import conditional_write
 from duetime.adapters.dynamodb.job_index import JobIndex, history_pk, label_pk, words_pk
 from duetime.adapters.dynamodb.reads import batch_get, read_job, read_run, team_key
 from duetime.adapters.dynamodb.reap_checks import DEFAULT_LEASE_CHECK, waiting_check
-from duetime.adapters.dynamodb.store import conditional_write
 from duetime.adapters.dynamodb.tables import TEAM_JOBS_INDEX, TableNames
 from duetime.adapters.dynamodb.team_records import TeamRecords
 from duetime.catalog import IdempotencyMismatch, IdempotencyRecord, InvalidCursor, Page, QuotaExceeded

@@ -26,7 +26,8 @@ from duetime.adapters.dynamodb import conditions as c
 from duetime.adapters.dynamodb import partiql
 from duetime.adapters.dynamodb.codec import Item, n, s, t
 from duetime.adapters.dynamodb.reads import batch_get
-from duetime.adapters.dynamodb.tables import REAP_INDEX, TableNames
+from duetime.adapters.dynamodb.store_part import StorePart
+from duetime.adapters.dynamodb.tables import REAP_INDEX
 from duetime.ids import RUN_ID_SEPARATOR, partition_of, split_run_id
 from duetime.models import Run
 from duetime.ports import DeadlineWatch
@@ -75,11 +76,8 @@ def _missing_key(job_id: str) -> Item:
     return {"job_id": s(KEY_PREFIX + job_id), "occurrence": s(MISSING)}
 
 
-class DeadlineWatches:
+class DeadlineWatches(StorePart):
     """``DeadlineStore`` on DynamoDB (mixed into ``DynamoStore``)."""
-
-    client: Any
-    names: TableNames
 
     def watch_statements(self, runs: Sequence[Run]) -> list[partiql.Statement]:
         """The watches of the watched ``runs`` (``WATCH_IS_NEW``: one already there stays as it is)."""

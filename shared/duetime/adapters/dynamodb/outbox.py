@@ -11,14 +11,14 @@ moves 30 days past its latest notice.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
 
 from botocore.exceptions import ClientError
 
 from duetime.adapters.dynamodb import conditions as c
 from duetime.adapters.dynamodb.codec import Item, n, s, t
 from duetime.adapters.dynamodb.reads import batch_get
-from duetime.adapters.dynamodb.tables import REAP_INDEX, TableNames
+from duetime.adapters.dynamodb.store_part import StorePart
+from duetime.adapters.dynamodb.tables import REAP_INDEX
 from duetime.notifications import channel_id
 from duetime.ports import Notice, PendingNotification
 from duetime.timeutil import parse_iso_z
@@ -52,11 +52,8 @@ def _group(item: Item) -> PendingNotification:
     )
 
 
-class DynamoOutbox:
+class DynamoOutbox(StorePart):
     """``NotificationOutbox`` on DynamoDB (mixed into ``DynamoStore``)."""
-
-    client: Any
-    names: TableNames
 
     def enqueue(self, notice: Notice) -> None:
         self.client.update_item(

@@ -1,14 +1,14 @@
 """A worker's batch of runs in a few requests: leases, results and team slots, by PartiQL batches.
 
-The writes are the single-run writes of ``store.py`` under the same named conditions (``conditions.py``),
-made for up to 25 runs a request (``partiql.py``); each succeeds or fails on its own. Per batch of runs of
-one team, on the common path: one consistent BatchGetItem and one batch to take the leases, one Query and
-one batch to take the slots, and one batch that records the results and frees the slots together
-(``record_results_and_free_slots``), where slots are written with one statement per item of five slots
-(``SLOTS_PER_ITEM``); a heartbeat is one batch for the leases and one for the slots.
+The writes are the single-run writes of ``runs.py`` and ``teams.py`` under the same named conditions
+(``conditions.py``), made for up to 25 runs a request (``partiql.py``); each succeeds or fails on its own.
+Per batch of runs of one team, on the common path: one consistent BatchGetItem and one batch to take the
+leases, one Query and one batch to take the slots, and one batch that records the results and frees the
+slots together (``record_results_and_free_slots``), where slots are written with one statement per item of
+five slots (``SLOTS_PER_ITEM``); a heartbeat is one batch for the leases and one for the slots.
 
-A batch of one run makes the single-run write instead (``store.py``): one UpdateItem, where a batch needs
-a read and a write to take a lease, and one guess at a free slot before any Query.
+A batch of one run makes the single-run write instead (``runs.py``, ``teams.py``): one UpdateItem, where a
+batch needs a read and a write to take a lease, and one guess at a free slot before any Query.
 
 Taking a lease reads the runs first (the worker needs them to call their targets, and a batched UPDATE
 returns nothing): a run not waiting for the message's attempt is dropped without a write. The lease write
@@ -21,15 +21,14 @@ import logging
 import math
 import random
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime, timedelta
-from typing import Any
+from datetime import datetime
 
 from duetime.adapters.dynamodb import conditions as c
 from duetime.adapters.dynamodb import partiql
 from duetime.adapters.dynamodb.codec import Item, item_to_run, n, reap_shard, run_key, run_payload, s, t
 from duetime.adapters.dynamodb.reads import batch_get
 from duetime.adapters.dynamodb.reap_checks import waiting_check
-from duetime.adapters.dynamodb.tables import TableNames
+from duetime.adapters.dynamodb.store_part import StorePart
 from duetime.ids import split_run_id
 from duetime.models import Run, RunStatus, Team
 from duetime.ports import ResultWrite
@@ -90,12 +89,9 @@ def fill_items(run_ids: Sequence[str], free: Sequence[int]) -> dict[str, int]:
     return dict(zip(run_ids, chosen, strict=False))
 
 
-class WorkerBatches:
+class WorkerBatches(StorePart):
     """The batched run and slot writes of ``DynamoStore`` (``RunStore``'s and ``TeamStore``'s batch forms)."""
 
-    client: Any
-    names: TableNames
-    lease_check: timedelta  # reap_checks: a waiting run's check after its message is visible
     # The single-run forms (``DynamoStore``'s), for batches of one.
     acquire_lease: Callable[[str, int, str, datetime, datetime], Run | None]
     extend_lease: Callable[[str, int, str, datetime, datetime], bool]
