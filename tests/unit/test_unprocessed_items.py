@@ -12,7 +12,7 @@ from typing import Any
 
 from duetime.adapters import aws_limits
 from duetime.adapters.dynamodb import reap_index
-from duetime.adapters.dynamodb.codec import s
+from duetime.adapters.dynamodb.codec import string_attribute
 from duetime.adapters.dynamodb.reads import batch_get
 from duetime.adapters.retrying import UNPROCESSED
 from duetime.bench import preload
@@ -48,14 +48,14 @@ class Unprocessing:
         responses, unprocessed = {}, {}
         for table, read in RequestItems.items():
             done, left = self._split(read["Keys"])
-            responses[table] = [{**key, "size": s("x" * 10)} for key in done]
+            responses[table] = [{**key, "size": string_attribute("x" * 10)} for key in done]
             if left:
                 unprocessed[table] = {**read, "Keys": left}
         return {"Responses": responses, "UnprocessedKeys": unprocessed}
 
 
 def keys(count: int) -> list[dict[str, Any]]:
-    return [{"job_id": s(f"job-{i}")} for i in range(count)]
+    return [{"job_id": string_attribute(f"job-{i}")} for i in range(count)]
 
 
 def test_a_batch_get_sends_the_unprocessed_keys_again_after_a_backoff() -> None:
@@ -93,7 +93,7 @@ def test_the_strict_check_reads_every_stored_size_past_unprocessed_keys() -> Non
 
 def test_the_benchmarks_bulk_loads_send_the_unprocessed_items_again() -> None:
     client = Unprocessing(leave=4)
-    items = [{"job_id": s(f"job-{i}")} for i in range(10)]
+    items = [{"job_id": string_attribute(f"job-{i}")} for i in range(10)]
     preload._write(client, "jobs", items)
     assert [len(request["jobs"]) for request in client.requests] == [10, 4]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from duetime.adapters.dynamodb.codec import s
+from duetime.adapters.dynamodb.codec import string_attribute
 from duetime.adapters.dynamodb.store_part import StorePart
 from duetime.ports import Alert
 from duetime.timeutil import iso_z
@@ -18,9 +18,9 @@ class DynamoAlerts(StorePart):
         self.client.put_item(
             TableName=self.names.control,
             Item={
-                "pk": s(f"alerts#{alert.team}"),
-                "sk": s(f"{iso_z(alert.at)}#{alert.run_id}#{alert.attempt}#{alert.kind}"),
-                "alert": s(json.dumps({**alert.__dict__, "at": iso_z(alert.at)})),
+                "pk": string_attribute(f"alerts#{alert.team}"),
+                "sk": string_attribute(f"{iso_z(alert.at)}#{alert.run_id}#{alert.attempt}#{alert.kind}"),
+                "alert": string_attribute(json.dumps({**alert.__dict__, "at": iso_z(alert.at)})),
             },
         )
 
@@ -28,7 +28,7 @@ class DynamoAlerts(StorePart):
         response = self.client.query(
             TableName=self.names.control,
             KeyConditionExpression="pk = :pk",
-            ExpressionAttributeValues={":pk": s(f"alerts#{team}")},
+            ExpressionAttributeValues={":pk": string_attribute(f"alerts#{team}")},
             ConsistentRead=True,
         )
         return [json.loads(item["alert"]["S"]) for item in response.get("Items", [])]

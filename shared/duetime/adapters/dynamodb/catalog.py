@@ -21,12 +21,12 @@ from duetime.adapters.dynamodb.codec import (
     item_to_job,
     item_to_run,
     job_to_item,
-    n,
+    number_attribute,
     reap_shard,
     run_key,
     run_to_item,
-    s,
-    t,
+    string_attribute,
+    time_attribute,
 )
 from duetime.adapters.dynamodb.conditional import conditional_write
 from duetime.adapters.dynamodb.job_index import JobIndex, history_pk, label_pk, words_pk
@@ -131,15 +131,17 @@ class DynamoCatalog(TeamRecords, JobIndex):
         grows must stay within its quota (JOB_QUOTA_LEFT, EXACT_QUOTA_LEFT)."""
         moves = [f"{name} :{name}" for name, delta in (("job_count", jobs), ("exact_jobs", exact)) if delta]
         values: dict[str, Any] = {
-            f":{name}": n(delta) for name, delta in (("job_count", jobs), ("exact_jobs", exact)) if delta
+            f":{name}": number_attribute(delta)
+            for name, delta in (("job_count", jobs), ("exact_jobs", exact))
+            if delta
         }
         conditions = ["attribute_exists(pk)"]
         if jobs > 0:
             conditions.append(f"({c.JOB_QUOTA_LEFT.expression})")
-            values[":max_jobs"] = n(team.max_jobs)
+            values[":max_jobs"] = number_attribute(team.max_jobs)
         if exact > 0:
             conditions.append(f"({c.EXACT_QUOTA_LEFT.expression})")
-            values[":quota"] = n(team.exact_quota)
+            values[":quota"] = number_attribute(team.exact_quota)
         return {
             "Update": {
                 "TableName": self.names.control,
@@ -215,15 +217,15 @@ class DynamoCatalog(TeamRecords, JobIndex):
         raise RuntimeError(f"job insert cancelled: {reasons}")
 
     def _idem_key(self, record: IdempotencyRecord) -> Item:
-        return {"pk": s(f"idem#{record.team}#{record.key}"), "sk": s("idem")}
+        return {"pk": string_attribute(f"idem#{record.team}#{record.key}"), "sk": string_attribute("idem")}
 
     def _idem_item(self, record: IdempotencyRecord, now: datetime) -> Item:
         return {
             **self._idem_key(record),
-            "request_hash": s(record.request_hash),
-            "job_id": s(record.job_id),
-            "created_at": t(now),
-            "ttl": n(int(now.timestamp()) + 86_400),
+            "request_hash": string_attribute(record.request_hash),
+            "job_id": string_attribute(record.job_id),
+            "created_at": time_attribute(now),
+            "ttl": number_attribute(int(now.timestamp()) + 86_400),
         }
 
     def _idem_lookup(self, record: IdempotencyRecord) -> IdempotencyRecord | None:
@@ -250,8 +252,8 @@ class DynamoCatalog(TeamRecords, JobIndex):
                     "Item": job_to_item(after, now),
                     "ConditionExpression": c.JOB_VERSION_IS.expression,
                     "ExpressionAttributeValues": {
-                        ":expected_version": n(before.state.version),
-                        ":team": s(before.team),
+                        ":expected_version": number_attribute(before.state.version),
+                        ":team": string_attribute(before.team),
                     },
                 }
             }
@@ -266,11 +268,11 @@ class DynamoCatalog(TeamRecords, JobIndex):
             {
                 "Delete": {
                     "TableName": self.names.jobs,
-                    "Key": {"job_id": s(job.id)},
+                    "Key": {"job_id": string_attribute(job.id)},
                     "ConditionExpression": c.JOB_VERSION_IS.expression,
                     "ExpressionAttributeValues": {
-                        ":expected_version": n(job.state.version),
-                        ":team": s(job.team),
+                        ":expected_version": number_attribute(job.state.version),
+                        ":team": string_attribute(job.team),
                     },
                 }
             }
@@ -303,7 +305,7 @@ class DynamoCatalog(TeamRecords, JobIndex):
         query = {
             "IndexName": TEAM_JOBS_INDEX,
             "KeyConditionExpression": "team = :team",
-            "ExpressionAttributeValues": {":team": s(team_id)},
+            "ExpressionAttributeValues": {":team": string_attribute(team_id)},
         }
         start = decode_cursor(cursor, ("team", team_id), TEAM_JOBS_KEY)
         return self._page(self.names.jobs, "job_id", query, limit, start, item_to_job)
@@ -365,7 +367,7 @@ class DynamoCatalog(TeamRecords, JobIndex):
         )
 
     def _batch_get(self, table: str, key: str, ids: Sequence[str]) -> dict[str, Item]:
-        items = batch_get(self.client, table, [{key: s(i)} for i in ids])
+        items = batch_get(self.client, table, [{key: string_attribute(i)} for i in ids])
         return {item[key]["S"]: item for item in items}
 
     # --- runs -------------------------------------------------------------------------------------------
@@ -379,7 +381,7 @@ class DynamoCatalog(TeamRecords, JobIndex):
         response = self.client.query(
             TableName=self.names.runs,
             KeyConditionExpression="job_id = :job",
-            ExpressionAttributeValues={":job": s(job_id)},
+            ExpressionAttributeValues={":job": string_attribute(job_id)},
             ScanIndexForward=False,
             ConsistentRead=True,
             Limit=limit,
@@ -433,15 +435,15 @@ class DynamoCatalog(TeamRecords, JobIndex):
             ConditionExpression=c.RUN_ENDED_UNSUCCESSFULLY.expression,
             ExpressionAttributeNames={"#status": "status", "#owner": "owner"},
             ExpressionAttributeValues={
-                ":queued": s(RunStatus.QUEUED),
-                ":failed": s(RunStatus.FAILED),
-                ":dead": s(RunStatus.DEAD),
-                ":attempt": n(run.attempt + 1),
-                ":max_attempts": n(max(run.max_attempts, run.attempt + 1)),
-                ":deadline": t(queue_deadline),
-                ":check": t(waiting_check(now, queue_deadline, self.lease_check)),
-                ":shard": s(reap_shard(run.partition)),
-                ":now": t(now),
+                ":queued": string_attribute(RunStatus.QUEUED),
+                ":failed": string_attribute(RunStatus.FAILED),
+                ":dead": string_attribute(RunStatus.DEAD),
+                ":attempt": number_attribute(run.attempt + 1),
+                ":max_attempts": number_attribute(max(run.max_attempts, run.attempt + 1)),
+                ":deadline": time_attribute(queue_deadline),
+                ":check": time_attribute(waiting_check(now, queue_deadline, self.lease_check)),
+                ":shard": string_attribute(reap_shard(run.partition)),
+                ":now": time_attribute(now),
             },
             ReturnValues="ALL_NEW",
         )

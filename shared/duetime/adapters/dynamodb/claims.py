@@ -10,7 +10,14 @@ from datetime import datetime
 
 from duetime.adapters.dynamodb import conditions as c
 from duetime.adapters.dynamodb import partiql
-from duetime.adapters.dynamodb.codec import Item, n, run_to_item, s, scheduling_attributes, t
+from duetime.adapters.dynamodb.codec import (
+    Item,
+    number_attribute,
+    run_to_item,
+    scheduling_attributes,
+    string_attribute,
+    time_attribute,
+)
 from duetime.adapters.dynamodb.deadline_watches import DeadlineWatches
 from duetime.adapters.dynamodb.reads import batch_get
 from duetime.adapters.dynamodb.reap_tickets import ticket_items, ticketed_run_ids
@@ -148,7 +155,10 @@ class DynamoClaims(DeadlineWatches):
         """Each claimed job's version as stored now (a consistent BatchGetItem of the key and the version;
         a deleted job is missing). A claim read from the due index or the preload may be older than an edit
         that landed since: it must not write a run row for a time the edit moved or paused."""
-        keys = [{"job_id": s(job_id)} for job_id in dict.fromkeys(claim.plan.job.id for claim in claims)]
+        keys = [
+            {"job_id": string_attribute(job_id)}
+            for job_id in dict.fromkeys(claim.plan.job.id for claim in claims)
+        ]
         wanted = ("job_id", "version")
         items = batch_get(self.client, self.names.jobs, keys, consistent=True, attributes=wanted)
         return {item["job_id"]["S"]: int(item["version"]["N"]) for item in items}
@@ -172,12 +182,12 @@ class DynamoClaims(DeadlineWatches):
         version the poller read (``JOB_UNCHANGED_SINCE_READ``)."""
         job = claim.plan.job
         values, removes = scheduling_attributes(job, claim.plan.next_state, now)
-        values["updated_at"] = t(now)
+        values["updated_at"] = time_attribute(now)
         bound: Item = {f":{name}": value for name, value in values.items()}
-        bound[":expected_version"] = n(job.state.version)
+        bound[":expected_version"] = number_attribute(job.state.version)
         return partiql.update(
             self.names.jobs,
-            {"job_id": s(job.id)},
+            {"job_id": string_attribute(job.id)},
             c.JOB_UNCHANGED_SINCE_READ,
             bound,
             sets=tuple(values),

@@ -24,7 +24,7 @@ from botocore.exceptions import ClientError
 
 from duetime.adapters.dynamodb import conditions as c
 from duetime.adapters.dynamodb import partiql
-from duetime.adapters.dynamodb.codec import Item, n, s, t
+from duetime.adapters.dynamodb.codec import Item, number_attribute, string_attribute, time_attribute
 from duetime.adapters.dynamodb.reads import batch_get
 from duetime.adapters.dynamodb.store_part import StorePart
 from duetime.adapters.dynamodb.tables import REAP_INDEX
@@ -46,11 +46,11 @@ def watch_shard(partition: int) -> str:
 def watch_item(watch: DeadlineWatch) -> Item:
     _, occurrence = split_run_id(watch.run_id)
     return {
-        "job_id": s(KEY_PREFIX + watch.job_id),
-        "occurrence": s(WATCH_PREFIX + occurrence),
-        "reap_shard": s(watch_shard(watch.partition)),
-        "reap_at": t(watch.deadline_at),
-        "ttl": n(int(watch.deadline_at.timestamp()) + WATCH_TTL_SECONDS),
+        "job_id": string_attribute(KEY_PREFIX + watch.job_id),
+        "occurrence": string_attribute(WATCH_PREFIX + occurrence),
+        "reap_shard": string_attribute(watch_shard(watch.partition)),
+        "reap_at": time_attribute(watch.deadline_at),
+        "ttl": number_attribute(int(watch.deadline_at.timestamp()) + WATCH_TTL_SECONDS),
     }
 
 
@@ -69,11 +69,14 @@ def watch_from_entry(entry: Item) -> DeadlineWatch:
 
 def _watch_key(watch: DeadlineWatch) -> Item:
     _, occurrence = split_run_id(watch.run_id)
-    return {"job_id": s(KEY_PREFIX + watch.job_id), "occurrence": s(WATCH_PREFIX + occurrence)}
+    return {
+        "job_id": string_attribute(KEY_PREFIX + watch.job_id),
+        "occurrence": string_attribute(WATCH_PREFIX + occurrence),
+    }
 
 
 def _missing_key(job_id: str) -> Item:
-    return {"job_id": s(KEY_PREFIX + job_id), "occurrence": s(MISSING)}
+    return {"job_id": string_attribute(KEY_PREFIX + job_id), "occurrence": string_attribute(MISSING)}
 
 
 class DeadlineWatches(StorePart):
@@ -89,7 +92,10 @@ class DeadlineWatches(StorePart):
             TableName=self.names.runs,
             IndexName=REAP_INDEX,
             KeyConditionExpression="reap_shard = :shard AND reap_at < :now",
-            ExpressionAttributeValues={":shard": s(watch_shard(partition)), ":now": t(now)},
+            ExpressionAttributeValues={
+                ":shard": string_attribute(watch_shard(partition)),
+                ":now": time_attribute(now),
+            },
             Limit=limit,
         )
         return [watch_from_entry(entry) for entry in response.get("Items", [])]
@@ -119,7 +125,7 @@ class DeadlineWatches(StorePart):
         return self._conditional(
             self.client.put_item,
             TableName=self.names.runs,
-            Item={**_missing_key(job_id), "since": t(since)},
+            Item={**_missing_key(job_id), "since": time_attribute(since)},
             ConditionExpression=c.JOB_NOT_MISSING.expression,
         )
 
@@ -129,7 +135,7 @@ class DeadlineWatches(StorePart):
             TableName=self.names.runs,
             Key=_missing_key(job_id),
             ConditionExpression=c.JOB_MISSING_AS_READ.expression,
-            ExpressionAttributeValues={":since": t(since)},
+            ExpressionAttributeValues={":since": time_attribute(since)},
         )
 
     def _conditional(self, write: Any, **request: Any) -> bool:

@@ -6,7 +6,7 @@ import functools
 import zlib
 from datetime import UTC, datetime
 
-from duetime.adapters.dynamodb.codec import Item, item_to_job, n, s
+from duetime.adapters.dynamodb.codec import Item, item_to_job, number_attribute, string_attribute
 from duetime.models import Job, JobSpec
 from duetime.timeutil import iso_z, parse_iso_z
 
@@ -68,17 +68,17 @@ class CompactDueRow:
         *times, team_length, rest = text.split(_SEP, len(_PACKED_TIMES) + 1)
         team, spec = rest[: int(team_length)], rest[int(team_length) :]
         item: Item = {
-            "job_id": s(self.job_id),
-            "version": n(self.version),
-            "next_fire_at": s(iso_z(datetime.fromtimestamp(self.fire_at, UTC))),
-            "team": s(team),
-            "spec": s(spec),
+            "job_id": string_attribute(self.job_id),
+            "version": number_attribute(self.version),
+            "next_fire_at": string_attribute(iso_z(datetime.fromtimestamp(self.fire_at, UTC))),
+            "team": string_attribute(team),
+            "spec": string_attribute(spec),
         }
         for name, value in zip(_PACKED_TIMES, times, strict=True):
             if value:
-                item[name] = s(value)
+                item[name] = string_attribute(value)
         if self.active_run is not None:
-            item["active_run"] = s(self.active_run)
+            item["active_run"] = string_attribute(self.active_run)
         return item_to_job(item, _stored_time)
 
     def __repr__(self) -> str:

@@ -18,7 +18,7 @@ import secrets
 from datetime import datetime
 from typing import Any
 
-from duetime.adapters.dynamodb.codec import Item, n, s
+from duetime.adapters.dynamodb.codec import Item, number_attribute, string_attribute
 from duetime.adapters.dynamodb.tables import TableNames
 from duetime.job_history import HISTORY_KEPT, JobChange
 from duetime.labels import name_words
@@ -58,27 +58,36 @@ class JobIndex:
         new = set(index_keys(after)) if after else set()
         table = self.names.control
         writes: list[dict[str, Any]] = [
-            {"Delete": {"TableName": table, "Key": {"pk": s(pk), "sk": s(sk)}}}
+            {"Delete": {"TableName": table, "Key": {"pk": string_attribute(pk), "sk": string_attribute(sk)}}}
             for pk, sk in sorted(old - new)
         ]
         for pk, sk in sorted(new - old):
             assert after is not None
             writes.append(
-                {"Put": {"TableName": table, "Item": {"pk": s(pk), "sk": s(sk), "job_id": s(after.id)}}}
+                {
+                    "Put": {
+                        "TableName": table,
+                        "Item": {
+                            "pk": string_attribute(pk),
+                            "sk": string_attribute(sk),
+                            "job_id": string_attribute(after.id),
+                        },
+                    }
+                }
             )
         return writes
 
     def _history_put(self, change: JobChange) -> dict[str, Any]:
         at = change.at
         item: Item = {
-            "pk": s(history_pk(change.job_id)),
-            "sk": s(f"{at.isoformat(timespec='milliseconds')}#{secrets.token_hex(4)}"),
-            "team": s(change.team),
-            "at": s(iso_z(at)),
-            "action": s(change.action),
-            "actor": s(change.actor),
-            "fields": s(json.dumps(change.fields, sort_keys=True, default=str)),
-            "ttl": n(int((at + HISTORY_KEPT).timestamp())),
+            "pk": string_attribute(history_pk(change.job_id)),
+            "sk": string_attribute(f"{at.isoformat(timespec='milliseconds')}#{secrets.token_hex(4)}"),
+            "team": string_attribute(change.team),
+            "at": string_attribute(iso_z(at)),
+            "action": string_attribute(change.action),
+            "actor": string_attribute(change.actor),
+            "fields": string_attribute(json.dumps(change.fields, sort_keys=True, default=str)),
+            "ttl": number_attribute(int((at + HISTORY_KEPT).timestamp())),
         }
         return {"Put": {"TableName": self.names.control, "Item": item}}
 
@@ -98,7 +107,9 @@ class JobIndex:
         self, team: str, key: str, value: str, limit: int, start: dict[str, Any] | None
     ) -> tuple[list[str], dict[str, Any] | None]:
         """Ids of the team's jobs labelled ``key: value``, by id; and where the next page starts."""
-        items, last = self._query_control("pk = :pk", {":pk": s(label_pk(team, key, value))}, limit, start)
+        items, last = self._query_control(
+            "pk = :pk", {":pk": string_attribute(label_pk(team, key, value))}, limit, start
+        )
         return [item["job_id"]["S"] for item in items], last
 
     def word_job_ids(
@@ -108,7 +119,7 @@ class JobIndex:
         two such words is listed under each, so callers drop repeats."""
         items, last = self._query_control(
             "pk = :pk AND begins_with(sk, :prefix)",
-            {":pk": s(words_pk(team)), ":prefix": s(prefix)},
+            {":pk": string_attribute(words_pk(team)), ":prefix": string_attribute(prefix)},
             limit,
             start,
         )
@@ -122,7 +133,7 @@ class JobIndex:
         response = self.client.query(
             TableName=self.names.control,
             KeyConditionExpression="pk = :pk",
-            ExpressionAttributeValues={":pk": s(history_pk(job_id))},
+            ExpressionAttributeValues={":pk": string_attribute(history_pk(job_id))},
             ScanIndexForward=False,
             Limit=limit,
             ConsistentRead=True,

@@ -8,7 +8,7 @@ from typing import Any
 
 from duetime.adapters.dynamodb import conditions as c
 from duetime.adapters.dynamodb import partiql
-from duetime.adapters.dynamodb.codec import Item, item_to_job, s
+from duetime.adapters.dynamodb.codec import Item, item_to_job, string_attribute
 from duetime.adapters.dynamodb.conditional import conditional_write
 from duetime.adapters.dynamodb.due_rows import CompactDueRow
 from duetime.adapters.dynamodb.reads import batch_get, read_job
@@ -54,9 +54,9 @@ class DynamoJobs(StorePart):
             "IndexName": DUE_INDEX,
             "KeyConditionExpression": "due_bucket = :bucket AND due_key BETWEEN :low AND :until",
             "ExpressionAttributeValues": {
-                ":bucket": s(f"{partition:02d}#{bucket}"),
-                ":low": s(low),
-                ":until": s(f"{iso_z(until)}#~"),  # '~' sorts after every job id character
+                ":bucket": string_attribute(f"{partition:02d}#{bucket}"),
+                ":low": string_attribute(low),
+                ":until": string_attribute(f"{iso_z(until)}#~"),  # '~' sorts after every job id character
             },
         }
         if attributes:
@@ -78,7 +78,7 @@ class DynamoJobs(StorePart):
             TableName=self.names.jobs,
             IndexName=DUE_INDEX,
             KeyConditionExpression="due_bucket = :bucket",
-            ExpressionAttributeValues={":bucket": s(f"{partition:02d}#{bucket}")},
+            ExpressionAttributeValues={":bucket": string_attribute(f"{partition:02d}#{bucket}")},
             Select="COUNT",
         )
         # A COUNT still reads (and pages) at most 1 MB of the index at a time: every page counts.
@@ -94,7 +94,7 @@ class DynamoJobs(StorePart):
         conditional_write(
             self.client.put_item,
             TableName=self.names.control,
-            Item={**_mark_key(partition), "low_water": s(bucket)},
+            Item={**_mark_key(partition), "low_water": string_attribute(bucket)},
             ConditionExpression=c.WATERMARK_MISSING.expression,
         )
         self._marks_known.add(partition)
@@ -107,7 +107,7 @@ class DynamoJobs(StorePart):
                 self.names.control,
                 _mark_key(partition),
                 c.WATERMARK_BEHIND,
-                {":low_water": s(bucket), ":bucket": s(bucket)},
+                {":low_water": string_attribute(bucket), ":bucket": string_attribute(bucket)},
                 sets=("low_water",),
             )
             for partition, bucket in marks.items()
@@ -116,4 +116,4 @@ class DynamoJobs(StorePart):
 
 
 def _mark_key(partition: int) -> Item:
-    return {"pk": s(f"partition#{partition:02d}"), "sk": s("watermark")}
+    return {"pk": string_attribute(f"partition#{partition:02d}"), "sk": string_attribute("watermark")}

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from duetime.adapters.dynamodb import conditions as c
-from duetime.adapters.dynamodb.codec import Item, n, s
+from duetime.adapters.dynamodb.codec import Item, number_attribute, string_attribute
 from duetime.adapters.dynamodb.conditional import conditional_write
 from duetime.adapters.dynamodb.reads import batch_get
 from duetime.adapters.dynamodb.store_part import StorePart
@@ -33,7 +33,13 @@ class DynamoPollerLeases(StorePart):
             "SET holder = :me, since = :now, expires_at = :until, term = if_not_exists(term, :zero) + :one "
             "REMOVE successor, handover_at",
             c.POLLER_LEASE_FREE,
-            {":me": s(me), ":now": _ms(now), ":until": _ms(until), ":zero": n(0), ":one": n(1)},
+            {
+                ":me": string_attribute(me),
+                ":now": _ms(now),
+                ":until": _ms(until),
+                ":zero": number_attribute(0),
+                ":one": number_attribute(1),
+            },
         )
 
     def renew_poller_lease(self, group: str, me: str, now: datetime, until: datetime) -> PollerLease | None:
@@ -41,21 +47,26 @@ class DynamoPollerLeases(StorePart):
             group,
             "SET expires_at = :until",
             c.POLLER_LEASE_HELD,
-            {":me": s(me), ":now": _ms(now), ":until": _ms(until)},
+            {":me": string_attribute(me), ":now": _ms(now), ":until": _ms(until)},
         )
 
     def release_poller_lease(self, group: str, me: str) -> bool:
         released = self._lease_write(
-            group, "REMOVE holder, since, expires_at, handover_at", c.POLLER_LEASE_MINE, {":me": s(me)}
+            group,
+            "REMOVE holder, since, expires_at, handover_at",
+            c.POLLER_LEASE_MINE,
+            {":me": string_attribute(me)},
         )
         return released is not None
 
     def register_poller_successor(self, group: str, me: str) -> PollerLease | None:
-        return self._lease_write(group, "SET successor = :me", c.POLLER_SUCCESSOR_VACANT, {":me": s(me)})
+        return self._lease_write(
+            group, "SET successor = :me", c.POLLER_SUCCESSOR_VACANT, {":me": string_attribute(me)}
+        )
 
     def withdraw_poller_successor(self, group: str, me: str) -> bool:
         withdrawn = self._lease_write(
-            group, "REMOVE successor, handover_at", c.POLLER_SUCCESSOR_IS_ME, {":me": s(me)}
+            group, "REMOVE successor, handover_at", c.POLLER_SUCCESSOR_IS_ME, {":me": string_attribute(me)}
         )
         return withdrawn is not None
 
@@ -67,8 +78,8 @@ class DynamoPollerLeases(StorePart):
             "SET handover_at = :at, expires_at = :until",
             c.POLLER_HANDOVER_OFFERABLE,
             {
-                ":me": s(me),
-                ":successor": s(successor),
+                ":me": string_attribute(me),
+                ":successor": string_attribute(successor),
                 ":at": _ms(at),
                 ":now": _ms(now),
                 ":until": _ms(until),
@@ -83,7 +94,13 @@ class DynamoPollerLeases(StorePart):
             "SET holder = :me, since = :at, expires_at = :until, term = term + :one "
             "REMOVE successor, handover_at",
             c.POLLER_HANDOVER_OFFERED,
-            {":me": s(me), ":holder": s(holder), ":at": _ms(at), ":until": _ms(until), ":one": n(1)},
+            {
+                ":me": string_attribute(me),
+                ":holder": string_attribute(holder),
+                ":at": _ms(at),
+                ":until": _ms(until),
+                ":one": number_attribute(1),
+            },
         )
 
     def withdraw_poller_offer(self, group: str, me: str, at: datetime) -> PollerLease | None:
@@ -91,7 +108,7 @@ class DynamoPollerLeases(StorePart):
             group,
             "REMOVE handover_at, successor",
             c.POLLER_HANDOVER_UNANSWERED,
-            {":me": s(me), ":at": _ms(at)},
+            {":me": string_attribute(me), ":at": _ms(at)},
         )
 
     def wake_poller_group(self, group: str) -> PollerLease:
@@ -99,7 +116,7 @@ class DynamoPollerLeases(StorePart):
             TableName=self.names.control,
             Key=_lease_key(group),
             UpdateExpression="ADD wakes :one",  # unconditional: a wake is counted whoever holds the lease
-            ExpressionAttributeValues={":one": n(1)},
+            ExpressionAttributeValues={":one": number_attribute(1)},
             ReturnValues="ALL_NEW",
         )
         return _item_to_lease(group, response.get("Attributes", {}))
@@ -109,7 +126,7 @@ class DynamoPollerLeases(StorePart):
             group,
             "REMOVE holder, since, expires_at, handover_at",
             c.POLLER_QUIET_UNWOKEN,
-            {":me": s(me), ":seen": n(wakes_seen)},
+            {":me": string_attribute(me), ":seen": number_attribute(wakes_seen)},
         )
         return released is not None
 
@@ -130,7 +147,7 @@ class DynamoPollerLeases(StorePart):
 
 
 def _lease_key(group: str) -> Item:
-    return {"pk": s(f"poller#{group}"), "sk": s("lease")}
+    return {"pk": string_attribute(f"poller#{group}"), "sk": string_attribute("lease")}
 
 
 def _ms(value: datetime) -> dict[str, str]:

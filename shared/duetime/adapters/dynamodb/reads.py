@@ -6,18 +6,20 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from duetime.adapters.dynamodb.codec import Item, item_to_job, item_to_run, run_key, s
+from duetime.adapters.dynamodb.codec import Item, item_to_job, item_to_run, run_key, string_attribute
 from duetime.adapters.dynamodb.tables import TableNames
 from duetime.adapters.retrying import UNPROCESSED, Sleep, resend
 from duetime.models import Job, Run, Team
 
 
 def team_key(team_id: str) -> Item:
-    return {"pk": s(f"team#{team_id}"), "sk": s("team")}
+    return {"pk": string_attribute(f"team#{team_id}"), "sk": string_attribute("team")}
 
 
 def read_job(client: Any, names: TableNames, job_id: str) -> Job | None:
-    item = client.get_item(TableName=names.jobs, Key={"job_id": s(job_id)}, ConsistentRead=True).get("Item")
+    item = client.get_item(
+        TableName=names.jobs, Key={"job_id": string_attribute(job_id)}, ConsistentRead=True
+    ).get("Item")
     return item_to_job(item) if item else None
 
 

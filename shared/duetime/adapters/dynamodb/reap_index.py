@@ -10,7 +10,15 @@ from typing import Any
 
 from duetime.adapters.dynamodb import conditions as c
 from duetime.adapters.dynamodb import partiql
-from duetime.adapters.dynamodb.codec import Item, item_to_run, n, reap_shard, run_key, s, t
+from duetime.adapters.dynamodb.codec import (
+    Item,
+    item_to_run,
+    number_attribute,
+    reap_shard,
+    run_key,
+    string_attribute,
+    time_attribute,
+)
 from duetime.adapters.dynamodb.reads import batch_get
 from duetime.adapters.dynamodb.reap_checks import needs_reaper_at, next_check
 from duetime.adapters.dynamodb.reap_tickets import is_ticket, listed_run_ids, ticket_key
@@ -33,7 +41,10 @@ class DynamoReapIndex(StorePart):
             TableName=self.names.runs,
             IndexName=REAP_INDEX,
             KeyConditionExpression="reap_shard = :shard AND reap_at < :now",
-            ExpressionAttributeValues={":shard": s(reap_shard(partition)), ":now": t(now)},
+            ExpressionAttributeValues={
+                ":shard": string_attribute(reap_shard(partition)),
+                ":now": time_attribute(now),
+            },
             Limit=limit,
         )
         keys = [{"job_id": e["job_id"], "occurrence": e["occurrence"]} for e in response.get("Items", [])]
@@ -43,7 +54,7 @@ class DynamoReapIndex(StorePart):
         moves: list[partiql.Statement] = []
         tickets: list[Item] = []
         for item in batch_get(self.client, self.names.runs, keys, consistent=True):
-            if "reap_at" not in item or item["reap_at"]["S"] >= t(now)["S"]:
+            if "reap_at" not in item or item["reap_at"]["S"] >= time_attribute(now)["S"]:
                 continue  # finished, or its check moved since the index was read (the index lags)
             if is_ticket(item):
                 tickets.append(item)
@@ -107,10 +118,10 @@ class DynamoReapIndex(StorePart):
     def _adopt(self, run: Run, check: datetime) -> partiql.Statement:
         """A ticketed run's own entry, at ``check`` (``RUN_UNCOVERED_AS_READ``)."""
         values: Item = {
-            ":status": s(run.status),
-            ":attempt": n(run.attempt),
-            ":reap_shard": s(reap_shard(run.partition)),
-            ":reap_at": t(check),
+            ":status": string_attribute(run.status),
+            ":attempt": number_attribute(run.attempt),
+            ":reap_shard": string_attribute(reap_shard(run.partition)),
+            ":reap_at": time_attribute(check),
         }
         return partiql.update(
             self.names.runs,
@@ -131,7 +142,10 @@ class DynamoReapIndex(StorePart):
             TableName=self.names.runs,
             IndexName=REAP_INDEX,
             KeyConditionExpression="reap_shard = :shard AND reap_at < :until",
-            ExpressionAttributeValues={":shard": s(reap_shard(partition)), ":until": t(until)},
+            ExpressionAttributeValues={
+                ":shard": string_attribute(reap_shard(partition)),
+                ":until": time_attribute(until),
+            },
             Limit=1,
         )
         return bool(response.get("Items"))
@@ -139,18 +153,23 @@ class DynamoReapIndex(StorePart):
     def _next_check(self, run: Run, now: datetime) -> partiql.Statement:
         """The write that moves a live run's check on (``reap_checks.next_check``)."""
         key = run_key(run.run_id)
-        values: Item = {":attempt": n(run.attempt), ":reap_at": t(next_check(run, now, self.lease_check))}
+        values: Item = {
+            ":attempt": number_attribute(run.attempt),
+            ":reap_at": time_attribute(next_check(run, now, self.lease_check)),
+        }
         if run.status is RunStatus.RUNNING:
-            values.update({":running": s(RunStatus.RUNNING), ":now": t(now)})
+            values.update({":running": string_attribute(RunStatus.RUNNING), ":now": time_attribute(now)})
             return partiql.update(self.names.runs, key, c.LEASE_OUTLIVES_CHECK, values, sets=("reap_at",))
         assert run.queue_deadline is not None
-        values.update({":status": s(run.status), ":deadline": t(run.queue_deadline)})
+        values.update(
+            {":status": string_attribute(run.status), ":deadline": time_attribute(run.queue_deadline)}
+        )
         return partiql.update(self.names.runs, key, c.WAIT_OUTLIVES_CHECK, values, sets=("reap_at",))
 
 
 def _passed(instant: datetime, now: datetime) -> bool:
     """``instant < now`` as the store's conditions compare them: stored instants are to the second."""
-    return t(instant)["S"] < t(now)["S"]
+    return time_attribute(instant)["S"] < time_attribute(now)["S"]
 
 
 def delete_items(client: Any, table: str, keys: Sequence[Item], sleep: Sleep = time.sleep) -> None:

@@ -6,7 +6,15 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from duetime.adapters.dynamodb import conditions as c
-from duetime.adapters.dynamodb.codec import Item, item_to_run, n, reap_shard, run_key, s, t
+from duetime.adapters.dynamodb.codec import (
+    Item,
+    item_to_run,
+    number_attribute,
+    reap_shard,
+    run_key,
+    string_attribute,
+    time_attribute,
+)
 from duetime.adapters.dynamodb.conditional import conditional_write
 from duetime.adapters.dynamodb.reads import batch_get, read_run
 from duetime.adapters.dynamodb.reap_checks import waiting_check
@@ -68,13 +76,13 @@ class DynamoRuns(StorePart):
             "REMOVE queue_deadline, retry_at",
             c.RUN_WAITING_FOR_ATTEMPT,
             {
-                ":queued": s(RunStatus.QUEUED),
-                ":retry_wait": s(RunStatus.RETRY_WAIT),
-                ":running": s(RunStatus.RUNNING),
-                ":attempt": n(attempt),
-                ":owner": s(owner),
-                ":lease": t(lease_until),
-                ":now": t(now),
+                ":queued": string_attribute(RunStatus.QUEUED),
+                ":retry_wait": string_attribute(RunStatus.RETRY_WAIT),
+                ":running": string_attribute(RunStatus.RUNNING),
+                ":attempt": number_attribute(attempt),
+                ":owner": string_attribute(owner),
+                ":lease": time_attribute(lease_until),
+                ":now": time_attribute(now),
             },
         )
         return item_to_run(item) if item else None
@@ -87,11 +95,11 @@ class DynamoRuns(StorePart):
             "SET lease_expires_at = :lease",
             c.LEASE_HELD,
             {
-                ":running": s(RunStatus.RUNNING),
-                ":owner": s(owner),
-                ":attempt": n(attempt),
-                ":now": t(now),
-                ":lease": t(lease_until),
+                ":running": string_attribute(RunStatus.RUNNING),
+                ":owner": string_attribute(owner),
+                ":attempt": number_attribute(attempt),
+                ":now": time_attribute(now),
+                ":lease": time_attribute(lease_until),
             },
         )
         return item is not None
@@ -105,14 +113,14 @@ class DynamoRuns(StorePart):
             "updated_at = :now REMOVE #owner, lease_expires_at",
             c.LEASE_OWNED,
             {
-                ":running": s(RunStatus.RUNNING),
-                ":queued": s(RunStatus.QUEUED),
-                ":owner": s(owner),
-                ":attempt": n(attempt),
-                ":deadline": t(queue_deadline),
+                ":running": string_attribute(RunStatus.RUNNING),
+                ":queued": string_attribute(RunStatus.QUEUED),
+                ":owner": string_attribute(owner),
+                ":attempt": number_attribute(attempt),
+                ":deadline": time_attribute(queue_deadline),
                 ":shard": _shard_of(run_id),
-                ":check": t(waiting_check(now, queue_deadline, self.lease_check)),
-                ":now": t(now),
+                ":check": time_attribute(waiting_check(now, queue_deadline, self.lease_check)),
+                ":now": time_attribute(now),
             },
         )
         return item is not None
@@ -128,12 +136,12 @@ class DynamoRuns(StorePart):
         queue_deadline: datetime | None = None,
     ) -> bool:
         values: Item = {
-            ":running": s(RunStatus.RUNNING),
-            ":owner": s(owner),
-            ":attempt": n(run.attempt),
-            ":new_status": s(status),
-            ":result": s(result.model_dump_json(exclude_none=True)),
-            ":now": t(now),
+            ":running": string_attribute(RunStatus.RUNNING),
+            ":owner": string_attribute(owner),
+            ":attempt": number_attribute(run.attempt),
+            ":new_status": string_attribute(status),
+            ":result": string_attribute(result.model_dump_json(exclude_none=True)),
+            ":now": time_attribute(now),
         }
         if status is RunStatus.RETRY_WAIT:
             assert retry_at is not None and queue_deadline is not None
@@ -144,11 +152,11 @@ class DynamoRuns(StorePart):
             )
             values.update(
                 {
-                    ":next_attempt": n(run.attempt + 1),
-                    ":retry_at": t(retry_at),
-                    ":deadline": t(queue_deadline),
+                    ":next_attempt": number_attribute(run.attempt + 1),
+                    ":retry_at": time_attribute(retry_at),
+                    ":deadline": time_attribute(queue_deadline),
                     ":shard": _shard_of(run.run_id),
-                    ":check": t(waiting_check(retry_at, queue_deadline, self.lease_check)),
+                    ":check": time_attribute(waiting_check(retry_at, queue_deadline, self.lease_check)),
                 }
             )
         else:
@@ -177,11 +185,11 @@ class DynamoRuns(StorePart):
             "REMOVE lease_expires_at, retry_at, queue_deadline, reap_shard, reap_at",
             c.RUN_CANCELLABLE,
             {
-                ":queued": s(RunStatus.QUEUED),
-                ":retry_wait": s(RunStatus.RETRY_WAIT),
-                ":running": s(RunStatus.RUNNING),
-                ":cancelled": s(RunStatus.CANCELLED),
-                ":now": t(now),
+                ":queued": string_attribute(RunStatus.QUEUED),
+                ":retry_wait": string_attribute(RunStatus.RETRY_WAIT),
+                ":running": string_attribute(RunStatus.RUNNING),
+                ":cancelled": string_attribute(RunStatus.CANCELLED),
+                ":now": time_attribute(now),
             },
         )
         return item_to_run(item) if item else None
@@ -195,14 +203,14 @@ class DynamoRuns(StorePart):
             "reap_shard = :shard, reap_at = :check, updated_at = :now REMOVE #owner, lease_expires_at",
             c.LEASE_EXPIRED,
             {
-                ":running": s(RunStatus.RUNNING),
-                ":queued": s(RunStatus.QUEUED),
-                ":attempt": n(candidate.attempt),
-                ":next_attempt": n(candidate.attempt + 1),
-                ":deadline": t(queue_deadline),
+                ":running": string_attribute(RunStatus.RUNNING),
+                ":queued": string_attribute(RunStatus.QUEUED),
+                ":attempt": number_attribute(candidate.attempt),
+                ":next_attempt": number_attribute(candidate.attempt + 1),
+                ":deadline": time_attribute(queue_deadline),
                 ":shard": _shard_of(candidate.run_id),
-                ":check": t(waiting_check(now, queue_deadline, self.lease_check)),
-                ":now": t(now),
+                ":check": time_attribute(waiting_check(now, queue_deadline, self.lease_check)),
+                ":now": time_attribute(now),
             },
         )
         return item_to_run(item) if item else None
@@ -214,11 +222,11 @@ class DynamoRuns(StorePart):
             "REMOVE #owner, lease_expires_at, reap_shard, reap_at",
             c.LEASE_EXPIRED,
             {
-                ":running": s(RunStatus.RUNNING),
-                ":dead": s(RunStatus.DEAD),
-                ":attempt": n(candidate.attempt),
-                ":result": s(result.model_dump_json(exclude_none=True)),
-                ":now": t(now),
+                ":running": string_attribute(RunStatus.RUNNING),
+                ":dead": string_attribute(RunStatus.DEAD),
+                ":attempt": number_attribute(candidate.attempt),
+                ":result": string_attribute(result.model_dump_json(exclude_none=True)),
+                ":now": time_attribute(now),
             },
             {"#result": "result"},
         )
@@ -233,11 +241,11 @@ class DynamoRuns(StorePart):
             c.WAIT_EXPIRED,
             {
                 ":shard": _shard_of(candidate.run_id),
-                ":status": s(candidate.status),
-                ":attempt": n(candidate.attempt),
-                ":deadline": t(queue_deadline),
-                ":check": t(waiting_check(now, queue_deadline, self.lease_check)),
-                ":now": t(now),
+                ":status": string_attribute(candidate.status),
+                ":attempt": number_attribute(candidate.attempt),
+                ":deadline": time_attribute(queue_deadline),
+                ":check": time_attribute(waiting_check(now, queue_deadline, self.lease_check)),
+                ":now": time_attribute(now),
             },
         )
         return item_to_run(item) if item else None
@@ -245,4 +253,4 @@ class DynamoRuns(StorePart):
 
 def _shard_of(run_id: str) -> dict[str, str]:
     """The reap shard of a run, from its job id (a run lives in its job's partition)."""
-    return s(reap_shard(partition_of(split_run_id(run_id)[0])))
+    return string_attribute(reap_shard(partition_of(split_run_id(run_id)[0])))

@@ -10,12 +10,12 @@ from typing import Any, cast
 
 from botocore.exceptions import ClientError
 
-from duetime.adapters.dynamodb.codec import Item, s
+from duetime.adapters.dynamodb.codec import Item, string_attribute
 from duetime.adapters.dynamodb.conditions import Condition
 
 
 def counter_key(kind: str, team_id: str) -> Item:
-    return {"pk": s(f"{kind}#{team_id}"), "sk": s(kind)}
+    return {"pk": string_attribute(f"{kind}#{team_id}"), "sk": string_attribute(kind)}
 
 
 class TeamCounter:

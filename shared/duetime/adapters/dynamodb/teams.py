@@ -6,7 +6,7 @@ import random
 from datetime import datetime
 
 from duetime.adapters.dynamodb import conditions as c
-from duetime.adapters.dynamodb.codec import Item, n, s, t
+from duetime.adapters.dynamodb.codec import Item, number_attribute, string_attribute, time_attribute
 from duetime.adapters.dynamodb.conditional import conditional_write
 from duetime.adapters.dynamodb.reads import read_team, team_key
 from duetime.adapters.dynamodb.worker_batches import (
@@ -30,7 +30,10 @@ class DynamoTeams(WorkerBatches):
             TableName=self.names.control,
             Key=team_key(team.team_id),
             UpdateExpression="SET team = :team ADD revision :one",
-            ExpressionAttributeValues={":team": s(team.model_dump_json()), ":one": n(1)},
+            ExpressionAttributeValues={
+                ":team": string_attribute(team.model_dump_json()),
+                ":one": number_attribute(1),
+            },
         )
 
     def acquire_slot(self, team: Team, run_id: str, now: datetime, lease_until: datetime) -> int | None:
@@ -59,7 +62,11 @@ class DynamoTeams(WorkerBatches):
 
     def _take_slot(self, team_id: str, slot: int, run_id: str, now: datetime, lease_until: datetime) -> bool:
         k = slot % SLOTS_PER_ITEM
-        values = {f":run_{k}": s(run_id), ":until": t(lease_until), ":now": t(now)}
+        values = {
+            f":run_{k}": string_attribute(run_id),
+            ":until": time_attribute(lease_until),
+            ":now": time_attribute(now),
+        }
         update = f"SET holder_{k} = :run_{k}, until_{k} = :until"
         return self._slot_write(team_id, slot, update, c.SLOT_FREE.for_slots([k]).expression, values)
 
@@ -71,7 +78,7 @@ class DynamoTeams(WorkerBatches):
 
     def extend_slot(self, team_id: str, slot: int, run_id: str, lease_until: datetime) -> bool:
         k = slot % SLOTS_PER_ITEM
-        values = {f":run_{k}": s(run_id), ":until": t(lease_until)}
+        values = {f":run_{k}": string_attribute(run_id), ":until": time_attribute(lease_until)}
         update = f"SET until_{k} = :until"
         return self._slot_write(team_id, slot, update, c.SLOT_HELD.for_slots([k]).expression, values)
 
@@ -79,4 +86,4 @@ class DynamoTeams(WorkerBatches):
         k = slot % SLOTS_PER_ITEM
         update = f"REMOVE holder_{k}, until_{k}"
         condition = c.SLOT_HELD.for_slots([k]).expression
-        self._slot_write(team_id, slot, update, condition, {f":run_{k}": s(run_id)})
+        self._slot_write(team_id, slot, update, condition, {f":run_{k}": string_attribute(run_id)})
