@@ -4,7 +4,10 @@ poller function with the group's tick, marked as a wake."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mypy_boto3_lambda.client import LambdaClient
 
 
 def wake_event(group: str, run_seconds: float) -> dict[str, Any]:
@@ -15,7 +18,7 @@ def wake_event(group: str, run_seconds: float) -> dict[str, Any]:
 class LambdaPollerStarter:
     """Implements ``duetime.wake.PollerStarter`` with Lambda's ``Invoke`` (``InvocationType=Event``)."""
 
-    def __init__(self, client: Any, function_name: str, run_seconds: float) -> None:
+    def __init__(self, client: LambdaClient, function_name: str, run_seconds: float) -> None:
         self.client = client
         self.function_name = function_name
         self.run_seconds = run_seconds

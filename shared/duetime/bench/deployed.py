@@ -46,7 +46,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from itertools import pairwise
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from duetime.adapters.clients import new_client
 from duetime.adapters.dynamodb.store import DynamoStore
@@ -60,6 +60,9 @@ from duetime.ids import make_run_id, partition_of
 from duetime.local import EMULATORS_SCRIPT
 from duetime.ports import PollerLease
 from duetime.timeutil import iso_z, parse_iso_z
+
+if TYPE_CHECKING:
+    from mypy_boto3_logs.client import CloudWatchLogsClient
 
 DEPLOY_SCRIPT = EMULATORS_SCRIPT.parent / "deploy_local.sh"
 DEFAULT_PORT = 4610
@@ -422,7 +425,7 @@ def create_jobs(
         return dict(pool.map(create, range(len(dues))))
 
 
-def log_messages(logs: Any, function: str, since_ms: int) -> list[str]:
+def log_messages(logs: CloudWatchLogsClient, function: str, since_ms: int) -> list[str]:
     """The function's log lines since ``since_ms``: every page, up to a page that fails."""
     messages: list[str] = []
     pages = logs.get_paginator("filter_log_events").paginate(

@@ -37,7 +37,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from duetime.adapters.clients import new_client
 from duetime.adapters.dynamodb.store import DynamoStore
@@ -58,6 +58,9 @@ from duetime.deployed_local import stack_service
 from duetime.ids import make_run_id
 from duetime.service import JobService
 from duetime.timeutil import iso_z
+
+if TYPE_CHECKING:
+    from mypy_boto3_lambda.client import LambdaClient
 
 MODES = ("fan_out", "alone")
 HOLDER_ROWS = 300  # a group's holder claims this many of a minute's rows alone; the rest go to helpers
@@ -86,7 +89,7 @@ def poller_environment(variables: Mapping[str, str], mode: str, holder_rows: int
     raise ValueError(f"unknown mode {mode!r}: one of {', '.join(MODES)}")
 
 
-def configure_pollers(lambdas: Any, environments: Mapping[str, Mapping[str, str]]) -> None:
+def configure_pollers(lambdas: LambdaClient, environments: Mapping[str, Mapping[str, str]]) -> None:
     """Set each poller function's environment and wait until LocalStack has the update."""
     for name, variables in environments.items():
         lambdas.update_function_configuration(FunctionName=name, Environment={"Variables": dict(variables)})

@@ -10,7 +10,7 @@ import binascii
 import json
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
@@ -39,6 +39,10 @@ from duetime.job_history import JobChange
 from duetime.labels import matches_words
 from duetime.models import Job, Run, RunStatus, Team
 from duetime.ports import Catalog
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import QueryInputTypeDef, TransactWriteItemTypeDef
 
 __all__ = [  # the domain's names, importable from here as before they moved to duetime.catalog
     "DynamoCatalog",
@@ -101,7 +105,10 @@ class DynamoCatalog(TeamRecords, JobIndex):
     """``duetime.ports.Catalog`` on DynamoDB: the control, jobs and runs tables ``DynamoStore`` uses."""
 
     def __init__(
-        self, client: Any, names: TableNames | None = None, lease_check: timedelta = DEFAULT_LEASE_CHECK
+        self,
+        client: DynamoDBClient,
+        names: TableNames | None = None,
+        lease_check: timedelta = DEFAULT_LEASE_CHECK,
     ) -> None:
         self.client = client
         self.names = names or TableNames()
@@ -125,7 +132,7 @@ class DynamoCatalog(TeamRecords, JobIndex):
             int(item["exact_jobs"]["N"]) if "exact_jobs" in item else 0,
         )
 
-    def _team_counts(self, team: Team, jobs: int, exact: int) -> dict[str, Any]:
+    def _team_counts(self, team: Team, jobs: int, exact: int) -> TransactWriteItemTypeDef:
         """The one update of the team row a job write carries (DynamoDB allows one action per item in a
         transaction): its job count and exact-job count move by ``jobs`` and ``exact``, and a count that
         grows must stay within its quota (JOB_QUOTA_LEFT, EXACT_QUOTA_LEFT)."""
@@ -177,7 +184,7 @@ class DynamoCatalog(TeamRecords, JobIndex):
         Returns the id of the job the request stands for: ``job.id``, or the job an earlier request with
         the same idempotency key created. Raises ``QuotaExceeded`` or ``IdempotencyMismatch``.
         """
-        items: list[dict[str, Any]] = [
+        items: list[TransactWriteItemTypeDef] = [
             {
                 "Put": {
                     "TableName": self.names.jobs,
@@ -245,7 +252,7 @@ class DynamoCatalog(TeamRecords, JobIndex):
         """Write ``after`` over ``before`` if nobody changed it since (condition JOB_VERSION_IS); keeps the
         team's exact-job count, the job's index items and its history (``change``) right in the same
         transaction. False on a lost race; raises ``QuotaExceeded``."""
-        items: list[dict[str, Any]] = [
+        items: list[TransactWriteItemTypeDef] = [
             {
                 "Put": {
                     "TableName": self.names.jobs,
@@ -264,7 +271,7 @@ class DynamoCatalog(TeamRecords, JobIndex):
         return self._transact_job(items, 0, +1 if after.exact and not before.exact else 0, team)
 
     def remove_job(self, job: Job, team: Team, change: JobChange | None = None) -> bool:
-        items: list[dict[str, Any]] = [
+        items: list[TransactWriteItemTypeDef] = [
             {
                 "Delete": {
                     "TableName": self.names.jobs,
@@ -282,7 +289,7 @@ class DynamoCatalog(TeamRecords, JobIndex):
         return self._transact_job(items, 0, 0, team)
 
     def _transact_job(
-        self, items: list[dict[str, Any]], gains_jobs: int, gains_exact: int, team: Team
+        self, items: list[TransactWriteItemTypeDef], gains_jobs: int, gains_exact: int, team: Team
     ) -> bool:
         """Run a job write with its team-count update; False on a lost race (the job changed), raises
         ``QuotaExceeded`` when a count that grows hit its quota."""
@@ -302,13 +309,17 @@ class DynamoCatalog(TeamRecords, JobIndex):
         return False
 
     def team_jobs(self, team_id: str, limit: int, cursor: str | None) -> Page:
-        query = {
+        query: QueryInputTypeDef = {
+            "TableName": self.names.jobs,
+            "Limit": limit,
             "IndexName": TEAM_JOBS_INDEX,
             "KeyConditionExpression": "team = :team",
             "ExpressionAttributeValues": {":team": string_attribute(team_id)},
         }
         start = decode_cursor(cursor, ("team", team_id), TEAM_JOBS_KEY)
-        return self._page(self.names.jobs, "job_id", query, limit, start, item_to_job)
+        if start:
+            query["ExclusiveStartKey"] = start
+        return self._page(query, "job_id", item_to_job)
 
     def search_jobs(
         self, team_id: str, limit: int, cursor: str | None, label: tuple[str, str] | None, words: list[str]
@@ -347,21 +358,11 @@ class DynamoCatalog(TeamRecords, JobIndex):
         )
         return Page(changes, encode_cursor(last))
 
-    def _page(
-        self,
-        table: str,
-        key: str,
-        query: dict[str, Any],
-        limit: int,
-        start: dict[str, Any] | None,
-        decode: Callable[[Item], Any],
-    ) -> Page:
+    def _page(self, query: QueryInputTypeDef, key: str, decode: Callable[[Item], Any]) -> Page:
         """One page of a KEYS_ONLY index query, with the items read in one BatchGetItem, in index order."""
-        response = self.client.query(
-            TableName=table, Limit=limit, **query, **({"ExclusiveStartKey": start} if start else {})
-        )
+        response = self.client.query(**query)
         ids = [item[key]["S"] for item in response.get("Items", [])]
-        items = self._batch_get(table, key, ids)
+        items = self._batch_get(query["TableName"], key, ids)
         return Page(
             [decode(items[i]) for i in ids if i in items], encode_cursor(response.get("LastEvaluatedKey"))
         )
@@ -378,15 +379,17 @@ class DynamoCatalog(TeamRecords, JobIndex):
     def job_runs(self, job_id: str, limit: int, cursor: str | None) -> Page:
         """A job's runs, newest first: one Query on the runs table (keyed by job and nominal time)."""
         start = decode_cursor(cursor, ("job_id", job_id), RUNS_KEY)
-        response = self.client.query(
-            TableName=self.names.runs,
-            KeyConditionExpression="job_id = :job",
-            ExpressionAttributeValues={":job": string_attribute(job_id)},
-            ScanIndexForward=False,
-            ConsistentRead=True,
-            Limit=limit,
-            **({"ExclusiveStartKey": start} if start else {}),
-        )
+        query: QueryInputTypeDef = {
+            "TableName": self.names.runs,
+            "KeyConditionExpression": "job_id = :job",
+            "ExpressionAttributeValues": {":job": string_attribute(job_id)},
+            "ScanIndexForward": False,
+            "ConsistentRead": True,
+            "Limit": limit,
+        }
+        if start:
+            query["ExclusiveStartKey"] = start
+        response = self.client.query(**query)
         runs = [item_to_run(item) for item in response.get("Items", [])]
         return Page(runs, encode_cursor(response.get("LastEvaluatedKey")))
 

@@ -6,7 +6,7 @@ import json
 import re
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from duetime.adapters.dynamodb.reap_checks import DEFAULT_LEASE_CHECK, waiting_check
 from duetime.ids import partition_of, split_run_id
@@ -23,21 +23,26 @@ from duetime.models import (
 )
 from duetime.timeutil import iso_z, minute_bucket, parse_iso_z
 
-Item = dict[str, dict[str, Any]]
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
+
+# An item or key as the low-level client sends and returns it (the stubs' own shape, so responses need no
+# conversion): attribute name -> one attribute value, e.g. ``{"S": "..."}``.
+Item: TypeAlias = "dict[str, AttributeValueTypeDef]"
 _SPEC_FIELDS = set(JobSpec.model_fields)
 
 
-def string_attribute(value: str) -> dict[str, str]:
+def string_attribute(value: str) -> AttributeValueTypeDef:
     """A string attribute value (``{"S": ...}``)."""
     return {"S": value}
 
 
-def number_attribute(value: int) -> dict[str, str]:
+def number_attribute(value: int) -> AttributeValueTypeDef:
     """A number attribute value (``{"N": ...}``: DynamoDB sends numbers as strings)."""
     return {"N": str(value)}
 
 
-def time_attribute(value: datetime) -> dict[str, str]:
+def time_attribute(value: datetime) -> AttributeValueTypeDef:
     """An instant as stored: a string attribute, ``iso_z`` (to the second; sorts in time order)."""
     return {"S": iso_z(value)}
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import secrets
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING
 
 from duetime.adapters.dynamodb.codec import Item, number_attribute, string_attribute
 from duetime.adapters.dynamodb.tables import TableNames
@@ -24,6 +24,10 @@ from duetime.job_history import HISTORY_KEPT, JobChange
 from duetime.labels import name_words
 from duetime.models import Job
 from duetime.timeutil import iso_z
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import QueryInputTypeDef, TransactWriteItemTypeDef
 
 
 def label_pk(team: str, key: str, value: str) -> str:
@@ -48,16 +52,16 @@ def index_keys(job: Job) -> list[tuple[str, str]]:
 class JobIndex:
     """The label, word and history items of the control table (a part of ``DynamoCatalog``)."""
 
-    client: Any
+    client: DynamoDBClient
     names: TableNames
 
-    def _index_writes(self, before: Job | None, after: Job | None) -> list[dict[str, Any]]:
+    def _index_writes(self, before: Job | None, after: Job | None) -> list[TransactWriteItemTypeDef]:
         """The transaction items that take the index from ``before``'s items to ``after``'s: a Delete for
         each item only ``before`` has, a Put for each only ``after`` has (none for those both have)."""
         old = set(index_keys(before)) if before else set()
         new = set(index_keys(after)) if after else set()
         table = self.names.control
-        writes: list[dict[str, Any]] = [
+        writes: list[TransactWriteItemTypeDef] = [
             {"Delete": {"TableName": table, "Key": {"pk": string_attribute(pk), "sk": string_attribute(sk)}}}
             for pk, sk in sorted(old - new)
         ]
@@ -77,7 +81,7 @@ class JobIndex:
             )
         return writes
 
-    def _history_put(self, change: JobChange) -> dict[str, Any]:
+    def _history_put(self, change: JobChange) -> TransactWriteItemTypeDef:
         at = change.at
         item: Item = {
             "pk": string_attribute(history_pk(change.job_id)),
@@ -92,20 +96,22 @@ class JobIndex:
         return {"Put": {"TableName": self.names.control, "Item": item}}
 
     def _query_control(
-        self, key_condition: str, values: dict[str, Any], limit: int, start: dict[str, Any] | None
-    ) -> tuple[list[Item], dict[str, Any] | None]:
-        response = self.client.query(
-            TableName=self.names.control,
-            KeyConditionExpression=key_condition,
-            ExpressionAttributeValues=values,
-            Limit=limit,
-            **({"ExclusiveStartKey": start} if start else {}),
-        )
+        self, key_condition: str, values: Item, limit: int, start: Item | None
+    ) -> tuple[list[Item], Item | None]:
+        query: QueryInputTypeDef = {
+            "TableName": self.names.control,
+            "KeyConditionExpression": key_condition,
+            "ExpressionAttributeValues": values,
+            "Limit": limit,
+        }
+        if start:
+            query["ExclusiveStartKey"] = start
+        response = self.client.query(**query)
         return response.get("Items", []), response.get("LastEvaluatedKey")
 
     def label_job_ids(
-        self, team: str, key: str, value: str, limit: int, start: dict[str, Any] | None
-    ) -> tuple[list[str], dict[str, Any] | None]:
+        self, team: str, key: str, value: str, limit: int, start: Item | None
+    ) -> tuple[list[str], Item | None]:
         """Ids of the team's jobs labelled ``key: value``, by id; and where the next page starts."""
         items, last = self._query_control(
             "pk = :pk", {":pk": string_attribute(label_pk(team, key, value))}, limit, start
@@ -113,8 +119,8 @@ class JobIndex:
         return [item["job_id"]["S"] for item in items], last
 
     def word_job_ids(
-        self, team: str, prefix: str, limit: int, start: dict[str, Any] | None
-    ) -> tuple[list[str], dict[str, Any] | None]:
+        self, team: str, prefix: str, limit: int, start: Item | None
+    ) -> tuple[list[str], Item | None]:
         """Ids of the team's jobs with a name word starting with ``prefix`` (lowercase), by word; a job with
         two such words is listed under each, so callers drop repeats."""
         items, last = self._query_control(
@@ -125,20 +131,20 @@ class JobIndex:
         )
         return [item["job_id"]["S"] for item in items], last
 
-    def job_changes(
-        self, job_id: str, limit: int, start: dict[str, Any] | None
-    ) -> tuple[list[JobChange], dict[str, Any] | None]:
+    def job_changes(self, job_id: str, limit: int, start: Item | None) -> tuple[list[JobChange], Item | None]:
         """The job's recorded changes, newest first (those of the last 90 days, and maybe a little older:
         DynamoDB's TTL deletes within days of expiry)."""
-        response = self.client.query(
-            TableName=self.names.control,
-            KeyConditionExpression="pk = :pk",
-            ExpressionAttributeValues={":pk": string_attribute(history_pk(job_id))},
-            ScanIndexForward=False,
-            Limit=limit,
-            ConsistentRead=True,
-            **({"ExclusiveStartKey": start} if start else {}),
-        )
+        query: QueryInputTypeDef = {
+            "TableName": self.names.control,
+            "KeyConditionExpression": "pk = :pk",
+            "ExpressionAttributeValues": {":pk": string_attribute(history_pk(job_id))},
+            "ScanIndexForward": False,
+            "Limit": limit,
+            "ConsistentRead": True,
+        }
+        if start:
+            query["ExclusiveStartKey"] = start
+        response = self.client.query(**query)
         changes = [
             JobChange(
                 job_id=job_id,

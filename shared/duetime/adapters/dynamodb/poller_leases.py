@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from duetime.adapters.dynamodb import conditions as c
 from duetime.adapters.dynamodb.codec import Item, number_attribute, string_attribute
@@ -11,6 +12,9 @@ from duetime.adapters.dynamodb.conditional import conditional_write
 from duetime.adapters.dynamodb.reads import batch_get
 from duetime.adapters.dynamodb.store_part import StorePart
 from duetime.ports import PollerLease
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
 
 
 class DynamoPollerLeases(StorePart):
@@ -35,8 +39,8 @@ class DynamoPollerLeases(StorePart):
             c.POLLER_LEASE_FREE,
             {
                 ":me": string_attribute(me),
-                ":now": _ms(now),
-                ":until": _ms(until),
+                ":now": _lease_instant(now),
+                ":until": _lease_instant(until),
                 ":zero": number_attribute(0),
                 ":one": number_attribute(1),
             },
@@ -47,7 +51,7 @@ class DynamoPollerLeases(StorePart):
             group,
             "SET expires_at = :until",
             c.POLLER_LEASE_HELD,
-            {":me": string_attribute(me), ":now": _ms(now), ":until": _ms(until)},
+            {":me": string_attribute(me), ":now": _lease_instant(now), ":until": _lease_instant(until)},
         )
 
     def release_poller_lease(self, group: str, me: str) -> bool:
@@ -80,9 +84,9 @@ class DynamoPollerLeases(StorePart):
             {
                 ":me": string_attribute(me),
                 ":successor": string_attribute(successor),
-                ":at": _ms(at),
-                ":now": _ms(now),
-                ":until": _ms(until),
+                ":at": _lease_instant(at),
+                ":now": _lease_instant(now),
+                ":until": _lease_instant(until),
             },
         )
 
@@ -97,8 +101,8 @@ class DynamoPollerLeases(StorePart):
             {
                 ":me": string_attribute(me),
                 ":holder": string_attribute(holder),
-                ":at": _ms(at),
-                ":until": _ms(until),
+                ":at": _lease_instant(at),
+                ":until": _lease_instant(until),
                 ":one": number_attribute(1),
             },
         )
@@ -108,7 +112,7 @@ class DynamoPollerLeases(StorePart):
             group,
             "REMOVE handover_at, successor",
             c.POLLER_HANDOVER_UNANSWERED,
-            {":me": string_attribute(me), ":at": _ms(at)},
+            {":me": string_attribute(me), ":at": _lease_instant(at)},
         )
 
     def wake_poller_group(self, group: str) -> PollerLease:
@@ -150,7 +154,7 @@ def _lease_key(group: str) -> Item:
     return {"pk": string_attribute(f"poller#{group}"), "sk": string_attribute("lease")}
 
 
-def _ms(value: datetime) -> dict[str, str]:
+def _lease_instant(value: datetime) -> AttributeValueTypeDef:
     """A lease instant: ISO-8601 UTC to the millisecond, fixed width, so the strings sort in time order."""
     return {"S": value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"}
 

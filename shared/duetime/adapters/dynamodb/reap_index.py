@@ -6,7 +6,7 @@ import time
 from collections import defaultdict
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from duetime.adapters.dynamodb import conditions as c
 from duetime.adapters.dynamodb import partiql
@@ -27,6 +27,9 @@ from duetime.adapters.dynamodb.tables import REAP_INDEX
 from duetime.adapters.retrying import UNPROCESSED, Sleep, resend
 from duetime.models import Run, RunStatus
 from duetime.ports import ReapCandidate
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
 
 
 class DynamoReapIndex(StorePart):
@@ -172,7 +175,7 @@ def _passed(instant: datetime, now: datetime) -> bool:
     return time_attribute(instant)["S"] < time_attribute(now)["S"]
 
 
-def delete_items(client: Any, table: str, keys: Sequence[Item], sleep: Sleep = time.sleep) -> None:
+def delete_items(client: DynamoDBClient, table: str, keys: Sequence[Item], sleep: Sleep = time.sleep) -> None:
     """Unconditional deletes, 25 a BatchWriteItem, sending what DynamoDB left unprocessed again after a
     backoff (``UNPROCESSED``) until none is left."""
 

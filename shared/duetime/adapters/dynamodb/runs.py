@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from duetime.adapters.dynamodb import conditions as c
 from duetime.adapters.dynamodb.codec import (
@@ -22,6 +23,9 @@ from duetime.adapters.dynamodb.store_part import StorePart
 from duetime.ids import partition_of, split_run_id
 from duetime.models import Run, RunResult, RunStatus
 from duetime.ports import ReapCandidate
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
 
 _STATUS = {"#status": "status"}
 _OWNER = {"#owner": "owner"}
@@ -251,6 +255,6 @@ class DynamoRuns(StorePart):
         return item_to_run(item) if item else None
 
 
-def _shard_of(run_id: str) -> dict[str, str]:
+def _shard_of(run_id: str) -> AttributeValueTypeDef:
     """The reap shard of a run, from its job id (a run lives in its job's partition)."""
     return string_attribute(reap_shard(partition_of(split_run_id(run_id)[0])))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from duetime.adapters.dynamodb.alerts import DynamoAlerts
 from duetime.adapters.dynamodb.claims import DynamoClaims
@@ -32,6 +32,8 @@ from duetime.ports import (
 )
 
 if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+
     pass
 
 
@@ -50,7 +52,7 @@ class DynamoStore(
 
     def __init__(
         self,
-        client: Any,
+        client: DynamoDBClient,
         names: TableNames | None = None,
         claim_concurrency: int = 4,
         lease_check: timedelta = DEFAULT_LEASE_CHECK,

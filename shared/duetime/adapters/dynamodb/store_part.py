@@ -5,19 +5,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from duetime.adapters.dynamodb import partiql
 from duetime.adapters.dynamodb.tables import TableNames
 
 if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+
     pass
 
 
 class StorePart:
     """The state ``DynamoStore.__init__`` sets, declared once for the parts it is mixed from."""
 
-    client: Any
+    client: DynamoDBClient
     names: TableNames
     lease_check: timedelta  # reap_checks: a waiting run's check after its message is visible
     _claim_pool: ThreadPoolExecutor  # a few batched writes at once (claims, low-water marks)

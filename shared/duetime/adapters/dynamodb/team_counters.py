@@ -6,12 +6,15 @@ read before them. A failed condition is a normal outcome: DynamoDB hands back th
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import TYPE_CHECKING, cast
 
 from botocore.exceptions import ClientError
 
 from duetime.adapters.dynamodb.codec import Item, string_attribute
 from duetime.adapters.dynamodb.conditions import Condition
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
 
 
 def counter_key(kind: str, team_id: str) -> Item:
@@ -24,7 +27,7 @@ class TeamCounter:
 
     kind = ""
 
-    def __init__(self, client: Any, control_table: str) -> None:
+    def __init__(self, client: DynamoDBClient, control_table: str) -> None:
         self.client = client
         self.table = control_table
         self._seen: dict[str, int] = {}
@@ -49,4 +52,4 @@ class TeamCounter:
             if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
                 raise
             return False, cast(Item, exc.response.get("Item") or {})
-        return True, cast(Item, response["Attributes"])
+        return True, response["Attributes"]

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING
 
 from botocore.exceptions import ClientError
 
@@ -35,6 +35,10 @@ from duetime.models import Team
 from duetime.timeutil import iso_z
 from duetime.tokens import LEGACY_TOKEN_NAME, ApiToken, TokenScope
 
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
+
 AUDIT_KEPT = timedelta(days=90)
 DIRECTORY = "teams"
 
@@ -44,13 +48,13 @@ __all__ = ["AUDIT_KEPT", "DIRECTORY", "AuditEvent", "TeamRecords"]  # AuditEvent
 class TeamRecords:
     """The team rows of the control table. ``DynamoCatalog`` is one (it adds jobs and runs)."""
 
-    client: Any
+    client: DynamoDBClient
     names: TableNames
 
     def create_team(self, team: Team, token: ApiToken, audit: AuditEvent | None = None) -> bool:
         """Write a new team, its first token, its directory row (and the audit event) together; False when the
         team id is taken (TEAM_IS_NEW)."""
-        items: list[dict[str, Any]] = [
+        items: list[TransactWriteItemTypeDef] = [
             self._put_new(
                 {
                     **team_key(team.team_id),
@@ -125,7 +129,7 @@ class TeamRecords:
         back to the same settings, or another token's issue or revocation, is caught there), the rows of a
         token issued (``issue``) and the deletion of a token revoked (``revoke``, TOKEN_EXISTS). False on a
         lost race."""
-        items: list[dict[str, Any]] = [
+        items: list[TransactWriteItemTypeDef] = [
             {
                 "Update": {
                     "TableName": self.names.control,
@@ -178,7 +182,7 @@ class TeamRecords:
 
     # --- items ------------------------------------------------------------------------------------------
 
-    def _token_puts(self, token: ApiToken) -> list[dict[str, Any]]:
+    def _token_puts(self, token: ApiToken) -> list[TransactWriteItemTypeDef]:
         """The token's row (looked up by its hash) and its row in the team's list, both new (TEAM_IS_NEW)."""
         fields: Item = {
             "team_id": string_attribute(token.team_id),
@@ -191,7 +195,7 @@ class TeamRecords:
         }
         return [self._put_new({**key, **fields}) for key in _token_keys(token)]
 
-    def _put_new(self, item: Item) -> dict[str, Any]:
+    def _put_new(self, item: Item) -> TransactWriteItemTypeDef:
         return {
             "Put": {
                 "TableName": self.names.control,
@@ -200,7 +204,7 @@ class TeamRecords:
             }
         }
 
-    def _audit_put(self, event: AuditEvent, revision: int) -> dict[str, Any]:
+    def _audit_put(self, event: AuditEvent, revision: int) -> TransactWriteItemTypeDef:
         return self._put_new(
             {
                 "pk": string_attribute(f"audit#{event.team_id}"),
@@ -213,7 +217,7 @@ class TeamRecords:
             }
         )
 
-    def _transact(self, items: list[dict[str, Any]]) -> bool:
+    def _transact(self, items: list[TransactWriteItemTypeDef]) -> bool:
         """True when the transaction committed; False when a condition cancelled it (a lost race or a taken
         id: normal outcomes)."""
         try:
