@@ -18,13 +18,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
-
-from botocore.exceptions import ClientError
 
 from duetime.adapters.dynamodb import conditions as c
 from duetime.adapters.dynamodb import partiql
 from duetime.adapters.dynamodb.codec import Item, number_attribute, string_attribute, time_attribute
+from duetime.adapters.dynamodb.conditional import conditional_write
 from duetime.adapters.dynamodb.reads import batch_get
 from duetime.adapters.dynamodb.store_part import StorePart
 from duetime.adapters.dynamodb.tables import REAP_INDEX
@@ -101,12 +99,13 @@ class DeadlineWatches(StorePart):
         return [watch_from_entry(entry) for entry in response.get("Items", [])]
 
     def drop_watch(self, watch: DeadlineWatch) -> bool:
-        return self._conditional(
+        written = conditional_write(
             self.client.delete_item,
             TableName=self.names.runs,
             Key=_watch_key(watch),
             ConditionExpression=c.WATCH_EXISTS.expression,
         )
+        return written is not None
 
     def missing_since(self, job_id: str) -> datetime | None:
         item = self.client.get_item(
@@ -122,28 +121,20 @@ class DeadlineWatches(StorePart):
         }
 
     def flag_missing(self, job_id: str, since: datetime) -> bool:
-        return self._conditional(
+        written = conditional_write(
             self.client.put_item,
             TableName=self.names.runs,
             Item={**_missing_key(job_id), "since": time_attribute(since)},
             ConditionExpression=c.JOB_NOT_MISSING.expression,
         )
+        return written is not None
 
     def clear_missing(self, job_id: str, since: datetime) -> bool:
-        return self._conditional(
+        written = conditional_write(
             self.client.delete_item,
             TableName=self.names.runs,
             Key=_missing_key(job_id),
             ConditionExpression=c.JOB_MISSING_AS_READ.expression,
             ExpressionAttributeValues={":since": time_attribute(since)},
         )
-
-    def _conditional(self, write: Any, **request: Any) -> bool:
-        """One conditional write: False when its condition failed (a lost race)."""
-        try:
-            write(**request)
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
-                return False
-            raise
-        return True
+        return written is not None

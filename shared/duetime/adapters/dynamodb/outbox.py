@@ -12,10 +12,9 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from botocore.exceptions import ClientError
-
 from duetime.adapters.dynamodb import conditions as c
 from duetime.adapters.dynamodb.codec import Item, number_attribute, string_attribute, time_attribute
+from duetime.adapters.dynamodb.conditional import conditional_write
 from duetime.adapters.dynamodb.reads import batch_get
 from duetime.adapters.dynamodb.store_part import StorePart
 from duetime.adapters.dynamodb.tables import REAP_INDEX
@@ -154,18 +153,13 @@ class DynamoOutbox(StorePart):
         """One conditional update of a group whose due time is still ``group.due_at``: the item after it
         (``returns``) or an empty one; None on a lost race."""
         assert group.due_at is not None, "only a due group is written by a deliverer"
-        try:
-            response = self.client.update_item(
-                TableName=self.names.runs,
-                Key=_key(group.job_id, group.event, group.channel),
-                UpdateExpression=update,
-                ConditionExpression=condition.expression,
-                ExpressionAttributeValues={**values, ":seen": time_attribute(group.due_at)},
-                ReturnValues="ALL_NEW" if returns else "NONE",
-            )
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
-                return None
-            raise
-        attributes: Item = response.get("Attributes", {})
-        return attributes
+        response = conditional_write(
+            self.client.update_item,
+            TableName=self.names.runs,
+            Key=_key(group.job_id, group.event, group.channel),
+            UpdateExpression=update,
+            ConditionExpression=condition.expression,
+            ExpressionAttributeValues={**values, ":seen": time_attribute(group.due_at)},
+            ReturnValues="ALL_NEW" if returns else "NONE",
+        )
+        return None if response is None else response.get("Attributes", {})

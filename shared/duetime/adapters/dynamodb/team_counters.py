@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, cast
 from botocore.exceptions import ClientError
 
 from duetime.adapters.dynamodb.codec import Item, string_attribute
+from duetime.adapters.dynamodb.conditional import lost_race
 from duetime.adapters.dynamodb.conditions import Condition
 
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ class TeamCounter:
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+            if not lost_race(exc):
                 raise
             return False, cast(Item, exc.response.get("Item") or {})
         return True, response["Attributes"]
