@@ -8,7 +8,7 @@ import os
 import sys
 from datetime import timedelta
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING
 
 from duetime.adapters.aws.alerts import SnsAlerts, StoredAlerts
 from duetime.adapters.aws.aws_target_caller import Boto3AwsTargetCaller
@@ -42,13 +42,17 @@ from duetime.scheduling.quiet import QuietTimings
 from duetime.scheduling.wake import GroupWaker, PollerStarter, partition_groups
 from duetime.settings import Settings
 
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+    from mypy_boto3_sqs.client import SQSClient
+
 
 @functools.cache
 def settings() -> Settings:
     return Settings.from_env(dict(os.environ))
 
 
-def make_store(s: Settings, dynamodb: Any | None = None) -> DynamoStore:
+def make_store(s: Settings, dynamodb: DynamoDBClient | None = None) -> DynamoStore:
     return DynamoStore(
         dynamodb or client("dynamodb"),
         TableNames(s.jobs_table, s.runs_table, s.control_table),
@@ -219,7 +223,7 @@ def run_budget(catalog: DynamoCatalog) -> DynamoRunBudget:
     return DynamoRunBudget(catalog.client, catalog.names.control)
 
 
-def make_job_service(s: Settings, store: DynamoStore, sqs: Any | None = None) -> JobService:
+def make_job_service(s: Settings, store: DynamoStore, sqs: SQSClient | None = None) -> JobService:
     catalog = make_catalog(store)
     return JobService(
         catalog,

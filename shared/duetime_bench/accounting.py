@@ -22,9 +22,12 @@ import re
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from duetime.adapters.dynamodb.tables import TableNames, table_definitions
+
+if TYPE_CHECKING:
+    from botocore.client import BaseClient
 
 _NAMES_IN_EXPRESSION = re.compile(r"#?[A-Za-z_][A-Za-z0-9_]*")
 _UPDATE = re.compile(r'^UPDATE "([^"]+)" (.*?) WHERE ', re.S)
@@ -110,7 +113,7 @@ class Ledger:
         self._indexes = _shapes(self.names)
         self._tables = set(self._indexes)
 
-    def attach(self, client: Any, service: str) -> None:
+    def attach(self, client: BaseClient, service: str) -> None:
         events = client.meta.events
         events.register(f"before-call.{service}", self._count)
         if service == "dynamodb":

@@ -23,6 +23,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from duetime.adapters.aws.alerts import StoredAlerts
+from duetime.adapters.aws.clients import new_client
 from duetime.adapters.aws.notify_channels import ChannelSender, SnsTopics, WebhookSender
 from duetime.adapters.aws.sqs import SqsRunQueue
 from duetime.adapters.dynamodb.codec import item_to_run
@@ -242,7 +243,8 @@ def run_chaos(seed: int, minutes: float, dynamodb_fault_rate: float = 0.05) -> d
         stop = threading.Event()
         alerts = JobNotifier(StoredAlerts(stack.store), stack.store, stack.store)
         webhooks = WebhookSender(HttpTargetCaller(allow_private=True), stack.store)
-        delivery = BackgroundDelivery(stack.store, ChannelSender(webhooks, SnsTopics(None)), stack.clock)
+        topics = SnsTopics(new_client("sns"))  # the runs notify by webhook: this client is never called
+        delivery = BackgroundDelivery(stack.store, ChannelSender(webhooks, topics), stack.clock)
 
         def poll_forever() -> None:
             while not stop.is_set():  # a crashed poller is replaced by a fresh one, as EventBridge would
@@ -288,7 +290,7 @@ def run_chaos(seed: int, minutes: float, dynamodb_fault_rate: float = 0.05) -> d
         poller_thread.join(timeout=30)
         fleet.stop()
         final_deadline_check(stack, stack.clock.now())
-        deliver_due(stack.store, ChannelSender(webhooks, SnsTopics(None)), stack.clock.now())
+        deliver_due(stack.store, ChannelSender(webhooks, topics), stack.clock.now())
         return check(
             stack,
             jobs,

@@ -46,7 +46,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from itertools import pairwise
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from duetime.adapters.aws.clients import new_client
 from duetime.adapters.aws.store_clock import StoreClock
@@ -60,6 +60,9 @@ from duetime.local.deployed import STACK, DeployedStack, team_token, wait_until_
 from duetime.local.system import EMULATORS_SCRIPT
 from duetime.ports import PollerLease
 from duetime_bench.harness import percentile, wait_until
+
+if TYPE_CHECKING:
+    from mypy_boto3_logs.client import CloudWatchLogsClient
 
 DEPLOY_SCRIPT = EMULATORS_SCRIPT.parent / "deploy_local.sh"
 DEFAULT_PORT = 4610
@@ -422,7 +425,7 @@ def create_jobs(
         return dict(pool.map(create, range(len(dues))))
 
 
-def log_messages(logs: Any, function: str, since_ms: int) -> list[str]:
+def log_messages(logs: CloudWatchLogsClient, function: str, since_ms: int) -> list[str]:
     """The function's log lines since ``since_ms``: every page, up to a page that fails."""
     messages: list[str] = []
     pages = logs.get_paginator("filter_log_events").paginate(

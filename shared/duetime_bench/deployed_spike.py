@@ -37,7 +37,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from duetime.adapters.aws.clients import new_client
 from duetime.adapters.aws.store_clock import StoreClock
@@ -58,6 +58,9 @@ from duetime_bench.deployed import (
     rounded,
 )
 from duetime_bench.harness import wait_until
+
+if TYPE_CHECKING:
+    from mypy_boto3_lambda.client import LambdaClient
 
 MODES = ("fan_out", "alone")
 HOLDER_ROWS = 300  # a group's holder claims this many of a minute's rows alone; the rest go to helpers
@@ -86,7 +89,7 @@ def poller_environment(variables: Mapping[str, str], mode: str, holder_rows: int
     raise ValueError(f"unknown mode {mode!r}: one of {', '.join(MODES)}")
 
 
-def configure_pollers(lambdas: Any, environments: Mapping[str, Mapping[str, str]]) -> None:
+def configure_pollers(lambdas: LambdaClient, environments: Mapping[str, Mapping[str, str]]) -> None:
     """Set each poller function's environment and wait until LocalStack has the update."""
     for name, variables in environments.items():
         lambdas.update_function_configuration(FunctionName=name, Environment={"Variables": dict(variables)})

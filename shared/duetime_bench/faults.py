@@ -6,11 +6,14 @@ import random
 import threading
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.awsrequest import AWSResponse, HTTPHeaders
 
 from duetime.ports import RunMessage, RunQueue
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
 
 
 class _Body:
@@ -46,10 +49,12 @@ class Faults:
         with self.lock:
             self.counts[kind] += 1
 
-    def attach_dynamodb(self, client: Any) -> None:
+    def attach_dynamodb(self, client: DynamoDBClient) -> None:
         """A fraction of DynamoDB calls answer with throttling or a 500 before reaching the emulator; the
         SDK's retries must carry the code through."""
-        client.meta.events.register("before-send.dynamodb", self._dynamodb_fault)
+        # A before-send handler answers in place of the emulator by returning a response (botocore uses the
+        # first one given); botocore-stubs types every handler as returning None.
+        client.meta.events.register("before-send.dynamodb", self._dynamodb_fault)  # type: ignore[arg-type]
 
     def _dynamodb_fault(self, request: Any, **_: Any) -> AWSResponse | None:
         if not self.chance(self.dynamodb_rate):
@@ -63,7 +68,7 @@ class Faults:
         return AWSResponse(request.url, 500, _headers(), _Body(body))
 
 
-def attach_claim_cut(faults: Faults, client: Any, jobs_table: str, rate: float) -> None:
+def attach_claim_cut(faults: Faults, client: DynamoDBClient, jobs_table: str, rate: float) -> None:
     """Now and then the poller 'dies' between the two steps of a claim: its run rows are written, its
     schedule moves are not (the request that would move them raises ``PollerCrash``). The next claim of
     those jobs must find the rows in its way, move the schedules and send the runs."""

@@ -8,7 +8,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from duetime.adapters.aws.alerts import StoredAlerts
 from duetime.adapters.aws.clients import new_client
@@ -27,14 +27,18 @@ from duetime.scheduling.poller import Poller, PollerConfig, RecoveryReport, reco
 from duetime_bench.accounting import Ledger
 from duetime_bench.fleet import FleetSpec, WorkerFleet
 
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+    from mypy_boto3_sqs.client import SQSClient
+
 BENCH_TEAM = Team(team_id="bench", max_concurrency=10_000, exact_quota=1_000_000, signing_secret="bench")
 
 
 @dataclass
 class BenchStack:
     names: TableNames
-    dynamodb: Any
-    sqs: Any
+    dynamodb: DynamoDBClient
+    sqs: SQSClient
     queue_url: str
     store: DynamoStore
     clock: StoreClock

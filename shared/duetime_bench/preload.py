@@ -34,7 +34,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from duetime.adapters.aws.clients import new_client
 from duetime.adapters.dynamodb.codec import job_to_item
@@ -48,6 +48,9 @@ from duetime.domain.timeutil import minute_bucket
 from duetime.local.system import EMULATORS_SCRIPT, ensure_emulators, local_environment
 from duetime.ports import RunMessage
 from duetime.scheduling.preload import MinutePreload
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
 
 DAY = timedelta(days=1)
 LEAD = timedelta(seconds=10)  # the poller's default preload lead
@@ -83,7 +86,7 @@ def _items(count: int, minute: datetime, now: datetime) -> Iterator[list[dict[st
         yield [job_to_item(typical_job(i, minute, now), now) for i in range(start, min(count, start + 25))]
 
 
-def _write(client: Any, table: str, items: Sequence[dict[str, Any]]) -> None:
+def _write(client: DynamoDBClient, table: str, items: Sequence[dict[str, Any]]) -> None:
     """One BatchWriteItem; what it leaves unprocessed is sent again after a backoff until none is left."""
 
     def send(request: dict[str, Any]) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 PEER_SCRIPT = "apscheduler_run.sh"
 PEER_NAME = "APScheduler 4 + PostgreSQL"
 ORDER = "duetime's spike first, then the peer's, back to back (never at the same time)"

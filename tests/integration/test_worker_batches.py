@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
-from duetime.adapters.dynamodb.codec import run_key, s
+from duetime.adapters.dynamodb.codec import run_key, string_attribute
 from duetime.adapters.dynamodb.worker_batches import SLOTS_PER_ITEM
 from duetime.domain.ids import make_manual_run_id, new_job_id
 from duetime.domain.models import Run, RunResult, RunStatus, Team
@@ -157,7 +157,7 @@ def test_a_stale_worker_in_a_batch_records_nothing_and_its_batchmates_record(sta
         Key=run_key(taken_over),
         UpdateExpression="SET #owner = :other",
         ExpressionAttributeNames={"#owner": "owner"},
-        ExpressionAttributeValues={":other": s("worker-b")},
+        ExpressionAttributeValues={":other": string_attribute("worker-b")},
     )
     now = stack.clock.now()
     ok = RunResult(status_code=200, duration_ms=5)

@@ -73,17 +73,24 @@ def test_reads_round_up_to_4kb_and_eventually_consistent_ones_cost_half() -> Non
 
 def test_batched_statements_cost_each_the_single_write_it_is_and_failed_ones_nothing() -> None:
     from duetime.adapters.dynamodb import conditions, partiql
-    from duetime.adapters.dynamodb.codec import s
+    from duetime.adapters.dynamodb.codec import string_attribute
 
     ledger = Ledger(NAMES)
     lease = partiql.update(
         "r",
-        {"job_id": s("j"), "occurrence": s("o")},
+        {"job_id": string_attribute("j"), "occurrence": string_attribute("o")},
         conditions.LEASE_HELD,
-        {k: s("x") for k in (":running", ":owner", ":attempt", ":now", ":lease_expires_at", ":reap_at")},
+        {
+            k: string_attribute("x")
+            for k in (":running", ":owner", ":attempt", ":now", ":lease_expires_at", ":reap_at")
+        },
         sets=("lease_expires_at", "reap_at"),
     )
-    slot = partiql.insert("c", {"pk": s("team#t#slots#0"), "sk": s("slot#00001")}, conditions.SLOT_IS_NEW)
+    slot = partiql.insert(
+        "c",
+        {"pk": string_attribute("team#t#slots#0"), "sk": string_attribute("slot#00001")},
+        conditions.SLOT_IS_NEW,
+    )
     statements = [lease.request(), lease.request(), slot.request()]
     responses = [{}, {"Error": {"Code": "ConditionalCheckFailed"}}, {}]
     bill(ledger, "BatchExecuteStatement", {"Statements": statements}, {"Responses": responses})

@@ -13,7 +13,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from duetime.adapters.dynamodb.codec import s
+from duetime.adapters.dynamodb.codec import string_attribute
 from duetime.adapters.dynamodb.reap_tickets import TICKET_OCCURRENCE
 from duetime.adapters.dynamodb.store import DynamoStore
 from duetime.adapters.dynamodb.tables import DUE_INDEX, TableNames
@@ -51,10 +51,14 @@ def test_a_due_count_adds_up_every_page_of_the_index(dynamodb: tuple[Any, Stubbe
         "TableName": "jobs",
         "IndexName": DUE_INDEX,
         "KeyConditionExpression": "due_bucket = :bucket",
-        "ExpressionAttributeValues": {":bucket": s("03#2026-12-01T10:00")},
+        "ExpressionAttributeValues": {":bucket": string_attribute("03#2026-12-01T10:00")},
         "Select": "COUNT",
     }
-    last = {"job_id": s("j-7"), "due_bucket": s("03#2026-12-01T10:00"), "due_key": s("k")}
+    last = {
+        "job_id": string_attribute("j-7"),
+        "due_bucket": string_attribute("03#2026-12-01T10:00"),
+        "due_key": string_attribute("k"),
+    }
     stubber.add_response("query", {"Count": 7, "ScannedCount": 7, "LastEvaluatedKey": last}, query)
     stubber.add_response("query", {"Count": 2, "ScannedCount": 2}, {**query, "ExclusiveStartKey": last})
     store = DynamoStore(client, TableNames(jobs="jobs"))
@@ -62,10 +66,10 @@ def test_a_due_count_adds_up_every_page_of_the_index(dynamodb: tuple[Any, Stubbe
 
 
 def slot_item(first: int, holders: dict[int, datetime]) -> dict[str, Any]:
-    item = {"pk": s("team#t#slots#0"), "sk": s(f"slot#{first:05d}")}
+    item = {"pk": string_attribute("team#t#slots#0"), "sk": string_attribute(f"slot#{first:05d}")}
     for k, until in holders.items():
-        item[f"holder_{k}"] = s(f"run-{first + k}")
-        item[f"until_{k}"] = s(iso_z(until))
+        item[f"holder_{k}"] = string_attribute(f"run-{first + k}")
+        item[f"until_{k}"] = string_attribute(iso_z(until))
     return item
 
 
@@ -74,7 +78,7 @@ def test_a_slot_group_is_read_to_its_last_page(dynamodb: tuple[Any, Stubber]) ->
     query = {
         "TableName": "control",
         "KeyConditionExpression": "pk = :pk",
-        "ExpressionAttributeValues": {":pk": s("team#t#slots#0")},
+        "ExpressionAttributeValues": {":pk": string_attribute("team#t#slots#0")},
         "ConsistentRead": True,
     }
     later, earlier = NOW + timedelta(seconds=30), NOW - timedelta(seconds=1)
@@ -97,8 +101,11 @@ def test_a_slot_group_is_read_to_its_last_page(dynamodb: tuple[Any, Stubber]) ->
 def test_the_chaos_checks_scan_the_whole_runs_table(dynamodb: tuple[Any, Stubber]) -> None:
     client, stubber = dynamodb
     scan = {"TableName": "runs", "ConsistentRead": True}
-    ticket = {"job_id": s("j"), "occurrence": s(TICKET_OCCURRENCE)}
-    watch = {"job_id": s("~watch"), "occurrence": s("w")}  # a deadline watch: not a run
+    ticket = {"job_id": string_attribute("j"), "occurrence": string_attribute(TICKET_OCCURRENCE)}
+    watch = {
+        "job_id": string_attribute("~watch"),
+        "occurrence": string_attribute("w"),
+    }  # a deadline watch: not a run
     stubber.add_response("scan", {"Items": [ticket], "LastEvaluatedKey": ticket}, scan)
     stubber.add_response("scan", {"Items": [watch, ticket]}, {**scan, "ExclusiveStartKey": ticket})
     stack = SimpleNamespace(dynamodb=client, names=TableNames(runs="runs"))

@@ -9,15 +9,15 @@ from typing import Any
 import pytest
 
 from duetime.adapters.dynamodb import conditions, partiql
-from duetime.adapters.dynamodb.codec import s
+from duetime.adapters.dynamodb.codec import string_attribute
 
 
 def statement(run: int) -> partiql.Statement:
     return partiql.update(
         "runs",
-        {"job_id": s(f"job-{run}"), "occurrence": s("o")},
+        {"job_id": string_attribute(f"job-{run}"), "occurrence": string_attribute("o")},
         conditions.SLOT_HELD.for_slots([0]),
-        {":run_0": s(f"run-{run}"), ":until_0": s("t")},
+        {":run_0": string_attribute(f"run-{run}"), ":until_0": string_attribute("t")},
         sets=("until_0",),
     )
 
@@ -108,9 +108,9 @@ def test_a_statement_refused_for_good_is_its_own_outcome_and_every_other_stateme
 def test_a_write_to_several_slots_of_an_item_binds_each_slots_holder_and_holds_all_their_conditions() -> None:
     statement = partiql.update(
         "control",
-        {"pk": s("team#t#slots#0"), "sk": s("slot#00005")},
+        {"pk": string_attribute("team#t#slots#0"), "sk": string_attribute("slot#00005")},
         conditions.SLOT_HELD.for_slots([1, 3]),
-        {":run_1": s("r1"), ":run_3": s("r3")},
+        {":run_1": string_attribute("r1"), ":run_3": string_attribute("r3")},
         removes=("holder_1", "until_1", "holder_3", "until_3"),
     )
     assert statement.text.endswith('AND (("holder_1" = ?) AND ("holder_3" = ?))')

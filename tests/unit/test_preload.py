@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from duetime.adapters.dynamodb.codec import item_to_job, job_to_item
-from duetime.adapters.dynamodb.store import CompactDueRow
+from duetime.adapters.dynamodb.due_rows import CompactDueRow
 from duetime.adapters.memory import MemoryStore
 from duetime.domain.claim_plan import Claim, initial_state, make_claim, plan_claim
 from duetime.domain.clock import ManualClock

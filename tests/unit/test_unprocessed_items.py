@@ -11,8 +11,8 @@ from types import SimpleNamespace
 from typing import Any
 
 from duetime.adapters.aws import aws_limits
-from duetime.adapters.dynamodb import store as dynamo_store
-from duetime.adapters.dynamodb.codec import s
+from duetime.adapters.dynamodb import reap_index
+from duetime.adapters.dynamodb.codec import string_attribute
 from duetime.adapters.dynamodb.reads import batch_get
 from duetime.adapters.retrying import UNPROCESSED
 from duetime_bench import preload
@@ -48,14 +48,14 @@ class Unprocessing:
         responses, unprocessed = {}, {}
         for table, read in RequestItems.items():
             done, left = self._split(read["Keys"])
-            responses[table] = [{**key, "size": s("x" * 10)} for key in done]
+            responses[table] = [{**key, "size": string_attribute("x" * 10)} for key in done]
             if left:
                 unprocessed[table] = {**read, "Keys": left}
         return {"Responses": responses, "UnprocessedKeys": unprocessed}
 
 
 def keys(count: int) -> list[dict[str, Any]]:
-    return [{"job_id": s(f"job-{i}")} for i in range(count)]
+    return [{"job_id": string_attribute(f"job-{i}")} for i in range(count)]
 
 
 def test_a_batch_get_sends_the_unprocessed_keys_again_after_a_backoff() -> None:
@@ -77,7 +77,7 @@ def test_a_batch_get_keeps_sending_while_keys_are_left_waiting_longer_each_time(
 
 def test_the_stores_deletes_send_the_unprocessed_items_again_after_a_backoff() -> None:
     client, pauses = Unprocessing(leave=3), list[float]()
-    dynamo_store._delete_items(client, "runs", keys(30), sleep=pauses.append)
+    reap_index.delete_items(client, "runs", keys(30), sleep=pauses.append)
     sizes = [len(request["runs"]) for request in client.requests]
     assert sizes == [25, 3, 5]  # the first 25 (3 of them left, sent again), then the other 5
     assert client.requests[1]["runs"] == client.requests[0]["runs"][22:]  # the very writes left
@@ -93,7 +93,7 @@ def test_the_strict_check_reads_every_stored_size_past_unprocessed_keys() -> Non
 
 def test_the_benchmarks_bulk_loads_send_the_unprocessed_items_again() -> None:
     client = Unprocessing(leave=4)
-    items = [{"job_id": s(f"job-{i}")} for i in range(10)]
+    items = [{"job_id": string_attribute(f"job-{i}")} for i in range(10)]
     preload._write(client, "jobs", items)
     assert [len(request["jobs"]) for request in client.requests] == [10, 4]
 

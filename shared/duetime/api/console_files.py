@@ -60,7 +60,7 @@ def console_file(name: str) -> ConsoleFile | None:
     match = _FILE_NAME.match(name)
     if match is None:
         return None
-    resource = resources.files("duetime.api.app").joinpath("console", name)
+    resource = resources.files(__name__.rpartition(".")[0]).joinpath("console", name)  # beside this module
     if not resource.is_file():
         return None
     return ConsoleFile(name, CONTENT_TYPES[match.group(1)], resource.read_text(encoding="utf-8"))

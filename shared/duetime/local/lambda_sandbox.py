@@ -29,7 +29,7 @@ from typing import Any
 from duetime.adapters.aws.sqs import ReceivedMessage, SqsConsumer
 
 log = logging.getLogger(__name__)
-FUNCTIONS = Path(__file__).resolve().parents[2] / "functions"
+FUNCTIONS = Path(__file__).resolve().parents[3] / "functions"
 
 
 @dataclass

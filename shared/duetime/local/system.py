@@ -85,7 +85,7 @@ LOCAL_ENDPOINTS = {
     "AWS_ENDPOINT_URL_SFN": "http://127.0.0.1:4566",
     "AWS_ENDPOINT_URL_STS": "http://127.0.0.1:4566",
 }
-EMULATORS_SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "emulators.sh"
+EMULATORS_SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "emulators.sh"
 
 
 def local_environment() -> None:

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from duetime.adapters.dynamodb.store import DynamoStore
 from duetime.domain.timeutil import iso_z
 from duetime.ports import Alert
+
+if TYPE_CHECKING:
+    from mypy_boto3_sns.client import SNSClient
 
 log = logging.getLogger(__name__)
 
@@ -18,7 +21,7 @@ def _payload(alert: Alert) -> dict[str, Any]:
 
 
 class SnsAlerts:
-    def __init__(self, client: Any, topic_arn: str) -> None:
+    def __init__(self, client: SNSClient, topic_arn: str) -> None:
         self.client = client
         self.topic_arn = topic_arn
 

@@ -22,12 +22,15 @@ import json
 import os
 import time
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import botocore.session
+from botocore.client import BaseClient
 from botocore.exceptions import ClientError
 
 from duetime.adapters.retrying import UNPROCESSED, Sleep, resend
+
+_Client = TypeVar("_Client", bound=BaseClient)
 
 # DynamoDB
 ITEM_MAX_BYTES = 400_000  # one item (400 KB)
@@ -250,7 +253,7 @@ def _check_sqs(operation: str, request: Mapping[str, Any]) -> None:
             raise _refuse(operation, f"WaitTimeSeconds is outside 0..{SQS_MAX_WAIT_SECONDS}")
 
 
-def enforce_aws_limits(client: Any) -> Any:
+def enforce_aws_limits(client: _Client) -> _Client:
     """Make ``client`` refuse, as AWS would, DynamoDB and SQS requests over AWS's limits (see the module
     docstring); other services' clients are returned unchanged. Idempotent; returns the client."""
     service = client.meta.service_model.service_name

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 import botocore.exceptions
@@ -52,6 +52,13 @@ from duetime.domain.aws_targets import (
     team_tag,
 )
 from duetime.ports import AwsRole, AwsTargetCall, TargetResponse
+
+if TYPE_CHECKING:
+    from mypy_boto3_events.client import EventBridgeClient
+    from mypy_boto3_lambda.client import LambdaClient
+    from mypy_boto3_sns.client import SNSClient
+    from mypy_boto3_sqs.client import SQSClient
+    from mypy_boto3_stepfunctions.client import SFNClient
 
 BODY_KEPT = 1024  # characters of the service's answer kept, as for an HTTP target
 MESSAGE_KEPT = 300  # characters of an error's message kept
@@ -252,7 +259,7 @@ def assume_role_request(role: AwsRole, seconds: int) -> dict[str, Any]:
     }
 
 
-def _invoke_lambda(client: Any, target: LambdaTarget, envelope: RunEnvelope) -> _Answer:
+def _invoke_lambda(client: LambdaClient, target: LambdaTarget, envelope: RunEnvelope) -> _Answer:
     """Invoke the function synchronously with ``{"duetime": <envelope>, "payload": <payload>}``: 200 and
     the start of what it returned, or 502 for a function error (the start of its error payload)."""
     answer = client.invoke(
@@ -266,7 +273,7 @@ def _invoke_lambda(client: Any, target: LambdaTarget, envelope: RunEnvelope) -> 
     return 200, body, None
 
 
-def _send_sqs(client: Any, target: SqsTarget, envelope: RunEnvelope) -> _Answer:
+def _send_sqs(client: SQSClient, target: SqsTarget, envelope: RunEnvelope) -> _Answer:
     """Send the message with the envelope in its attributes; a FIFO queue deduplicates by the run id."""
     request: dict[str, Any] = {
         "QueueUrl": target.queue_url,
@@ -281,7 +288,7 @@ def _send_sqs(client: Any, target: SqsTarget, envelope: RunEnvelope) -> _Answer:
     return 200, json.dumps({"MessageId": answer["MessageId"]}), None
 
 
-def _publish_sns(client: Any, target: SnsTarget, envelope: RunEnvelope) -> _Answer:
+def _publish_sns(client: SNSClient, target: SnsTarget, envelope: RunEnvelope) -> _Answer:
     """Publish the message with the envelope in its attributes; a FIFO topic deduplicates by the run id."""
     request: dict[str, Any] = {
         "TopicArn": target.topic_arn,
@@ -295,7 +302,7 @@ def _publish_sns(client: Any, target: SnsTarget, envelope: RunEnvelope) -> _Answ
     return 200, json.dumps({"MessageId": answer["MessageId"]}), None
 
 
-def _put_event(client: Any, target: EventBridgeTarget, envelope: RunEnvelope) -> _Answer:
+def _put_event(client: EventBridgeClient, target: EventBridgeTarget, envelope: RunEnvelope) -> _Answer:
     """Put one event, its detail the target's plus ``"duetime": <envelope>``. PutEvents answers 200 even
     when the entry fails: a failed entry is told by its code (throttled 429, the service's fault 500, else
     400)."""
@@ -317,7 +324,7 @@ def _put_event(client: Any, target: EventBridgeTarget, envelope: RunEnvelope) ->
     return 200, json.dumps({"EventId": entry["EventId"]}), None
 
 
-def _start_execution(client: Any, target: StepFunctionsTarget, envelope: RunEnvelope) -> _Answer:
+def _start_execution(client: SFNClient, target: StepFunctionsTarget, envelope: RunEnvelope) -> _Answer:
     """Start an execution named for the run's attempt with ``{"duetime": <envelope>, "input": <input>}``.
     One of that name already there is the same attempt's (a repeat), so it counts as started."""
     name = execution_name(envelope.run_id, envelope.attempt)

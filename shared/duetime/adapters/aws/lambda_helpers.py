@@ -4,9 +4,12 @@ function."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING
 
 from duetime.scheduling.fan_out import HelperAssignment
+
+if TYPE_CHECKING:
+    from mypy_boto3_lambda.client import LambdaClient
 
 
 class LambdaHelperLauncher:
@@ -15,7 +18,7 @@ class LambdaHelperLauncher:
     (``duetime.scheduling.events.PollerTick``). Lambda queues the event and retries a failed invocation twice;
     a refused invoke raises here."""
 
-    def __init__(self, client: Any, function_name: str) -> None:
+    def __init__(self, client: LambdaClient, function_name: str) -> None:
         self.client = client
         self.function_name = function_name
 

@@ -4,9 +4,13 @@ API (``duetime.scheduling.prescale``'s hands)."""
 from __future__ import annotations
 
 import contextlib
-from typing import Any
+from typing import TYPE_CHECKING
 
 from duetime.scheduling.prescale import SQS_MAX_MINIMUM_POLLERS, SQS_MIN_POLLERS
+
+if TYPE_CHECKING:
+    from mypy_boto3_lambda.client import LambdaClient
+    from mypy_boto3_lambda.type_defs import ProvisionedPollerConfigTypeDef, ScalingConfigTypeDef
 
 
 def split_qualified_arn(arn: str) -> tuple[str, str]:
@@ -26,7 +30,7 @@ class LambdaProvisionedWorkers:
     invokes): Get/Put/DeleteProvisionedConcurrencyConfig. 0 workers is no config at all (Put takes 1 or
     more)."""
 
-    def __init__(self, client: Any, alias_arn: str) -> None:
+    def __init__(self, client: LambdaClient, alias_arn: str) -> None:
         self.client = client
         self.function, self.qualifier = split_qualified_arn(alias_arn)
 
@@ -85,7 +89,9 @@ class LambdaEventPollers:
       (default 2), MaximumPollers default 200.
     """
 
-    def __init__(self, client: Any, mapping_uuid: str, max_pollers: int, max_concurrency: int | None) -> None:
+    def __init__(
+        self, client: LambdaClient, mapping_uuid: str, max_pollers: int, max_concurrency: int | None
+    ) -> None:
         if not mapping_uuid:
             raise ValueError("switching the provisioned mode needs the worker's event source mapping UUID")
         if max_pollers < SQS_MIN_POLLERS:
@@ -107,10 +113,15 @@ class LambdaEventPollers:
                 f"minimum pollers, not {minimum}"
             )
         if minimum:
-            pollers = {"MinimumPollers": minimum, "MaximumPollers": max(minimum, self.max_pollers)}
+            pollers: ProvisionedPollerConfigTypeDef = {
+                "MinimumPollers": minimum,
+                "MaximumPollers": max(minimum, self.max_pollers),
+            }
             self.client.update_event_source_mapping(
                 UUID=self.uuid, ProvisionedPollerConfig=pollers, ScalingConfig={}
             )
             return
-        cap = {"MaximumConcurrency": self.max_concurrency} if self.max_concurrency else {}
+        cap: ScalingConfigTypeDef = (
+            {"MaximumConcurrency": self.max_concurrency} if self.max_concurrency else {}
+        )
         self.client.update_event_source_mapping(UUID=self.uuid, ProvisionedPollerConfig={}, ScalingConfig=cap)

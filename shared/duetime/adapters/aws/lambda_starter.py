@@ -4,7 +4,10 @@ the poller function with the group's tick, marked as a wake."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mypy_boto3_lambda.client import LambdaClient
 
 
 def wake_event(group: str, run_seconds: float) -> dict[str, Any]:
@@ -16,7 +19,7 @@ class LambdaPollerStarter:
     """Implements ``duetime.scheduling.wake.PollerStarter`` with Lambda's ``Invoke``
     (``InvocationType=Event``)."""
 
-    def __init__(self, client: Any, function_name: str, run_seconds: float) -> None:
+    def __init__(self, client: LambdaClient, function_name: str, run_seconds: float) -> None:
         self.client = client
         self.function_name = function_name
         self.run_seconds = run_seconds

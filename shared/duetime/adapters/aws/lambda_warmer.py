@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING
 
 from duetime.scheduling.warmup import WARMUP_EVENT
+
+if TYPE_CHECKING:
+    from mypy_boto3_lambda.client import LambdaClient
 
 
 class LambdaWorkerWarmer:
     """Implements ``duetime.scheduling.warmup.WorkerWarmer`` for the worker function (its ``live`` alias: the
     one the SQS event source invokes, so the environment warmed is one the batches can use)."""
 
-    def __init__(self, client: Any, function_arn: str) -> None:
+    def __init__(self, client: LambdaClient, function_arn: str) -> None:
         self.client = client
         self.function_arn = function_arn
 

@@ -35,7 +35,7 @@ import ssl
 import threading
 import time
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 from urllib.parse import urlsplit
 
 import botocore.session
@@ -53,6 +53,12 @@ from botocore.paginate import Paginator
 from botocore.parsers import create_parser
 
 from duetime.adapters.aws.sigv4 import PostSigner
+
+if TYPE_CHECKING:
+    from botocore.client import BaseClient
+    from botocore.credentials import Credentials
+
+_Client = TypeVar("_Client", bound="BaseClient")
 
 log = logging.getLogger(__name__)
 LEAN_ENV = "DUETIME_LEAN_TRANSPORT"
@@ -98,18 +104,21 @@ def lean_wanted(environ: Mapping[str, str] | None = None) -> bool:
     return not any(env.get(name) for name in _PROXY_VARIABLES)
 
 
-def with_lean_transport(client: Any, credentials: Any) -> Any:
+def with_lean_transport(client: _Client, credentials: Credentials | None) -> _Client:
     """``client`` wrapped so that its ``LEAN_OPERATIONS`` go by the lean transport; ``client`` itself for
     other services, a client configured with proxies, or no credentials to sign with."""
     service = client.meta.service_model.service_name
-    if service not in LEAN_OPERATIONS or credentials is None or client.meta.config.proxies:
+    proxies = getattr(client.meta.config, "proxies", None)  # set by Config(proxies=...); the stubs omit it
+    if service not in LEAN_OPERATIONS or credentials is None or proxies:
         return client
     if urlsplit(client.meta.endpoint_url).path not in ("", "/"):
         return client  # requests go to the endpoint's root, as the signature says
     model = client.meta.service_model
     if _protocol(model) != "json" or "targetPrefix" not in model.metadata:
         return client  # an older botocore's SQS model (the query protocol): nothing to send lean
-    return LeanClient(client, credentials)
+    # The stand-in keeps the client's type: what LeanClient does not send itself is the wrapped client's
+    # (``__getattr__``), and what it sends answers as the client would (the module docstring).
+    return cast(_Client, LeanClient(client, credentials))
 
 
 class _Body:

@@ -6,7 +6,7 @@ import json
 import logging
 import time
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
@@ -15,6 +15,9 @@ from duetime.execution.notifications import SendResult, notification_id, payload
 from duetime.execution.outcomes import Verdict, judge
 from duetime.execution.worker import USER_AGENT
 from duetime.ports import PendingNotification, TargetCaller, TargetRequest, TeamStore
+
+if TYPE_CHECKING:
+    from mypy_boto3_sns.client import SNSClient
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +73,7 @@ class SnsTopics:
     team cannot make duetime publish to a topic that is not its own, even one duetime's role may publish to.
     FIFO topics get the notification id as group and deduplication id."""
 
-    def __init__(self, client: Any, clock: Any = time.monotonic) -> None:
+    def __init__(self, client: SNSClient, clock: Any = time.monotonic) -> None:
         self.client = client
         self.clock = clock
         self._tags: dict[str, tuple[float, str | None]] = {}

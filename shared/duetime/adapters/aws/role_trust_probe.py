@@ -20,13 +20,16 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Any
+from typing import TYPE_CHECKING
 
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
 from duetime.adapters.aws.aws_target_caller import MAX_STS_SECONDS, assume_role_request, one_attempt_config
 from duetime.ports import AwsRole, RoleTrustUnknown
+
+if TYPE_CHECKING:
+    from mypy_boto3_sts.client import STSClient
 
 PROBE_SESSION_SECONDS = 900  # STS's shortest session: credentials a successful probe gets are dropped anyway
 REFUSED = "AccessDenied"  # STS's answer to a caller the trust policy does not let in
@@ -58,7 +61,7 @@ class Boto3RoleTrustProbe:
         self.endpoint_url = endpoint_url
         self.as_role_arn = as_role_arn
         self._lock = threading.Lock()  # guards the session (not thread-safe) and the kept client
-        self._own_sts: Any = None
+        self._own_sts: STSClient | None = None
 
     def admits_a_wrong_external_id(self, role: AwsRole) -> bool:
         sts = self._sts_as_the_worker()
@@ -72,7 +75,7 @@ class Boto3RoleTrustProbe:
             raise RoleTrustUnknown(f"STS could not be asked: {type(exc).__name__}") from exc
         return True
 
-    def _sts_as_the_worker(self) -> Any:
+    def _sts_as_the_worker(self) -> STSClient:
         """An STS client of the worker's role's session (``as_role_arn``), else of the process's own."""
         own = self._sts()
         if self.as_role_arn is None:
@@ -94,19 +97,22 @@ class Boto3RoleTrustProbe:
             }
         )
 
-    def _sts(self, secrets: dict[str, str] | None = None) -> Any:
+    def _sts(self, secrets: dict[str, str] | None = None) -> STSClient:
         """An STS client: the process's own (made once and kept), or one of ``secrets`` (made each time)."""
         with self._lock:
             if secrets is None and self._own_sts is not None:
                 return self._own_sts
             if self._session is None:
                 self._session = boto3.session.Session()
-            made = self._session.client(  # type: ignore[call-overload]
+            keys = secrets or {}  # none: the session's own credentials
+            made = self._session.client(
                 "sts",
                 region_name=self.region,
                 endpoint_url=self.endpoint_url,
                 config=one_attempt_config(MAX_STS_SECONDS),
-                **(secrets or {}),
+                aws_access_key_id=keys.get("aws_access_key_id"),
+                aws_secret_access_key=keys.get("aws_secret_access_key"),
+                aws_session_token=keys.get("aws_session_token"),
             )
             if secrets is None:
                 self._own_sts = made

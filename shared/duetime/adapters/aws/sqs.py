@@ -9,12 +9,16 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from duetime.adapters.aws.aws_limits import SQS_MAX_BATCH_BYTES, SQS_MAX_BATCH_ENTRIES
 from duetime.adapters.retrying import Backoff, Sleep, resend
 from duetime.domain.models import HttpTarget, Run
 from duetime.ports import RunMessage
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs.client import SQSClient
+    from mypy_boto3_sqs.type_defs import SendMessageBatchRequestEntryTypeDef
 
 SQS_BATCH = SQS_MAX_BATCH_ENTRIES
 # A batch's failed entries (SendMessageBatch answers 200 and names them) go again, five requests in all,
@@ -71,7 +75,7 @@ def decode(body: str) -> RunMessage:
 class SqsRunQueue:
     """Implements ``duetime.ports.RunQueue``."""
 
-    def __init__(self, client: Any, queue_url: str, sleep: Sleep = time.sleep) -> None:
+    def __init__(self, client: SQSClient, queue_url: str, sleep: Sleep = time.sleep) -> None:
         self.client = client
         self.queue_url = queue_url
         self.sleep = sleep
@@ -80,7 +84,7 @@ class SqsRunQueue:
         """Each batch of 10 in one SendMessageBatch; the entries SQS answers as failed are sent again after a
         backoff, up to ``SEND_BACKOFF.attempts`` requests in all, and raise if some still fail."""
         for start in range(0, len(messages), SQS_BATCH):
-            entries = [
+            entries: list[SendMessageBatchRequestEntryTypeDef] = [
                 {"Id": str(i), "MessageBody": encode(m), "DelaySeconds": delay_seconds}
                 for i, m in enumerate(messages[start : start + SQS_BATCH])
             ]
@@ -88,7 +92,9 @@ class SqsRunQueue:
             if left:
                 raise RuntimeError(f"SQS refused {len(left)} run messages after retries")
 
-    def _send_batch(self, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _send_batch(
+        self, entries: list[SendMessageBatchRequestEntryTypeDef]
+    ) -> list[SendMessageBatchRequestEntryTypeDef]:
         """One SendMessageBatch; the entries that failed."""
         failed = self.client.send_message_batch(QueueUrl=self.queue_url, Entries=entries).get("Failed", [])
         failed_ids = {f["Id"] for f in failed}
@@ -98,7 +104,7 @@ class SqsRunQueue:
 class SqsRunBacklog:
     """Implements ``duetime.ports.RunBacklog``: SQS's ApproximateNumberOfMessages (visible messages)."""
 
-    def __init__(self, client: Any, queue_url: str) -> None:
+    def __init__(self, client: SQSClient, queue_url: str) -> None:
         self.client = client
         self.queue_url = queue_url
 
@@ -135,7 +141,7 @@ class ReceivedMessage:
 class SqsConsumer:
     """What the Lambda event source mapping does, for running the worker outside Lambda (local mode)."""
 
-    def __init__(self, client: Any, queue_url: str) -> None:
+    def __init__(self, client: SQSClient, queue_url: str) -> None:
         self.client = client
         self.queue_url = queue_url
 
@@ -170,7 +176,7 @@ class SqsConsumer:
         )
 
 
-def ensure_queue(client: Any, name: str, visibility_timeout: int = 90) -> str:
+def ensure_queue(client: SQSClient, name: str, visibility_timeout: int = 90) -> str:
     """Create the run queue (idempotent) with a dead-letter queue; return its URL."""
     dlq_url = client.create_queue(QueueName=f"{name}-dlq")["QueueUrl"]
     dlq_arn = client.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"][

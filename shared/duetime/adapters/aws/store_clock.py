@@ -27,7 +27,10 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
 
 log = logging.getLogger(__name__)
 _SENT = "duetime_sent_at"
@@ -43,7 +46,7 @@ class _RefiningStopped(Exception):
 class StoreClock:
     def __init__(
         self,
-        client: Any,
+        client: DynamoDBClient | None,
         local_time: Callable[[], float] = time.time,
         sync: Callable[[], object] | None = None,
         drift: float = DRIFT_PER_SECOND,

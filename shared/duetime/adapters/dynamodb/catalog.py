@@ -10,7 +10,7 @@ import binascii
 import json
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
@@ -21,17 +21,17 @@ from duetime.adapters.dynamodb.codec import (
     item_to_job,
     item_to_run,
     job_to_item,
-    n,
+    number_attribute,
     reap_shard,
     run_key,
     run_to_item,
-    s,
-    t,
+    string_attribute,
+    time_attribute,
 )
+from duetime.adapters.dynamodb.conditional import conditional_write
 from duetime.adapters.dynamodb.job_index import JobIndex, history_pk, label_pk, words_pk
 from duetime.adapters.dynamodb.reads import batch_get, read_job, read_run, team_key
 from duetime.adapters.dynamodb.reap_checks import DEFAULT_LEASE_CHECK, waiting_check
-from duetime.adapters.dynamodb.store import conditional_write
 from duetime.adapters.dynamodb.tables import TEAM_JOBS_INDEX, TableNames
 from duetime.adapters.dynamodb.team_records import TeamRecords
 from duetime.domain.catalog import IdempotencyMismatch, IdempotencyRecord, InvalidCursor, Page, QuotaExceeded
@@ -39,6 +39,10 @@ from duetime.domain.job_history import JobChange
 from duetime.domain.labels import matches_words
 from duetime.domain.models import Job, Run, RunStatus, Team
 from duetime.ports import Catalog
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import QueryInputTypeDef, TransactWriteItemTypeDef
 
 __all__ = [  # the domain's names, importable from here as before they moved to duetime.domain.catalog
     "DynamoCatalog",
@@ -101,7 +105,10 @@ class DynamoCatalog(TeamRecords, JobIndex):
     """``duetime.ports.Catalog`` on DynamoDB: the control, jobs and runs tables ``DynamoStore`` uses."""
 
     def __init__(
-        self, client: Any, names: TableNames | None = None, lease_check: timedelta = DEFAULT_LEASE_CHECK
+        self,
+        client: DynamoDBClient,
+        names: TableNames | None = None,
+        lease_check: timedelta = DEFAULT_LEASE_CHECK,
     ) -> None:
         self.client = client
         self.names = names or TableNames()
@@ -125,21 +132,23 @@ class DynamoCatalog(TeamRecords, JobIndex):
             int(item["exact_jobs"]["N"]) if "exact_jobs" in item else 0,
         )
 
-    def _team_counts(self, team: Team, jobs: int, exact: int) -> dict[str, Any]:
+    def _team_counts(self, team: Team, jobs: int, exact: int) -> TransactWriteItemTypeDef:
         """The one update of the team row a job write carries (DynamoDB allows one action per item in a
         transaction): its job count and exact-job count move by ``jobs`` and ``exact``, and a count that
         grows must stay within its quota (JOB_QUOTA_LEFT, EXACT_QUOTA_LEFT)."""
         moves = [f"{name} :{name}" for name, delta in (("job_count", jobs), ("exact_jobs", exact)) if delta]
         values: dict[str, Any] = {
-            f":{name}": n(delta) for name, delta in (("job_count", jobs), ("exact_jobs", exact)) if delta
+            f":{name}": number_attribute(delta)
+            for name, delta in (("job_count", jobs), ("exact_jobs", exact))
+            if delta
         }
         conditions = ["attribute_exists(pk)"]
         if jobs > 0:
             conditions.append(f"({c.JOB_QUOTA_LEFT.expression})")
-            values[":max_jobs"] = n(team.max_jobs)
+            values[":max_jobs"] = number_attribute(team.max_jobs)
         if exact > 0:
             conditions.append(f"({c.EXACT_QUOTA_LEFT.expression})")
-            values[":quota"] = n(team.exact_quota)
+            values[":quota"] = number_attribute(team.exact_quota)
         return {
             "Update": {
                 "TableName": self.names.control,
@@ -175,7 +184,7 @@ class DynamoCatalog(TeamRecords, JobIndex):
         Returns the id of the job the request stands for: ``job.id``, or the job an earlier request with
         the same idempotency key created. Raises ``QuotaExceeded`` or ``IdempotencyMismatch``.
         """
-        items: list[dict[str, Any]] = [
+        items: list[TransactWriteItemTypeDef] = [
             {
                 "Put": {
                     "TableName": self.names.jobs,
@@ -215,15 +224,15 @@ class DynamoCatalog(TeamRecords, JobIndex):
         raise RuntimeError(f"job insert cancelled: {reasons}")
 
     def _idem_key(self, record: IdempotencyRecord) -> Item:
-        return {"pk": s(f"idem#{record.team}#{record.key}"), "sk": s("idem")}
+        return {"pk": string_attribute(f"idem#{record.team}#{record.key}"), "sk": string_attribute("idem")}
 
     def _idem_item(self, record: IdempotencyRecord, now: datetime) -> Item:
         return {
             **self._idem_key(record),
-            "request_hash": s(record.request_hash),
-            "job_id": s(record.job_id),
-            "created_at": t(now),
-            "ttl": n(int(now.timestamp()) + 86_400),
+            "request_hash": string_attribute(record.request_hash),
+            "job_id": string_attribute(record.job_id),
+            "created_at": time_attribute(now),
+            "ttl": number_attribute(int(now.timestamp()) + 86_400),
         }
 
     def _idem_lookup(self, record: IdempotencyRecord) -> IdempotencyRecord | None:
@@ -243,15 +252,15 @@ class DynamoCatalog(TeamRecords, JobIndex):
         """Write ``after`` over ``before`` if nobody changed it since (condition JOB_VERSION_IS); keeps the
         team's exact-job count, the job's index items and its history (``change``) right in the same
         transaction. False on a lost race; raises ``QuotaExceeded``."""
-        items: list[dict[str, Any]] = [
+        items: list[TransactWriteItemTypeDef] = [
             {
                 "Put": {
                     "TableName": self.names.jobs,
                     "Item": job_to_item(after, now),
                     "ConditionExpression": c.JOB_VERSION_IS.expression,
                     "ExpressionAttributeValues": {
-                        ":expected_version": n(before.state.version),
-                        ":team": s(before.team),
+                        ":expected_version": number_attribute(before.state.version),
+                        ":team": string_attribute(before.team),
                     },
                 }
             }
@@ -262,15 +271,15 @@ class DynamoCatalog(TeamRecords, JobIndex):
         return self._transact_job(items, 0, +1 if after.exact and not before.exact else 0, team)
 
     def remove_job(self, job: Job, team: Team, change: JobChange | None = None) -> bool:
-        items: list[dict[str, Any]] = [
+        items: list[TransactWriteItemTypeDef] = [
             {
                 "Delete": {
                     "TableName": self.names.jobs,
-                    "Key": {"job_id": s(job.id)},
+                    "Key": {"job_id": string_attribute(job.id)},
                     "ConditionExpression": c.JOB_VERSION_IS.expression,
                     "ExpressionAttributeValues": {
-                        ":expected_version": n(job.state.version),
-                        ":team": s(job.team),
+                        ":expected_version": number_attribute(job.state.version),
+                        ":team": string_attribute(job.team),
                     },
                 }
             }
@@ -280,7 +289,7 @@ class DynamoCatalog(TeamRecords, JobIndex):
         return self._transact_job(items, 0, 0, team)
 
     def _transact_job(
-        self, items: list[dict[str, Any]], gains_jobs: int, gains_exact: int, team: Team
+        self, items: list[TransactWriteItemTypeDef], gains_jobs: int, gains_exact: int, team: Team
     ) -> bool:
         """Run a job write with its team-count update; False on a lost race (the job changed), raises
         ``QuotaExceeded`` when a count that grows hit its quota."""
@@ -300,13 +309,17 @@ class DynamoCatalog(TeamRecords, JobIndex):
         return False
 
     def team_jobs(self, team_id: str, limit: int, cursor: str | None) -> Page:
-        query = {
+        query: QueryInputTypeDef = {
+            "TableName": self.names.jobs,
+            "Limit": limit,
             "IndexName": TEAM_JOBS_INDEX,
             "KeyConditionExpression": "team = :team",
-            "ExpressionAttributeValues": {":team": s(team_id)},
+            "ExpressionAttributeValues": {":team": string_attribute(team_id)},
         }
         start = decode_cursor(cursor, ("team", team_id), TEAM_JOBS_KEY)
-        return self._page(self.names.jobs, "job_id", query, limit, start, item_to_job)
+        if start:
+            query["ExclusiveStartKey"] = start
+        return self._page(query, "job_id", item_to_job)
 
     def search_jobs(
         self, team_id: str, limit: int, cursor: str | None, label: tuple[str, str] | None, words: list[str]
@@ -345,27 +358,17 @@ class DynamoCatalog(TeamRecords, JobIndex):
         )
         return Page(changes, encode_cursor(last))
 
-    def _page(
-        self,
-        table: str,
-        key: str,
-        query: dict[str, Any],
-        limit: int,
-        start: dict[str, Any] | None,
-        decode: Callable[[Item], Any],
-    ) -> Page:
+    def _page(self, query: QueryInputTypeDef, key: str, decode: Callable[[Item], Any]) -> Page:
         """One page of a KEYS_ONLY index query, with the items read in one BatchGetItem, in index order."""
-        response = self.client.query(
-            TableName=table, Limit=limit, **query, **({"ExclusiveStartKey": start} if start else {})
-        )
+        response = self.client.query(**query)
         ids = [item[key]["S"] for item in response.get("Items", [])]
-        items = self._batch_get(table, key, ids)
+        items = self._batch_get(query["TableName"], key, ids)
         return Page(
             [decode(items[i]) for i in ids if i in items], encode_cursor(response.get("LastEvaluatedKey"))
         )
 
     def _batch_get(self, table: str, key: str, ids: Sequence[str]) -> dict[str, Item]:
-        items = batch_get(self.client, table, [{key: s(i)} for i in ids])
+        items = batch_get(self.client, table, [{key: string_attribute(i)} for i in ids])
         return {item[key]["S"]: item for item in items}
 
     # --- runs -------------------------------------------------------------------------------------------
@@ -376,15 +379,17 @@ class DynamoCatalog(TeamRecords, JobIndex):
     def job_runs(self, job_id: str, limit: int, cursor: str | None) -> Page:
         """A job's runs, newest first: one Query on the runs table (keyed by job and nominal time)."""
         start = decode_cursor(cursor, ("job_id", job_id), RUNS_KEY)
-        response = self.client.query(
-            TableName=self.names.runs,
-            KeyConditionExpression="job_id = :job",
-            ExpressionAttributeValues={":job": s(job_id)},
-            ScanIndexForward=False,
-            ConsistentRead=True,
-            Limit=limit,
-            **({"ExclusiveStartKey": start} if start else {}),
-        )
+        query: QueryInputTypeDef = {
+            "TableName": self.names.runs,
+            "KeyConditionExpression": "job_id = :job",
+            "ExpressionAttributeValues": {":job": string_attribute(job_id)},
+            "ScanIndexForward": False,
+            "ConsistentRead": True,
+            "Limit": limit,
+        }
+        if start:
+            query["ExclusiveStartKey"] = start
+        response = self.client.query(**query)
         runs = [item_to_run(item) for item in response.get("Items", [])]
         return Page(runs, encode_cursor(response.get("LastEvaluatedKey")))
 
@@ -433,15 +438,15 @@ class DynamoCatalog(TeamRecords, JobIndex):
             ConditionExpression=c.RUN_ENDED_UNSUCCESSFULLY.expression,
             ExpressionAttributeNames={"#status": "status", "#owner": "owner"},
             ExpressionAttributeValues={
-                ":queued": s(RunStatus.QUEUED),
-                ":failed": s(RunStatus.FAILED),
-                ":dead": s(RunStatus.DEAD),
-                ":attempt": n(run.attempt + 1),
-                ":max_attempts": n(max(run.max_attempts, run.attempt + 1)),
-                ":deadline": t(queue_deadline),
-                ":check": t(waiting_check(now, queue_deadline, self.lease_check)),
-                ":shard": s(reap_shard(run.partition)),
-                ":now": t(now),
+                ":queued": string_attribute(RunStatus.QUEUED),
+                ":failed": string_attribute(RunStatus.FAILED),
+                ":dead": string_attribute(RunStatus.DEAD),
+                ":attempt": number_attribute(run.attempt + 1),
+                ":max_attempts": number_attribute(max(run.max_attempts, run.attempt + 1)),
+                ":deadline": time_attribute(queue_deadline),
+                ":check": time_attribute(waiting_check(now, queue_deadline, self.lease_check)),
+                ":shard": string_attribute(reap_shard(run.partition)),
+                ":now": time_attribute(now),
             },
             ReturnValues="ALL_NEW",
         )

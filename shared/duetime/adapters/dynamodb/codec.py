@@ -6,7 +6,7 @@ import json
 import re
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from duetime.adapters.dynamodb.reap_checks import DEFAULT_LEASE_CHECK, waiting_check
 from duetime.domain.ids import partition_of, split_run_id
@@ -23,23 +23,32 @@ from duetime.domain.models import (
 )
 from duetime.domain.timeutil import iso_z, minute_bucket, parse_iso_z
 
-Item = dict[str, dict[str, Any]]
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
+
+# An item or key as the low-level client sends and returns it (the stubs' own shape, so responses need no
+# conversion): attribute name -> one attribute value, e.g. ``{"S": "..."}``.
+Item: TypeAlias = "dict[str, AttributeValueTypeDef]"
 _SPEC_FIELDS = set(JobSpec.model_fields)
 
 
-def s(value: str) -> dict[str, str]:
+def string_attribute(value: str) -> AttributeValueTypeDef:
+    """A string attribute value (``{"S": ...}``)."""
     return {"S": value}
 
 
-def n(value: int) -> dict[str, str]:
+def number_attribute(value: int) -> AttributeValueTypeDef:
+    """A number attribute value (``{"N": ...}``: DynamoDB sends numbers as strings)."""
     return {"N": str(value)}
 
 
-def t(value: datetime) -> dict[str, str]:
+def time_attribute(value: datetime) -> AttributeValueTypeDef:
+    """An instant as stored: a string attribute, ``iso_z`` (to the second; sorts in time order)."""
     return {"S": iso_z(value)}
 
 
-def _opt_time(item: Item, name: str, parse: Callable[[str], datetime] = parse_iso_z) -> datetime | None:
+def _optional_time(item: Item, name: str, parse: Callable[[str], datetime] = parse_iso_z) -> datetime | None:
+    """The time attribute ``name`` of ``item``, None when the item has none."""
     return parse(item[name]["S"]) if name in item else None
 
 
@@ -55,21 +64,21 @@ def due_key(job_id: str, fire_at: datetime) -> str:
 
 def scheduling_attributes(job: Job, state: JobState, now: datetime) -> tuple[Item, list[str]]:
     """SET values and REMOVE names for a job's schedule state; the due-index keys only while it is due."""
-    values: Item = {"version": n(state.version)}
+    values: Item = {"version": number_attribute(state.version)}
     removes: list[str] = []
     for name in ("next_nominal_at", "next_fire_at", "last_scheduled_at"):
         value = getattr(state, name)
         if value is None:
             removes.append(name)
         else:
-            values[name] = t(value)
+            values[name] = time_attribute(value)
     if state.active_run is not None:
-        values["active_run"] = s(state.active_run)
+        values["active_run"] = string_attribute(state.active_run)
     else:
         removes.append("active_run")
     if state.next_fire_at is not None and not job.paused:
-        values["due_bucket"] = s(due_bucket(job.id, state.next_fire_at, now))
-        values["due_key"] = s(due_key(job.id, state.next_fire_at))
+        values["due_bucket"] = string_attribute(due_bucket(job.id, state.next_fire_at, now))
+        values["due_key"] = string_attribute(due_key(job.id, state.next_fire_at))
     else:
         removes += ["due_bucket", "due_key"]
     return values, removes
@@ -77,12 +86,12 @@ def scheduling_attributes(job: Job, state: JobState, now: datetime) -> tuple[Ite
 
 def job_to_item(job: Job, now: datetime) -> Item:
     item: Item = {
-        "job_id": s(job.id),
-        "team": s(job.team),
-        "partition": n(partition_of(job.id)),
-        "spec": s(job.model_dump_json(include=_SPEC_FIELDS)),
-        "created_at": t(job.created_at),
-        "updated_at": t(job.updated_at),
+        "job_id": string_attribute(job.id),
+        "team": string_attribute(job.team),
+        "partition": number_attribute(partition_of(job.id)),
+        "spec": string_attribute(job.model_dump_json(include=_SPEC_FIELDS)),
+        "created_at": time_attribute(job.created_at),
+        "updated_at": time_attribute(job.updated_at),
     }
     values, _ = scheduling_attributes(job, job.state, now)
     item.update(values)
@@ -100,9 +109,9 @@ def item_to_job(item: Item, parse_time: Callable[[str], datetime] = parse_iso_z)
             "created_at": parse_time(item["created_at"]["S"]),
             "updated_at": parse_time(item["updated_at"]["S"]),
             "state": {  # validated with the job: one call into pydantic rather than two
-                "next_nominal_at": _opt_time(item, "next_nominal_at", parse_time),
-                "next_fire_at": _opt_time(item, "next_fire_at", parse_time),
-                "last_scheduled_at": _opt_time(item, "last_scheduled_at", parse_time),
+                "next_nominal_at": _optional_time(item, "next_nominal_at", parse_time),
+                "next_fire_at": _optional_time(item, "next_fire_at", parse_time),
+                "last_scheduled_at": _optional_time(item, "last_scheduled_at", parse_time),
                 "version": int(item["version"]["N"]),
                 "active_run": item["active_run"]["S"] if "active_run" in item else None,
             },
@@ -119,7 +128,7 @@ def run_key(run_id: str) -> Item:
     """The runs table's key for a run id ``<job id>@<occurrence>``; ``ValueError`` for anything else (no
     such run can exist)."""
     job_id, occurrence = split_run_id(run_id)
-    return {"job_id": s(job_id), "occurrence": s(occurrence)}
+    return {"job_id": string_attribute(job_id), "occurrence": string_attribute(occurrence)}
 
 
 def run_payload(run: Run) -> str:
@@ -172,28 +181,30 @@ def run_to_item(
     result and no queue deadline, so never in the index."""
     item: Item = {
         **run_key(run.run_id),
-        "run_id": s(run.run_id),
-        "team": s(run.team),
-        "partition": n(run.partition),
-        "nominal_at": t(run.nominal_at),
-        "fire_at": t(run.fire_at),
-        "status": s(run.status.value),
-        "attempt": n(run.attempt),
-        "max_attempts": n(run.max_attempts),
-        "payload": s(run_payload(run)),
-        "created_at": t(run.created_at),
-        "updated_at": t(run.updated_at),
-        "ttl": n(run.expires_at_epoch),
+        "run_id": string_attribute(run.run_id),
+        "team": string_attribute(run.team),
+        "partition": number_attribute(run.partition),
+        "nominal_at": time_attribute(run.nominal_at),
+        "fire_at": time_attribute(run.fire_at),
+        "status": string_attribute(run.status.value),
+        "attempt": number_attribute(run.attempt),
+        "max_attempts": number_attribute(run.max_attempts),
+        "payload": string_attribute(run_payload(run)),
+        "created_at": time_attribute(run.created_at),
+        "updated_at": time_attribute(run.updated_at),
+        "ttl": number_attribute(run.expires_at_epoch),
     }
     if run.result is not None:  # a skipped run: recorded finished, with the reason
-        item["result"] = s(run.result.model_dump_json(exclude_none=True))
+        item["result"] = string_attribute(run.result.model_dump_json(exclude_none=True))
     if run.finished_at is not None:
-        item["finished_at"] = t(run.finished_at)
+        item["finished_at"] = time_attribute(run.finished_at)
     if run.queue_deadline is not None:
-        item["queue_deadline"] = t(run.queue_deadline)
+        item["queue_deadline"] = time_attribute(run.queue_deadline)
     if run.queue_deadline is not None and own_reap_entry:
-        item["reap_shard"] = s(reap_shard(run.partition))
-        item["reap_at"] = t(waiting_check(visible_at or run.created_at, run.queue_deadline, lease_check))
+        item["reap_shard"] = string_attribute(reap_shard(run.partition))
+        item["reap_at"] = time_attribute(
+            waiting_check(visible_at or run.created_at, run.queue_deadline, lease_check)
+        )
     return item
 
 
@@ -211,9 +222,9 @@ def item_to_run(item: Item) -> Run:
         attempt=int(item["attempt"]["N"]),
         max_attempts=int(item["max_attempts"]["N"]),
         owner=item["owner"]["S"] if "owner" in item else None,
-        lease_expires_at=_opt_time(item, "lease_expires_at"),
-        queue_deadline=_opt_time(item, "queue_deadline"),
-        retry_at=_opt_time(item, "retry_at"),
+        lease_expires_at=_optional_time(item, "lease_expires_at"),
+        queue_deadline=_optional_time(item, "queue_deadline"),
+        retry_at=_optional_time(item, "retry_at"),
         waits_for=payload.get("waits_for"),
         success_by=parse_iso_z(payload["success_by"]) if "success_by" in payload else None,
         target=parse_target(payload["target"]),
@@ -221,8 +232,8 @@ def item_to_run(item: Item) -> Run:
         retry=RetryPolicy.model_validate(payload["retry"]),
         result=RunResult.model_validate(result) if result else None,
         created_at=parse_iso_z(item["created_at"]["S"]),
-        started_at=_opt_time(item, "started_at"),
-        finished_at=_opt_time(item, "finished_at"),
+        started_at=_optional_time(item, "started_at"),
+        finished_at=_optional_time(item, "finished_at"),
         updated_at=parse_iso_z(item["updated_at"]["S"]),
         expires_at_epoch=int(item["ttl"]["N"]),
         in_reap_index="reap_at" in item,

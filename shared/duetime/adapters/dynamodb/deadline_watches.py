@@ -18,15 +18,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
-
-from botocore.exceptions import ClientError
 
 from duetime.adapters.dynamodb import conditions as c
 from duetime.adapters.dynamodb import partiql
-from duetime.adapters.dynamodb.codec import Item, n, s, t
+from duetime.adapters.dynamodb.codec import Item, number_attribute, string_attribute, time_attribute
+from duetime.adapters.dynamodb.conditional import conditional_write
 from duetime.adapters.dynamodb.reads import batch_get
-from duetime.adapters.dynamodb.tables import REAP_INDEX, TableNames
+from duetime.adapters.dynamodb.store_part import StorePart
+from duetime.adapters.dynamodb.tables import REAP_INDEX
 from duetime.domain.ids import RUN_ID_SEPARATOR, partition_of, split_run_id
 from duetime.domain.models import Run
 from duetime.domain.timeutil import parse_iso_z
@@ -45,11 +44,11 @@ def watch_shard(partition: int) -> str:
 def watch_item(watch: DeadlineWatch) -> Item:
     _, occurrence = split_run_id(watch.run_id)
     return {
-        "job_id": s(KEY_PREFIX + watch.job_id),
-        "occurrence": s(WATCH_PREFIX + occurrence),
-        "reap_shard": s(watch_shard(watch.partition)),
-        "reap_at": t(watch.deadline_at),
-        "ttl": n(int(watch.deadline_at.timestamp()) + WATCH_TTL_SECONDS),
+        "job_id": string_attribute(KEY_PREFIX + watch.job_id),
+        "occurrence": string_attribute(WATCH_PREFIX + occurrence),
+        "reap_shard": string_attribute(watch_shard(watch.partition)),
+        "reap_at": time_attribute(watch.deadline_at),
+        "ttl": number_attribute(int(watch.deadline_at.timestamp()) + WATCH_TTL_SECONDS),
     }
 
 
@@ -68,18 +67,18 @@ def watch_from_entry(entry: Item) -> DeadlineWatch:
 
 def _watch_key(watch: DeadlineWatch) -> Item:
     _, occurrence = split_run_id(watch.run_id)
-    return {"job_id": s(KEY_PREFIX + watch.job_id), "occurrence": s(WATCH_PREFIX + occurrence)}
+    return {
+        "job_id": string_attribute(KEY_PREFIX + watch.job_id),
+        "occurrence": string_attribute(WATCH_PREFIX + occurrence),
+    }
 
 
 def _missing_key(job_id: str) -> Item:
-    return {"job_id": s(KEY_PREFIX + job_id), "occurrence": s(MISSING)}
+    return {"job_id": string_attribute(KEY_PREFIX + job_id), "occurrence": string_attribute(MISSING)}
 
 
-class DeadlineWatches:
+class DeadlineWatches(StorePart):
     """``DeadlineStore`` on DynamoDB (mixed into ``DynamoStore``)."""
-
-    client: Any
-    names: TableNames
 
     def watch_statements(self, runs: Sequence[Run]) -> list[partiql.Statement]:
         """The watches of the watched ``runs`` (``WATCH_IS_NEW``: one already there stays as it is)."""
@@ -91,18 +90,22 @@ class DeadlineWatches:
             TableName=self.names.runs,
             IndexName=REAP_INDEX,
             KeyConditionExpression="reap_shard = :shard AND reap_at < :now",
-            ExpressionAttributeValues={":shard": s(watch_shard(partition)), ":now": t(now)},
+            ExpressionAttributeValues={
+                ":shard": string_attribute(watch_shard(partition)),
+                ":now": time_attribute(now),
+            },
             Limit=limit,
         )
         return [watch_from_entry(entry) for entry in response.get("Items", [])]
 
     def drop_watch(self, watch: DeadlineWatch) -> bool:
-        return self._conditional(
+        written = conditional_write(
             self.client.delete_item,
             TableName=self.names.runs,
             Key=_watch_key(watch),
             ConditionExpression=c.WATCH_EXISTS.expression,
         )
+        return written is not None
 
     def missing_since(self, job_id: str) -> datetime | None:
         item = self.client.get_item(
@@ -118,28 +121,20 @@ class DeadlineWatches:
         }
 
     def flag_missing(self, job_id: str, since: datetime) -> bool:
-        return self._conditional(
+        written = conditional_write(
             self.client.put_item,
             TableName=self.names.runs,
-            Item={**_missing_key(job_id), "since": t(since)},
+            Item={**_missing_key(job_id), "since": time_attribute(since)},
             ConditionExpression=c.JOB_NOT_MISSING.expression,
         )
+        return written is not None
 
     def clear_missing(self, job_id: str, since: datetime) -> bool:
-        return self._conditional(
+        written = conditional_write(
             self.client.delete_item,
             TableName=self.names.runs,
             Key=_missing_key(job_id),
             ConditionExpression=c.JOB_MISSING_AS_READ.expression,
-            ExpressionAttributeValues={":since": t(since)},
+            ExpressionAttributeValues={":since": time_attribute(since)},
         )
-
-    def _conditional(self, write: Any, **request: Any) -> bool:
-        """One conditional write: False when its condition failed (a lost race)."""
-        try:
-            write(**request)
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
-                return False
-            raise
-        return True
+        return written is not None

@@ -16,14 +16,18 @@ from __future__ import annotations
 import json
 import secrets
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING
 
-from duetime.adapters.dynamodb.codec import Item, n, s
+from duetime.adapters.dynamodb.codec import Item, number_attribute, string_attribute
 from duetime.adapters.dynamodb.tables import TableNames
 from duetime.domain.job_history import HISTORY_KEPT, JobChange
 from duetime.domain.labels import name_words
 from duetime.domain.models import Job
 from duetime.domain.timeutil import iso_z
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import QueryInputTypeDef, TransactWriteItemTypeDef
 
 
 def label_pk(team: str, key: str, value: str) -> str:
@@ -48,86 +52,99 @@ def index_keys(job: Job) -> list[tuple[str, str]]:
 class JobIndex:
     """The label, word and history items of the control table (a part of ``DynamoCatalog``)."""
 
-    client: Any
+    client: DynamoDBClient
     names: TableNames
 
-    def _index_writes(self, before: Job | None, after: Job | None) -> list[dict[str, Any]]:
+    def _index_writes(self, before: Job | None, after: Job | None) -> list[TransactWriteItemTypeDef]:
         """The transaction items that take the index from ``before``'s items to ``after``'s: a Delete for
         each item only ``before`` has, a Put for each only ``after`` has (none for those both have)."""
         old = set(index_keys(before)) if before else set()
         new = set(index_keys(after)) if after else set()
         table = self.names.control
-        writes: list[dict[str, Any]] = [
-            {"Delete": {"TableName": table, "Key": {"pk": s(pk), "sk": s(sk)}}}
+        writes: list[TransactWriteItemTypeDef] = [
+            {"Delete": {"TableName": table, "Key": {"pk": string_attribute(pk), "sk": string_attribute(sk)}}}
             for pk, sk in sorted(old - new)
         ]
         for pk, sk in sorted(new - old):
             assert after is not None
             writes.append(
-                {"Put": {"TableName": table, "Item": {"pk": s(pk), "sk": s(sk), "job_id": s(after.id)}}}
+                {
+                    "Put": {
+                        "TableName": table,
+                        "Item": {
+                            "pk": string_attribute(pk),
+                            "sk": string_attribute(sk),
+                            "job_id": string_attribute(after.id),
+                        },
+                    }
+                }
             )
         return writes
 
-    def _history_put(self, change: JobChange) -> dict[str, Any]:
+    def _history_put(self, change: JobChange) -> TransactWriteItemTypeDef:
         at = change.at
         item: Item = {
-            "pk": s(history_pk(change.job_id)),
-            "sk": s(f"{at.isoformat(timespec='milliseconds')}#{secrets.token_hex(4)}"),
-            "team": s(change.team),
-            "at": s(iso_z(at)),
-            "action": s(change.action),
-            "actor": s(change.actor),
-            "fields": s(json.dumps(change.fields, sort_keys=True, default=str)),
-            "ttl": n(int((at + HISTORY_KEPT).timestamp())),
+            "pk": string_attribute(history_pk(change.job_id)),
+            "sk": string_attribute(f"{at.isoformat(timespec='milliseconds')}#{secrets.token_hex(4)}"),
+            "team": string_attribute(change.team),
+            "at": string_attribute(iso_z(at)),
+            "action": string_attribute(change.action),
+            "actor": string_attribute(change.actor),
+            "fields": string_attribute(json.dumps(change.fields, sort_keys=True, default=str)),
+            "ttl": number_attribute(int((at + HISTORY_KEPT).timestamp())),
         }
         return {"Put": {"TableName": self.names.control, "Item": item}}
 
     def _query_control(
-        self, key_condition: str, values: dict[str, Any], limit: int, start: dict[str, Any] | None
-    ) -> tuple[list[Item], dict[str, Any] | None]:
-        response = self.client.query(
-            TableName=self.names.control,
-            KeyConditionExpression=key_condition,
-            ExpressionAttributeValues=values,
-            Limit=limit,
-            **({"ExclusiveStartKey": start} if start else {}),
-        )
+        self, key_condition: str, values: Item, limit: int, start: Item | None
+    ) -> tuple[list[Item], Item | None]:
+        query: QueryInputTypeDef = {
+            "TableName": self.names.control,
+            "KeyConditionExpression": key_condition,
+            "ExpressionAttributeValues": values,
+            "Limit": limit,
+        }
+        if start:
+            query["ExclusiveStartKey"] = start
+        response = self.client.query(**query)
         return response.get("Items", []), response.get("LastEvaluatedKey")
 
     def label_job_ids(
-        self, team: str, key: str, value: str, limit: int, start: dict[str, Any] | None
-    ) -> tuple[list[str], dict[str, Any] | None]:
+        self, team: str, key: str, value: str, limit: int, start: Item | None
+    ) -> tuple[list[str], Item | None]:
         """Ids of the team's jobs labelled ``key: value``, by id; and where the next page starts."""
-        items, last = self._query_control("pk = :pk", {":pk": s(label_pk(team, key, value))}, limit, start)
+        items, last = self._query_control(
+            "pk = :pk", {":pk": string_attribute(label_pk(team, key, value))}, limit, start
+        )
         return [item["job_id"]["S"] for item in items], last
 
     def word_job_ids(
-        self, team: str, prefix: str, limit: int, start: dict[str, Any] | None
-    ) -> tuple[list[str], dict[str, Any] | None]:
+        self, team: str, prefix: str, limit: int, start: Item | None
+    ) -> tuple[list[str], Item | None]:
         """Ids of the team's jobs with a name word starting with ``prefix`` (lowercase), by word; a job with
         two such words is listed under each, so callers drop repeats."""
         items, last = self._query_control(
             "pk = :pk AND begins_with(sk, :prefix)",
-            {":pk": s(words_pk(team)), ":prefix": s(prefix)},
+            {":pk": string_attribute(words_pk(team)), ":prefix": string_attribute(prefix)},
             limit,
             start,
         )
         return [item["job_id"]["S"] for item in items], last
 
-    def job_changes(
-        self, job_id: str, limit: int, start: dict[str, Any] | None
-    ) -> tuple[list[JobChange], dict[str, Any] | None]:
+    def job_changes(self, job_id: str, limit: int, start: Item | None) -> tuple[list[JobChange], Item | None]:
         """The job's recorded changes, newest first (those of the last 90 days, and maybe a little older:
         DynamoDB's TTL deletes within days of expiry)."""
-        response = self.client.query(
-            TableName=self.names.control,
-            KeyConditionExpression="pk = :pk",
-            ExpressionAttributeValues={":pk": s(history_pk(job_id))},
-            ScanIndexForward=False,
-            Limit=limit,
-            ConsistentRead=True,
-            **({"ExclusiveStartKey": start} if start else {}),
-        )
+        query: QueryInputTypeDef = {
+            "TableName": self.names.control,
+            "KeyConditionExpression": "pk = :pk",
+            "ExpressionAttributeValues": {":pk": string_attribute(history_pk(job_id))},
+            "ScanIndexForward": False,
+            "Limit": limit,
+            "ConsistentRead": True,
+        }
+        if start:
+            query["ExclusiveStartKey"] = start
+        response = self.client.query(**query)
         changes = [
             JobChange(
                 job_id=job_id,

@@ -12,14 +12,13 @@ moves 30 days past its latest notice.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
-
-from botocore.exceptions import ClientError
 
 from duetime.adapters.dynamodb import conditions as c
-from duetime.adapters.dynamodb.codec import Item, n, s, t
+from duetime.adapters.dynamodb.codec import Item, number_attribute, string_attribute, time_attribute
+from duetime.adapters.dynamodb.conditional import conditional_write
 from duetime.adapters.dynamodb.reads import batch_get
-from duetime.adapters.dynamodb.tables import REAP_INDEX, TableNames
+from duetime.adapters.dynamodb.store_part import StorePart
+from duetime.adapters.dynamodb.tables import REAP_INDEX
 from duetime.domain.timeutil import parse_iso_z
 from duetime.execution.notifications import channel_id
 from duetime.ports import Notice, PendingNotification
@@ -30,7 +29,10 @@ KEEP = timedelta(days=30)
 
 
 def _key(job_id: str, event: str, channel: str) -> Item:
-    return {"job_id": s(KEY_PREFIX + job_id), "occurrence": s(f"{event}#{channel_id(channel)}")}
+    return {
+        "job_id": string_attribute(KEY_PREFIX + job_id),
+        "occurrence": string_attribute(f"{event}#{channel_id(channel)}"),
+    }
 
 
 def _group(item: Item) -> PendingNotification:
@@ -53,11 +55,8 @@ def _group(item: Item) -> PendingNotification:
     )
 
 
-class DynamoOutbox:
+class DynamoOutbox(StorePart):
     """``NotificationOutbox`` on DynamoDB (mixed into ``DynamoStore``)."""
-
-    client: Any
-    names: TableNames
 
     def enqueue(self, notice: Notice) -> None:
         self.client.update_item(
@@ -70,16 +69,16 @@ class DynamoOutbox:
             ),
             ExpressionAttributeNames={"#ttl": "ttl"},
             ExpressionAttributeValues={
-                ":team": s(notice.team),
-                ":event": s(notice.event),
-                ":channel": s(notice.channel),
-                ":at": t(notice.at),
-                ":run": s(notice.run_id),
-                ":attempt": n(notice.attempt),
-                ":detail": s(notice.detail[:1024] or "-"),
-                ":ttl": n(int((notice.at + KEEP).timestamp())),
-                ":shard": s(SHARD),
-                ":one": n(1),
+                ":team": string_attribute(notice.team),
+                ":event": string_attribute(notice.event),
+                ":channel": string_attribute(notice.channel),
+                ":at": time_attribute(notice.at),
+                ":run": string_attribute(notice.run_id),
+                ":attempt": number_attribute(notice.attempt),
+                ":detail": string_attribute(notice.detail[:1024] or "-"),
+                ":ttl": number_attribute(int((notice.at + KEEP).timestamp())),
+                ":shard": string_attribute(SHARD),
+                ":one": number_attribute(1),
             },
         )
 
@@ -88,17 +87,21 @@ class DynamoOutbox:
             TableName=self.names.runs,
             IndexName=REAP_INDEX,
             KeyConditionExpression="reap_shard = :shard AND reap_at < :now",
-            ExpressionAttributeValues={":shard": s(SHARD), ":now": t(now)},
+            ExpressionAttributeValues={":shard": string_attribute(SHARD), ":now": time_attribute(now)},
             Limit=limit,
         )
         keys = [{"job_id": e["job_id"], "occurrence": e["occurrence"]} for e in response.get("Items", [])]
         items = batch_get(self.client, self.names.runs, keys, consistent=True) if keys else []
-        due = [_group(item) for item in items if "reap_at" in item and item["reap_at"]["S"] < t(now)["S"]]
+        due = [
+            _group(item)
+            for item in items
+            if "reap_at" in item and item["reap_at"]["S"] < time_attribute(now)["S"]
+        ]
         return sorted(due, key=lambda g: (g.due_at or now, g.job_id, g.event))
 
     def take(self, group: PendingNotification, until: datetime) -> PendingNotification | None:
         update = "SET reap_at = :until, sending = if_not_exists(sending, pending)"
-        item = self._write(group, update, {":until": t(until)}, returns=True)
+        item = self._write(group, update, {":until": time_attribute(until)}, returns=True)
         return _group(item) if item is not None else None
 
     def delivered(self, taken: PendingNotification, quiet_until: datetime) -> bool:
@@ -106,22 +109,39 @@ class DynamoOutbox:
             "SET reap_at = :quiet, attempts = :zero ADD pending :minus, delivered :one "
             "REMOVE first_at, sending"
         )
-        values = {":quiet": t(quiet_until), ":zero": n(0), ":minus": n(-taken.sending), ":one": n(1)}
+        values = {
+            ":quiet": time_attribute(quiet_until),
+            ":zero": number_attribute(0),
+            ":minus": number_attribute(-taken.sending),
+            ":one": number_attribute(1),
+        }
         return self._write(taken, update, values) is not None
 
     def retry_later(self, taken: PendingNotification, due_at: datetime) -> bool:
         return (
-            self._write(taken, "SET reap_at = :due ADD attempts :one", {":due": t(due_at), ":one": n(1)})
+            self._write(
+                taken,
+                "SET reap_at = :due ADD attempts :one",
+                {":due": time_attribute(due_at), ":one": number_attribute(1)},
+            )
             is not None
         )
 
     def give_up(self, taken: PendingNotification) -> bool:
         update = "SET attempts = :zero ADD pending :minus REMOVE reap_at, reap_shard, first_at, sending"
-        return self._write(taken, update, {":zero": n(0), ":minus": n(-taken.sending)}) is not None
+        return (
+            self._write(
+                taken, update, {":zero": number_attribute(0), ":minus": number_attribute(-taken.sending)}
+            )
+            is not None
+        )
 
     def rest(self, taken: PendingNotification) -> bool:
         update = "REMOVE reap_at, reap_shard, sending"
-        return self._write(taken, update, {":zero": n(0)}, condition=c.NOTICE_NONE_PENDING) is not None
+        return (
+            self._write(taken, update, {":zero": number_attribute(0)}, condition=c.NOTICE_NONE_PENDING)
+            is not None
+        )
 
     def _write(
         self,
@@ -134,18 +154,13 @@ class DynamoOutbox:
         """One conditional update of a group whose due time is still ``group.due_at``: the item after it
         (``returns``) or an empty one; None on a lost race."""
         assert group.due_at is not None, "only a due group is written by a deliverer"
-        try:
-            response = self.client.update_item(
-                TableName=self.names.runs,
-                Key=_key(group.job_id, group.event, group.channel),
-                UpdateExpression=update,
-                ConditionExpression=condition.expression,
-                ExpressionAttributeValues={**values, ":seen": t(group.due_at)},
-                ReturnValues="ALL_NEW" if returns else "NONE",
-            )
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
-                return None
-            raise
-        attributes: Item = response.get("Attributes", {})
-        return attributes
+        response = conditional_write(
+            self.client.update_item,
+            TableName=self.names.runs,
+            Key=_key(group.job_id, group.event, group.channel),
+            UpdateExpression=update,
+            ConditionExpression=condition.expression,
+            ExpressionAttributeValues={**values, ":seen": time_attribute(group.due_at)},
+            ReturnValues="ALL_NEW" if returns else "NONE",
+        )
+        return None if response is None else response.get("Attributes", {})

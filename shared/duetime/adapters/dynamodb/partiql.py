@@ -21,11 +21,19 @@ import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from duetime.adapters.dynamodb.codec import Item
 from duetime.adapters.dynamodb.conditions import Condition
 from duetime.adapters.retrying import Backoff, resend
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import (
+        AttributeValueTypeDef,
+        BatchStatementRequestTypeDef,
+        ParameterizedStatementTypeDef,
+    )
 
 BATCH_STATEMENTS_MAX = 25  # BatchExecuteStatement: statements per request
 # Per-statement error codes of a passing kind (BatchStatementError), sent again by ``execute``.
@@ -58,9 +66,14 @@ class StatementFailed(Exception):
 @dataclass(frozen=True)
 class Statement:
     text: str
-    parameters: list[dict[str, Any]]
+    parameters: list[AttributeValueTypeDef]
 
-    def request(self) -> dict[str, Any]:
+    def request(self) -> BatchStatementRequestTypeDef:
+        """The statement as a batch names it (BatchExecuteStatement)."""
+        return {"Statement": self.text, "Parameters": self.parameters}
+
+    def in_transaction(self) -> ParameterizedStatementTypeDef:
+        """The statement as a transaction names it (ExecuteTransaction): the same two fields."""
         return {"Statement": self.text, "Parameters": self.parameters}
 
 
@@ -121,7 +134,7 @@ def _insert_text(table: str, names: tuple[str, ...]) -> str:
 
 
 def execute(
-    client: Any,
+    client: DynamoDBClient,
     statements: Sequence[Statement],
     sleep: Callable[[float], object] = time.sleep,
     rng: random.Random | None = None,
@@ -138,7 +151,7 @@ def execute(
 
 
 def outcomes(
-    client: Any,
+    client: DynamoDBClient,
     statements: Sequence[Statement],
     sleep: Callable[[float], object] = time.sleep,
     rng: random.Random | None = None,
@@ -184,14 +197,16 @@ TRANSACTION_STATEMENTS_MAX = 100  # ExecuteTransaction: statements per request
 CONDITION_FAILED = frozenset({"ConditionalCheckFailed", "DuplicateItem", "ValidationError"})
 
 
-def transact(client: Any, statements: Sequence[Statement]) -> list[bool] | None:
+def transact(client: DynamoDBClient, statements: Sequence[Statement]) -> list[bool] | None:
     """Run ``statements`` as one transaction (ExecuteTransaction: all or none). None when it committed;
     when it was cancelled, for each statement whether its condition failed (True: that statement's lost
     race; the others were fine). A cancellation for any other reason (a conflict with another transaction,
     a throttle past the SDK's retries) raises ``StatementFailed``: nothing was written."""
     assert len(statements) <= TRANSACTION_STATEMENTS_MAX, len(statements)
     try:
-        client.execute_transaction(TransactStatements=[statement.request() for statement in statements])
+        client.execute_transaction(
+            TransactStatements=[statement.in_transaction() for statement in statements]
+        )
     except client.exceptions.TransactionCanceledException as exc:
         codes = [reason.get("Code", "None") for reason in exc.response.get("CancellationReasons", [])]
         if len(codes) != len(statements) or any(

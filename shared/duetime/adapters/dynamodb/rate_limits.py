@@ -24,7 +24,7 @@ import math
 from datetime import datetime
 
 from duetime.adapters.dynamodb import conditions as c
-from duetime.adapters.dynamodb.codec import Item, n
+from duetime.adapters.dynamodb.codec import Item, number_attribute
 from duetime.adapters.dynamodb.team_counters import TeamCounter, counter_key
 from duetime.domain.models import Team
 from duetime.domain.rate_limit import ALLOWED, MICROS_PER_SECOND, Bucket, Decision, RateRule, micros
@@ -63,13 +63,13 @@ class DynamoRateLimiter(TeamCounter):
         """The write for ``state``: (True, the new TAT) when its condition held, else (False, the TAT the
         item holds, None for no item)."""
         ttl = math.ceil(rule.expires_at_us(now_us) / MICROS_PER_SECOND) + BUCKET_TTL_SECONDS
-        values: Item = {":now": n(now_us), ":ttl": n(ttl)}
+        values: Item = {":now": number_attribute(now_us), ":ttl": number_attribute(ttl)}
         if state is Bucket.IDLE:
             update, condition = "SET tat = :next, #ttl = :ttl", c.API_RATE_IDLE
-            values[":next"] = n(now_us + rule.interval_us)
+            values[":next"] = number_attribute(now_us + rule.interval_us)
         else:
             update, condition = "SET tat = tat + :interval, #ttl = :ttl", c.API_RATE_WITHIN_BURST
-            values[":interval"] = n(rule.interval_us)
-            values[":last_allowed"] = n(rule.last_allowed_tat(now_us))
+            values[":interval"] = number_attribute(rule.interval_us)
+            values[":last_allowed"] = number_attribute(rule.last_allowed_tat(now_us))
         written, item = self.update(team_id, update, condition, {"#ttl": "ttl"}, values)
         return written, int(item["tat"]["N"]) if "tat" in item else None

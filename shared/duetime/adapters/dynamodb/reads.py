@@ -4,24 +4,29 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from duetime.adapters.dynamodb.codec import Item, item_to_job, item_to_run, run_key, s
+from duetime.adapters.dynamodb.codec import Item, item_to_job, item_to_run, run_key, string_attribute
 from duetime.adapters.dynamodb.tables import TableNames
 from duetime.adapters.retrying import UNPROCESSED, Sleep, resend
 from duetime.domain.models import Job, Run, Team
 
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+
 
 def team_key(team_id: str) -> Item:
-    return {"pk": s(f"team#{team_id}"), "sk": s("team")}
+    return {"pk": string_attribute(f"team#{team_id}"), "sk": string_attribute("team")}
 
 
-def read_job(client: Any, names: TableNames, job_id: str) -> Job | None:
-    item = client.get_item(TableName=names.jobs, Key={"job_id": s(job_id)}, ConsistentRead=True).get("Item")
+def read_job(client: DynamoDBClient, names: TableNames, job_id: str) -> Job | None:
+    item = client.get_item(
+        TableName=names.jobs, Key={"job_id": string_attribute(job_id)}, ConsistentRead=True
+    ).get("Item")
     return item_to_job(item) if item else None
 
 
-def read_run(client: Any, names: TableNames, run_id: str) -> Run | None:
+def read_run(client: DynamoDBClient, names: TableNames, run_id: str) -> Run | None:
     try:
         key = run_key(run_id)
     except ValueError:
@@ -30,13 +35,13 @@ def read_run(client: Any, names: TableNames, run_id: str) -> Run | None:
     return item_to_run(item) if item else None
 
 
-def read_team(client: Any, names: TableNames, team_id: str) -> Team | None:
+def read_team(client: DynamoDBClient, names: TableNames, team_id: str) -> Team | None:
     item = client.get_item(TableName=names.control, Key=team_key(team_id)).get("Item")
     return Team.model_validate_json(item["team"]["S"]) if item else None
 
 
 def batch_get(
-    client: Any,
+    client: DynamoDBClient,
     table: str,
     keys: Sequence[Item],
     consistent: bool = False,

@@ -43,7 +43,13 @@ import secrets
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 
-from duetime.adapters.dynamodb.codec import Item, n, reap_shard, s, t
+from duetime.adapters.dynamodb.codec import (
+    Item,
+    number_attribute,
+    reap_shard,
+    string_attribute,
+    time_attribute,
+)
 from duetime.adapters.dynamodb.reap_checks import waiting_check
 from duetime.domain.models import Run
 
@@ -77,12 +83,12 @@ def ticket_items(runs: Sequence[Run], lease_check: timedelta, ttl_epoch: int) ->
     for chunk in ticket_chunks(runs):
         items.append(
             {
-                "job_id": s(f"{TICKET_KEY_PREFIX}{secrets.token_hex(8)}"),
-                "occurrence": s(TICKET_OCCURRENCE),
-                "reap_shard": s(reap_shard(chunk[0].partition)),
-                "reap_at": t(min(_first_check(run, lease_check) for run in chunk)),
-                _RUNS: s(" ".join(run.run_id for run in chunk)),
-                "ttl": n(ttl_epoch),
+                "job_id": string_attribute(f"{TICKET_KEY_PREFIX}{secrets.token_hex(8)}"),
+                "occurrence": string_attribute(TICKET_OCCURRENCE),
+                "reap_shard": string_attribute(reap_shard(chunk[0].partition)),
+                "reap_at": time_attribute(min(_first_check(run, lease_check) for run in chunk)),
+                _RUNS: string_attribute(" ".join(run.run_id for run in chunk)),
+                "ttl": number_attribute(ttl_epoch),
             }
         )
     return items

@@ -22,7 +22,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from duetime.adapters.dynamodb import conditions as c
-from duetime.adapters.dynamodb.codec import Item, n
+from duetime.adapters.dynamodb.codec import Item, number_attribute
 from duetime.adapters.dynamodb.team_counters import TeamCounter, counter_key
 from duetime.domain.models import Team
 from duetime.domain.run_budget import BudgetRule, Spend, minute_of
@@ -63,7 +63,7 @@ class DynamoRunBudget(TeamCounter):
 
     def give_back(self, team: Team, spent: Spend, runs: int) -> None:
         if runs > 0:  # RUN_BUDGET_STILL_IN failing is a lost race: that minute is over, nothing to give back
-            values = {":minute": n(spent.minute), ":runs": n(runs)}
+            values = {":minute": number_attribute(spent.minute), ":runs": number_attribute(runs)}
             self.update(team.team_id, "SET #runs = #runs - :runs", c.RUN_BUDGET_STILL_IN, NAMES, values)
 
     def _write(
@@ -71,15 +71,15 @@ class DynamoRunBudget(TeamCounter):
     ) -> tuple[bool, tuple[int, int] | None]:
         """The write for a ``stale`` budget (else one with room): (True, (minute, runs) after it) when its
         condition held, else (False, the (minute, runs) the item holds, None for no item)."""
-        values: Item = {":minute": n(minute), ":runs": n(runs)}
+        values: Item = {":minute": number_attribute(minute), ":runs": number_attribute(runs)}
         if stale:
             ttl = (minute + 1) * 60 + BUDGET_TTL_SECONDS
             update, condition = "SET #minute = :minute, #runs = :runs, #ttl = :ttl", c.RUN_BUDGET_STALE
-            values[":ttl"] = n(ttl)
+            values[":ttl"] = number_attribute(ttl)
             names = {**NAMES, "#ttl": "ttl"}
         else:
             update, condition = "SET #runs = #runs + :runs", c.RUN_BUDGET_HAS_ROOM
-            values[":most_held"] = n(rule.most_held(runs))
+            values[":most_held"] = number_attribute(rule.most_held(runs))
             names = NAMES
         written, item = self.update(team_id, update, condition, names, values)
         return written, (int(item["minute"]["N"]), int(item["runs"]["N"])) if "minute" in item else None

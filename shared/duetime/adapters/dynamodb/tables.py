@@ -32,7 +32,10 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
 
 DUE_INDEX = "due"
 TEAM_JOBS_INDEX = "team-jobs"
@@ -115,7 +118,7 @@ class TableShapeMismatch(RuntimeError):
     """An existing table has other keys than this version of duetime expects."""
 
 
-def create_tables(client: Any, names: TableNames) -> None:
+def create_tables(client: DynamoDBClient, names: TableNames) -> None:
     """Create any missing table and wait until all are active (idempotent). A table that exists with other
     keys (say, left by an older duetime in a long-running DynamoDB Local) is refused with its name."""
     existing = set(client.list_tables().get("TableNames", []))
@@ -139,7 +142,7 @@ def create_tables(client: Any, names: TableNames) -> None:
                 raise
 
 
-def _check_keys(client: Any, definition: dict[str, Any]) -> None:
+def _check_keys(client: DynamoDBClient, definition: dict[str, Any]) -> None:
     name = definition["TableName"]
     found = client.describe_table(TableName=name)["Table"]["KeySchema"]
     if found != definition["KeySchema"]:

@@ -6,16 +6,20 @@ read before them. A failed condition is a normal outcome: DynamoDB hands back th
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import TYPE_CHECKING, cast
 
 from botocore.exceptions import ClientError
 
-from duetime.adapters.dynamodb.codec import Item, s
+from duetime.adapters.dynamodb.codec import Item, string_attribute
+from duetime.adapters.dynamodb.conditional import lost_race
 from duetime.adapters.dynamodb.conditions import Condition
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
 
 
 def counter_key(kind: str, team_id: str) -> Item:
-    return {"pk": s(f"{kind}#{team_id}"), "sk": s(kind)}
+    return {"pk": string_attribute(f"{kind}#{team_id}"), "sk": string_attribute(kind)}
 
 
 class TeamCounter:
@@ -24,7 +28,7 @@ class TeamCounter:
 
     kind = ""
 
-    def __init__(self, client: Any, control_table: str) -> None:
+    def __init__(self, client: DynamoDBClient, control_table: str) -> None:
         self.client = client
         self.table = control_table
         self._seen: dict[str, int] = {}
@@ -46,7 +50,7 @@ class TeamCounter:
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+            if not lost_race(exc):
                 raise
             return False, cast(Item, exc.response.get("Item") or {})
-        return True, cast(Item, response["Attributes"])
+        return True, response["Attributes"]

@@ -22,18 +22,22 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING
 
 from botocore.exceptions import ClientError
 
 from duetime.adapters.dynamodb import conditions as c
-from duetime.adapters.dynamodb.codec import Item, n, s
+from duetime.adapters.dynamodb.codec import Item, number_attribute, string_attribute
 from duetime.adapters.dynamodb.reads import batch_get, read_team, team_key
 from duetime.adapters.dynamodb.tables import TableNames
 from duetime.domain.catalog import AuditEvent
 from duetime.domain.models import Team
 from duetime.domain.timeutil import iso_z
 from duetime.domain.tokens import LEGACY_TOKEN_NAME, ApiToken, TokenScope
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
 
 AUDIT_KEPT = timedelta(days=90)
 DIRECTORY = "teams"
@@ -44,24 +48,24 @@ __all__ = ["AUDIT_KEPT", "DIRECTORY", "AuditEvent", "TeamRecords"]  # AuditEvent
 class TeamRecords:
     """The team rows of the control table. ``DynamoCatalog`` is one (it adds jobs and runs)."""
 
-    client: Any
+    client: DynamoDBClient
     names: TableNames
 
     def create_team(self, team: Team, token: ApiToken, audit: AuditEvent | None = None) -> bool:
         """Write a new team, its first token, its directory row (and the audit event) together; False when the
         team id is taken (TEAM_IS_NEW)."""
-        items: list[dict[str, Any]] = [
+        items: list[TransactWriteItemTypeDef] = [
             self._put_new(
                 {
                     **team_key(team.team_id),
-                    "team": s(team.model_dump_json()),
-                    "revision": n(1),
-                    "exact_jobs": n(0),
-                    "job_count": n(0),
+                    "team": string_attribute(team.model_dump_json()),
+                    "revision": number_attribute(1),
+                    "exact_jobs": number_attribute(0),
+                    "job_count": number_attribute(0),
                 }
             ),
             *self._token_puts(token),
-            self._put_new({"pk": s(DIRECTORY), "sk": s(team.team_id)}),
+            self._put_new({"pk": string_attribute(DIRECTORY), "sk": string_attribute(team.team_id)}),
         ]
         if audit is not None:
             items.append(self._audit_put(audit, 1))
@@ -70,7 +74,8 @@ class TeamRecords:
     def token_record(self, token_hash: str) -> ApiToken | None:
         """The token whose SHA-256 is ``token_hash``, if it is a token (issued, not revoked)."""
         item = self.client.get_item(
-            TableName=self.names.control, Key={"pk": s(f"token#{token_hash}"), "sk": s("token")}
+            TableName=self.names.control,
+            Key={"pk": string_attribute(f"token#{token_hash}"), "sk": string_attribute("token")},
         ).get("Item")
         return _token(item) if item else None
 
@@ -80,7 +85,7 @@ class TeamRecords:
         pages = self.client.get_paginator("query").paginate(
             TableName=self.names.control,
             KeyConditionExpression="pk = :pk",
-            ExpressionAttributeValues={":pk": s(f"tokens#{team_id}")},
+            ExpressionAttributeValues={":pk": string_attribute(f"tokens#{team_id}")},
             ConsistentRead=True,
         )
         return [_token(item) for page in pages for item in page.get("Items", [])]
@@ -103,7 +108,7 @@ class TeamRecords:
         pages = self.client.get_paginator("query").paginate(
             TableName=self.names.control,
             KeyConditionExpression="pk = :pk",
-            ExpressionAttributeValues={":pk": s(DIRECTORY)},
+            ExpressionAttributeValues={":pk": string_attribute(DIRECTORY)},
         )
         ids = [item["sk"]["S"] for page in pages for item in page.get("Items", [])]
         items = batch_get(self.client, self.names.control, [team_key(i) for i in ids])
@@ -124,7 +129,7 @@ class TeamRecords:
         back to the same settings, or another token's issue or revocation, is caught there), the rows of a
         token issued (``issue``) and the deletion of a token revoked (``revoke``, TOKEN_EXISTS). False on a
         lost race."""
-        items: list[dict[str, Any]] = [
+        items: list[TransactWriteItemTypeDef] = [
             {
                 "Update": {
                     "TableName": self.names.control,
@@ -132,9 +137,9 @@ class TeamRecords:
                     "UpdateExpression": "SET team = :after, revision = :revision",
                     "ConditionExpression": c.TEAM_UNCHANGED_SINCE_READ.expression,
                     "ExpressionAttributeValues": {
-                        ":after": s(after.model_dump_json()),
-                        ":before": s(before.model_dump_json()),
-                        ":revision": n(revision + 1),
+                        ":after": string_attribute(after.model_dump_json()),
+                        ":before": string_attribute(before.model_dump_json()),
+                        ":revision": number_attribute(revision + 1),
                     },
                 }
             },
@@ -160,7 +165,7 @@ class TeamRecords:
         page = self.client.query(
             TableName=self.names.control,
             KeyConditionExpression="pk = :pk",
-            ExpressionAttributeValues={":pk": s(f"audit#{team_id}")},
+            ExpressionAttributeValues={":pk": string_attribute(f"audit#{team_id}")},
             ScanIndexForward=False,
             Limit=limit,
         )
@@ -177,20 +182,20 @@ class TeamRecords:
 
     # --- items ------------------------------------------------------------------------------------------
 
-    def _token_puts(self, token: ApiToken) -> list[dict[str, Any]]:
+    def _token_puts(self, token: ApiToken) -> list[TransactWriteItemTypeDef]:
         """The token's row (looked up by its hash) and its row in the team's list, both new (TEAM_IS_NEW)."""
         fields: Item = {
-            "team_id": s(token.team_id),
-            "token_hash": s(token.token_hash),
-            "generation": n(token.generation),
-            "name": s(token.name),
-            "scope": s(token.scope),
-            "created_by": s(token.created_by or "unknown"),
-            **({"created_at": s(iso_z(token.created_at))} if token.created_at else {}),
+            "team_id": string_attribute(token.team_id),
+            "token_hash": string_attribute(token.token_hash),
+            "generation": number_attribute(token.generation),
+            "name": string_attribute(token.name),
+            "scope": string_attribute(token.scope),
+            "created_by": string_attribute(token.created_by or "unknown"),
+            **({"created_at": string_attribute(iso_z(token.created_at))} if token.created_at else {}),
         }
         return [self._put_new({**key, **fields}) for key in _token_keys(token)]
 
-    def _put_new(self, item: Item) -> dict[str, Any]:
+    def _put_new(self, item: Item) -> TransactWriteItemTypeDef:
         return {
             "Put": {
                 "TableName": self.names.control,
@@ -199,20 +204,20 @@ class TeamRecords:
             }
         }
 
-    def _audit_put(self, event: AuditEvent, revision: int) -> dict[str, Any]:
+    def _audit_put(self, event: AuditEvent, revision: int) -> TransactWriteItemTypeDef:
         return self._put_new(
             {
-                "pk": s(f"audit#{event.team_id}"),
-                "sk": s(f"{revision:012d}"),
-                "action": s(event.action),
-                "at": s(iso_z(event.at)),
-                "actor": s(event.actor),
-                "detail": s(json.dumps(event.detail, sort_keys=True, default=str)),
-                "ttl": n(int((event.at + AUDIT_KEPT).timestamp())),
+                "pk": string_attribute(f"audit#{event.team_id}"),
+                "sk": string_attribute(f"{revision:012d}"),
+                "action": string_attribute(event.action),
+                "at": string_attribute(iso_z(event.at)),
+                "actor": string_attribute(event.actor),
+                "detail": string_attribute(json.dumps(event.detail, sort_keys=True, default=str)),
+                "ttl": number_attribute(int((event.at + AUDIT_KEPT).timestamp())),
             }
         )
 
-    def _transact(self, items: list[dict[str, Any]]) -> bool:
+    def _transact(self, items: list[TransactWriteItemTypeDef]) -> bool:
         """True when the transaction committed; False when a condition cancelled it (a lost race or a taken
         id: normal outcomes)."""
         try:
@@ -226,8 +231,8 @@ class TeamRecords:
 
 def _token_keys(token: ApiToken) -> list[Item]:
     return [
-        {"pk": s(f"token#{token.token_hash}"), "sk": s("token")},
-        {"pk": s(f"tokens#{token.team_id}"), "sk": s(token.token_id)},
+        {"pk": string_attribute(f"token#{token.token_hash}"), "sk": string_attribute("token")},
+        {"pk": string_attribute(f"tokens#{token.team_id}"), "sk": string_attribute(token.token_id)},
     ]
 
 

@@ -1,14 +1,14 @@
 """A worker's batch of runs in a few requests: leases, results and team slots, by PartiQL batches.
 
-The writes are the single-run writes of ``store.py`` under the same named conditions (``conditions.py``),
-made for up to 25 runs a request (``partiql.py``); each succeeds or fails on its own. Per batch of runs of
-one team, on the common path: one consistent BatchGetItem and one batch to take the leases, one Query and
-one batch to take the slots, and one batch that records the results and frees the slots together
-(``record_results_and_free_slots``), where slots are written with one statement per item of five slots
-(``SLOTS_PER_ITEM``); a heartbeat is one batch for the leases and one for the slots.
+The writes are the single-run writes of ``runs.py`` and ``teams.py`` under the same named conditions
+(``conditions.py``), made for up to 25 runs a request (``partiql.py``); each succeeds or fails on its own.
+Per batch of runs of one team, on the common path: one consistent BatchGetItem and one batch to take the
+leases, one Query and one batch to take the slots, and one batch that records the results and frees the
+slots together (``record_results_and_free_slots``), where slots are written with one statement per item of
+five slots (``SLOTS_PER_ITEM``); a heartbeat is one batch for the leases and one for the slots.
 
-A batch of one run makes the single-run write instead (``store.py``): one UpdateItem, where a batch needs
-a read and a write to take a lease, and one guess at a free slot before any Query.
+A batch of one run makes the single-run write instead (``runs.py``, ``teams.py``): one UpdateItem, where a
+batch needs a read and a write to take a lease, and one guess at a free slot before any Query.
 
 Taking a lease reads the runs first (the worker needs them to call their targets, and a batched UPDATE
 returns nothing): a run not waiting for the message's attempt is dropped without a write. The lease write
@@ -21,15 +21,23 @@ import logging
 import math
 import random
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime, timedelta
-from typing import Any
+from datetime import datetime
 
 from duetime.adapters.dynamodb import conditions as c
 from duetime.adapters.dynamodb import partiql
-from duetime.adapters.dynamodb.codec import Item, item_to_run, n, reap_shard, run_key, run_payload, s, t
+from duetime.adapters.dynamodb.codec import (
+    Item,
+    item_to_run,
+    number_attribute,
+    reap_shard,
+    run_key,
+    run_payload,
+    string_attribute,
+    time_attribute,
+)
 from duetime.adapters.dynamodb.reads import batch_get
 from duetime.adapters.dynamodb.reap_checks import waiting_check
-from duetime.adapters.dynamodb.tables import TableNames
+from duetime.adapters.dynamodb.store_part import StorePart
 from duetime.domain.ids import split_run_id
 from duetime.domain.models import Run, RunStatus, Team
 from duetime.domain.timeutil import parse_iso_z, whole_seconds
@@ -65,7 +73,10 @@ def slot_groups_to_search(max_concurrency: int) -> list[int]:
 def slot_key(team_id: str, slot: int) -> Item:
     """The key of the item that holds ``slot`` (named by the item's first slot)."""
     first = slot - slot % SLOTS_PER_ITEM
-    return {"pk": s(slot_group_key(team_id, slot // SLOTS_PER_KEY)), "sk": s(f"slot#{first:05d}")}
+    return {
+        "pk": string_attribute(slot_group_key(team_id, slot // SLOTS_PER_KEY)),
+        "sk": string_attribute(f"slot#{first:05d}"),
+    }
 
 
 def by_item(slots: Mapping[str, int]) -> dict[int, dict[str, int]]:
@@ -90,12 +101,9 @@ def fill_items(run_ids: Sequence[str], free: Sequence[int]) -> dict[str, int]:
     return dict(zip(run_ids, chosen, strict=False))
 
 
-class WorkerBatches:
+class WorkerBatches(StorePart):
     """The batched run and slot writes of ``DynamoStore`` (``RunStore``'s and ``TeamStore``'s batch forms)."""
 
-    client: Any
-    names: TableNames
-    lease_check: timedelta  # reap_checks: a waiting run's check after its message is visible
     # The single-run forms (``DynamoStore``'s), for batches of one.
     acquire_lease: Callable[[str, int, str, datetime, datetime], Run | None]
     extend_lease: Callable[[str, int, str, datetime, datetime], bool]
@@ -191,27 +199,27 @@ class WorkerBatches:
     ) -> partiql.Statement:
         """RUN_WAITING_FOR_ATTEMPT's write for ``run``; for a carried run, under RUN_AS_CARRIED too."""
         values: Item = {
-            ":queued": s(RunStatus.QUEUED),
-            ":retry_wait": s(RunStatus.RETRY_WAIT),
-            ":running": s(RunStatus.RUNNING),
-            ":attempt": n(run.attempt),
-            ":owner": s(owner),
-            ":lease_expires_at": t(lease_until),
-            ":updated_at": t(now),
-            ":started_at": t(run.started_at or now),
+            ":queued": string_attribute(RunStatus.QUEUED),
+            ":retry_wait": string_attribute(RunStatus.RETRY_WAIT),
+            ":running": string_attribute(RunStatus.RUNNING),
+            ":attempt": number_attribute(run.attempt),
+            ":owner": string_attribute(owner),
+            ":lease_expires_at": time_attribute(lease_until),
+            ":updated_at": time_attribute(now),
+            ":started_at": time_attribute(run.started_at or now),
         }
         condition = c.RUN_WAITING_FOR_ATTEMPT
         if carried:
             values.update(
                 {
-                    ":team": s(run.team),
-                    ":partition": n(run.partition),
-                    ":nominal_at": t(run.nominal_at),
-                    ":fire_at": t(run.fire_at),
-                    ":max_attempts": n(run.max_attempts),
-                    ":payload": s(run_payload(run)),
-                    ":created_at": t(run.created_at),
-                    ":ttl": n(run.expires_at_epoch),
+                    ":team": string_attribute(run.team),
+                    ":partition": number_attribute(run.partition),
+                    ":nominal_at": time_attribute(run.nominal_at),
+                    ":fire_at": time_attribute(run.fire_at),
+                    ":max_attempts": number_attribute(run.max_attempts),
+                    ":payload": string_attribute(run_payload(run)),
+                    ":created_at": time_attribute(run.created_at),
+                    ":ttl": number_attribute(run.expires_at_epoch),
                 }
             )
             as_carried = c.RUN_AS_CARRIED.filled(
@@ -240,11 +248,11 @@ class WorkerBatches:
                 run_key(run_id),
                 c.LEASE_HELD,
                 {
-                    ":running": s(RunStatus.RUNNING),
-                    ":owner": s(owner),
-                    ":attempt": n(attempt),
-                    ":now": t(now),
-                    ":lease_expires_at": t(lease_until),
+                    ":running": string_attribute(RunStatus.RUNNING),
+                    ":owner": string_attribute(owner),
+                    ":attempt": number_attribute(attempt),
+                    ":now": time_attribute(now),
+                    ":lease_expires_at": time_attribute(lease_until),
                 },
                 sets=("lease_expires_at",),
             )
@@ -300,22 +308,24 @@ class WorkerBatches:
     def _result_statement(self, write: ResultWrite, owner: str, now: datetime) -> partiql.Statement:
         """``record_result``'s write (LEASE_OWNED) as a PartiQL statement."""
         values: Item = {
-            ":running": s(RunStatus.RUNNING),
-            ":owner": s(owner),
-            ":attempt": n(write.run.attempt),
-            ":status": s(write.status),
-            ":result": s(write.result.model_dump_json(exclude_none=True)),
-            ":updated_at": t(now),
+            ":running": string_attribute(RunStatus.RUNNING),
+            ":owner": string_attribute(owner),
+            ":attempt": number_attribute(write.run.attempt),
+            ":status": string_attribute(write.status),
+            ":result": string_attribute(write.result.model_dump_json(exclude_none=True)),
+            ":updated_at": time_attribute(now),
         }
         if write.status is RunStatus.RETRY_WAIT:
             assert write.retry_at is not None and write.queue_deadline is not None
             values.update(
                 {
-                    ":next_attempt": n(write.run.attempt + 1),
-                    ":retry_at": t(write.retry_at),
-                    ":queue_deadline": t(write.queue_deadline),
-                    ":reap_shard": s(reap_shard(write.run.partition)),
-                    ":reap_at": t(waiting_check(write.retry_at, write.queue_deadline, self.lease_check)),
+                    ":next_attempt": number_attribute(write.run.attempt + 1),
+                    ":retry_at": time_attribute(write.retry_at),
+                    ":queue_deadline": time_attribute(write.queue_deadline),
+                    ":reap_shard": string_attribute(reap_shard(write.run.partition)),
+                    ":reap_at": time_attribute(
+                        waiting_check(write.retry_at, write.queue_deadline, self.lease_check)
+                    ),
                 }
             )
             # A ticketed run joins the index here (reap_tickets): the shard is set with the check.
@@ -324,7 +334,7 @@ class WorkerBatches:
             removes: tuple[str, ...] = ("owner", "lease_expires_at")
             set_from = {"attempt": ":next_attempt"}  # the condition compares the old one, ":attempt"
         else:
-            values[":finished_at"] = t(now)
+            values[":finished_at"] = time_attribute(now)
             sets = ("result", "updated_at", "finished_at")
             # A ticketed run has no entry to remove (reap_tickets): the write then leaves the index alone.
             in_index = write.run.in_reap_index
@@ -378,11 +388,11 @@ class WorkerBatches:
         key = slot_key(team_id, first)
         ks = {slot % SLOTS_PER_ITEM: run_id for run_id, slot in cells.items()}
         if not exists:  # SLOT_IS_NEW: the INSERT fails when another worker made the item meanwhile
-            holders = {f"holder_{k}": s(run_id) for k, run_id in ks.items()}
-            expiries = {f"until_{k}": t(lease_until) for k in ks}
+            holders = {f"holder_{k}": string_attribute(run_id) for k, run_id in ks.items()}
+            expiries = {f"until_{k}": time_attribute(lease_until) for k in ks}
             return partiql.insert(self.names.control, {**key, **holders, **expiries}, c.SLOT_IS_NEW)
-        values: Item = {":now": t(now), ":until": t(lease_until)}
-        values.update({f":run_{k}": s(run_id) for k, run_id in ks.items()})
+        values: Item = {":now": time_attribute(now), ":until": time_attribute(lease_until)}
+        values.update({f":run_{k}": string_attribute(run_id) for k, run_id in ks.items()})
         return partiql.update(
             self.names.control,
             key,
@@ -402,7 +412,7 @@ class WorkerBatches:
         pages = self.client.get_paginator("query").paginate(
             TableName=self.names.control,
             KeyConditionExpression="pk = :pk",
-            ExpressionAttributeValues={":pk": s(slot_group_key(team.team_id, group))},
+            ExpressionAttributeValues={":pk": string_attribute(slot_group_key(team.team_id, group))},
             ConsistentRead=True,
         )
         for item in (item for page in pages for item in page.get("Items", [])):
@@ -426,7 +436,9 @@ class WorkerBatches:
         def extend_one(run_id: str, slot: int) -> bool:
             return self.extend_slot(team_id, slot, run_id, lease_until)
 
-        return self._write_held_slots(team_id, slots, extend, {":until": t(lease_until)}, extend_one)
+        return self._write_held_slots(
+            team_id, slots, extend, {":until": time_attribute(lease_until)}, extend_one
+        )
 
     def release_slots(self, team_id: str, slots: Mapping[str, int]) -> None:
         if len(slots) == 1:
@@ -476,7 +488,9 @@ class WorkerBatches:
         for first, cells in by_item(slots).items():
             ks = [slot % SLOTS_PER_ITEM for slot in cells.values()]
             sets, removes = change(ks)
-            holders = {f":run_{slot % SLOTS_PER_ITEM}": s(run_id) for run_id, slot in cells.items()}
+            holders = {
+                f":run_{slot % SLOTS_PER_ITEM}": string_attribute(run_id) for run_id, slot in cells.items()
+            }
             statement = partiql.update(
                 self.names.control,
                 slot_key(team_id, first),

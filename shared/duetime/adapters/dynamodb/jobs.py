@@ -1,0 +1,119 @@
+"""Jobs on DynamoDB: reading them, the due index, and the partitions' low-water marks (``JobStore``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from duetime.adapters.dynamodb import conditions as c
+from duetime.adapters.dynamodb import partiql
+from duetime.adapters.dynamodb.codec import Item, item_to_job, string_attribute
+from duetime.adapters.dynamodb.conditional import conditional_write
+from duetime.adapters.dynamodb.due_rows import CompactDueRow
+from duetime.adapters.dynamodb.reads import batch_get, read_job
+from duetime.adapters.dynamodb.store_part import StorePart
+from duetime.adapters.dynamodb.tables import DUE_INDEX
+from duetime.domain.models import Job
+from duetime.domain.timeutil import iso_z
+
+
+class DynamoJobs(StorePart):
+    """``JobStore``'s reads and low-water marks (mixed into ``DynamoStore``; claims: ``claims.py``)."""
+
+    _marks_known: set[int]  # partitions whose low-water mark is known to exist
+
+    def get_job(self, job_id: str) -> Job | None:
+        return read_job(self.client, self.names, job_id)
+
+    def due_jobs(
+        self, partition: int, bucket: str, until: datetime, limit: int, after: str | None = None
+    ) -> list[Job]:
+        return [item_to_job(item) for item in self._due_items(partition, bucket, until, limit, after)]
+
+    def due_rows(
+        self, partition: int, bucket: str, until: datetime, limit: int, after: str | None = None
+    ) -> list[CompactDueRow]:
+        items = self._due_items(partition, bucket, until, limit, after, CompactDueRow.ATTRIBUTES)
+        return [CompactDueRow(item) for item in items]
+
+    def _due_items(
+        self,
+        partition: int,
+        bucket: str,
+        until: datetime,
+        limit: int,
+        after: str | None,
+        attributes: Sequence[str] = (),
+    ) -> list[Item]:
+        """The due index's items for (partition, bucket) up to ``until``, after the due key ``after``;
+        only ``attributes`` of each when given."""
+        low = f"{after}\x00" if after else "0"  # strictly after the given due key
+        query: dict[str, Any] = {
+            "TableName": self.names.jobs,
+            "IndexName": DUE_INDEX,
+            "KeyConditionExpression": "due_bucket = :bucket AND due_key BETWEEN :low AND :until",
+            "ExpressionAttributeValues": {
+                ":bucket": string_attribute(f"{partition:02d}#{bucket}"),
+                ":low": string_attribute(low),
+                ":until": string_attribute(f"{iso_z(until)}#~"),  # '~' sorts after every job id character
+            },
+        }
+        if attributes:
+            query["ProjectionExpression"] = ", ".join(f"#a{i}" for i in range(len(attributes)))
+            query["ExpressionAttributeNames"] = {f"#a{i}": name for i, name in enumerate(attributes)}
+        # A page stops at 1 MB (about 15 jobs with 64 KiB bodies), so a short page is not the end: follow
+        # LastEvaluatedKey until ``limit`` rows or the end of the range.
+        items: list[Item] = []
+        while len(items) < limit:
+            response = self.client.query(**query, Limit=limit - len(items))
+            items.extend(response.get("Items", []))
+            if "LastEvaluatedKey" not in response:
+                break
+            query["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+        return items
+
+    def count_due(self, partition: int, bucket: str) -> int:
+        pages = self.client.get_paginator("query").paginate(
+            TableName=self.names.jobs,
+            IndexName=DUE_INDEX,
+            KeyConditionExpression="due_bucket = :bucket",
+            ExpressionAttributeValues={":bucket": string_attribute(f"{partition:02d}#{bucket}")},
+            Select="COUNT",
+        )
+        # A COUNT still reads (and pages) at most 1 MB of the index at a time: every page counts.
+        return sum(int(page.get("Count", 0)) for page in pages)
+
+    def low_water_marks(self, partitions: Sequence[int]) -> dict[int, str]:
+        items = batch_get(self.client, self.names.control, [_mark_key(p) for p in partitions])
+        return {int(item["pk"]["S"].split("#")[1]): item["low_water"]["S"] for item in items}
+
+    def ensure_low_water_mark(self, partition: int, bucket: str) -> None:
+        if partition in self._marks_known:
+            return
+        conditional_write(
+            self.client.put_item,
+            TableName=self.names.control,
+            Item={**_mark_key(partition), "low_water": string_attribute(bucket)},
+            ConditionExpression=c.WATERMARK_MISSING.expression,
+        )
+        self._marks_known.add(partition)
+
+    def advance_low_water_marks(self, marks: Mapping[int, str]) -> None:
+        """One BatchExecuteStatement per 25 marks (``WATERMARK_BEHIND``): at a minute's turn a poller moves
+        all of its partitions' marks, 64 single writes before."""
+        statements = [
+            partiql.update(
+                self.names.control,
+                _mark_key(partition),
+                c.WATERMARK_BEHIND,
+                {":low_water": string_attribute(bucket), ":bucket": string_attribute(bucket)},
+                sets=("low_water",),
+            )
+            for partition, bucket in marks.items()
+        ]
+        self._execute_in_parallel(statements)
+
+
+def _mark_key(partition: int) -> Item:
+    return {"pk": string_attribute(f"partition#{partition:02d}"), "sk": string_attribute("watermark")}
