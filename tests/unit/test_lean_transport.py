@@ -4,6 +4,7 @@ its requests. Its answers beside botocore's on the real emulators: tests/integra
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 from collections.abc import Iterator
@@ -36,7 +37,8 @@ class Stub:
 
     answers: list[Answer]
     received: list[tuple[dict[str, str], dict[str, Any]]] = field(default_factory=list)
-    connections: set[int] = field(default_factory=set)
+    connections: set[int] = field(default_factory=set)  # the numbers of the connections requests came on
+    numbers: Iterator[int] = field(default_factory=lambda: itertools.count(1))  # one a connection accepted
 
     def next_answer(self) -> Answer:
         return self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
@@ -49,10 +51,15 @@ def stub() -> Iterator[tuple[Stub, str]]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
+        def setup(self) -> None:  # once a connection (its requests are then handled in turn)
+            super().setup()
+            self.number = next(state.numbers)
+
         def do_POST(self) -> None:
             length = int(self.headers["Content-Length"])
             state.received.append((dict(self.headers.items()), json.loads(self.rfile.read(length))))
-            state.connections.add(id(self.connection))
+            # By number, not id(self.connection): a closed socket's id can be reused by the next one.
+            state.connections.add(self.number)
             answer = state.next_answer()
             data = json.dumps(answer.body).encode()
             self.send_response(answer.status)
