@@ -10,7 +10,8 @@ import pytest
 
 from duetime.bench.isolation import emulator_on_own_cores, listening_pid
 
-pytestmark = pytest.mark.integration
+# Serial: it moves the suite's DynamoDB Local onto cores of its own, and a test beside it could do the same.
+pytestmark = [pytest.mark.integration, pytest.mark.serial]
 
 
 def thread_cpus(pid: int) -> set[frozenset[int]]:

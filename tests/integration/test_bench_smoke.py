@@ -10,6 +10,10 @@ from typing import Any
 
 import pytest
 
+# Serial: the spike moves the suite's DynamoDB Local onto cores of its own (the other tests would run on what
+# is left), and every bench measures CPU, which tests beside it would take.
+pytestmark = pytest.mark.serial
+
 SPIKE_KEYS = {
     "jobs",
     "runs_started",

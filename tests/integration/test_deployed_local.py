@@ -46,7 +46,8 @@ from duetime.timeutil import iso_z
 
 from .processes import describe, distinct_free_ports, listening, marked, wait_until
 
-pytestmark = pytest.mark.integration
+# One xdist worker runs the module, so that the stack is deployed once (a module fixture).
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("deployed-stack")]
 
 ROOT = Path(__file__).resolve().parents[2]
 MARKER = "DUETIME_DEPLOY_LOCAL_TEST"
