@@ -10,8 +10,9 @@ import pytest
 
 from duetime.bench.isolation import emulator_on_own_cores, listening_pid
 
-# Serial: it moves the suite's DynamoDB Local onto cores of its own, and a test beside it could do the same.
-pytestmark = [pytest.mark.integration, pytest.mark.serial]
+# With the benches (test_bench_smoke) on one xdist worker, in turn: the spike bench also moves DynamoDB Local
+# onto cores of its own, and the two must not do it at once.
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("bench")]
 
 
 def thread_cpus(pid: int) -> set[frozenset[int]]:

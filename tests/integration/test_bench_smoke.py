@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-# Serial: the spike moves the suite's DynamoDB Local onto cores of its own (the other tests would run on what
-# is left), and every bench measures CPU, which tests beside it would take.
-pytestmark = pytest.mark.serial
+# On one xdist worker, in turn, with test_bench_isolation: the spike bench moves DynamoDB Local onto cores of
+# its own, as that test does, and the two must not do it at once.
+pytestmark = pytest.mark.xdist_group("bench")
 
 SPIKE_KEYS = {
     "jobs",

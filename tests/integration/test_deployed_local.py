@@ -111,7 +111,8 @@ def deployed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployed]:
                 ready.set()
 
     threading.Thread(target=read, daemon=True).start()
-    root = ROOT / ".cache" / f"localstack-deployed-{port}"
+    # Resolved: the runtimes' working directories (read from /proc) are real paths, and .cache may be a link.
+    root = Path(os.environ.get("DUETIME_CACHE") or ROOT / ".cache").resolve() / f"localstack-deployed-{port}"
     try:
         deadline = time.monotonic() + DEPLOY_SECONDS
         while not ready.wait(0.5):
