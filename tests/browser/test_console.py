@@ -20,7 +20,8 @@ from ..integration.local_system import LocalSystem, isolated
 from .conftest import ALL_REQUESTS, TIME_ZONE, Console, new_console
 from .support import PHONE, Api
 
-pytestmark = pytest.mark.integration
+# One xdist worker runs them: one duetime local and one Chromium serve them all (session fixtures).
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("browser")]
 
 RUN_TIMEOUT = 90_000  # ms: a run due now is claimed, called and recorded well within this
 

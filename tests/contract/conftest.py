@@ -4,7 +4,14 @@ APScheduler 4 runs one suite against every data store). Only the emulator parame
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
 import pytest
+
+from duetime.adapters.aws.clients import new_client
+from duetime.adapters.dynamodb.tables import TableNames, create_tables
 
 from ..emulators import require_emulators
 
@@ -19,3 +26,16 @@ def against(emulator: str) -> list[object]:
 @pytest.fixture
 def emulators() -> tuple[str, str]:
     return require_emulators()
+
+
+@pytest.fixture
+def dynamodb_tables(emulators: tuple[str, str]) -> Iterator[tuple[Any, TableNames]]:
+    """A client (the lean transport, as duetime runs) and a fresh set of duetime's tables on DynamoDB Local,
+    named for this test alone, deleted after it."""
+    client = new_client("dynamodb")
+    prefix = f"c{uuid.uuid4().hex[:10]}"
+    names = TableNames(f"{prefix}-jobs", f"{prefix}-runs", f"{prefix}-control")
+    create_tables(client, names)
+    yield client, names
+    for table in (names.jobs, names.runs, names.control):
+        client.delete_table(TableName=table)

@@ -10,7 +10,6 @@ consistency, which stay the business of the integration tests.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
@@ -18,10 +17,8 @@ from typing import Any
 
 import pytest
 
-from duetime.adapters.aws.clients import new_client
 from duetime.adapters.dynamodb.catalog import DynamoCatalog
 from duetime.adapters.dynamodb.store import DynamoStore
-from duetime.adapters.dynamodb.tables import TableNames, create_tables
 from duetime.adapters.memory import InMemoryCatalog, MemoryStore
 from duetime.api.team_admin import hash_token
 from duetime.domain.catalog import (
@@ -56,23 +53,13 @@ def _memory() -> Iterator[Subject]:
     yield Subject(InMemoryCatalog(store), store)
 
 
-def _dynamodb() -> Iterator[Subject]:
-    client = new_client("dynamodb")
-    prefix = f"k{uuid.uuid4().hex[:10]}"
-    names = TableNames(f"{prefix}-jobs", f"{prefix}-runs", f"{prefix}-control")
-    create_tables(client, names)
-    yield Subject(DynamoCatalog(client, names), DynamoStore(client, names))
-    for table in (names.jobs, names.runs, names.control):
-        client.delete_table(TableName=table)
-
-
 @pytest.fixture(params=against("dynamodb"))
 def subject(request: pytest.FixtureRequest) -> Iterator[Subject]:
     if request.param == TWIN:
         yield from _memory()
         return
-    request.getfixturevalue("emulators")
-    yield from _dynamodb()
+    client, names = request.getfixturevalue("dynamodb_tables")
+    yield Subject(DynamoCatalog(client, names), DynamoStore(client, names))
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ DynamoDB Local and of the benchmarks on AWS.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -20,11 +19,10 @@ from typing import Any
 
 import pytest
 
-from duetime.adapters.aws.clients import new_client
 from duetime.adapters.aws.sqs import decode, encode
 from duetime.adapters.dynamodb.codec import due_key, job_to_item
 from duetime.adapters.dynamodb.store import DynamoStore
-from duetime.adapters.dynamodb.tables import TableNames, create_tables
+from duetime.adapters.dynamodb.tables import TableNames
 from duetime.adapters.memory import MemoryStore
 from duetime.domain.claim_plan import make_claim, plan_claim
 from duetime.domain.ids import make_run_id, new_job_id, partition_of
@@ -53,20 +51,14 @@ def _memory() -> Iterator[Subject]:
     yield Subject(store, store.put_job)
 
 
-def _dynamodb() -> Iterator[Subject]:
-    client = new_client("dynamodb")  # as duetime runs: the lean transport
-    prefix = f"c{uuid.uuid4().hex[:10]}"
-    names = TableNames(f"{prefix}-jobs", f"{prefix}-runs", f"{prefix}-control")
-    create_tables(client, names)
+def _dynamodb(client: Any, names: TableNames) -> Subject:
     store = DynamoStore(client, names)
 
     def put_job(job: Job, now: datetime) -> None:
         store.ensure_low_water_mark(partition_of(job.id), minute_bucket(now))
         client.put_item(TableName=names.jobs, Item=job_to_item(job, now))
 
-    yield Subject(store, put_job)
-    for table in (names.jobs, names.runs, names.control):
-        client.delete_table(TableName=table)
+    return Subject(store, put_job)
 
 
 @pytest.fixture(params=against("dynamodb"))
@@ -74,8 +66,7 @@ def subject(request: pytest.FixtureRequest) -> Iterator[Subject]:
     if request.param == TWIN:
         yield from _memory()
         return
-    request.getfixturevalue("emulators")
-    yield from _dynamodb()
+    yield _dynamodb(*request.getfixturevalue("dynamodb_tables"))
 
 
 def ids_in_partition(partition: int, count: int) -> list[str]:

@@ -43,8 +43,8 @@ from duetime.execution.outcomes import Verdict, judge
 from duetime.ports import AwsRole, AwsTargetCall, TargetResponse
 
 from .conftest import SQS_URL
+from .test_lambda_executor import ON_THE_DEPLOYED_PORT, DeployedLocalStack, deployed  # noqa: F401  (a module fixture)
 from .test_lambda_executor import ROLE as LAMBDA_ROLE
-from .test_lambda_executor import DeployedLocalStack, deployed  # noqa: F401  (a module fixture)
 
 pytestmark = pytest.mark.integration
 
@@ -337,6 +337,7 @@ def _zip() -> bytes:
     return buffer.getvalue()
 
 
+@ON_THE_DEPLOYED_PORT
 def test_a_lambda_function_gets_the_envelope_and_payload_and_its_error_is_a_502(
     deployed: DeployedLocalStack,  # noqa: F811  (the fixture imported above)
 ) -> None:

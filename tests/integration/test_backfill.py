@@ -223,8 +223,9 @@ def test_a_backfill_past_the_teams_runs_per_minute_is_refused_whole(
     a_fresh_minute(stack)
     first = alpha("POST", f"/v1/jobs/{job['id']}/backfill", window(end - timedelta(minutes=6), end))
     assert first.status == 202 and first.body == {"runs": 6}, first.body
-    assert len(stack.messages()) == 6
 
+    # At once, within the same minute (reading the queue first took long enough on a loaded host to cross
+    # into the next minute, whose budget is whole again).
     earlier = window(end - timedelta(minutes=12), end - timedelta(minutes=6))
     refused = alpha("POST", f"/v1/jobs/{job['id']}/backfill", earlier)
     assert refused.status == 429, refused.body
@@ -232,8 +233,10 @@ def test_a_backfill_past_the_teams_runs_per_minute_is_refused_whole(
     assert (error["code"], error["field"]) == ("rate_limited", "runs_per_minute")
     assert "10 runs a minute" in error["message"] and "4 are left" in error["message"]
     assert 1 <= int(refused.headers["Retry-After"]) <= 60
-    assert len(alpha("GET", f"/v1/jobs/{job['id']}/runs").body["runs"]) == 6  # not one of the 6 asked for
-    assert stack.messages() == []
+    runs = alpha("GET", f"/v1/jobs/{job['id']}/runs").body["runs"]
+    assert len(runs) == 6  # not one of the 6 asked for
+    sent = [m.run_id for m in stack.messages()]
+    assert sorted(sent) == sorted(r["run_id"] for r in runs)  # the first backfill's 6, none of the refused
 
     too_big = alpha("POST", f"/v1/jobs/{job['id']}/backfill", window(end - timedelta(minutes=30), end))
     assert too_big.status == 422 and too_big.body["error"]["field"] == "to", too_big.body

@@ -10,7 +10,9 @@ import pytest
 
 from duetime_bench.isolation import emulator_on_own_cores, listening_pid
 
-pytestmark = pytest.mark.integration
+# With the benches (test_bench_smoke) on one xdist worker, in turn: the spike bench also moves DynamoDB Local
+# onto cores of its own, and the two must not do it at once.
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("bench")]
 
 
 def thread_cpus(pid: int) -> set[frozenset[int]]:

@@ -10,6 +10,10 @@ from typing import Any
 
 import pytest
 
+# On one xdist worker, in turn, with test_bench_isolation: the spike bench moves DynamoDB Local onto cores of
+# its own, as that test does, and the two must not do it at once.
+pytestmark = pytest.mark.xdist_group("bench")
+
 SPIKE_KEYS = {
     "jobs",
     "runs_started",

@@ -46,7 +46,8 @@ from duetime_bench.deployed import find_stack
 
 from .processes import describe, distinct_free_ports, listening, marked, wait_until
 
-pytestmark = pytest.mark.integration
+# One xdist worker runs the module, so that the stack is deployed once (a module fixture).
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("deployed-stack")]
 
 ROOT = Path(__file__).resolve().parents[2]
 MARKER = "DUETIME_DEPLOY_LOCAL_TEST"
@@ -110,7 +111,8 @@ def deployed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployed]:
                 ready.set()
 
     threading.Thread(target=read, daemon=True).start()
-    root = ROOT / ".cache" / f"localstack-deployed-{port}"
+    # Resolved: the runtimes' working directories (read from /proc) are real paths, and .cache may be a link.
+    root = Path(os.environ.get("DUETIME_CACHE") or ROOT / ".cache").resolve() / f"localstack-deployed-{port}"
     try:
         deadline = time.monotonic() + DEPLOY_SECONDS
         while not ready.wait(0.5):
@@ -377,7 +379,9 @@ HELPER_HANDLER = "functions/poller/helper.handler"
 KILLED_GROUP = "0-15"  # the group whose holder hands a slice to the helper the test kills
 KILL_JOBS = 400  # ~100 in the group, ~12 in the helper's slice
 KILL_CLAIM_SECONDS = 10.0  # the group's claims paced to last about this long, so the kill lands mid-claim
-QUEUE_DEADLINE_SECONDS = 600  # a run claimed but not yet sent is re-sent past its queue deadline (10 min)
+# A run claimed but not yet sent is re-sent past its queue deadline: 10 min by default, set shorter on the
+# helper (the runs it claims carry its deadline), so the test waits ~2 min for the re-send instead of ~10.
+QUEUE_DEADLINE_SECONDS = 120
 
 
 def poller_of_group(deployed: Deployed, group: str) -> dict[str, Any]:
@@ -444,12 +448,24 @@ def test_a_helper_killed_mid_claim_leaves_every_run_to_start_once(
             }
         },
     )
+    helper_variables = {
+        helper: lambda_.get_function_configuration(FunctionName=helper)["Environment"]["Variables"]
+        for helper in info.functions["helper"]
+    }
+    for helper, original in helper_variables.items():
+        lambda_.update_function_configuration(
+            FunctionName=helper,
+            Environment={
+                "Variables": {**original, "DUETIME_QUEUE_DEADLINE_SECONDS": str(QUEUE_DEADLINE_SECONDS)}
+            },
+        )
     store = DynamoStore(
         deployed.aws("dynamodb"),
         TableNames(deployed.stack.jobs_table, deployed.stack.runs_table, deployed.stack.control_table),
     )
     try:
-        lambda_.get_waiter("function_updated_v2").wait(FunctionName=name)
+        for updated in (name, *helper_variables):
+            lambda_.get_waiter("function_updated_v2").wait(FunctionName=updated)
         time.sleep(max(0.0, (due - datetime.now(UTC)).total_seconds() - 2))
         killed, claimed_when_killed = [], 0
         deadline = time.monotonic() + 60
@@ -479,6 +495,8 @@ def test_a_helper_killed_mid_claim_leaves_every_run_to_start_once(
         assert {r: n for r, n in calls.items() if r in runs and n > 1} == {}
     finally:
         lambda_.update_function_configuration(FunctionName=name, Environment={"Variables": variables})
+        for helper, original in helper_variables.items():
+            lambda_.update_function_configuration(FunctionName=helper, Environment={"Variables": original})
 
 
 @pytest.mark.timeout(STOP_SECONDS * 2 + 60)

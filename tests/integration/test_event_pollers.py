@@ -25,9 +25,9 @@ import pytest
 from duetime.adapters.aws.lambda_provisioning import LambdaEventPollers
 
 # The deployed LocalStack's fixtures, imported to be used here (so their parameters below shadow them).
-from .test_lambda_executor import DeployedLocalStack, _wait_for, deployed, function  # noqa: F401
+from .test_lambda_executor import ON_THE_DEPLOYED_PORT, DeployedLocalStack, _wait_for, deployed, function  # noqa: F401
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, ON_THE_DEPLOYED_PORT]
 
 
 @pytest.fixture

@@ -33,7 +33,11 @@ import pytest
 
 from ..emulators import reachable
 
-pytestmark = pytest.mark.integration
+# The tests on the LocalStack on PORT (this module's, test_event_pollers', one of test_aws_targets_localstack)
+# run in turn on one xdist worker: a module that finds it answering reuses it, and the module that started it
+# stops it at its end, which would pull it from under a test beside it.
+ON_THE_DEPLOYED_PORT = pytest.mark.xdist_group("localstack-deployed-port")
+pytestmark = [pytest.mark.integration, ON_THE_DEPLOYED_PORT]
 
 ROOT = Path(__file__).resolve().parents[2]
 EMULATORS = ROOT / "scripts" / "emulators.sh"

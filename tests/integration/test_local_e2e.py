@@ -24,6 +24,9 @@ HTTP = urllib3.PoolManager(maxsize=16)  # threads of the test at once reuse conn
 OUTPUTS: list[list[str]] = []  # what each duetime local printed, shown when a wait times out
 PREFIXES: list[str] = []  # each duetime local's table prefix
 
+# One xdist worker runs the module, so that one duetime local serves it (a module fixture).
+pytestmark = pytest.mark.xdist_group("local-e2e")
+
 
 @pytest.fixture(scope="module")
 def local() -> Iterator[LocalSystem]:

@@ -4,11 +4,13 @@ its requests. Its answers beside botocore's on the real emulators: tests/integra
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import SimpleNamespace
 from typing import Any
 
 import boto3
@@ -17,6 +19,7 @@ from botocore.awsrequest import AWSResponse
 from botocore.config import Config
 from botocore.exceptions import ClientError, EndpointConnectionError
 
+from duetime.adapters.aws import lean_transport
 from duetime.adapters.aws.lean_transport import LeanClient, lean_wanted, with_lean_transport
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
@@ -36,7 +39,8 @@ class Stub:
 
     answers: list[Answer]
     received: list[tuple[dict[str, str], dict[str, Any]]] = field(default_factory=list)
-    connections: set[int] = field(default_factory=set)
+    connections: set[int] = field(default_factory=set)  # the numbers of the connections requests came on
+    numbers: Iterator[int] = field(default_factory=lambda: itertools.count(1))  # one a connection accepted
 
     def next_answer(self) -> Answer:
         return self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
@@ -49,10 +53,15 @@ def stub() -> Iterator[tuple[Stub, str]]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
+        def setup(self) -> None:  # once a connection (its requests are then handled in turn)
+            super().setup()
+            self.number = next(state.numbers)
+
         def do_POST(self) -> None:
             length = int(self.headers["Content-Length"])
             state.received.append((dict(self.headers.items()), json.loads(self.rfile.read(length))))
-            state.connections.add(id(self.connection))
+            # By number, not id(self.connection): a closed socket's id can be reused by the next one.
+            state.connections.add(self.number)
             answer = state.next_answer()
             data = json.dumps(answer.body).encode()
             self.send_response(answer.status)
@@ -69,11 +78,20 @@ def stub() -> Iterator[tuple[Stub, str]]:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     yield state, f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
     server.server_close()
+
+
+@pytest.fixture
+def waits(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The waits between attempts the retry handler asks for, recorded instead of slept (the test stays as
+    fast as the retries it counts: standard mode waits up to 1 s, then 2 s...)."""
+    asked: list[float] = []
+    monkeypatch.setattr(lean_transport, "time", SimpleNamespace(sleep=asked.append))
+    return asked
 
 
 def lean_client(service: str, url: str, **config: Any) -> LeanClient:
@@ -121,7 +139,9 @@ def test_sqs_requests_carry_the_query_compatible_header(stub: tuple[Stub, str]) 
     assert headers["x-amzn-query-mode"] == "true"
 
 
-def test_a_throttled_request_is_retried_as_the_clients_retry_mode_says(stub: tuple[Stub, str]) -> None:
+def test_a_throttled_request_is_retried_as_the_clients_retry_mode_says(
+    stub: tuple[Stub, str], waits: list[float]
+) -> None:
     state, url = stub
     throttled = Answer(
         400, {"__type": "com.amazonaws.dynamodb.v20120810#ThrottlingException", "message": "slow"}
@@ -131,6 +151,7 @@ def test_a_throttled_request_is_retried_as_the_clients_retry_mode_says(stub: tup
     answer = client.query(TableName="jobs", KeyConditionExpression="a = :a")
     assert len(state.received) == 3
     assert answer["ResponseMetadata"]["RetryAttempts"] == 2
+    assert len(waits) == 2 and all(0 <= wait <= 20 for wait in waits)  # standard mode's capped backoff
 
 
 def test_an_error_is_the_clients_exception_class_with_its_modeled_fields(stub: tuple[Stub, str]) -> None:
@@ -157,7 +178,9 @@ def test_an_error_is_the_clients_exception_class_with_its_modeled_fields(stub: t
     assert len(state.received) == 1  # a cancelled transaction is not retried
 
 
-def test_throttling_past_the_attempts_raises_the_clients_error(stub: tuple[Stub, str]) -> None:
+def test_throttling_past_the_attempts_raises_the_clients_error(
+    stub: tuple[Stub, str], waits: list[float]
+) -> None:
     state, url = stub
     state.answers = [Answer(400, {"__type": "com.amazonaws.dynamodb.v20120810#ThrottlingException"})]
     client = lean_client("dynamodb", url)
@@ -165,6 +188,7 @@ def test_throttling_past_the_attempts_raises_the_clients_error(stub: tuple[Stub,
         client.update_item(TableName="jobs", Key={"job_id": {"S": "j"}})
     assert raised.value.response["Error"]["Code"] == "ThrottlingException"
     assert len(state.received) == 3  # total_max_attempts
+    assert len(waits) == 2  # between the attempts, none after the last
 
 
 def test_an_idle_connection_the_server_closed_is_opened_again(stub: tuple[Stub, str]) -> None:
@@ -178,10 +202,11 @@ def test_an_idle_connection_the_server_closed_is_opened_again(stub: tuple[Stub, 
     assert len(state.connections) == 2  # the closed one, then one kept alive for the next two
 
 
-def test_no_server_is_botocores_connection_error_after_the_retries() -> None:
+def test_no_server_is_botocores_connection_error_after_the_retries(waits: list[float]) -> None:
     client = lean_client("dynamodb", "http://127.0.0.1:9", connect_timeout=0.5)
     with pytest.raises(EndpointConnectionError):
         client.get_item(TableName="jobs", Key={"job_id": {"S": "j"}})
+    assert len(waits) == 2  # retried, as botocore retries a connection error
 
 
 def test_every_hook_of_the_wrapped_client_sees_the_request(stub: tuple[Stub, str]) -> None:
