@@ -28,7 +28,6 @@ beyond one second, read units, the run's target outside its duration.
 from __future__ import annotations
 
 import argparse
-import bisect
 import heapq
 import itertools
 import math
@@ -52,10 +51,9 @@ from duetime.adapters.dynamodb.reap_checks import (
 from duetime.adapters.dynamodb.reap_tickets import ticket_chunks, ticketed_run_ids
 from duetime.adapters.dynamodb.worker_batches import SLOTS_PER_ITEM, SLOTS_PER_KEY
 from duetime.adapters.memory import MemoryAlerts, MemoryQueue, MemoryStore
-from duetime.adapters.memory.jobs import MemoryDueRow, _JobRow
-from duetime.adapters.memory.runs import _KEEP
+from duetime.adapters.memory.jobs import MemoryDueRow
 from duetime.adapters.memory.stored import maybe_second
-from duetime.adapters.sqs import ReceivedMessage, encode
+from duetime.adapters.sqs import ReceivedMessage
 from duetime.bench import calibration
 from duetime.bench.accounting import item_size
 from duetime.bench.midnight_model import (
@@ -80,9 +78,9 @@ from duetime.ports import ClaimOutcome, PollerLease, ResultWrite, RunMessage, Ta
 from duetime.prescale import PrescalePolicy
 from duetime.run_batch import work_batch
 from duetime.schedule import fire_time, next_nominal_after, rate_anchor
-from duetime.timeutil import iso_z, minute_bucket
+from duetime.timeutil import minute_bucket
 from duetime.warm_throughput import NEW_TABLE_WRITE_UNITS, parse_units
-from duetime.worker import Worker, WorkReport, _Call, _Flight
+from duetime.worker import Flight, TargetCall, Worker, WorkReport
 
 MIDNIGHT = datetime(2026, 1, 1, tzinfo=UTC)
 BATCH = 10  # the worker's SQS batch (StackConfig.worker_batch_size)
@@ -135,51 +133,11 @@ def _partition_of_run(run_id: str) -> int:
     return partition_of(split_run_id(run_id)[0])
 
 
-class _Bucket:
-    """One due-index partition key's rows, sorted by due key."""
-
-    __slots__ = ("keys", "rows")
-
-    def __init__(self) -> None:
-        self.keys: list[str] = []
-        self.rows: dict[str, _JobRow] = {}
-
-
-class _IndexedJobs(dict[str, _JobRow]):
-    """The twin's jobs table, with its due index kept sorted per bucket (the twin scans every job)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.buckets: dict[str, _Bucket] = defaultdict(_Bucket)
-
-    def __setitem__(self, job_id: str, row: _JobRow) -> None:
-        old = self.get(job_id)
-        if old is not None and old.bucket is not None and old.key is not None:
-            bucket = self.buckets[old.bucket]
-            del bucket.keys[bisect.bisect_left(bucket.keys, old.key)]
-            del bucket.rows[old.key]
-        if row.bucket is not None and row.key is not None:
-            bucket = self.buckets[row.bucket]
-            bisect.insort(bucket.keys, row.key)
-            bucket.rows[row.key] = row
-        super().__setitem__(job_id, row)
-
-
-@dataclass(frozen=True)
-class _SharedDueRow(MemoryDueRow):
-    """A due row whose ``job()`` is the stored model itself (models are never changed in place)."""
-
-    def job(self) -> Job:
-        return self._job
-
-
 class SimStore(MemoryStore):
     """The twin, charging each call its modelled latency, CPU and write units on the simulation's clock."""
 
     def __init__(self, sim: Simulation) -> None:
-        super().__init__()
-        self._index = _IndexedJobs()
-        self._jobs = self._index
+        super().__init__(copies=False)  # the simulation never changes a model in place
         self.sim = sim
         # The DynamoDB store's reap checks (``reap_checks``), which the twin's exact index does not have:
         # each run's current check, and per partition a heap of (check, run id) holding stale entries too.
@@ -199,44 +157,23 @@ class SimStore(MemoryStore):
     # --- bulk set-up (not part of the timeline) --------------------------------------------------------
 
     def load_jobs(self, jobs: Sequence[Job], now: datetime) -> None:
-        from duetime.adapters.memory.jobs import _row
-
         for partition in range(PARTITIONS):
             self.ensure_low_water_mark(partition, minute_bucket(now))
-        for job in jobs:
-            self._jobs[job.id] = _row(job, now)
+        self.put_stored_jobs(jobs, now)
 
     # --- the jobs table -----------------------------------------------------------------------------------
-
-    def _due(
-        self, partition: int, bucket: str, until: datetime, limit: int, after: str | None
-    ) -> list[_JobRow]:
-        rows = self._index.buckets.get(f"{partition:02d}#{bucket}")
-        if rows is None:
-            return []
-        low = f"{after}\x00" if after else "0"
-        high = f"{iso_z(until)}#~"
-        start = bisect.bisect_left(rows.keys, low)
-        end = min(bisect.bisect_right(rows.keys, high), start + limit)
-        return [rows.rows[key] for key in rows.keys[start:end]]
 
     def due_rows(
         self, partition: int, bucket: str, until: datetime, limit: int, after: str | None = None
     ) -> list[MemoryDueRow]:
-        with self.lock:
-            rows: list[MemoryDueRow] = [
-                _SharedDueRow(int(fire.timestamp()), row.job.id, row.job.state.version, row.job)
-                for row in self._due(partition, bucket, until, limit, after)
-                if (fire := row.job.state.next_fire_at) is not None
-            ]
+        rows = super().due_rows(partition, bucket, until, limit, after)
         self._charge_read(len(rows))
         return rows
 
     def due_jobs(
         self, partition: int, bucket: str, until: datetime, limit: int, after: str | None = None
     ) -> list[Job]:
-        with self.lock:
-            jobs = [row.job for row in self._due(partition, bucket, until, limit, after)]
+        jobs = super().due_jobs(partition, bucket, until, limit, after)
         self._charge_read(len(jobs))
         return jobs
 
@@ -250,8 +187,7 @@ class SimStore(MemoryStore):
     def count_due(self, partition: int, bucket: str) -> int:
         """A ``Select=COUNT`` Query: one page's latency, no rows' CPU."""
         self.sim.spend(self.sim.model.ddb_query_ms / 1000)
-        rows = self._index.buckets.get(f"{partition:02d}#{bucket}")
-        return 0 if rows is None else len(rows.keys)
+        return super().count_due(partition, bucket)
 
     def read_poller_lease(self, group: str) -> PollerLease:
         """A GetItem (the fan-out's reads of its helpers' leases, a helper's lease steps)."""
@@ -285,6 +221,7 @@ class SimStore(MemoryStore):
         sim.spend(m.poller_cpu_s(runs * m.poller_claim_cpu_us_per_run, sim.memory_mb()), "cpu")
         self._creating_ticketed = ticketed_run_ids(run for claim in claims for run in claim.runs)
         outcome = super().claim(claims, now)
+        self._index_created([*outcome.runs, *outcome.skipped])
         tickets = self._write_tickets([run for run in outcome.runs if run.run_id in self._creating_ticketed])
         self._creating_ticketed = set()
         # DynamoStore reads the jobs' versions (a BatchGetItem per 100), then writes the claims' run rows,
@@ -319,6 +256,19 @@ class SimStore(MemoryStore):
         for wait, cause in throttled:
             sim.spend(wait, cause)
         return outcome
+
+    def _index_created(self, created: Sequence[Run]) -> None:
+        """The reap checks of the runs a claim created that need minding: a ticketed run's ticket stands for
+        its own check; the others get theirs at their check as stored (to the second)."""
+        for run in created:
+            if run.queue_deadline is None:
+                continue
+            if run.run_id in self._creating_ticketed:
+                self._ticketed.add(run.run_id)
+            else:
+                created_at, deadline = maybe_second(run.created_at), maybe_second(run.queue_deadline)
+                assert created_at is not None and deadline is not None
+                self._set_check(run.run_id, _check(created_at, deadline))
 
     def _write_tickets(self, runs: Sequence[Run]) -> int:
         """The reap tickets of a claim's ticketed runs, as ``DynamoStore`` writes them (``ticket_chunks``),
@@ -380,22 +330,6 @@ class SimStore(MemoryStore):
 
     # --- runs -------------------------------------------------------------------------------------------
 
-    def _create_run(self, run: Run) -> None:
-        """The twin's, without its deep copy (the simulation never changes a model in place)."""
-        stored = run.model_copy(
-            update={
-                name: maybe_second(getattr(run, name))
-                for name in ("nominal_at", "fire_at", "queue_deadline", "created_at", "updated_at")
-            }
-        )
-        self._runs[run.run_id] = stored
-        if stored.queue_deadline is not None:
-            self._reap_at[run.run_id] = stored.queue_deadline
-            if run.run_id in self._creating_ticketed:
-                self._ticketed.add(run.run_id)  # its ticket's check stands for its own
-            else:
-                self._set_check(run.run_id, _check(stored.created_at, stored.queue_deadline))
-
     def _set_check(self, run_id: str, check: datetime | None) -> None:
         self._ticketed.discard(run_id)  # a write that gives a run a check gives it an entry of its own
         if check is None:
@@ -403,22 +337,6 @@ class SimStore(MemoryStore):
             return
         self._checks[run_id] = check
         heapq.heappush(self._check_heaps[_partition_of_run(run_id)], (check, run_id))
-
-    def _update(
-        self, run_id: str, condition: Callable[[Run], bool], changes: dict[str, Any], reap_at: Any = _KEEP
-    ) -> Run | None:
-        """The twin's conditional update of a run, without its two deep copies."""
-        with self.lock:
-            run = self._runs.get(run_id)
-            if run is None or not condition(run):
-                return None
-            updated = run.model_copy(update=changes)
-            self._runs[run_id] = updated
-            if reap_at is None:
-                self._reap_at.pop(run_id, None)
-            elif reap_at is not _KEEP:
-                self._reap_at[run_id] = reap_at
-            return updated
 
     def _batch_s(self, count: int, read_first: bool) -> float:
         """A batch of ``count`` writes: one UpdateItem alone; else (a read and) BatchExecuteStatements."""
@@ -435,8 +353,13 @@ class SimStore(MemoryStore):
         keys = {f"reap:p{p:02d}": float(units * n) for p, n in by_shard.items()}
         return self.sim.write(keys, {"runs": row_units, "runs/reap": units * len(run_ids)})
 
+    def _stored_run(self, run_id: str) -> Run:
+        run = self.get_run(run_id)  # not a copy: the store keeps none
+        assert run is not None, run_id
+        return run
+
     def _rows_units(self, run_ids: Sequence[str]) -> int:
-        return sum(self._run_units(self._runs[run_id]) for run_id in run_ids if run_id in self._runs)
+        return sum(self._run_units(run) for run_id in run_ids if (run := self.get_run(run_id)) is not None)
 
     def acquire_leases(
         self,
@@ -515,7 +438,7 @@ class SimStore(MemoryStore):
         (tickets, listed), adopted = self._settle_tickets(partition, now, limit - len(due))
         moved: list[str] = []
         for run_id in due:
-            run = self._runs[run_id]
+            run = self._stored_run(run_id)
             needs_at = needs_reaper_at(run)
             if needs_at is not None and needs_at >= now:  # alive: the store moves its check on
                 self._set_check(run_id, next_check(run, now, DEFAULT_LEASE_CHECK))
@@ -553,7 +476,7 @@ class SimStore(MemoryStore):
             tickets += 1
             listed += len(run_ids)
             for run_id in run_ids:
-                run = self._runs[run_id]
+                run = self._stored_run(run_id)
                 needs_at = needs_reaper_at(run)
                 if run_id not in self._ticketed or needs_at is None:
                     self._ticketed.discard(run_id)
@@ -599,14 +522,12 @@ class SimStore(MemoryStore):
 
 
 class SimQueue(MemoryQueue):
-    """The twin queue with a heap of visible times (the twin sorts every message on each receive), each call
-    charged its modelled latency; a send wakes the parked event-source slots when its messages show."""
+    """The twin queue, each call charged its modelled latency; a send wakes the parked event-source slots
+    when its messages show."""
 
     def __init__(self, sim: Simulation, visibility_timeout: int = 90) -> None:
         super().__init__(sim.clock, visibility_timeout)
         self.sim = sim
-        self._heap: list[tuple[datetime, int, str]] = []
-        self._seq = itertools.count()
 
     def send(self, messages: Sequence[RunMessage], delay_seconds: int = 0) -> None:
         m = self.sim.model
@@ -614,62 +535,19 @@ class SimQueue(MemoryQueue):
         self.sim.sqs_requests += requests
         self.sim.spend(math.ceil(requests / m.sqs_senders) * m.sqs_send_ms / 1000)
         visible_at = self.clock.now() + timedelta(seconds=delay_seconds)
-        with self._lock:
-            for message in messages:
-                message_id = f"m{next(self._ids)}"
-                self._messages[message_id] = _message(message_id, encode(message), visible_at)
-                heapq.heappush(self._heap, (visible_at, next(self._seq), message_id))
+        super().send(messages, delay_seconds)
         self.sim.messages_visible(_seconds(visible_at))
 
     def receive(self, max_messages: int = 10, wait_seconds: int = 1) -> list[ReceivedMessage]:
         self.sim.sqs_requests += 1
         self.sim.spend(self.sim.model.sqs_receive_ms / 1000)
-        now = self.clock.now()
-        received: list[ReceivedMessage] = []
-        with self._lock:
-            while self._heap and len(received) < max_messages and self._heap[0][0] <= now:
-                visible_at, _, message_id = heapq.heappop(self._heap)
-                message = self._messages.get(message_id)
-                if message is None or message.visible_at != visible_at:
-                    continue  # deleted, or its visibility changed since (a newer entry stands for it)
-                message.receive_count += 1
-                message.receipt_handle = f"{message.message_id}#{next(self._ids)}"
-                message.visible_at = now + timedelta(seconds=self.visibility_timeout)
-                heapq.heappush(self._heap, (message.visible_at, next(self._seq), message_id))
-                received.append(
-                    ReceivedMessage(
-                        message.message_id, message.receipt_handle, message.body, message.receive_count
-                    )
-                )
-        return received
-
-    def change_visibility(self, receipt_handle: str, seconds: int) -> None:
-        super().change_visibility(receipt_handle, seconds)
-        message = self._message(receipt_handle)
-        if message is not None:
-            heapq.heappush(self._heap, (message.visible_at, next(self._seq), message.message_id))
+        return super().receive(max_messages, wait_seconds)
 
     def delete(self, receipt_handles: Sequence[str]) -> None:
         requests = math.ceil(len(receipt_handles) / BATCH)
         self.sim.sqs_requests += requests
         self.sim.spend(requests * self.sim.model.sqs_delete_ms / 1000)
         super().delete(receipt_handles)
-
-    def next_visible(self) -> datetime | None:
-        with self._lock:
-            while self._heap:
-                visible_at, _, message_id = self._heap[0]
-                message = self._messages.get(message_id)
-                if message is not None and message.visible_at == visible_at:
-                    return visible_at
-                heapq.heappop(self._heap)
-        return None
-
-
-def _message(message_id: str, body: str, visible_at: datetime) -> Any:
-    from duetime.adapters.memory.queue import _Message
-
-    return _Message(message_id, body, visible_at)
 
 
 class _LaneFuture(Future[None]):
@@ -724,22 +602,22 @@ class SimTarget:
 
 class SimWorker(Worker):
     """The real worker, its batch's calls made in this thread: they run at once, so they all end together
-    ``target_ms`` later and land in one wave (the real ``_land``: results, slots, retries, alerts)."""
+    ``target_ms`` later and land in one wave (the real ``land_wave``: results, slots, retries, alerts)."""
 
     sim: Simulation
 
-    def _call_all(
-        self, calls: list[_Call], started: datetime, lease_until: datetime
+    def call_targets(
+        self, calls: list[TargetCall], started: datetime, lease_until: datetime
     ) -> dict[str, WorkReport | Exception]:
         if not calls:
             return {}
-        flight = _Flight({call.run.run_id: call for call in calls})
-        wave: list[tuple[_Call, Future[TargetResponse]]] = []
+        flight = Flight({call.run.run_id: call for call in calls})
+        wave: list[tuple[TargetCall, Future[TargetResponse]]] = []
         longest = 0.0
         for call in calls:
             future: Future[TargetResponse] = Future()
             try:
-                response = self._call(call, lease_until)
+                response = self.call_target(call, lease_until)
                 longest = max(longest, response.duration_ms / 1000)
                 future.set_result(response)
             except Exception as exc:
@@ -747,7 +625,7 @@ class SimWorker(Worker):
             wave.append((call, future))
         self.sim.spend(longest, "target")
         flight.land([call.run.run_id for call in calls])
-        return self._land(wave, started, flight)
+        return self.land_wave(wave, started, flight)
 
 
 class Actor:
@@ -1118,7 +996,7 @@ def run_midnight(
     cpu = time.process_time()
     sim = Simulation(model, jobs, jitter, exact_fraction)
     sim.run(horizon_s if horizon_s is not None else jitter + 900.0)
-    runs = sim.store._runs
+    runs = sim.store.all_runs()
     started = len(sim.starts)
     window = 60.0 + jitter
     busy = [s for s in sim.slots if s.batches]
