@@ -151,7 +151,7 @@ class SimStore(MemoryStore):
         self._ticket_heaps: dict[int, list[tuple[datetime, tuple[str, ...]]]] = defaultdict(list)
         self.tickets_written = 0
         self.ticket_adoptions = 0
-        self._item_units: dict[str, int] = {}
+        self.item_units: dict[str, int] = {}
         self._ticket_wait = (0.0, "key_throttle")
 
     # --- bulk set-up (not part of the timeline) --------------------------------------------------------
@@ -203,9 +203,9 @@ class SimStore(MemoryStore):
         """Write units of one write of an item of ``kind`` (AWS: ceil(size / 1 KB)), from the first such
         item the code writes (encoded by the DynamoDB store's codec): the midnight's jobs all have one
         shape, and so have their runs."""
-        units = self._item_units.get(kind)
+        units = self.item_units.get(kind)
         if units is None:
-            units = self._item_units[kind] = max(1, math.ceil(item_size(item()) / 1024))
+            units = self.item_units[kind] = max(1, math.ceil(item_size(item()) / 1024))
         return units
 
     def _job_units(self, job: Job) -> int:
@@ -913,45 +913,56 @@ class Simulation:
     # --- the run ----------------------------------------------------------------------------------------
 
     def run(self, horizon_s: float) -> None:
+        self._load()
+        pollers = [self._start_poller(g) for g in range(self.model.poller_groups)]
+        self.slots = [WorkerSlot(self, i) for i in range(self.model.esm_cap())]
+        for slot in self.slots[: self.model.esm_start()]:
+            self._schedule(self.now(), slot)
+        self._play(horizon_s)
+        self._stop([*pollers, *self.helpers])
+        self.pollers = pollers
+
+    def _load(self) -> None:
+        """The teams and the midnight's jobs, written before the timeline starts."""
         created = MIDNIGHT - timedelta(minutes=1)
         jobs = midnight_jobs(self.jobs, MIDNIGHT, self.jitter, self.exact_fraction, created, self.model.teams)
         for team in range(min(self.model.teams, self.jobs)):
             self.store.put_team(Team(team_id=f"t{team}"))
         self.store.load_jobs(jobs, created)
-        del jobs
-        groups = self.model.poller_groups
-        pollers: list[PollerActor] = []
+
+    def _start_poller(self, group: int) -> PollerActor:
+        """Poller group ``group``'s real poller (with its helpers if the model fans out), scheduled now."""
+        m = self.model
+        groups = m.poller_groups
+        partitions = [p for p in range(PARTITIONS) if p * groups // PARTITIONS == group]
         # Paced claims (duetime.claim_pace): each group its share of what the tables take of claims + starts.
-        capacities = self.model.table_write_capacities(TABLE_NAMES)
-        group_rate = claims_per_second_within(capacities) / groups if self.model.claims_paced else None
-        for g in range(groups):
-            partitions = [p for p in range(PARTITIONS) if p * groups // PARTITIONS == g]
-            m = self.model
-            policy = FanOutPolicy(
-                holder_rows=m.fan_out_holder_rows, partitions_per_helper=m.fan_out_partitions_per_helper
-            )
-            helpers = SimHelpers(self) if m.fan_out else None
-            poller = Poller(
-                self.store,
-                self.store,
-                self.queue,
-                self.alerts,
-                self.clock,
-                PollerConfig(partitions, claims_per_second=group_rate),
-                self.store,
-                leases=self.store,
-                helpers=helpers,
-                fan_out=policy,
-            )
-            if helpers is not None:
-                helpers.parent = poller
-            self.use_lanes(poller)
-            actor = PollerActor(self, poller, f"poller-{g}")
-            pollers.append(actor)
-            self._schedule(self.now(), actor)
-        self.slots = [WorkerSlot(self, i) for i in range(self.model.esm_cap())]
-        for slot in self.slots[: self.model.esm_start()]:
-            self._schedule(self.now(), slot)
+        capacities = m.table_write_capacities(TABLE_NAMES)
+        group_rate = claims_per_second_within(capacities) / groups if m.claims_paced else None
+        policy = FanOutPolicy(
+            holder_rows=m.fan_out_holder_rows, partitions_per_helper=m.fan_out_partitions_per_helper
+        )
+        helpers = SimHelpers(self) if m.fan_out else None
+        poller = Poller(
+            self.store,
+            self.store,
+            self.queue,
+            self.alerts,
+            self.clock,
+            PollerConfig(partitions, claims_per_second=group_rate),
+            self.store,
+            leases=self.store,
+            helpers=helpers,
+            fan_out=policy,
+        )
+        if helpers is not None:
+            helpers.parent = poller
+        self.use_lanes(poller)
+        actor = PollerActor(self, poller, f"poller-{group}")
+        self._schedule(self.now(), actor)
+        return actor
+
+    def _play(self, horizon_s: float) -> None:
+        """Step the actors in virtual-time order until every job started or ``horizon_s`` passed."""
         while self._events and len(self.starts) < self.jobs:
             event = heapq.heappop(self._events)
             if event.at > horizon_s:
@@ -969,8 +980,11 @@ class Simulation:
             wake = current.step()
             if wake is not None:
                 self._schedule(wake, current)
+
+    def _stop(self, pollers: Sequence[PollerActor]) -> None:
+        """Each poller and helper stops after its next sweep."""
         self.stopping = True
-        for poller_actor in [*pollers, *self.helpers]:  # each stops after its next sweep
+        for poller_actor in pollers:
             self.current = poller_actor
             next_wake: float | None = self.now()
             for _ in range(100):
@@ -979,7 +993,6 @@ class Simulation:
                 self.set_now(max(self.now(), next_wake))
                 next_wake = poller_actor.step()
             poller_actor.thread.join(timeout=5)
-        self.pollers = pollers
 
 
 def run_midnight(
@@ -996,29 +1009,48 @@ def run_midnight(
     cpu = time.process_time()
     sim = Simulation(model, jobs, jitter, exact_fraction)
     sim.run(horizon_s if horizon_s is not None else jitter + 900.0)
-    runs = sim.store.all_runs()
-    started = len(sim.starts)
     window = 60.0 + jitter
-    busy = [s for s in sim.slots if s.batches]
-    cycle_s = sum(s.busy_s for s in busy) / max(1, sum(s.batches for s in busy))
-    runs_per_batch = sim.batch_runs / max(1, sum(s.batches for s in busy))
-    worker_rate = runs_per_batch / cycle_s if cycle_s else math.nan
-    peak_starts = max(sim.starts_by_second.values(), default=0)
-    hottest_key, hottest = sim.meter.hottest()
+    workers = _WorkerFigures.of(sim)
     rows = max((p.peak_rows for p in sim.pollers), default=0)
     rss = model.poller_base_mb + rows * model.preload_bytes_per_row / 2**20
-    lateness = sorted(sim.lateness)
-    plan = capacity_plan(
-        PlanInputs(
-            spike_jobs=jobs,
-            poller_groups=model.poller_groups,
-            spike_window_s=int(window),
-            worker_rate=round(worker_rate, 1) if worker_rate == worker_rate else 100.0,
-        )
-    )
     estimate = plan_estimate(jobs, window, model, exact_fraction)
-    statuses = Counter(run.status.value for run in runs.values())
     result: dict[str, Any] = {
+        **_run_figures(sim, jobs, jitter, exact_fraction),
+        **_key_figures(sim),
+        "poller_peak_rows_held": rows,
+        "poller_peak_rss_mb": round(rss, 1),
+        "poller_memory_mb": model.poller_memory_mb,
+        **workers.figures(jobs, window),
+        **_store_figures(sim),
+        "time_spent_s": {k: {c: round(v, 1) for c, v in sorted(t.items())} for k, t in sim.spent.items()},
+        "spike_cost_usd": spike_cost(sim, workers.busy),
+        "calibration": calibration_used(model),
+        "plan": _plan_figures(jobs, window, model, workers.rate),
+        "plan_on_the_aws_model": estimate,  # duetime plan's arithmetic on this model (bench/plan_midnight.py)
+        "decided_by_model": DECIDED_BY_MODEL,
+        "model": model.as_dict(),
+        "simulated_events": sim.events,
+        "simulation_wall_s": round(time.perf_counter() - wall, 1),
+        "simulation_cpu_s": round(time.process_time() - cpu, 1),
+        "simulation_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
+    result["goals"] = _goals(result, jitter, rss, model)
+    result["goal_met"] = all(result["goals"].values())
+    result["bound_by"] = bound_by(sim, result, jitter)
+    # The simulation over the plan, figure by figure: within 0.5-2 is within the model's stated error.
+    result["simulation_over_plan"] = {
+        name: _over(result[name], estimate[name]) for name in estimate if name in result
+    }
+    return result
+
+
+def _run_figures(sim: Simulation, jobs: int, jitter: int, exact_fraction: float) -> dict[str, Any]:
+    """The runs the simulation made and started: none lost or twice, when claimed and started, how late."""
+    runs = sim.store.all_runs()
+    started = len(sim.starts)
+    lateness = sorted(sim.lateness)
+    statuses = Counter(run.status.value for run in runs.values())
+    return {
         "jobs": jobs,
         "jitter_s": jitter,
         "exact_fraction": exact_fraction,
@@ -1029,26 +1061,58 @@ def run_midnight(
         "run_statuses": dict(sorted(statuses.items())),
         "seconds_to_all_claimed": round(sim.last_claim, 2) if sim.claims >= jobs else None,
         "seconds_to_all_started": round(max(sim.starts.values()), 2) if started >= jobs else None,
-        "goal_met": None,
+        "goal_met": None,  # set once the goals are known (kept here for the figures' order)
         "start_lateness_p50_s": _pct(lateness, 0.5),
         "start_lateness_p99_s": _pct(lateness, 0.99),
         "start_lateness_max_s": round(lateness[-1], 2) if lateness else None,
         "peak_claims_per_s_per_partition": max(sim.claims_by_partition_second.values(), default=0),
-        "peak_starts_per_s": peak_starts,
+        "peak_starts_per_s": max(sim.starts_by_second.values(), default=0),
+    }
+
+
+def _key_figures(sim: Simulation) -> dict[str, Any]:
+    """The writes on shared keys: the hottest, those past their limit, the peaks by kind of key."""
+    hottest_key, hottest = sim.meter.hottest()
+    return {
         "peak_write_units_per_s_hottest_key": round(hottest, 1),
         "hottest_key": hottest_key,
-        "key_write_limit": model.key_write_limit,
+        "key_write_limit": sim.model.key_write_limit,
         "keys_over_limit": len(sim.meter.keys_over()),
         "keys_over_limit_sample": sim.meter.keys_over()[:5],
         "peak_write_units_per_s_by_key_kind": sim.meter.peak_by_kind(),
         "throttled_write_units": round(sim.meter.throttled_units, 1),
-        "poller_peak_rows_held": rows,
-        "poller_peak_rss_mb": round(rss, 1),
-        "poller_memory_mb": model.poller_memory_mb,
-        "worker_batch_cycle_s": round(cycle_s, 4),
-        "worker_starts_per_s_each": round(worker_rate, 1),
-        "workers_used": len(busy),
-        "workers_needed": math.ceil(jobs / window / worker_rate) if worker_rate == worker_rate else None,
+    }
+
+
+@dataclass(frozen=True)
+class _WorkerFigures:
+    """The workers that worked batches, their mean batch cycle and each one's start rate."""
+
+    busy: list[WorkerSlot]
+    cycle_s: float
+    rate: float  # runs started a second by one worker (nan: no batch)
+
+    @classmethod
+    def of(cls, sim: Simulation) -> _WorkerFigures:
+        busy = [s for s in sim.slots if s.batches]
+        cycle_s = sum(s.busy_s for s in busy) / max(1, sum(s.batches for s in busy))
+        runs_per_batch = sim.batch_runs / max(1, sum(s.batches for s in busy))
+        return cls(busy, cycle_s, runs_per_batch / cycle_s if cycle_s else math.nan)
+
+    def figures(self, jobs: int, window: float) -> dict[str, Any]:
+        known = self.rate == self.rate
+        return {
+            "worker_batch_cycle_s": round(self.cycle_s, 4),
+            "worker_starts_per_s_each": round(self.rate, 1),
+            "workers_used": len(self.busy),
+            "workers_needed": math.ceil(jobs / window / self.rate) if known else None,
+        }
+
+
+def _store_figures(sim: Simulation) -> dict[str, Any]:
+    """The store's side: deferrals, reap work, errors, helpers, the tables' capacities and peaks."""
+    model = sim.model
+    return {
         "deferred_runs": sim.deferred,
         "reap_check_moves": sim.store.check_moves,  # live runs whose reap check came (2 write units each)
         "reap_tickets": sim.store.tickets_written,  # one entry for up to 18 runs of a claim (reap_tickets)
@@ -1059,51 +1123,48 @@ def run_midnight(
         "table_write_capacity": model.table_write_capacities(TABLE_NAMES),
         "peak_table_wru_per_s": sim.tables.peaks(),
         "tables_over_capacity": sim.tables.keys_over(),
-        "write_units_per_item": dict(sorted(sim.store._item_units.items())),
+        "write_units_per_item": dict(sorted(sim.store.item_units.items())),
         "throttled_requests": sim.meter.throttled_writes + sim.tables.throttled_writes,
         "throttled_requests_by_limit": {
             "key_write_limit": sim.meter.throttled_writes,
             "table_write_capacity": sim.tables.throttled_writes,
         },
-        "time_spent_s": {k: {c: round(v, 1) for c, v in sorted(t.items())} for k, t in sim.spent.items()},
-        "spike_cost_usd": spike_cost(sim, busy),
-        "calibration": calibration_used(model),
-        "plan": {
-            "peak_claims_per_s_per_partition": plan["peak_claims_per_s_per_partition"],
-            "peak_wcu_per_s_reap_shard_key": plan["peak_wcu_per_s_reap_shard_key"],
-            "peak_wcu_per_s_due_bucket_key": plan["peak_wcu_per_s_due_bucket_key"],
-            "poller_preload_mb": plan["poller_preload_mb"],
-            "workers_for_peak_at_simulated_rate": plan["workers_for_peak"],
-        },
-        "plan_on_the_aws_model": estimate,  # duetime plan's arithmetic on this model (bench/plan_midnight.py)
-        "decided_by_model": DECIDED_BY_MODEL,
-        "model": model.as_dict(),
-        "simulated_events": sim.events,
-        "simulation_wall_s": round(time.perf_counter() - wall, 1),
-        "simulation_cpu_s": round(time.process_time() - cpu, 1),
-        "simulation_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     }
+
+
+def _plan_figures(jobs: int, window: float, model: AwsModel, worker_rate: float) -> dict[str, Any]:
+    """What ``duetime plan`` says of this midnight at the simulated worker rate."""
+    plan = capacity_plan(
+        PlanInputs(
+            spike_jobs=jobs,
+            poller_groups=model.poller_groups,
+            spike_window_s=int(window),
+            worker_rate=round(worker_rate, 1) if worker_rate == worker_rate else 100.0,
+        )
+    )
+    return {
+        "peak_claims_per_s_per_partition": plan["peak_claims_per_s_per_partition"],
+        "peak_wcu_per_s_reap_shard_key": plan["peak_wcu_per_s_reap_shard_key"],
+        "peak_wcu_per_s_due_bucket_key": plan["peak_wcu_per_s_due_bucket_key"],
+        "poller_preload_mb": plan["poller_preload_mb"],
+        "workers_for_peak_at_simulated_rate": plan["workers_for_peak"],
+    }
+
+
+def _goals(result: Mapping[str, Any], jitter: int, rss: float, model: AwsModel) -> dict[str, bool]:
     # Started within 60 s: of midnight without jitter; of each run's own (jittered) second with it.
     in_time = result["seconds_to_all_started"] is not None and (
         result["seconds_to_all_started"] <= 60.0
         if jitter == 0
         else (result["start_lateness_max_s"] or 0.0) <= 60.0
     )
-    goals = {
+    return {
         "none_lost": result["lost"] == 0 and result["duplicate_runs"] == 0,
         "all_started_within_60_s": bool(in_time),
         "no_key_over_its_limit": result["keys_over_limit"] == 0,
         "poller_inside_its_memory": rss <= model.poller_memory_mb,
+        "no_table_or_index_over_its_capacity": not result["tables_over_capacity"],
     }
-    goals["no_table_or_index_over_its_capacity"] = not result["tables_over_capacity"]
-    result["goals"] = goals
-    result["goal_met"] = all(goals.values())
-    result["bound_by"] = bound_by(sim, result, jitter)
-    # The simulation over the plan, figure by figure: within 0.5-2 is within the model's stated error.
-    result["simulation_over_plan"] = {
-        name: _over(result[name], estimate[name]) for name in estimate if name in result
-    }
-    return result
 
 
 def _over(simulated: Any, planned: Any) -> float | None:
