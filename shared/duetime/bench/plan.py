@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -102,12 +102,7 @@ def capacity_plan(p: PlanInputs, stack: StackDefaults | None = None) -> dict[str
         flags = flags_for_the_spike(p, stack, fixed["monthly_fixed_usd"])
         warnings.append(_slow_spike_warning(p, spike, flags))
     warnings += table_warnings(spike["peak_table_wru_per_s_asked"], capacity, model)
-    keys = (
-        ("due-index bucket key", due_key_wcu),
-        ("reap-index shard key", reap_key_wcu),
-        ("busiest key at the spike's bursts (AWS model)", spike["peak_write_units_per_s_hottest_key"]),
-    )
-    warnings += _hot_key_warnings(keys)
+    warnings += _hot_key_warnings(due_key_wcu, reap_key_wcu, spike["peak_write_units_per_s_hottest_key"])
     monthly = costs["monthly_usd_requests"] + costs["monthly_usd_storage"]
     return {
         "inputs": asdict(p),
@@ -197,7 +192,13 @@ def _slow_spike_warning(p: PlanInputs, spike: Mapping[str, Any], flags: Mapping[
     )
 
 
-def _hot_key_warnings(keys: Sequence[tuple[str, float]]) -> list[str]:
+def _hot_key_warnings(due_key_wcu: float, reap_key_wcu: float, busiest_wcu: float) -> list[str]:
+    """Each key written past 80% of a DynamoDB partition's limit at the peak."""
+    keys = (
+        ("due-index bucket key", due_key_wcu),
+        ("reap-index shard key", reap_key_wcu),
+        ("busiest key at the spike's bursts (AWS model)", busiest_wcu),
+    )
     return [
         f"{name}: {value:,.0f} WCU/s at the peak is over 80% of DynamoDB's "
         f"{PARTITION_WRITE_LIMIT} per partition: raise --partitions or spread the spike"
