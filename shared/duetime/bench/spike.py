@@ -15,6 +15,7 @@ from typing import Any
 from duetime.adapters.clients import new_client
 from duetime.adapters.dynamodb import partiql
 from duetime.adapters.dynamodb.store import DynamoStore
+from duetime.bench.fleet import WorkerFleet
 from duetime.bench.harness import BenchStack, percentile, wait_until
 from duetime.bench.isolation import CoreSplit, emulator_on_own_cores
 from duetime.bench.prices import PRICES_AS_OF, PRICES_USD
@@ -161,37 +162,8 @@ def _run_spike(
     wait_until(lambda: stack.clock.now() >= minute - timedelta(seconds=15), timeout=300, every=0.5)
 
     stack.ledger.reset()
-    fires: list[tuple[float, FireReport]] = []
-    stop = threading.Event()
-    poller = stack.poller()
     fleet = stack.fleet(processes=worker_processes, threads=max(1, workers // worker_processes))
-    fleet.start()
-    poller_thread = threading.Thread(
-        target=poller.run_until,
-        kwargs={
-            "stop": stop.is_set,
-            "sleep": stop.wait,
-            "on_fire": lambda r: fires.append((time.time(), r)),
-        },
-    )
-    cpu_before = time.process_time()
-    poller_thread.start()
-
-    def started_runs() -> int:
-        return len(
-            {
-                r.run_id
-                for r in fleet.collect()
-                if r.outcome not in (WorkOutcome.DUPLICATE, WorkOutcome.DEFERRED)
-            }
-        )
-
-    wait_until(lambda: started_runs() >= jobs, timeout=timeout + (minute - now).total_seconds(), every=0.5)
-    stop.set()
-    poller_thread.join(timeout=60)
-    fleet.stop()
-    stack.settle_reap_checks(poller)
-    cpu_ms = (time.process_time() - cpu_before + fleet.cpu_seconds) * 1000
+    fires, cpu_ms = _fire_until_started(stack, fleet, jobs, timeout + (minute - now).total_seconds())
     usage = merge_usage([stack.ledger.snapshot(), *fleet.usage])
 
     started = [r for r in fleet.reports if r.started_at is not None and r.start_lateness_seconds is not None]
@@ -226,13 +198,7 @@ def _run_spike(
         "ratio": round(claims_per_s / ceiling, 3),
         "claim_path_alone_claims_per_s": round(alone, 1),  # the claim code with nothing else running
         "claim_path_alone_ratio": round(alone / ceiling, 3),
-        "ddb_write_units_per_run": round(usage["write_units"] / per_run, 2),
-        "ddb_read_units_per_run": round(usage["read_units"] / per_run, 2),
-        "ddb_local_consumed_write_units_per_run": round(usage["local_write_units"] / per_run, 2),
-        "ddb_local_consumed_read_units_per_run": round(usage["local_read_units"] / per_run, 2),
-        "ddb_requests_per_run": round(usage["dynamodb_requests"] / per_run, 2),
-        "sqs_requests_per_run": round(usage["sqs_requests"] / per_run, 2),
-        "client_cpu_ms_per_run": round(cpu_ms / per_run, 2),
+        **_per_run(usage, cpu_ms, per_run),
         "exact_fraction": exact_fraction,
         "jitter_s": jitter,
         "workers": workers,
@@ -248,6 +214,57 @@ def _run_spike(
 
         spike_chart(chart, minute, start_times, started, result)
     return result
+
+
+def _fire_until_started(
+    stack: BenchStack, fleet: WorkerFleet, jobs: int, timeout: float
+) -> tuple[list[tuple[float, FireReport]], float]:
+    """The poller in a thread and ``fleet`` working until ``jobs`` runs started (or ``timeout`` s), then
+    both stopped and the reap checks settled: the poller's fires (when, what) and the CPU ms spent by this
+    process and the fleet's."""
+    fires: list[tuple[float, FireReport]] = []
+    stop = threading.Event()
+    poller = stack.poller()
+    fleet.start()
+    poller_thread = threading.Thread(
+        target=poller.run_until,
+        kwargs={
+            "stop": stop.is_set,
+            "sleep": stop.wait,
+            "on_fire": lambda r: fires.append((time.time(), r)),
+        },
+    )
+    cpu_before = time.process_time()
+    poller_thread.start()
+
+    def started_runs() -> int:
+        return len(
+            {
+                r.run_id
+                for r in fleet.collect()
+                if r.outcome not in (WorkOutcome.DUPLICATE, WorkOutcome.DEFERRED)
+            }
+        )
+
+    wait_until(lambda: started_runs() >= jobs, timeout=timeout, every=0.5)
+    stop.set()
+    poller_thread.join(timeout=60)
+    fleet.stop()
+    stack.settle_reap_checks(poller)
+    return fires, (time.process_time() - cpu_before + fleet.cpu_seconds) * 1000
+
+
+def _per_run(usage: dict[str, Any], cpu_ms: float, per_run: int) -> dict[str, float]:
+    """What each run started took of DynamoDB, SQS and this machine's CPU."""
+    return {
+        "ddb_write_units_per_run": round(usage["write_units"] / per_run, 2),
+        "ddb_read_units_per_run": round(usage["read_units"] / per_run, 2),
+        "ddb_local_consumed_write_units_per_run": round(usage["local_write_units"] / per_run, 2),
+        "ddb_local_consumed_read_units_per_run": round(usage["local_read_units"] / per_run, 2),
+        "ddb_requests_per_run": round(usage["dynamodb_requests"] / per_run, 2),
+        "sqs_requests_per_run": round(usage["sqs_requests"] / per_run, 2),
+        "client_cpu_ms_per_run": round(cpu_ms / per_run, 2),
+    }
 
 
 def peak_per_second(instants: list[float]) -> int:
