@@ -453,14 +453,7 @@ def check(
     cancels = cancels or {}
     runs, tickets_left = _scan_runs_table(stack)
     checked_at = stack.clock.now()
-    violations: list[str] = []
-    lost = [r for r in expected if r not in runs or not runs[r].status.terminal]
-    if lost:
-        violations.append(f"{len(lost)} nominal times without a finished run, e.g. {lost[:3]}")
-    succeeded = Counter(r.run_id for r in reports if r.outcome is WorkOutcome.SUCCEEDED)
-    twice = [run_id for run_id, n in succeeded.items() if n > 1]
-    if twice:
-        violations.append(f"{len(twice)} runs recorded as succeeded twice")
+    lost, twice, violations = _lost_and_twice(expected, runs, reports)
     every_call = list(stack.sink.recorder.calls)
     calls = [c for c in every_call if c.query.get("group") != NOTIFY_GROUP]  # the runs' calls
     watched, watch_violations = watch_figures(stack, jobs, runs, every_call, checked_at)
@@ -471,9 +464,6 @@ def check(
     waited, concurrency_violations = _concurrency(calls, guarded, cancels)
     violations += concurrency_violations
     violations += _schedules_behind(stack, jobs, chaos_end)
-    repeats = sum(
-        len(stack.sink.recorder.keyed(run_id)) - 1 for run_id in runs if stack.sink.recorder.keyed(run_id)
-    )
     statuses = Counter(run.status.value for run in runs.values())
     return {
         "runs": len(runs),
@@ -484,7 +474,7 @@ def check(
         "lost": len(lost),
         "duplicates_succeeded": len(twice),
         "target_calls": len(calls),
-        "repeat_calls_same_key": repeats,
+        "repeat_calls_same_key": _repeat_calls(stack, runs),
         "stale_writes_rejected": sum(1 for r in reports if r.outcome is WorkOutcome.STALE),
         "duplicate_messages_dropped": sum(1 for r in reports if r.outcome is WorkOutcome.DUPLICATE),
         "max_in_flight": {team: waited[team] for team in TEAMS},
@@ -502,6 +492,28 @@ def check(
         **watched,
         "violations": violations,
     }
+
+
+def _lost_and_twice(
+    expected: Mapping[str, Job], runs: Mapping[str, Run], reports: list[Any]
+) -> tuple[list[str], list[str], list[str]]:
+    """The nominal times with no finished run, the runs recorded as succeeded twice, and their violations."""
+    violations = []
+    lost = [r for r in expected if r not in runs or not runs[r].status.terminal]
+    if lost:
+        violations.append(f"{len(lost)} nominal times without a finished run, e.g. {lost[:3]}")
+    succeeded = Counter(r.run_id for r in reports if r.outcome is WorkOutcome.SUCCEEDED)
+    twice = [run_id for run_id, n in succeeded.items() if n > 1]
+    if twice:
+        violations.append(f"{len(twice)} runs recorded as succeeded twice")
+    return lost, twice, violations
+
+
+def _repeat_calls(stack: BenchStack, runs: Mapping[str, Run]) -> int:
+    """Calls of a run past its first that carried its idempotency key."""
+    return sum(
+        len(stack.sink.recorder.keyed(run_id)) - 1 for run_id in runs if stack.sink.recorder.keyed(run_id)
+    )
 
 
 def _key_violations(runs: Mapping[str, Run], calls: Sequence[Call]) -> list[str]:

@@ -10,6 +10,7 @@ import time
 from collections import Counter
 from contextlib import nullcontext
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 from duetime.adapters.clients import new_client
@@ -24,7 +25,7 @@ from duetime.demo_target import demo_target_process
 from duetime.ids import new_job_id
 from duetime.models import Job, JobSpec
 from duetime.preload import FireReport
-from duetime.worker import WorkOutcome
+from duetime.worker import WorkOutcome, WorkReport
 
 WORKER_MEMORY_GB = 1.0
 WORKER_BATCH = 10
@@ -157,31 +158,20 @@ def _run_spike(
     lead = timedelta(seconds=jobs / 1500 + 20)  # time to write the jobs, plus the preload lead
     minute = (now + lead + timedelta(minutes=1)).replace(second=0, microsecond=0)
     created = now - timedelta(seconds=1)
-    batch = spike_jobs(jobs, minute, jitter, exact_fraction, target_url, created)
-    stack.write_jobs(batch, created)
+    stack.write_jobs(spike_jobs(jobs, minute, jitter, exact_fraction, target_url, created), created)
     wait_until(lambda: stack.clock.now() >= minute - timedelta(seconds=15), timeout=300, every=0.5)
-
     stack.ledger.reset()
     fleet = stack.fleet(processes=worker_processes, threads=max(1, workers // worker_processes))
     fires, cpu_ms = _fire_until_started(stack, fleet, jobs, timeout + (minute - now).total_seconds())
     usage = merge_usage([stack.ledger.snapshot(), *fleet.usage])
 
     started = [r for r in fleet.reports if r.started_at is not None and r.start_lateness_seconds is not None]
-    lateness = [r.start_lateness_seconds for r in started if r.start_lateness_seconds is not None]
     start_times = sorted(r.started_at.timestamp() for r in started if r.started_at)
     runs_started = len({r.run_id for r in started})
-    claimed = sum(f.runs_created for _, f in fires)
-    claim_seconds = sum(f.claim_seconds for _, f in fires) or math.nan
-    claims_per_s = claimed / claim_seconds
-    starts_per_s = (
-        len(start_times) / max(1e-9, start_times[-1] - start_times[0]) if len(start_times) > 1 else math.nan
-    )
-    ceiling = raw_ceiling(
-        stack, spike_jobs(min(jobs, ceiling_jobs), minute, jitter, 0.0, target_url, created), created
-    )
-    alone = claim_path_alone(
-        stack, spike_jobs(min(jobs, ceiling_jobs), minute, jitter, 0.0, target_url, created), created
-    )
+    claims_per_s, starts_per_s = _rates(fires, start_times)
+    ceiling_batch = partial(spike_jobs, min(jobs, ceiling_jobs), minute, jitter, 0.0, target_url, created)
+    ceiling = raw_ceiling(stack, ceiling_batch(), created)
+    alone = claim_path_alone(stack, ceiling_batch(), created)
     per_run = max(1, runs_started)
     result: dict[str, Any] = {
         "jobs": jobs,
@@ -190,10 +180,7 @@ def _run_spike(
         "claims_per_s": round(claims_per_s, 1),
         "starts_per_s": round(starts_per_s, 1),
         "peak_starts_per_s": peak_per_second(start_times),
-        "lateness_p50_s": round(percentile(lateness, 0.50), 3),
-        "lateness_p99_s": round(percentile(lateness, 0.99), 3),
-        "lateness_max_s": round(max(lateness) if lateness else math.nan, 3),
-        "lateness_min_s": round(min(lateness) if lateness else math.nan, 3),  # < 0: started early
+        **_lateness_figures(started),
         "raw_ceiling_claims_per_s": round(ceiling, 1),
         "ratio": round(claims_per_s / ceiling, 3),
         "claim_path_alone_claims_per_s": round(alone, 1),  # the claim code with nothing else running
@@ -214,6 +201,27 @@ def _run_spike(
 
         spike_chart(chart, minute, start_times, started, result)
     return result
+
+
+def _rates(fires: list[tuple[float, FireReport]], start_times: list[float]) -> tuple[float, float]:
+    """Runs claimed a second of claiming, and runs started a second from the first start to the last."""
+    claimed = sum(f.runs_created for _, f in fires)
+    claims_per_s = claimed / (sum(f.claim_seconds for _, f in fires) or math.nan)
+    starts_per_s = (
+        len(start_times) / max(1e-9, start_times[-1] - start_times[0]) if len(start_times) > 1 else math.nan
+    )
+    return claims_per_s, starts_per_s
+
+
+def _lateness_figures(started: list[WorkReport]) -> dict[str, float]:
+    """How late the runs started after their second: median, 99th percentile, most and least."""
+    lateness = [r.start_lateness_seconds for r in started if r.start_lateness_seconds is not None]
+    return {
+        "lateness_p50_s": round(percentile(lateness, 0.50), 3),
+        "lateness_p99_s": round(percentile(lateness, 0.99), 3),
+        "lateness_max_s": round(max(lateness) if lateness else math.nan, 3),
+        "lateness_min_s": round(min(lateness) if lateness else math.nan, 3),  # < 0: started early
+    }
 
 
 def _fire_until_started(
