@@ -199,38 +199,12 @@ def run_chaos(seed: int, minutes: float, dynamodb_fault_rate: float = 0.05) -> d
     stack = BenchStack.create(lease_seconds=LEASE_S)
     faults = Faults(seed, dynamodb_fault_rate)
     try:
-        for team, cap in TEAMS.items():
-            stack.store.put_team(Team(team_id=team, max_concurrency=cap, signing_secret=f"{team}-secret"))
         created = stack.clock.now()
-        jobs = chaos_jobs(stack, created) + watch_jobs(stack, created)
-        stack.write_jobs(jobs, created)
+        jobs = _write_chaos_jobs(stack, created)
         faults.attach_dynamodb(stack.dynamodb)
         attach_claim_cut(faults, stack.dynamodb, stack.names.jobs, rate=0.05)
-        tickets_written: list[int] = []  # the claims' reap tickets, counted as their requests are made
-
-        def count_tickets(params: dict[str, Any], **_: Any) -> None:
-            tickets_written.append(sum("'runs': ?" in s["Statement"] for s in params["Statements"]))
-
-        stack.dynamodb.meta.events.register(
-            "provide-client-params.dynamodb.BatchExecuteStatement", count_tickets
-        )
-
-        base = FleetSpec(
-            stack.names,
-            stack.queue_url,
-            threads=3,
-            lease_seconds=LEASE_S,
-            heartbeat_seconds=HEARTBEAT_S,
-            queue_deadline_seconds=QUEUE_DEADLINE_S,
-            dynamodb_fault_rate=dynamodb_fault_rate,
-            seed=seed,
-        )
-        specs = [
-            base,
-            FleetSpec(**{**base.__dict__, "seed": seed + 1}),
-            FleetSpec(**{**base.__dict__, "seed": seed + 2, "clock_skew_seconds": 300.0}),
-        ]
-        fleet = WorkerFleet(base, 3, specs)
+        tickets_written = _count_tickets(stack)
+        fleet = _chaos_fleet(stack, seed, dynamodb_fault_rate)
         fleet.start()
         queue = FaultyQueue(
             SqsRunQueue(stack.sqs, stack.queue_url),
@@ -239,48 +213,15 @@ def run_chaos(seed: int, minutes: float, dynamodb_fault_rate: float = 0.05) -> d
             drop_rate=0.05,
             crash_rate=0.03,
         )
-        config = PollerConfig(partitions=list(range(64)), queue_deadline=timedelta(seconds=QUEUE_DEADLINE_S))
         stop = threading.Event()
-        alerts = JobNotifier(StoredAlerts(stack.store), stack.store, stack.store)
         webhooks = WebhookSender(HttpTargetCaller(allow_private=True), stack.store)
         topics = SnsTopics(new_client("sns"))  # the runs notify by webhook: this client is never called
-        delivery = BackgroundDelivery(stack.store, ChannelSender(webhooks, topics), stack.clock)
-
-        def poll_forever() -> None:
-            while not stop.is_set():  # a crashed poller is replaced by a fresh one, as EventBridge would
-                poller = Poller(
-                    stack.store,
-                    stack.store,
-                    queue,
-                    alerts,
-                    stack.clock,
-                    config,
-                    deadlines=stack.store,
-                    notifications=delivery,
-                )
-                try:
-                    poller.run_until(stop=stop.is_set, sleep=stop.wait, interval=1.0, recover_every=2)
-                except PollerCrash:
-                    stop.wait(2)
-
-        poller_thread = threading.Thread(target=poll_forever, daemon=True)
-        poller_thread.start()
+        poller_thread = _poll_until_stopped(stack, queue, webhooks, topics, stop)
 
         # At least 70 s, so every job (a 1-minute rate, or a cron at the next minute, +5 s jitter) is due.
         chaos_end = created + max(timedelta(minutes=minutes), timedelta(seconds=70))
-        cancels: dict[str, Cancel] = {}
         guarded = {job.id for job in jobs if job.overlap is not OverlapPolicy.ALLOW}
-        while stack.clock.now() < chaos_end:
-            time.sleep(rng.uniform(6, 14))
-            if rng.random() < 0.5:
-                cancels.update(cancel_a_run(stack, rng, faults, guarded))
-            target = rng.randrange(2)  # the skewed process (2) is left running: it must be fenced, not killed
-            if rng.random() < 0.5:
-                faults.count("worker_killed")
-                fleet.kill_and_replace(target)
-            else:
-                faults.count("worker_paused_past_lease")
-                fleet.pause(target, LEASE_S + 3)
+        cancels = _inflict(stack, rng, faults, fleet, guarded, chaos_end)
         faults.enabled = False
         queue.crash_rate = 0.0
 
@@ -304,6 +245,105 @@ def run_chaos(seed: int, minutes: float, dynamodb_fault_rate: float = 0.05) -> d
         )
     finally:
         stack.close()
+
+
+def _write_chaos_jobs(stack: BenchStack, created: datetime) -> list[Job]:
+    """The teams, and the chaos's jobs and watched jobs, written before any fault is attached."""
+    for team, cap in TEAMS.items():
+        stack.store.put_team(Team(team_id=team, max_concurrency=cap, signing_secret=f"{team}-secret"))
+    jobs = chaos_jobs(stack, created) + watch_jobs(stack, created)
+    stack.write_jobs(jobs, created)
+    return jobs
+
+
+def _count_tickets(stack: BenchStack) -> list[int]:
+    """The claims' reap tickets, counted into the list returned as their requests are made."""
+    tickets_written: list[int] = []
+
+    def count_tickets(params: dict[str, Any], **_: Any) -> None:
+        tickets_written.append(sum("'runs': ?" in s["Statement"] for s in params["Statements"]))
+
+    stack.dynamodb.meta.events.register("provide-client-params.dynamodb.BatchExecuteStatement", count_tickets)
+    return tickets_written
+
+
+def _chaos_fleet(stack: BenchStack, seed: int, dynamodb_fault_rate: float) -> WorkerFleet:
+    """Three worker processes, each with its own fault seed; the third's clock is 300 s off."""
+    base = FleetSpec(
+        stack.names,
+        stack.queue_url,
+        threads=3,
+        lease_seconds=LEASE_S,
+        heartbeat_seconds=HEARTBEAT_S,
+        queue_deadline_seconds=QUEUE_DEADLINE_S,
+        dynamodb_fault_rate=dynamodb_fault_rate,
+        seed=seed,
+    )
+    specs = [
+        base,
+        FleetSpec(**{**base.__dict__, "seed": seed + 1}),
+        FleetSpec(**{**base.__dict__, "seed": seed + 2, "clock_skew_seconds": 300.0}),
+    ]
+    return WorkerFleet(base, 3, specs)
+
+
+def _poll_until_stopped(
+    stack: BenchStack,
+    queue: FaultyQueue,
+    webhooks: WebhookSender,
+    topics: SnsTopics,
+    stop: threading.Event,
+) -> threading.Thread:
+    """A poller in a thread (started) until ``stop``: a crashed one is replaced, as EventBridge would."""
+    config = PollerConfig(partitions=list(range(64)), queue_deadline=timedelta(seconds=QUEUE_DEADLINE_S))
+    alerts = JobNotifier(StoredAlerts(stack.store), stack.store, stack.store)
+    delivery = BackgroundDelivery(stack.store, ChannelSender(webhooks, topics), stack.clock)
+
+    def poll_forever() -> None:
+        while not stop.is_set():
+            poller = Poller(
+                stack.store,
+                stack.store,
+                queue,
+                alerts,
+                stack.clock,
+                config,
+                deadlines=stack.store,
+                notifications=delivery,
+            )
+            try:
+                poller.run_until(stop=stop.is_set, sleep=stop.wait, interval=1.0, recover_every=2)
+            except PollerCrash:
+                stop.wait(2)
+
+    poller_thread = threading.Thread(target=poll_forever, daemon=True)
+    poller_thread.start()
+    return poller_thread
+
+
+def _inflict(
+    stack: BenchStack,
+    rng: random.Random,
+    faults: Faults,
+    fleet: WorkerFleet,
+    guarded: set[str],
+    chaos_end: datetime,
+) -> dict[str, Cancel]:
+    """Until ``chaos_end``, every 6-14 s: maybe a run cancelled, and a worker killed or paused past its
+    lease; the runs cancelled."""
+    cancels: dict[str, Cancel] = {}
+    while stack.clock.now() < chaos_end:
+        time.sleep(rng.uniform(6, 14))
+        if rng.random() < 0.5:
+            cancels.update(cancel_a_run(stack, rng, faults, guarded))
+        target = rng.randrange(2)  # the skewed process (2) is left running: it must be fenced, not killed
+        if rng.random() < 0.5:
+            faults.count("worker_killed")
+            fleet.kill_and_replace(target)
+        else:
+            faults.count("worker_paused_past_lease")
+            fleet.pause(target, LEASE_S + 3)
+    return cancels
 
 
 @dataclass(frozen=True)
@@ -419,51 +459,17 @@ def check(
     cancels = cancels or {}
     runs, tickets_left = _scan_runs_table(stack)
     checked_at = stack.clock.now()
-    violations: list[str] = []
-    lost = [r for r in expected if r not in runs or not runs[r].status.terminal]
-    if lost:
-        violations.append(f"{len(lost)} nominal times without a finished run, e.g. {lost[:3]}")
-    succeeded = Counter(r.run_id for r in reports if r.outcome is WorkOutcome.SUCCEEDED)
-    twice = [run_id for run_id, n in succeeded.items() if n > 1]
-    if twice:
-        violations.append(f"{len(twice)} runs recorded as succeeded twice")
+    lost, twice, violations = _lost_and_twice(expected, runs, reports)
     every_call = list(stack.sink.recorder.calls)
     calls = [c for c in every_call if c.query.get("group") != NOTIFY_GROUP]  # the runs' calls
     watched, watch_violations = watch_figures(stack, jobs, runs, every_call, checked_at)
     violations += watch_violations
-    orphans = [c for c in calls if c.headers.get("idempotency-key") not in runs]
-    if orphans:
-        violations.append(f"{len(orphans)} target calls match no run row")
-    keys_by_run: dict[str, set[str]] = defaultdict(set)
-    for call in calls:
-        keys_by_run[call.headers.get("x-duetime-run-id", "")].add(call.headers.get("idempotency-key", ""))
-    changed = [run for run, keys in keys_by_run.items() if keys != {run}]
-    if changed:
-        violations.append(f"{len(changed)} runs whose repeats carried another idempotency key")
+    violations += _key_violations(runs, calls)
     violations += cancel_violations(runs, calls, cancels)
-    cancelled_at = {run_id: c.at for run_id, c in cancels.items()}
-    waited = max_in_flight_while_waited(calls, call_timeout, cancelled_at)
     guarded = {j.id for j in jobs if j.overlap is not OverlapPolicy.ALLOW}
-    overlapping = overlapping_runs(calls, guarded, call_timeout, cancelled_at)
-    if overlapping:
-        violations.append(
-            f"{len(overlapping)} calls of an overlap job's runs at once, e.g. {overlapping[:2]}"
-        )
-    over_cap = {team: waited[team] for team, cap in TEAMS.items() if waited[team] > cap}
-    if over_cap:
-        violations.append(f"team concurrency over the cap: {over_cap}")
-    behind = [
-        j.id
-        for j in jobs
-        if (s := stack.store.get_job(j.id)) is None
-        or s.state.next_fire_at is None
-        or s.state.next_fire_at <= chaos_end
-    ]
-    if behind:
-        violations.append(f"{len(behind)} jobs whose next due time is not ahead")
-    repeats = sum(
-        len(stack.sink.recorder.keyed(run_id)) - 1 for run_id in runs if stack.sink.recorder.keyed(run_id)
-    )
+    waited, concurrency_violations = _concurrency(calls, guarded, cancels)
+    violations += concurrency_violations
+    violations += _schedules_behind(stack, jobs, chaos_end)
     statuses = Counter(run.status.value for run in runs.values())
     return {
         "runs": len(runs),
@@ -474,7 +480,7 @@ def check(
         "lost": len(lost),
         "duplicates_succeeded": len(twice),
         "target_calls": len(calls),
-        "repeat_calls_same_key": repeats,
+        "repeat_calls_same_key": _repeat_calls(stack, runs),
         "stale_writes_rejected": sum(1 for r in reports if r.outcome is WorkOutcome.STALE),
         "duplicate_messages_dropped": sum(1 for r in reports if r.outcome is WorkOutcome.DUPLICATE),
         "max_in_flight": {team: waited[team] for team in TEAMS},
@@ -492,3 +498,71 @@ def check(
         **watched,
         "violations": violations,
     }
+
+
+def _lost_and_twice(
+    expected: Mapping[str, Job], runs: Mapping[str, Run], reports: list[Any]
+) -> tuple[list[str], list[str], list[str]]:
+    """The nominal times with no finished run, the runs recorded as succeeded twice, and their violations."""
+    violations = []
+    lost = [r for r in expected if r not in runs or not runs[r].status.terminal]
+    if lost:
+        violations.append(f"{len(lost)} nominal times without a finished run, e.g. {lost[:3]}")
+    succeeded = Counter(r.run_id for r in reports if r.outcome is WorkOutcome.SUCCEEDED)
+    twice = [run_id for run_id, n in succeeded.items() if n > 1]
+    if twice:
+        violations.append(f"{len(twice)} runs recorded as succeeded twice")
+    return lost, twice, violations
+
+
+def _repeat_calls(stack: BenchStack, runs: Mapping[str, Run]) -> int:
+    """Calls of a run past its first that carried its idempotency key."""
+    return sum(
+        len(stack.sink.recorder.keyed(run_id)) - 1 for run_id in runs if stack.sink.recorder.keyed(run_id)
+    )
+
+
+def _key_violations(runs: Mapping[str, Run], calls: Sequence[Call]) -> list[str]:
+    """Target calls whose idempotency key names no run, and runs whose repeats carried another key."""
+    violations = []
+    orphans = [c for c in calls if c.headers.get("idempotency-key") not in runs]
+    if orphans:
+        violations.append(f"{len(orphans)} target calls match no run row")
+    keys_by_run: dict[str, set[str]] = defaultdict(set)
+    for call in calls:
+        keys_by_run[call.headers.get("x-duetime-run-id", "")].add(call.headers.get("idempotency-key", ""))
+    changed = [run for run, keys in keys_by_run.items() if keys != {run}]
+    if changed:
+        violations.append(f"{len(changed)} runs whose repeats carried another idempotency key")
+    return violations
+
+
+def _concurrency(
+    calls: Sequence[Call], guarded: set[str], cancels: Mapping[str, Cancel]
+) -> tuple[dict[str, int], list[str]]:
+    """Each team's most calls in flight while duetime waited for them, and the violations: an overlap
+    job's runs called at once, a team over its cap."""
+    violations = []
+    cancelled_at = {run_id: c.at for run_id, c in cancels.items()}
+    waited = max_in_flight_while_waited(calls, call_timeout, cancelled_at)
+    overlapping = overlapping_runs(calls, guarded, call_timeout, cancelled_at)
+    if overlapping:
+        violations.append(
+            f"{len(overlapping)} calls of an overlap job's runs at once, e.g. {overlapping[:2]}"
+        )
+    over_cap = {team: waited[team] for team, cap in TEAMS.items() if waited[team] > cap}
+    if over_cap:
+        violations.append(f"team concurrency over the cap: {over_cap}")
+    return waited, violations
+
+
+def _schedules_behind(stack: BenchStack, jobs: list[Job], chaos_end: datetime) -> list[str]:
+    """A violation if any job's next due time is not past the chaos's end."""
+    behind = [
+        j.id
+        for j in jobs
+        if (s := stack.store.get_job(j.id)) is None
+        or s.state.next_fire_at is None
+        or s.state.next_fire_at <= chaos_end
+    ]
+    return [f"{len(behind)} jobs whose next due time is not ahead"] if behind else []

@@ -54,6 +54,7 @@ from duetime.adapters.dynamodb.store import DynamoStore
 from duetime.adapters.dynamodb.tables import TableNames
 from duetime.client import ApiFailure, DuetimeClient
 from duetime.domain.ids import make_run_id, partition_of
+from duetime.domain.models import Run
 from duetime.domain.timeutil import iso_z, parse_iso_z
 from duetime.local.demo_target import DemoTargetServer
 from duetime.local.deployed import STACK, DeployedStack, team_token, wait_until_jobs_can_be_created
@@ -496,15 +497,9 @@ def _measure(
     stack = info.stack
     bench_started_ms = int(time.time() * 1000)
     load = [os.getloadavg()[0]]
-    dynamodb = new_client("dynamodb", stack.endpoint)
-    store = DynamoStore(dynamodb, TableNames(stack.jobs_table, stack.runs_table, stack.control_table))
-    clock = StoreClock(dynamodb, sync=lambda: store.low_water_marks([0]))
-    clock.start_refining()
+    store, clock = _store_and_clock(stack)
     tag = f"bench-{uuid.uuid4().hex[:8]}"
-    token, _ = team_token(stack, tag, exact_quota=max(1000, jobs))
-    wait_until_jobs_can_be_created(stack.api_url, token)
-    client = DuetimeClient(stack.api_url, token)
-
+    client = _team_client(stack, tag, jobs)
     seconds = minutes * 60
     ahead = clock.now() + timedelta(seconds=LEAD_SECONDS + jobs * CREATE_SECONDS_PER_JOB)
     start = ahead.replace(second=0, microsecond=0) + timedelta(minutes=1)
@@ -515,50 +510,17 @@ def _measure(
         began = time.monotonic()
         planned = create_jobs(client, target.url, dues, tag)
         creation_seconds = time.monotonic() - began
-        created_by = clock.now()
-        created_late = sum(
-            created_by > at.replace(second=0) - timedelta(seconds=PRELOAD_AHEAD_SECONDS)
-            for at in planned.values()
-        )
-
-        def called() -> int:
-            with target.recorder.lock:
-                seen = {c.headers.get("x-duetime-run-id") for c in target.recorder.calls}
-            return len(seen & planned.keys())
-
-        deadline = end + timedelta(seconds=grace_seconds)
-        while clock.now() < deadline and called() < len(planned):
-            _progress(f"{called()}/{len(planned)} runs have called the target")
-            wait_until(lambda: called() >= len(planned), timeout=30, every=0.5)
+        created_late = _created_after_preload(planned, clock.now())
+        _wait_for_calls(target, planned, clock, end + timedelta(seconds=grace_seconds))
         time.sleep(SETTLE_SECONDS)
         load.append(os.getloadavg()[0])
-    with target.recorder.lock:
-        calls = [
-            TargetCall(
-                c.headers.get("x-duetime-run-id", ""),
-                c.headers.get("x-duetime-scheduled-at", ""),
-                c.received_at,
-            )
-            for c in target.recorder.calls
-        ]
-    figures, lateness = lateness_figures(planned, calls)
+    figures, lateness = lateness_figures(planned, _target_calls(target))
 
-    with ThreadPoolExecutor(CREATE_THREADS) as pool:
-        runs = dict(zip(planned, pool.map(store.get_run, planned), strict=True))
-    claim_delays = {r: (run.created_at - planned[r]).total_seconds() for r, run in runs.items() if run}
+    runs, claim_delays = _runs_and_claim_delays(store, planned)
     groups = {r: group_of(partition_of(r.split("@")[0]), info.groups) for r in planned}
     changes = lease_changes(sampler.samples, start, end, LEASE_SAMPLE_SECONDS)
 
-    logs = new_client("logs", stack.endpoint)
-    functions: dict[str, Any] = {}
-    worker_lateness: list[float] = []
-    for kind in ("api", "poller", "worker"):
-        messages = [
-            m for name in info.functions.get(kind, []) for m in log_messages(logs, name, bench_started_ms)
-        ]
-        functions[kind], values = invocation_figures(messages)
-        worker_lateness += values if kind == "worker" else []
-    latest = sorted(lateness, key=lateness.__getitem__, reverse=True)[:5]
+    functions, worker_lateness = _function_figures(info, bench_started_ms)
     return {
         "jobs": jobs,
         "minutes": minutes,
@@ -579,15 +541,7 @@ def _measure(
         "unheld_group_seconds": changes.unheld_seconds,
         "near_handover": near_handovers(planned, lateness, groups, changes.handovers),
         "functions": functions,  # invocations and cold starts that logged since the bench began
-        "latest": [
-            {
-                "run_id": r,
-                "lateness_s": rounded(lateness[r]),
-                "group": groups[r],
-                "claim_delay_s": claim_delays.get(r),
-            }
-            for r in latest
-        ],
+        "latest": _latest(lateness, groups, claim_delays),
         "window": [iso_z(start), iso_z(end)],
         "creation_s": rounded(creation_seconds),
         "load_average_1m": [round(value, 2) for value in load],  # at the start and at the end (2 cores)
@@ -597,3 +551,96 @@ def _measure(
         "stack_created_at": info.created_at,
         "endpoint": stack.endpoint,
     }
+
+
+def _team_client(stack: DeployedStack, tag: str, jobs: int) -> DuetimeClient:
+    """A client of a new team named ``tag`` that may make ``jobs`` exact jobs, once the API takes them."""
+    token, _ = team_token(stack, tag, exact_quota=max(1000, jobs))
+    wait_until_jobs_can_be_created(stack.api_url, token)
+    return DuetimeClient(stack.api_url, token)
+
+
+def _created_after_preload(planned: Mapping[str, datetime], created_by: datetime) -> int:
+    """The jobs created after their minute's preload read its rows (``created_by``: when the last was)."""
+    return sum(
+        created_by > at.replace(second=0) - timedelta(seconds=PRELOAD_AHEAD_SECONDS)
+        for at in planned.values()
+    )
+
+
+def _runs_and_claim_delays(
+    store: DynamoStore, planned: Mapping[str, datetime]
+) -> tuple[dict[str, Run | None], dict[str, float]]:
+    """The planned runs as stored (None: never made), and how long after its time each was claimed."""
+    with ThreadPoolExecutor(CREATE_THREADS) as pool:
+        runs = dict(zip(planned, pool.map(store.get_run, planned), strict=True))
+    claim_delays = {r: (run.created_at - planned[r]).total_seconds() for r, run in runs.items() if run}
+    return runs, claim_delays
+
+
+def _store_and_clock(stack: DeployedStack) -> tuple[DynamoStore, StoreClock]:
+    """The stack's store, and a clock on it (refining itself against the store's)."""
+    dynamodb = new_client("dynamodb", stack.endpoint)
+    store = DynamoStore(dynamodb, TableNames(stack.jobs_table, stack.runs_table, stack.control_table))
+    clock = StoreClock(dynamodb, sync=lambda: store.low_water_marks([0]))
+    clock.start_refining()
+    return store, clock
+
+
+def _wait_for_calls(
+    target: DemoTargetServer, planned: Mapping[str, datetime], clock: StoreClock, deadline: datetime
+) -> None:
+    """Until every planned run called the target, or ``deadline`` (the store's clock), telling how many."""
+
+    def called() -> int:
+        with target.recorder.lock:
+            seen = {c.headers.get("x-duetime-run-id") for c in target.recorder.calls}
+        return len(seen & planned.keys())
+
+    while clock.now() < deadline and called() < len(planned):
+        _progress(f"{called()}/{len(planned)} runs have called the target")
+        wait_until(lambda: called() >= len(planned), timeout=30, every=0.5)
+
+
+def _target_calls(target: DemoTargetServer) -> list[TargetCall]:
+    """Every call the target received: its run, its scheduled instant and when it arrived."""
+    with target.recorder.lock:
+        return [
+            TargetCall(
+                c.headers.get("x-duetime-run-id", ""),
+                c.headers.get("x-duetime-scheduled-at", ""),
+                c.received_at,
+            )
+            for c in target.recorder.calls
+        ]
+
+
+def _function_figures(info: StackInfo, bench_started_ms: int) -> tuple[dict[str, Any], list[float]]:
+    """Invocations and cold starts each kind of function logged since the bench began, and the workers'
+    start lateness they logged."""
+    logs = new_client("logs", info.stack.endpoint)
+    functions: dict[str, Any] = {}
+    worker_lateness: list[float] = []
+    for kind in ("api", "poller", "worker"):
+        messages = [
+            m for name in info.functions.get(kind, []) for m in log_messages(logs, name, bench_started_ms)
+        ]
+        functions[kind], values = invocation_figures(messages)
+        worker_lateness += values if kind == "worker" else []
+    return functions, worker_lateness
+
+
+def _latest(
+    lateness: Mapping[str, float], groups: Mapping[str, str | None], claim_delays: Mapping[str, float]
+) -> list[dict[str, Any]]:
+    """The five latest runs: how late, their poller group and how long after their time they were claimed."""
+    latest = sorted(lateness, key=lateness.__getitem__, reverse=True)[:5]
+    return [
+        {
+            "run_id": r,
+            "lateness_s": rounded(lateness[r]),
+            "group": groups[r],
+            "claim_delay_s": claim_delays.get(r),
+        }
+        for r in latest
+    ]

@@ -9,12 +9,13 @@ import queue
 import signal
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from duetime.adapters.dynamodb.tables import TableNames
-from duetime.execution.worker import WorkReport
+from duetime.execution.worker import Worker, WorkerConfig, WorkReport
 
 NICENESS = 10
 
@@ -33,14 +34,9 @@ class FleetSpec:
 
 
 def _work(spec: FleetSpec, reports: Any, stop: Any) -> None:
-    from duetime.adapters.aws.alerts import StoredAlerts
     from duetime.adapters.aws.clients import new_client
-    from duetime.adapters.aws.sqs import SqsConsumer, SqsRunQueue
-    from duetime.adapters.aws.store_clock import StoreClock
+    from duetime.adapters.aws.sqs import SqsConsumer
     from duetime.adapters.dynamodb.store import DynamoStore
-    from duetime.adapters.http_target import HttpTargetCaller
-    from duetime.execution.notifications import JobNotifier
-    from duetime.execution.worker import Worker, WorkerConfig
     from duetime.local.system import EventSourceMapping, local_environment
     from duetime_bench.accounting import Ledger
 
@@ -58,6 +54,22 @@ def _work(spec: FleetSpec, reports: Any, stop: Any) -> None:
 
         Faults(spec.seed, spec.dynamodb_fault_rate).attach_dynamodb(dynamodb)
     store = DynamoStore(dynamodb, spec.names)
+    mappings = [
+        EventSourceMapping(SqsConsumer(sqs, spec.queue_url), worker, on_report=reports.put)
+        for worker in _workers(spec, dynamodb, sqs, store)
+    ]
+    _run_until_stopped([m.run for m in mappings], stop)
+    reports.put(("done", ledger.snapshot(), time.process_time()))
+
+
+def _workers(spec: FleetSpec, dynamodb: Any, sqs: Any, store: Any) -> list[Worker]:
+    """``spec.threads`` workers on one store and one clock (this process's, off by its skew)."""
+    from duetime.adapters.aws.alerts import StoredAlerts
+    from duetime.adapters.aws.sqs import SqsRunQueue
+    from duetime.adapters.aws.store_clock import StoreClock
+    from duetime.adapters.http_target import HttpTargetCaller
+    from duetime.execution.notifications import JobNotifier
+
     clock = StoreClock(
         dynamodb,
         local_time=lambda: time.time() + spec.clock_skew_seconds,
@@ -70,25 +82,25 @@ def _work(spec: FleetSpec, reports: Any, stop: Any) -> None:
         queue_deadline=timedelta(seconds=spec.queue_deadline_seconds),
         defer_seconds=1,
     )
-    done = threading.Event()
-    mappings = [
-        EventSourceMapping(
-            SqsConsumer(sqs, spec.queue_url),
-            Worker(
-                store,
-                store,
-                SqsRunQueue(sqs, spec.queue_url),
-                JobNotifier(StoredAlerts(store), store, store),
-                HttpTargetCaller(allow_private=True),
-                clock,
-                worker_config,
-                deadlines=store,
-            ),
-            on_report=reports.put,
+    return [
+        Worker(
+            store,
+            store,
+            SqsRunQueue(sqs, spec.queue_url),
+            JobNotifier(StoredAlerts(store), store, store),
+            HttpTargetCaller(allow_private=True),
+            clock,
+            worker_config,
+            deadlines=store,
         )
         for _ in range(spec.threads)
     ]
-    threads = [threading.Thread(target=m.run, args=(done,)) for m in mappings]
+
+
+def _run_until_stopped(loops: list[Callable[[threading.Event], None]], stop: Any) -> None:
+    """Each loop in a thread of its own until ``stop.value`` is set, then each told to end and joined."""
+    done = threading.Event()
+    threads = [threading.Thread(target=loop, args=(done,)) for loop in loops]
     for thread in threads:
         thread.start()
     while not stop.value:
@@ -96,7 +108,6 @@ def _work(spec: FleetSpec, reports: Any, stop: Any) -> None:
     done.set()
     for thread in threads:
         thread.join(timeout=60)
-    reports.put(("done", ledger.snapshot(), time.process_time()))
 
 
 class WorkerFleet:

@@ -188,6 +188,25 @@ def _after_each_groups_first(invocations: list[Invocation]) -> list[Invocation]:
     return later
 
 
+def _steady_lengths(invocations: list[Invocation]) -> list[float]:
+    """How long each invocation lasted that ended on its own, each group's first left out."""
+    return [
+        i.ended - i.started
+        for i in _after_each_groups_first(invocations)
+        if i.ended is not None and not i.stopped
+    ]
+
+
+def _invocation_figures(invocations: list[Invocation], ended: list[float]) -> dict[str, Any]:
+    return {
+        "invocations_rested": sum(i.rested for i in invocations),
+        "invocations_ended": len(ended),
+        "invocation_seconds_mean": round(sum(ended) / len(ended), 2) if ended else None,
+        "invocation_seconds_min": round(min(ended), 2) if ended else None,
+        "invocation_seconds_max": round(max(ended), 2) if ended else None,
+    }
+
+
 def idle_figures(
     usage: dict[str, Any],
     window_s: float,
@@ -202,11 +221,7 @@ def idle_figures(
     the same groups, run length and handover. Invocation lengths count the steady state: invocations that
     ended on their own, but not each group's first (its rule fires at once, at a second other than the
     rule's own, so the first hands over at whatever second the next one comes)."""
-    ended = [
-        i.ended - i.started
-        for i in _after_each_groups_first(invocations)
-        if i.ended is not None and not i.stopped
-    ]
+    ended = _steady_lengths(invocations)
     stack = StackDefaults(
         poller_groups=groups,
         poller_run_seconds=run_seconds,
@@ -225,11 +240,7 @@ def idle_figures(
         "run_seconds": run_seconds,
         "hot_standby": hot_standby,
         "rests_when_quiet": rest,
-        "invocations_rested": sum(i.rested for i in invocations),
-        "invocations_ended": len(ended),
-        "invocation_seconds_mean": round(sum(ended) / len(ended), 2) if ended else None,
-        "invocation_seconds_min": round(min(ended), 2) if ended else None,
-        "invocation_seconds_max": round(max(ended), 2) if ended else None,
+        **_invocation_figures(invocations, ended),
         "model_invocation_seconds": poller_invocation_seconds(stack, timings),
         "handovers": sum(i.handovers for i in invocations),
         "takeovers": sum(i.takeovers for i in invocations),

@@ -28,7 +28,6 @@ beyond one second, read units, the run's target outside its duration.
 from __future__ import annotations
 
 import argparse
-import bisect
 import heapq
 import itertools
 import math
@@ -42,7 +41,7 @@ from dataclasses import dataclass, fields, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from duetime.adapters.aws.sqs import ReceivedMessage, encode
+from duetime.adapters.aws.sqs import ReceivedMessage
 from duetime.adapters.dynamodb.codec import due_bucket, job_to_item, run_to_item
 from duetime.adapters.dynamodb.reap_checks import (
     DEFAULT_LEASE_CHECK,
@@ -53,8 +52,7 @@ from duetime.adapters.dynamodb.reap_checks import (
 from duetime.adapters.dynamodb.reap_tickets import ticket_chunks, ticketed_run_ids
 from duetime.adapters.dynamodb.worker_batches import SLOTS_PER_ITEM, SLOTS_PER_KEY
 from duetime.adapters.memory import MemoryAlerts, MemoryQueue, MemoryStore
-from duetime.adapters.memory.jobs import MemoryDueRow, _JobRow
-from duetime.adapters.memory.runs import _KEEP
+from duetime.adapters.memory.jobs import MemoryDueRow
 from duetime.adapters.memory.stored import maybe_second
 from duetime.capacity import calibration
 from duetime.capacity.midnight_model import (
@@ -74,9 +72,9 @@ from duetime.domain.clock import ManualClock
 from duetime.domain.ids import PARTITIONS, new_job_id, partition_of, split_run_id
 from duetime.domain.models import Job, JobSpec, Run, Team
 from duetime.domain.schedule import fire_time, next_nominal_after, rate_anchor
-from duetime.domain.timeutil import iso_z, minute_bucket
+from duetime.domain.timeutil import minute_bucket
 from duetime.execution.run_batch import work_batch
-from duetime.execution.worker import Worker, WorkReport, _Call, _Flight
+from duetime.execution.worker import Flight, TargetCall, Worker, WorkReport
 from duetime.ports import ClaimOutcome, PollerLease, ResultWrite, RunMessage, TargetRequest, TargetResponse
 from duetime.scheduling.fan_out import FanOutPolicy, HelperAssignment
 from duetime.scheduling.poller import Poller, PollerConfig
@@ -135,51 +133,11 @@ def _partition_of_run(run_id: str) -> int:
     return partition_of(split_run_id(run_id)[0])
 
 
-class _Bucket:
-    """One due-index partition key's rows, sorted by due key."""
-
-    __slots__ = ("keys", "rows")
-
-    def __init__(self) -> None:
-        self.keys: list[str] = []
-        self.rows: dict[str, _JobRow] = {}
-
-
-class _IndexedJobs(dict[str, _JobRow]):
-    """The twin's jobs table, with its due index kept sorted per bucket (the twin scans every job)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.buckets: dict[str, _Bucket] = defaultdict(_Bucket)
-
-    def __setitem__(self, job_id: str, row: _JobRow) -> None:
-        old = self.get(job_id)
-        if old is not None and old.bucket is not None and old.key is not None:
-            bucket = self.buckets[old.bucket]
-            del bucket.keys[bisect.bisect_left(bucket.keys, old.key)]
-            del bucket.rows[old.key]
-        if row.bucket is not None and row.key is not None:
-            bucket = self.buckets[row.bucket]
-            bisect.insort(bucket.keys, row.key)
-            bucket.rows[row.key] = row
-        super().__setitem__(job_id, row)
-
-
-@dataclass(frozen=True)
-class _SharedDueRow(MemoryDueRow):
-    """A due row whose ``job()`` is the stored model itself (models are never changed in place)."""
-
-    def job(self) -> Job:
-        return self._job
-
-
 class SimStore(MemoryStore):
     """The twin, charging each call its modelled latency, CPU and write units on the simulation's clock."""
 
     def __init__(self, sim: Simulation) -> None:
-        super().__init__()
-        self._index = _IndexedJobs()
-        self._jobs = self._index
+        super().__init__(copies=False)  # the simulation never changes a model in place
         self.sim = sim
         # The DynamoDB store's reap checks (``reap_checks``), which the twin's exact index does not have:
         # each run's current check, and per partition a heap of (check, run id) holding stale entries too.
@@ -193,50 +151,29 @@ class SimStore(MemoryStore):
         self._ticket_heaps: dict[int, list[tuple[datetime, tuple[str, ...]]]] = defaultdict(list)
         self.tickets_written = 0
         self.ticket_adoptions = 0
-        self._item_units: dict[str, int] = {}
+        self.item_units: dict[str, int] = {}
         self._ticket_wait = (0.0, "key_throttle")
 
     # --- bulk set-up (not part of the timeline) --------------------------------------------------------
 
     def load_jobs(self, jobs: Sequence[Job], now: datetime) -> None:
-        from duetime.adapters.memory.jobs import _row
-
         for partition in range(PARTITIONS):
             self.ensure_low_water_mark(partition, minute_bucket(now))
-        for job in jobs:
-            self._jobs[job.id] = _row(job, now)
+        self.put_stored_jobs(jobs, now)
 
     # --- the jobs table -----------------------------------------------------------------------------------
-
-    def _due(
-        self, partition: int, bucket: str, until: datetime, limit: int, after: str | None
-    ) -> list[_JobRow]:
-        rows = self._index.buckets.get(f"{partition:02d}#{bucket}")
-        if rows is None:
-            return []
-        low = f"{after}\x00" if after else "0"
-        high = f"{iso_z(until)}#~"
-        start = bisect.bisect_left(rows.keys, low)
-        end = min(bisect.bisect_right(rows.keys, high), start + limit)
-        return [rows.rows[key] for key in rows.keys[start:end]]
 
     def due_rows(
         self, partition: int, bucket: str, until: datetime, limit: int, after: str | None = None
     ) -> list[MemoryDueRow]:
-        with self.lock:
-            rows: list[MemoryDueRow] = [
-                _SharedDueRow(int(fire.timestamp()), row.job.id, row.job.state.version, row.job)
-                for row in self._due(partition, bucket, until, limit, after)
-                if (fire := row.job.state.next_fire_at) is not None
-            ]
+        rows = super().due_rows(partition, bucket, until, limit, after)
         self._charge_read(len(rows))
         return rows
 
     def due_jobs(
         self, partition: int, bucket: str, until: datetime, limit: int, after: str | None = None
     ) -> list[Job]:
-        with self.lock:
-            jobs = [row.job for row in self._due(partition, bucket, until, limit, after)]
+        jobs = super().due_jobs(partition, bucket, until, limit, after)
         self._charge_read(len(jobs))
         return jobs
 
@@ -250,8 +187,7 @@ class SimStore(MemoryStore):
     def count_due(self, partition: int, bucket: str) -> int:
         """A ``Select=COUNT`` Query: one page's latency, no rows' CPU."""
         self.sim.spend(self.sim.model.ddb_query_ms / 1000)
-        rows = self._index.buckets.get(f"{partition:02d}#{bucket}")
-        return 0 if rows is None else len(rows.keys)
+        return super().count_due(partition, bucket)
 
     def read_poller_lease(self, group: str) -> PollerLease:
         """A GetItem (the fan-out's reads of its helpers' leases, a helper's lease steps)."""
@@ -267,9 +203,9 @@ class SimStore(MemoryStore):
         """Write units of one write of an item of ``kind`` (AWS: ceil(size / 1 KB)), from the first such
         item the code writes (encoded by the DynamoDB store's codec): the midnight's jobs all have one
         shape, and so have their runs."""
-        units = self._item_units.get(kind)
+        units = self.item_units.get(kind)
         if units is None:
-            units = self._item_units[kind] = max(1, math.ceil(item_size(item()) / 1024))
+            units = self.item_units[kind] = max(1, math.ceil(item_size(item()) / 1024))
         return units
 
     def _job_units(self, job: Job) -> int:
@@ -285,6 +221,7 @@ class SimStore(MemoryStore):
         sim.spend(m.poller_cpu_s(runs * m.poller_claim_cpu_us_per_run, sim.memory_mb()), "cpu")
         self._creating_ticketed = ticketed_run_ids(run for claim in claims for run in claim.runs)
         outcome = super().claim(claims, now)
+        self._index_created([*outcome.runs, *outcome.skipped])
         tickets = self._write_tickets([run for run in outcome.runs if run.run_id in self._creating_ticketed])
         self._creating_ticketed = set()
         # DynamoStore reads the jobs' versions (a BatchGetItem per 100), then writes the claims' run rows,
@@ -319,6 +256,19 @@ class SimStore(MemoryStore):
         for wait, cause in throttled:
             sim.spend(wait, cause)
         return outcome
+
+    def _index_created(self, created: Sequence[Run]) -> None:
+        """The reap checks of the runs a claim created that need minding: a ticketed run's ticket stands for
+        its own check; the others get theirs at their check as stored (to the second)."""
+        for run in created:
+            if run.queue_deadline is None:
+                continue
+            if run.run_id in self._creating_ticketed:
+                self._ticketed.add(run.run_id)
+            else:
+                created_at, deadline = maybe_second(run.created_at), maybe_second(run.queue_deadline)
+                assert created_at is not None and deadline is not None
+                self._set_check(run.run_id, _check(created_at, deadline))
 
     def _write_tickets(self, runs: Sequence[Run]) -> int:
         """The reap tickets of a claim's ticketed runs, as ``DynamoStore`` writes them (``ticket_chunks``),
@@ -380,22 +330,6 @@ class SimStore(MemoryStore):
 
     # --- runs -------------------------------------------------------------------------------------------
 
-    def _create_run(self, run: Run) -> None:
-        """The twin's, without its deep copy (the simulation never changes a model in place)."""
-        stored = run.model_copy(
-            update={
-                name: maybe_second(getattr(run, name))
-                for name in ("nominal_at", "fire_at", "queue_deadline", "created_at", "updated_at")
-            }
-        )
-        self._runs[run.run_id] = stored
-        if stored.queue_deadline is not None:
-            self._reap_at[run.run_id] = stored.queue_deadline
-            if run.run_id in self._creating_ticketed:
-                self._ticketed.add(run.run_id)  # its ticket's check stands for its own
-            else:
-                self._set_check(run.run_id, _check(stored.created_at, stored.queue_deadline))
-
     def _set_check(self, run_id: str, check: datetime | None) -> None:
         self._ticketed.discard(run_id)  # a write that gives a run a check gives it an entry of its own
         if check is None:
@@ -403,22 +337,6 @@ class SimStore(MemoryStore):
             return
         self._checks[run_id] = check
         heapq.heappush(self._check_heaps[_partition_of_run(run_id)], (check, run_id))
-
-    def _update(
-        self, run_id: str, condition: Callable[[Run], bool], changes: dict[str, Any], reap_at: Any = _KEEP
-    ) -> Run | None:
-        """The twin's conditional update of a run, without its two deep copies."""
-        with self.lock:
-            run = self._runs.get(run_id)
-            if run is None or not condition(run):
-                return None
-            updated = run.model_copy(update=changes)
-            self._runs[run_id] = updated
-            if reap_at is None:
-                self._reap_at.pop(run_id, None)
-            elif reap_at is not _KEEP:
-                self._reap_at[run_id] = reap_at
-            return updated
 
     def _batch_s(self, count: int, read_first: bool) -> float:
         """A batch of ``count`` writes: one UpdateItem alone; else (a read and) BatchExecuteStatements."""
@@ -435,8 +353,13 @@ class SimStore(MemoryStore):
         keys = {f"reap:p{p:02d}": float(units * n) for p, n in by_shard.items()}
         return self.sim.write(keys, {"runs": row_units, "runs/reap": units * len(run_ids)})
 
+    def _stored_run(self, run_id: str) -> Run:
+        run = self.get_run(run_id)  # not a copy: the store keeps none
+        assert run is not None, run_id
+        return run
+
     def _rows_units(self, run_ids: Sequence[str]) -> int:
-        return sum(self._run_units(self._runs[run_id]) for run_id in run_ids if run_id in self._runs)
+        return sum(self._run_units(run) for run_id in run_ids if (run := self.get_run(run_id)) is not None)
 
     def acquire_leases(
         self,
@@ -515,7 +438,7 @@ class SimStore(MemoryStore):
         (tickets, listed), adopted = self._settle_tickets(partition, now, limit - len(due))
         moved: list[str] = []
         for run_id in due:
-            run = self._runs[run_id]
+            run = self._stored_run(run_id)
             needs_at = needs_reaper_at(run)
             if needs_at is not None and needs_at >= now:  # alive: the store moves its check on
                 self._set_check(run_id, next_check(run, now, DEFAULT_LEASE_CHECK))
@@ -553,7 +476,7 @@ class SimStore(MemoryStore):
             tickets += 1
             listed += len(run_ids)
             for run_id in run_ids:
-                run = self._runs[run_id]
+                run = self._stored_run(run_id)
                 needs_at = needs_reaper_at(run)
                 if run_id not in self._ticketed or needs_at is None:
                     self._ticketed.discard(run_id)
@@ -599,14 +522,12 @@ class SimStore(MemoryStore):
 
 
 class SimQueue(MemoryQueue):
-    """The twin queue with a heap of visible times (the twin sorts every message on each receive), each call
-    charged its modelled latency; a send wakes the parked event-source slots when its messages show."""
+    """The twin queue, each call charged its modelled latency; a send wakes the parked event-source slots
+    when its messages show."""
 
     def __init__(self, sim: Simulation, visibility_timeout: int = 90) -> None:
         super().__init__(sim.clock, visibility_timeout)
         self.sim = sim
-        self._heap: list[tuple[datetime, int, str]] = []
-        self._seq = itertools.count()
 
     def send(self, messages: Sequence[RunMessage], delay_seconds: int = 0) -> None:
         m = self.sim.model
@@ -614,62 +535,19 @@ class SimQueue(MemoryQueue):
         self.sim.sqs_requests += requests
         self.sim.spend(math.ceil(requests / m.sqs_senders) * m.sqs_send_ms / 1000)
         visible_at = self.clock.now() + timedelta(seconds=delay_seconds)
-        with self._lock:
-            for message in messages:
-                message_id = f"m{next(self._ids)}"
-                self._messages[message_id] = _message(message_id, encode(message), visible_at)
-                heapq.heappush(self._heap, (visible_at, next(self._seq), message_id))
+        super().send(messages, delay_seconds)
         self.sim.messages_visible(_seconds(visible_at))
 
     def receive(self, max_messages: int = 10, wait_seconds: int = 1) -> list[ReceivedMessage]:
         self.sim.sqs_requests += 1
         self.sim.spend(self.sim.model.sqs_receive_ms / 1000)
-        now = self.clock.now()
-        received: list[ReceivedMessage] = []
-        with self._lock:
-            while self._heap and len(received) < max_messages and self._heap[0][0] <= now:
-                visible_at, _, message_id = heapq.heappop(self._heap)
-                message = self._messages.get(message_id)
-                if message is None or message.visible_at != visible_at:
-                    continue  # deleted, or its visibility changed since (a newer entry stands for it)
-                message.receive_count += 1
-                message.receipt_handle = f"{message.message_id}#{next(self._ids)}"
-                message.visible_at = now + timedelta(seconds=self.visibility_timeout)
-                heapq.heappush(self._heap, (message.visible_at, next(self._seq), message_id))
-                received.append(
-                    ReceivedMessage(
-                        message.message_id, message.receipt_handle, message.body, message.receive_count
-                    )
-                )
-        return received
-
-    def change_visibility(self, receipt_handle: str, seconds: int) -> None:
-        super().change_visibility(receipt_handle, seconds)
-        message = self._message(receipt_handle)
-        if message is not None:
-            heapq.heappush(self._heap, (message.visible_at, next(self._seq), message.message_id))
+        return super().receive(max_messages, wait_seconds)
 
     def delete(self, receipt_handles: Sequence[str]) -> None:
         requests = math.ceil(len(receipt_handles) / BATCH)
         self.sim.sqs_requests += requests
         self.sim.spend(requests * self.sim.model.sqs_delete_ms / 1000)
         super().delete(receipt_handles)
-
-    def next_visible(self) -> datetime | None:
-        with self._lock:
-            while self._heap:
-                visible_at, _, message_id = self._heap[0]
-                message = self._messages.get(message_id)
-                if message is not None and message.visible_at == visible_at:
-                    return visible_at
-                heapq.heappop(self._heap)
-        return None
-
-
-def _message(message_id: str, body: str, visible_at: datetime) -> Any:
-    from duetime.adapters.memory.queue import _Message
-
-    return _Message(message_id, body, visible_at)
 
 
 class _LaneFuture(Future[None]):
@@ -724,22 +602,22 @@ class SimTarget:
 
 class SimWorker(Worker):
     """The real worker, its batch's calls made in this thread: they run at once, so they all end together
-    ``target_ms`` later and land in one wave (the real ``_land``: results, slots, retries, alerts)."""
+    ``target_ms`` later and land in one wave (the real ``land_wave``: results, slots, retries, alerts)."""
 
     sim: Simulation
 
-    def _call_all(
-        self, calls: list[_Call], started: datetime, lease_until: datetime
+    def call_targets(
+        self, calls: list[TargetCall], started: datetime, lease_until: datetime
     ) -> dict[str, WorkReport | Exception]:
         if not calls:
             return {}
-        flight = _Flight({call.run.run_id: call for call in calls})
-        wave: list[tuple[_Call, Future[TargetResponse]]] = []
+        flight = Flight({call.run.run_id: call for call in calls})
+        wave: list[tuple[TargetCall, Future[TargetResponse]]] = []
         longest = 0.0
         for call in calls:
             future: Future[TargetResponse] = Future()
             try:
-                response = self._call(call, lease_until)
+                response = self.call_target(call, lease_until)
                 longest = max(longest, response.duration_ms / 1000)
                 future.set_result(response)
             except Exception as exc:
@@ -747,7 +625,7 @@ class SimWorker(Worker):
             wave.append((call, future))
         self.sim.spend(longest, "target")
         flight.land([call.run.run_id for call in calls])
-        return self._land(wave, started, flight)
+        return self.land_wave(wave, started, flight)
 
 
 class Actor:
@@ -792,8 +670,7 @@ class PollerActor(Actor):
     def _note_rows(self) -> None:
         preload = self.poller.preload
         if preload is not None:
-            held = len(preload._pending) + len(preload._fired)
-            self.peak_rows = max(self.peak_rows, held)
+            self.peak_rows = max(self.peak_rows, preload.rows_in_memory)
 
     def step(self) -> float | None:
         if self.finished:
@@ -982,8 +859,7 @@ class Simulation:
     def use_lanes(self, poller: Poller) -> None:
         """The preload's sends on the simulation's lanes, not a real thread."""
         assert poller.preload is not None
-        poller.preload._sender.shutdown()
-        poller.preload._sender = LaneSender(self)  # type: ignore[assignment]
+        poller.preload.send_with(LaneSender(self))
 
     def write(
         self, keys: Mapping[str, float], tables: Mapping[str, float], at: float | None = None
@@ -1036,46 +912,57 @@ class Simulation:
     # --- the run ----------------------------------------------------------------------------------------
 
     def run(self, horizon_s: float) -> None:
+        self._load()
+        pollers = [self._start_poller(g) for g in range(self.model.poller_groups)]
+        self.slots = [WorkerSlot(self, i) for i in range(self.model.esm_cap())]
+        for slot in self.slots[: self.model.esm_start()]:
+            self._schedule(self.now(), slot)
+        self._play(horizon_s)
+        self._stop([*pollers, *self.helpers])
+        self.pollers = pollers
+
+    def _load(self) -> None:
+        """The teams and the midnight's jobs, written before the timeline starts."""
         created = MIDNIGHT - timedelta(minutes=1)
         jobs = midnight_jobs(self.jobs, MIDNIGHT, self.jitter, self.exact_fraction, created, self.model.teams)
         for team in range(min(self.model.teams, self.jobs)):
             self.store.put_team(Team(team_id=f"t{team}"))
         self.store.load_jobs(jobs, created)
-        del jobs
-        groups = self.model.poller_groups
-        pollers: list[PollerActor] = []
+
+    def _start_poller(self, group: int) -> PollerActor:
+        """Poller group ``group``'s real poller (with its helpers if the model fans out), scheduled now."""
+        m = self.model
+        groups = m.poller_groups
+        partitions = [p for p in range(PARTITIONS) if p * groups // PARTITIONS == group]
         # Paced claims (duetime.scheduling.claim_pace): each group its share of what the tables take of claims
         # + starts.
-        capacities = self.model.table_write_capacities(TABLE_NAMES)
-        group_rate = claims_per_second_within(capacities) / groups if self.model.claims_paced else None
-        for g in range(groups):
-            partitions = [p for p in range(PARTITIONS) if p * groups // PARTITIONS == g]
-            m = self.model
-            policy = FanOutPolicy(
-                holder_rows=m.fan_out_holder_rows, partitions_per_helper=m.fan_out_partitions_per_helper
-            )
-            helpers = SimHelpers(self) if m.fan_out else None
-            poller = Poller(
-                self.store,
-                self.store,
-                self.queue,
-                self.alerts,
-                self.clock,
-                PollerConfig(partitions, claims_per_second=group_rate),
-                self.store,
-                leases=self.store,
-                helpers=helpers,
-                fan_out=policy,
-            )
-            if helpers is not None:
-                helpers.parent = poller
-            self.use_lanes(poller)
-            actor = PollerActor(self, poller, f"poller-{g}")
-            pollers.append(actor)
-            self._schedule(self.now(), actor)
-        self.slots = [WorkerSlot(self, i) for i in range(self.model.esm_cap())]
-        for slot in self.slots[: self.model.esm_start()]:
-            self._schedule(self.now(), slot)
+        capacities = m.table_write_capacities(TABLE_NAMES)
+        group_rate = claims_per_second_within(capacities) / groups if m.claims_paced else None
+        policy = FanOutPolicy(
+            holder_rows=m.fan_out_holder_rows, partitions_per_helper=m.fan_out_partitions_per_helper
+        )
+        helpers = SimHelpers(self) if m.fan_out else None
+        poller = Poller(
+            self.store,
+            self.store,
+            self.queue,
+            self.alerts,
+            self.clock,
+            PollerConfig(partitions, claims_per_second=group_rate),
+            self.store,
+            leases=self.store,
+            helpers=helpers,
+            fan_out=policy,
+        )
+        if helpers is not None:
+            helpers.parent = poller
+        self.use_lanes(poller)
+        actor = PollerActor(self, poller, f"poller-{group}")
+        self._schedule(self.now(), actor)
+        return actor
+
+    def _play(self, horizon_s: float) -> None:
+        """Step the actors in virtual-time order until every job started or ``horizon_s`` passed."""
         while self._events and len(self.starts) < self.jobs:
             event = heapq.heappop(self._events)
             if event.at > horizon_s:
@@ -1093,8 +980,11 @@ class Simulation:
             wake = current.step()
             if wake is not None:
                 self._schedule(wake, current)
+
+    def _stop(self, pollers: Sequence[PollerActor]) -> None:
+        """Each poller and helper stops after its next sweep."""
         self.stopping = True
-        for poller_actor in [*pollers, *self.helpers]:  # each stops after its next sweep
+        for poller_actor in pollers:
             self.current = poller_actor
             next_wake: float | None = self.now()
             for _ in range(100):
@@ -1103,7 +993,6 @@ class Simulation:
                 self.set_now(max(self.now(), next_wake))
                 next_wake = poller_actor.step()
             poller_actor.thread.join(timeout=5)
-        self.pollers = pollers
 
 
 def run_midnight(
@@ -1120,29 +1009,48 @@ def run_midnight(
     cpu = time.process_time()
     sim = Simulation(model, jobs, jitter, exact_fraction)
     sim.run(horizon_s if horizon_s is not None else jitter + 900.0)
-    runs = sim.store._runs
-    started = len(sim.starts)
     window = 60.0 + jitter
-    busy = [s for s in sim.slots if s.batches]
-    cycle_s = sum(s.busy_s for s in busy) / max(1, sum(s.batches for s in busy))
-    runs_per_batch = sim.batch_runs / max(1, sum(s.batches for s in busy))
-    worker_rate = runs_per_batch / cycle_s if cycle_s else math.nan
-    peak_starts = max(sim.starts_by_second.values(), default=0)
-    hottest_key, hottest = sim.meter.hottest()
+    workers = _WorkerFigures.of(sim)
     rows = max((p.peak_rows for p in sim.pollers), default=0)
     rss = model.poller_base_mb + rows * model.preload_bytes_per_row / 2**20
-    lateness = sorted(sim.lateness)
-    plan = capacity_plan(
-        PlanInputs(
-            spike_jobs=jobs,
-            poller_groups=model.poller_groups,
-            spike_window_s=int(window),
-            worker_rate=round(worker_rate, 1) if worker_rate == worker_rate else 100.0,
-        )
-    )
     estimate = plan_estimate(jobs, window, model, exact_fraction)
-    statuses = Counter(run.status.value for run in runs.values())
     result: dict[str, Any] = {
+        **_run_figures(sim, jobs, jitter, exact_fraction),
+        **_key_figures(sim),
+        "poller_peak_rows_held": rows,
+        "poller_peak_rss_mb": round(rss, 1),
+        "poller_memory_mb": model.poller_memory_mb,
+        **workers.figures(jobs, window),
+        **_store_figures(sim),
+        "time_spent_s": {k: {c: round(v, 1) for c, v in sorted(t.items())} for k, t in sim.spent.items()},
+        "spike_cost_usd": spike_cost(sim, workers.busy),
+        "calibration": calibration_used(model),
+        "plan": _plan_figures(jobs, window, model, workers.rate),
+        "plan_on_the_aws_model": estimate,  # duetime plan's arithmetic on this model (bench/plan_midnight.py)
+        "decided_by_model": DECIDED_BY_MODEL,
+        "model": model.as_dict(),
+        "simulated_events": sim.events,
+        "simulation_wall_s": round(time.perf_counter() - wall, 1),
+        "simulation_cpu_s": round(time.process_time() - cpu, 1),
+        "simulation_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
+    result["goals"] = _goals(result, jitter, rss, model)
+    result["goal_met"] = all(result["goals"].values())
+    result["bound_by"] = bound_by(sim, result, jitter)
+    # The simulation over the plan, figure by figure: within 0.5-2 is within the model's stated error.
+    result["simulation_over_plan"] = {
+        name: _over(result[name], estimate[name]) for name in estimate if name in result
+    }
+    return result
+
+
+def _run_figures(sim: Simulation, jobs: int, jitter: int, exact_fraction: float) -> dict[str, Any]:
+    """The runs the simulation made and started: none lost or twice, when claimed and started, how late."""
+    runs = sim.store.all_runs()
+    started = len(sim.starts)
+    lateness = sorted(sim.lateness)
+    statuses = Counter(run.status.value for run in runs.values())
+    return {
         "jobs": jobs,
         "jitter_s": jitter,
         "exact_fraction": exact_fraction,
@@ -1153,26 +1061,58 @@ def run_midnight(
         "run_statuses": dict(sorted(statuses.items())),
         "seconds_to_all_claimed": round(sim.last_claim, 2) if sim.claims >= jobs else None,
         "seconds_to_all_started": round(max(sim.starts.values()), 2) if started >= jobs else None,
-        "goal_met": None,
+        "goal_met": None,  # set once the goals are known (kept here for the figures' order)
         "start_lateness_p50_s": _pct(lateness, 0.5),
         "start_lateness_p99_s": _pct(lateness, 0.99),
         "start_lateness_max_s": round(lateness[-1], 2) if lateness else None,
         "peak_claims_per_s_per_partition": max(sim.claims_by_partition_second.values(), default=0),
-        "peak_starts_per_s": peak_starts,
+        "peak_starts_per_s": max(sim.starts_by_second.values(), default=0),
+    }
+
+
+def _key_figures(sim: Simulation) -> dict[str, Any]:
+    """The writes on shared keys: the hottest, those past their limit, the peaks by kind of key."""
+    hottest_key, hottest = sim.meter.hottest()
+    return {
         "peak_write_units_per_s_hottest_key": round(hottest, 1),
         "hottest_key": hottest_key,
-        "key_write_limit": model.key_write_limit,
+        "key_write_limit": sim.model.key_write_limit,
         "keys_over_limit": len(sim.meter.keys_over()),
         "keys_over_limit_sample": sim.meter.keys_over()[:5],
         "peak_write_units_per_s_by_key_kind": sim.meter.peak_by_kind(),
         "throttled_write_units": round(sim.meter.throttled_units, 1),
-        "poller_peak_rows_held": rows,
-        "poller_peak_rss_mb": round(rss, 1),
-        "poller_memory_mb": model.poller_memory_mb,
-        "worker_batch_cycle_s": round(cycle_s, 4),
-        "worker_starts_per_s_each": round(worker_rate, 1),
-        "workers_used": len(busy),
-        "workers_needed": math.ceil(jobs / window / worker_rate) if worker_rate == worker_rate else None,
+    }
+
+
+@dataclass(frozen=True)
+class _WorkerFigures:
+    """The workers that worked batches, their mean batch cycle and each one's start rate."""
+
+    busy: list[WorkerSlot]
+    cycle_s: float
+    rate: float  # runs started a second by one worker (nan: no batch)
+
+    @classmethod
+    def of(cls, sim: Simulation) -> _WorkerFigures:
+        busy = [s for s in sim.slots if s.batches]
+        cycle_s = sum(s.busy_s for s in busy) / max(1, sum(s.batches for s in busy))
+        runs_per_batch = sim.batch_runs / max(1, sum(s.batches for s in busy))
+        return cls(busy, cycle_s, runs_per_batch / cycle_s if cycle_s else math.nan)
+
+    def figures(self, jobs: int, window: float) -> dict[str, Any]:
+        known = self.rate == self.rate
+        return {
+            "worker_batch_cycle_s": round(self.cycle_s, 4),
+            "worker_starts_per_s_each": round(self.rate, 1),
+            "workers_used": len(self.busy),
+            "workers_needed": math.ceil(jobs / window / self.rate) if known else None,
+        }
+
+
+def _store_figures(sim: Simulation) -> dict[str, Any]:
+    """The store's side: deferrals, reap work, errors, helpers, the tables' capacities and peaks."""
+    model = sim.model
+    return {
         "deferred_runs": sim.deferred,
         "reap_check_moves": sim.store.check_moves,  # live runs whose reap check came (2 write units each)
         "reap_tickets": sim.store.tickets_written,  # one entry for up to 18 runs of a claim (reap_tickets)
@@ -1183,51 +1123,48 @@ def run_midnight(
         "table_write_capacity": model.table_write_capacities(TABLE_NAMES),
         "peak_table_wru_per_s": sim.tables.peaks(),
         "tables_over_capacity": sim.tables.keys_over(),
-        "write_units_per_item": dict(sorted(sim.store._item_units.items())),
+        "write_units_per_item": dict(sorted(sim.store.item_units.items())),
         "throttled_requests": sim.meter.throttled_writes + sim.tables.throttled_writes,
         "throttled_requests_by_limit": {
             "key_write_limit": sim.meter.throttled_writes,
             "table_write_capacity": sim.tables.throttled_writes,
         },
-        "time_spent_s": {k: {c: round(v, 1) for c, v in sorted(t.items())} for k, t in sim.spent.items()},
-        "spike_cost_usd": spike_cost(sim, busy),
-        "calibration": calibration_used(model),
-        "plan": {
-            "peak_claims_per_s_per_partition": plan["peak_claims_per_s_per_partition"],
-            "peak_wcu_per_s_reap_shard_key": plan["peak_wcu_per_s_reap_shard_key"],
-            "peak_wcu_per_s_due_bucket_key": plan["peak_wcu_per_s_due_bucket_key"],
-            "poller_preload_mb": plan["poller_preload_mb"],
-            "workers_for_peak_at_simulated_rate": plan["workers_for_peak"],
-        },
-        "plan_on_the_aws_model": estimate,  # duetime plan's arithmetic on this model (bench/plan_midnight.py)
-        "decided_by_model": DECIDED_BY_MODEL,
-        "model": model.as_dict(),
-        "simulated_events": sim.events,
-        "simulation_wall_s": round(time.perf_counter() - wall, 1),
-        "simulation_cpu_s": round(time.process_time() - cpu, 1),
-        "simulation_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     }
+
+
+def _plan_figures(jobs: int, window: float, model: AwsModel, worker_rate: float) -> dict[str, Any]:
+    """What ``duetime plan`` says of this midnight at the simulated worker rate."""
+    plan = capacity_plan(
+        PlanInputs(
+            spike_jobs=jobs,
+            poller_groups=model.poller_groups,
+            spike_window_s=int(window),
+            worker_rate=round(worker_rate, 1) if worker_rate == worker_rate else 100.0,
+        )
+    )
+    return {
+        "peak_claims_per_s_per_partition": plan["peak_claims_per_s_per_partition"],
+        "peak_wcu_per_s_reap_shard_key": plan["peak_wcu_per_s_reap_shard_key"],
+        "peak_wcu_per_s_due_bucket_key": plan["peak_wcu_per_s_due_bucket_key"],
+        "poller_preload_mb": plan["poller_preload_mb"],
+        "workers_for_peak_at_simulated_rate": plan["workers_for_peak"],
+    }
+
+
+def _goals(result: Mapping[str, Any], jitter: int, rss: float, model: AwsModel) -> dict[str, bool]:
     # Started within 60 s: of midnight without jitter; of each run's own (jittered) second with it.
     in_time = result["seconds_to_all_started"] is not None and (
         result["seconds_to_all_started"] <= 60.0
         if jitter == 0
         else (result["start_lateness_max_s"] or 0.0) <= 60.0
     )
-    goals = {
+    return {
         "none_lost": result["lost"] == 0 and result["duplicate_runs"] == 0,
         "all_started_within_60_s": bool(in_time),
         "no_key_over_its_limit": result["keys_over_limit"] == 0,
         "poller_inside_its_memory": rss <= model.poller_memory_mb,
+        "no_table_or_index_over_its_capacity": not result["tables_over_capacity"],
     }
-    goals["no_table_or_index_over_its_capacity"] = not result["tables_over_capacity"]
-    result["goals"] = goals
-    result["goal_met"] = all(goals.values())
-    result["bound_by"] = bound_by(sim, result, jitter)
-    # The simulation over the plan, figure by figure: within 0.5-2 is within the model's stated error.
-    result["simulation_over_plan"] = {
-        name: _over(result[name], estimate[name]) for name in estimate if name in result
-    }
-    return result
 
 
 def _over(simulated: Any, planned: Any) -> float | None:

@@ -31,7 +31,7 @@ import subprocess
 import time
 import tracemalloc
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -124,16 +124,7 @@ def _run(store: DynamoStore, jobs: int) -> dict[str, Any]:
     now = datetime.now(UTC).replace(microsecond=0)
     minute = (now + DAY).replace(hour=0, minute=0, second=0)  # the coming midnight
     writing = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=WRITERS) as pool:
-        in_flight: set[Future[None]] = set()
-        for chunk in _items(jobs, minute, now):
-            if len(in_flight) >= 2 * WRITERS:  # a few batches ahead, never all N items at once
-                done, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
-                for future in done:
-                    future.result()
-            in_flight.add(pool.submit(_write, store.client, store.names.jobs, chunk))
-        for future in in_flight:
-            future.result()
+    _write_jobs(store, jobs, minute, now)
     write_seconds = time.perf_counter() - writing
     load_at = minute - LEAD / 2
 
@@ -149,7 +140,37 @@ def _run(store: DynamoStore, jobs: int) -> dict[str, Any]:
     peak_rss = _peak_rss_mb()
     del untraced
     gc.collect()
+    traced_rows, bytes_held = _bytes_held(preload, load_at)
+    assert traced_rows == rows, (traced_rows, rows)
+    return {
+        "jobs": jobs,
+        "rows": rows,
+        "load_seconds": round(load_seconds, 2),
+        "load_cpu_seconds": round(load_cpu, 2),
+        "bytes_per_job": round(bytes_held / max(1, rows)),
+        "peak_rss_mb": round(peak_rss, 1),
+        "rss_before_load_mb": round(rss_before, 1),
+        "job_build_us": round(_job_build_us(store, jobs, minute), 1),
+        "write_seconds": round(write_seconds, 1),
+    }
 
+
+def _write_jobs(store: DynamoStore, jobs: int, minute: datetime, now: datetime) -> None:
+    """``jobs`` jobs due in ``minute``, written by WRITERS threads a few batches ahead."""
+    with ThreadPoolExecutor(max_workers=WRITERS) as pool:
+        in_flight: set[Future[None]] = set()
+        for chunk in _items(jobs, minute, now):
+            if len(in_flight) >= 2 * WRITERS:  # a few batches ahead, never all N items at once
+                done, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
+                for future in done:
+                    future.result()
+            in_flight.add(pool.submit(_write, store.client, store.names.jobs, chunk))
+        for future in in_flight:
+            future.result()
+
+
+def _bytes_held(preload: Callable[[], MinutePreload], load_at: datetime) -> tuple[int, int]:
+    """A preload's rows loaded under tracemalloc, and the bytes it held (what freeing it gave back)."""
     tracemalloc.start()
     try:
         traced = preload()
@@ -161,8 +182,11 @@ def _run(store: DynamoStore, jobs: int) -> dict[str, Any]:
         released = tracemalloc.get_traced_memory()[0]
     finally:
         tracemalloc.stop()
-    assert traced_rows == rows, (traced_rows, rows)
+    return traced_rows, loaded - released
 
+
+def _job_build_us(store: DynamoStore, jobs: int, minute: datetime) -> float:
+    """Microseconds to build a job from its due row, over every eighth partition's rows."""
     sample = [
         row
         for partition in range(0, PARTITIONS, 8)
@@ -171,15 +195,4 @@ def _run(store: DynamoStore, jobs: int) -> dict[str, Any]:
     started = time.perf_counter()
     for row in sample:
         row.job()
-    build_us = (time.perf_counter() - started) / max(1, len(sample)) * 1e6
-    return {
-        "jobs": jobs,
-        "rows": rows,
-        "load_seconds": round(load_seconds, 2),
-        "load_cpu_seconds": round(load_cpu, 2),
-        "bytes_per_job": round((loaded - released) / max(1, rows)),
-        "peak_rss_mb": round(peak_rss, 1),
-        "rss_before_load_mb": round(rss_before, 1),
-        "job_build_us": round(build_us, 1),
-        "write_seconds": round(write_seconds, 1),
-    }
+    return (time.perf_counter() - started) / max(1, len(sample)) * 1e6

@@ -10,6 +10,7 @@ import time
 from collections import Counter
 from contextlib import nullcontext
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 from duetime.adapters.aws.clients import new_client
@@ -19,9 +20,10 @@ from duetime.capacity.prices import PRICES_AS_OF, PRICES_USD
 from duetime.domain.claim_plan import initial_state, make_claim, plan_claim
 from duetime.domain.ids import new_job_id
 from duetime.domain.models import Job, JobSpec
-from duetime.execution.worker import WorkOutcome
+from duetime.execution.worker import WorkOutcome, WorkReport
 from duetime.local.demo_target import demo_target_process
 from duetime.scheduling.preload import FireReport
+from duetime_bench.fleet import WorkerFleet
 from duetime_bench.harness import BenchStack, percentile, wait_until
 from duetime_bench.isolation import CoreSplit, emulator_on_own_cores
 
@@ -156,15 +158,81 @@ def _run_spike(
     lead = timedelta(seconds=jobs / 1500 + 20)  # time to write the jobs, plus the preload lead
     minute = (now + lead + timedelta(minutes=1)).replace(second=0, microsecond=0)
     created = now - timedelta(seconds=1)
-    batch = spike_jobs(jobs, minute, jitter, exact_fraction, target_url, created)
-    stack.write_jobs(batch, created)
+    stack.write_jobs(spike_jobs(jobs, minute, jitter, exact_fraction, target_url, created), created)
     wait_until(lambda: stack.clock.now() >= minute - timedelta(seconds=15), timeout=300, every=0.5)
-
     stack.ledger.reset()
+    fleet = stack.fleet(processes=worker_processes, threads=max(1, workers // worker_processes))
+    fires, cpu_ms = _fire_until_started(stack, fleet, jobs, timeout + (minute - now).total_seconds())
+    usage = merge_usage([stack.ledger.snapshot(), *fleet.usage])
+
+    started = [r for r in fleet.reports if r.started_at is not None and r.start_lateness_seconds is not None]
+    start_times = sorted(r.started_at.timestamp() for r in started if r.started_at)
+    runs_started = len({r.run_id for r in started})
+    claims_per_s, starts_per_s = _rates(fires, start_times)
+    ceiling_batch = partial(spike_jobs, min(jobs, ceiling_jobs), minute, jitter, 0.0, target_url, created)
+    ceiling = raw_ceiling(stack, ceiling_batch(), created)
+    alone = claim_path_alone(stack, ceiling_batch(), created)
+    per_run = max(1, runs_started)
+    result: dict[str, Any] = {
+        "jobs": jobs,
+        "runs_started": runs_started,
+        "lost": jobs - runs_started,
+        "claims_per_s": round(claims_per_s, 1),
+        "starts_per_s": round(starts_per_s, 1),
+        "peak_starts_per_s": peak_per_second(start_times),
+        **_lateness_figures(started),
+        "raw_ceiling_claims_per_s": round(ceiling, 1),
+        "ratio": round(claims_per_s / ceiling, 3),
+        "claim_path_alone_claims_per_s": round(alone, 1),  # the claim code with nothing else running
+        "claim_path_alone_ratio": round(alone / ceiling, 3),
+        **_per_run(usage, cpu_ms, per_run),
+        "exact_fraction": exact_fraction,
+        "jitter_s": jitter,
+        "workers": workers,
+        "cores": split.describe() if split else "shared: emulators, poller and workers on every core",
+    }
+    result["usd_per_million_runs"] = round(usd_per_million(result), 2)
+    result["prices_as_of"] = PRICES_AS_OF
+    result["requests_by_operation"] = {
+        k: round(v / per_run, 3) for k, v in sorted(usage["by_operation"].items())
+    }
+    if chart:
+        from duetime_bench.chart import spike_chart
+
+        spike_chart(chart, minute, start_times, started, result)
+    return result
+
+
+def _rates(fires: list[tuple[float, FireReport]], start_times: list[float]) -> tuple[float, float]:
+    """Runs claimed a second of claiming, and runs started a second from the first start to the last."""
+    claimed = sum(f.runs_created for _, f in fires)
+    claims_per_s = claimed / (sum(f.claim_seconds for _, f in fires) or math.nan)
+    starts_per_s = (
+        len(start_times) / max(1e-9, start_times[-1] - start_times[0]) if len(start_times) > 1 else math.nan
+    )
+    return claims_per_s, starts_per_s
+
+
+def _lateness_figures(started: list[WorkReport]) -> dict[str, float]:
+    """How late the runs started after their second: median, 99th percentile, most and least."""
+    lateness = [r.start_lateness_seconds for r in started if r.start_lateness_seconds is not None]
+    return {
+        "lateness_p50_s": round(percentile(lateness, 0.50), 3),
+        "lateness_p99_s": round(percentile(lateness, 0.99), 3),
+        "lateness_max_s": round(max(lateness) if lateness else math.nan, 3),
+        "lateness_min_s": round(min(lateness) if lateness else math.nan, 3),  # < 0: started early
+    }
+
+
+def _fire_until_started(
+    stack: BenchStack, fleet: WorkerFleet, jobs: int, timeout: float
+) -> tuple[list[tuple[float, FireReport]], float]:
+    """The poller in a thread and ``fleet`` working until ``jobs`` runs started (or ``timeout`` s), then
+    both stopped and the reap checks settled: the poller's fires (when, what) and the CPU ms spent by this
+    process and the fleet's."""
     fires: list[tuple[float, FireReport]] = []
     stop = threading.Event()
     poller = stack.poller()
-    fleet = stack.fleet(processes=worker_processes, threads=max(1, workers // worker_processes))
     fleet.start()
     poller_thread = threading.Thread(
         target=poller.run_until,
@@ -186,46 +254,17 @@ def _run_spike(
             }
         )
 
-    wait_until(lambda: started_runs() >= jobs, timeout=timeout + (minute - now).total_seconds(), every=0.5)
+    wait_until(lambda: started_runs() >= jobs, timeout=timeout, every=0.5)
     stop.set()
     poller_thread.join(timeout=60)
     fleet.stop()
     stack.settle_reap_checks(poller)
-    cpu_ms = (time.process_time() - cpu_before + fleet.cpu_seconds) * 1000
-    usage = merge_usage([stack.ledger.snapshot(), *fleet.usage])
+    return fires, (time.process_time() - cpu_before + fleet.cpu_seconds) * 1000
 
-    started = [r for r in fleet.reports if r.started_at is not None and r.start_lateness_seconds is not None]
-    lateness = [r.start_lateness_seconds for r in started if r.start_lateness_seconds is not None]
-    start_times = sorted(r.started_at.timestamp() for r in started if r.started_at)
-    runs_started = len({r.run_id for r in started})
-    claimed = sum(f.runs_created for _, f in fires)
-    claim_seconds = sum(f.claim_seconds for _, f in fires) or math.nan
-    claims_per_s = claimed / claim_seconds
-    starts_per_s = (
-        len(start_times) / max(1e-9, start_times[-1] - start_times[0]) if len(start_times) > 1 else math.nan
-    )
-    ceiling = raw_ceiling(
-        stack, spike_jobs(min(jobs, ceiling_jobs), minute, jitter, 0.0, target_url, created), created
-    )
-    alone = claim_path_alone(
-        stack, spike_jobs(min(jobs, ceiling_jobs), minute, jitter, 0.0, target_url, created), created
-    )
-    per_run = max(1, runs_started)
-    result: dict[str, Any] = {
-        "jobs": jobs,
-        "runs_started": runs_started,
-        "lost": jobs - runs_started,
-        "claims_per_s": round(claims_per_s, 1),
-        "starts_per_s": round(starts_per_s, 1),
-        "peak_starts_per_s": peak_per_second(start_times),
-        "lateness_p50_s": round(percentile(lateness, 0.50), 3),
-        "lateness_p99_s": round(percentile(lateness, 0.99), 3),
-        "lateness_max_s": round(max(lateness) if lateness else math.nan, 3),
-        "lateness_min_s": round(min(lateness) if lateness else math.nan, 3),  # < 0: started early
-        "raw_ceiling_claims_per_s": round(ceiling, 1),
-        "ratio": round(claims_per_s / ceiling, 3),
-        "claim_path_alone_claims_per_s": round(alone, 1),  # the claim code with nothing else running
-        "claim_path_alone_ratio": round(alone / ceiling, 3),
+
+def _per_run(usage: dict[str, Any], cpu_ms: float, per_run: int) -> dict[str, float]:
+    """What each run started took of DynamoDB, SQS and this machine's CPU."""
+    return {
         "ddb_write_units_per_run": round(usage["write_units"] / per_run, 2),
         "ddb_read_units_per_run": round(usage["read_units"] / per_run, 2),
         "ddb_local_consumed_write_units_per_run": round(usage["local_write_units"] / per_run, 2),
@@ -233,21 +272,7 @@ def _run_spike(
         "ddb_requests_per_run": round(usage["dynamodb_requests"] / per_run, 2),
         "sqs_requests_per_run": round(usage["sqs_requests"] / per_run, 2),
         "client_cpu_ms_per_run": round(cpu_ms / per_run, 2),
-        "exact_fraction": exact_fraction,
-        "jitter_s": jitter,
-        "workers": workers,
-        "cores": split.describe() if split else "shared: emulators, poller and workers on every core",
     }
-    result["usd_per_million_runs"] = round(usd_per_million(result), 2)
-    result["prices_as_of"] = PRICES_AS_OF
-    result["requests_by_operation"] = {
-        k: round(v / per_run, 3) for k, v in sorted(usage["by_operation"].items())
-    }
-    if chart:
-        from duetime_bench.chart import spike_chart
-
-        spike_chart(chart, minute, start_times, started, result)
-    return result
 
 
 def peak_per_second(instants: list[float]) -> int:

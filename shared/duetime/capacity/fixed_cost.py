@@ -53,6 +53,7 @@ billing of the pollers' cold starts, the free tiers.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -213,45 +214,22 @@ def idle_dynamodb_per_second(
     eventual, consistent, write = EVENTUALLY_CONSISTENT_READ_UNITS, CONSISTENT_READ_UNITS, SMALL_WRITE_UNITS
     return {
         "marks_read": _marks_read(partitions, groups, ticks),
-        "due_index_queries": {
-            "requests": due_queries,
-            "read_units": due_queries * eventual,
-            "write_units": 0.0,
-        },
-        "reap_index_queries": {
-            "requests": reap_queries,
-            "read_units": reap_queries * eventual,
-            "write_units": 0.0,
-        },
-        "preload_queries": {
-            "requests": preload_queries,
-            "read_units": preload_queries * eventual,
-            "write_units": 0.0,
-        },
-        "busy_counts": {
-            "requests": busy_counts,
-            "read_units": busy_counts * eventual,
-            "write_units": 0.0,
-        },
-        "fan_out_counts": {
-            "requests": fan_out_counts,
-            "read_units": fan_out_counts * eventual,
-            "write_units": 0.0,
-        },
-        "deadline_watch_queries": {
-            "requests": deadline_queries,
-            "read_units": deadline_queries * eventual,
-            "write_units": 0.0,
-        },
-        "notification_queries": {
-            "requests": notify_queries,
-            "read_units": notify_queries * eventual,
-            "write_units": 0.0,
-        },
-        "lease_reads": {"requests": lease_reads, "read_units": lease_reads * consistent, "write_units": 0.0},
+        "due_index_queries": _reads(due_queries, eventual),
+        "reap_index_queries": _reads(reap_queries, eventual),
+        "preload_queries": _reads(preload_queries, eventual),
+        "busy_counts": _reads(busy_counts, eventual),
+        "fan_out_counts": _reads(fan_out_counts, eventual),
+        "deadline_watch_queries": _reads(deadline_queries, eventual),
+        "notification_queries": _reads(notify_queries, eventual),
+        "lease_reads": _reads(lease_reads, consistent),
         "lease_writes": {"requests": lease_writes, "read_units": 0.0, "write_units": lease_writes * write},
         "mark_writes": _mark_writes(partitions),
     }
+
+
+def _reads(requests: float, units: float) -> dict[str, float]:
+    """``requests`` reads a second of ``units`` read units each."""
+    return {"requests": requests, "read_units": requests * units, "write_units": 0.0}
 
 
 def _marks_read(partitions: int, groups: int, reigns_per_second: float) -> dict[str, float]:
@@ -291,21 +269,18 @@ def _resting_dynamodb_per_second(
     lease_reads, lease_writes = groups * 2 * ticks, groups * 2 * ticks
     eventual, consistent, write = EVENTUALLY_CONSISTENT_READ_UNITS, CONSISTENT_READ_UNITS, SMALL_WRITE_UNITS
 
-    def reads(requests: float, units: float) -> dict[str, float]:
-        return {"requests": requests, "read_units": requests * units, "write_units": 0.0}
-
     return {
         "marks_read": _marks_read(partitions, groups, ticks),
-        "due_index_queries": reads(due_queries, eventual),
-        "reap_index_queries": reads(reap_queries, eventual),
-        "quiet_look_queries": reads(look_queries, eventual),
+        "due_index_queries": _reads(due_queries, eventual),
+        "reap_index_queries": _reads(reap_queries, eventual),
+        "quiet_look_queries": _reads(look_queries, eventual),
         # Fan-out's count of the coming minute (duetime.scheduling.fan_out), when the invocation serves within
         # launch_lead of it: at most once a tick, as here.
-        "fan_out_counts": reads(partitions * ticks if stack.poller_fan_out else 0.0, eventual),
-        "deadline_watch_queries": reads(partitions * ticks, eventual),  # each invocation's first pass
-        "notification_queries": reads(groups * ticks, eventual),
-        "preload_queries": reads(preload_queries, eventual),
-        "lease_reads": reads(lease_reads, consistent),
+        "fan_out_counts": _reads(partitions * ticks if stack.poller_fan_out else 0.0, eventual),
+        "deadline_watch_queries": _reads(partitions * ticks, eventual),  # each invocation's first pass
+        "notification_queries": _reads(groups * ticks, eventual),
+        "preload_queries": _reads(preload_queries, eventual),
+        "lease_reads": _reads(lease_reads, consistent),
         "lease_writes": {"requests": lease_writes, "read_units": 0.0, "write_units": lease_writes * write},
         "mark_writes": _mark_writes(partitions),
     }
@@ -376,7 +351,41 @@ def fixed_monthly_cost(
     provisioned = provisioned_concurrency_month(stack, peak_minutes)
     prescaler = prescaler_month(partitions, stack)
     receives_per_month = stack.event_source_long_polls * SECONDS_PER_MONTH / stack.long_poll_seconds
-    parts = {
+    parts = _fixed_parts(stack, pollers, idle, provisioned, prescaler, receives_per_month)
+    return {
+        "monthly_fixed_usd": round(sum(parts.values()), 2),
+        "monthly_fixed_parts": {name: round(usd, 2) for name, usd in parts.items()},
+        "fixed_cost_quantities": {
+            "stack": asdict(stack),
+            "poller_invocation_seconds": poller_invocation_seconds(stack, timings),
+            "poller_invocations_alive_per_group": round(invocations_alive(stack, timings), 3),
+            "poller_invocations_per_month": pollers["invocations"],
+            "poller_gb_seconds_per_month": round(pollers["gb_seconds"]),
+            "idle_dynamodb_per_second": {
+                name: {key: round(value, 3) for key, value in part.items()} for name, part in dynamodb.items()
+            },
+            "idle_read_units_per_second": round(idle["read_units"], 2),
+            "idle_write_units_per_second": round(idle["write_units"], 2),
+            "idle_dynamodb_requests_per_second": round(idle["requests"], 2),
+            "provisioned_gb_seconds_per_month": _provisioned_gb_seconds(stack, peak_minutes),
+            "alarm_metrics": stack.alarm_metrics,
+            "sqs_idle_receives_per_month": receives_per_month,
+            "prescaler_invocations_per_month": prescaler["invocations"],
+            "prescaler_count_queries_per_second": round(prescaler["count_queries_per_second"], 3),
+        },
+    }
+
+
+def _fixed_parts(
+    stack: StackDefaults,
+    pollers: Mapping[str, float],
+    idle: Mapping[str, float],
+    provisioned: Mapping[str, float],
+    prescaler: Mapping[str, float],
+    receives_per_month: float,
+) -> dict[str, float]:
+    """The fixed monthly cost by part, in USD (unrounded)."""
+    return {
         "pollers_lambda_duration": pollers["usd_duration"],
         "pollers_lambda_requests": pollers["usd_requests"],
         "sweeps_dynamodb_reads": idle["read_units"]
@@ -399,37 +408,20 @@ def fixed_monthly_cost(
         / 3600
         * PRICES_USD["lambda_sqs_event_poller_hour"],
     }
-    return {
-        "monthly_fixed_usd": round(sum(parts.values()), 2),
-        "monthly_fixed_parts": {name: round(usd, 2) for name, usd in parts.items()},
-        "fixed_cost_quantities": {
-            "stack": asdict(stack),
-            "poller_invocation_seconds": poller_invocation_seconds(stack, timings),
-            "poller_invocations_alive_per_group": round(invocations_alive(stack, timings), 3),
-            "poller_invocations_per_month": pollers["invocations"],
-            "poller_gb_seconds_per_month": round(pollers["gb_seconds"]),
-            "idle_dynamodb_per_second": {
-                name: {key: round(value, 3) for key, value in part.items()} for name, part in dynamodb.items()
-            },
-            "idle_read_units_per_second": round(idle["read_units"], 2),
-            "idle_write_units_per_second": round(idle["write_units"], 2),
-            "idle_dynamodb_requests_per_second": round(idle["requests"], 2),
-            "provisioned_gb_seconds_per_month": round(
-                (
-                    stack.peak_workers * peak_minutes
-                    + stack.baseline_provisioned_workers * (MINUTES_PER_DAY - peak_minutes)
-                )
-                * 60
-                * DAYS_PER_MONTH
-                * stack.worker_memory_mb
-                / 1024
-            ),
-            "alarm_metrics": stack.alarm_metrics,
-            "sqs_idle_receives_per_month": receives_per_month,
-            "prescaler_invocations_per_month": prescaler["invocations"],
-            "prescaler_count_queries_per_second": round(prescaler["count_queries_per_second"], 3),
-        },
-    }
+
+
+def _provisioned_gb_seconds(stack: StackDefaults, peak_minutes: float) -> int:
+    """The workers' provisioned concurrency a month, in GB-seconds: the peak's window and the baseline."""
+    return round(
+        (
+            stack.peak_workers * peak_minutes
+            + stack.baseline_provisioned_workers * (MINUTES_PER_DAY - peak_minutes)
+        )
+        * 60
+        * DAYS_PER_MONTH
+        * stack.worker_memory_mb
+        / 1024
+    )
 
 
 @dataclass(frozen=True)

@@ -84,13 +84,7 @@ def capacity_plan(p: PlanInputs, stack: StackDefaults | None = None) -> dict[str
     runs, ``duetime.capacity.fixed_cost``), and their sum."""
     stack = stack or StackDefaults()
     fixed = fixed_monthly_cost(p.partitions, stack)
-    model = AwsModel(
-        poller_groups=p.poller_groups,
-        poller_memory_mb=stack.poller_memory_mb,
-        esm_min_pollers=spike_event_pollers(p.spike_jobs, stack),
-        ddb_warm_wru_per_s=p.table_warm_write_units,
-        fan_out=stack.poller_fan_out,
-    )
+    model = _spike_model(p, stack)
     spike = midnight_estimate(
         p.spike_jobs, p.spike_window_s, model, p.partitions, p.spike_exact_fraction, stack.warm_write_units
     )
@@ -102,53 +96,15 @@ def capacity_plan(p: PlanInputs, stack: StackDefaults | None = None) -> dict[str
     per_partition = peak / p.partitions
     due_key_wcu = per_partition * DUE_KEY_WRITES_PER_CLAIM
     reap_key_wcu = per_partition * REAP_KEY_WRITES_PER_RUN
-    runs_per_month = p.runs_per_day * 30
-    run_history_gb = p.runs_per_day * p.run_bytes * p.retention_days / 1e9
-    job_table_gb = p.jobs * p.job_bytes / 1e9
-    request_cost = runs_per_month * (
-        MEASURED_WRITE_UNITS_PER_RUN * PRICES_USD["dynamodb_write_request_unit"]
-        + MEASURED_READ_UNITS_PER_RUN * PRICES_USD["dynamodb_read_request_unit"]
-        + MEASURED_SQS_REQUESTS_PER_RUN * PRICES_USD["sqs_request"]
-        + PRICES_USD["lambda_request"] / 10
-    )
-    storage_cost = (run_history_gb + job_table_gb) * PRICES_USD["dynamodb_storage_gb_month"]
+    costs = _monthly_costs(p)
     warnings: list[str] = []
-    keys = (
-        ("due-index bucket key", due_key_wcu),
-        ("reap-index shard key", reap_key_wcu),
-        ("busiest key at the spike's bursts (AWS model)", spike["peak_write_units_per_s_hottest_key"]),
-    )
     flags = None
     if spike["seconds_to_all_started"] > p.spike_window_s:
         flags = flags_for_the_spike(p, stack, fixed["monthly_fixed_usd"])
-        warnings.append(
-            f"on the AWS model the spike takes {spike['seconds_to_all_started']:,.0f} s to start, not "
-            f"{p.spike_window_s}: its claims take {spike['seconds_to_all_claimed']:,.0f} s (more poller "
-            f"groups or poller memory shorten them) and {spike['workers_needed']} workers would start it "
-            "in time (worker_max_concurrency caps them; worker_min_pollers' provisioned mode grows them "
-            "faster); or spread it with jitter"
-            + (
-                f". Deployed with {flags['flags']} it starts in {flags['seconds_to_all_started']:,.0f} s on "
-                f"the model, for a fixed cost of ${flags['monthly_fixed_usd']:,.2f} a month "
-                f"(+${flags['more_than_now_usd']:,.2f})"
-                + (
-                    " and a one-time purchase of warm throughput (write units a second: "
-                    + ", ".join(f"{n} {u:,}" for n, u in flags["warm_write_units"].items())
-                    + "; AWS charges for raising it once, never monthly)"
-                    if flags["warm_write_units"]
-                    else ""
-                )
-                if flags
-                else ". No partition_groups and worker_min_pollers the plan tries start it in time"
-            )
-        )
+        warnings.append(_slow_spike_warning(p, spike, flags))
     warnings += table_warnings(spike["peak_table_wru_per_s_asked"], capacity, model)
-    for name, value in keys:
-        if value > 0.8 * PARTITION_WRITE_LIMIT:
-            warnings.append(
-                f"{name}: {value:,.0f} WCU/s at the peak is over 80% of DynamoDB's "
-                f"{PARTITION_WRITE_LIMIT} per partition: raise --partitions or spread the spike"
-            )
+    warnings += _hot_key_warnings(due_key_wcu, reap_key_wcu, spike["peak_write_units_per_s_hottest_key"])
+    monthly = costs["monthly_usd_requests"] + costs["monthly_usd_storage"]
     return {
         "inputs": asdict(p),
         "average_starts_per_s": round(average, 1),
@@ -166,20 +122,90 @@ def capacity_plan(p: PlanInputs, stack: StackDefaults | None = None) -> dict[str
         # The stack's warm throughput (bought once, not in the monthly cost) and what the spike asks past it.
         "warm_write_units": dict(stack.warm_write_units),
         "warm_write_units_needed": needed,
-        "job_table_gb": round(job_table_gb, 2),
-        "run_history_gb": round(run_history_gb, 1),
-        "monthly_usd_requests": round(request_cost, 2),
-        "monthly_usd_storage": round(storage_cost, 2),
-        "monthly_usd": round(request_cost + storage_cost, 2),
+        "job_table_gb": round(costs["job_table_gb"], 2),
+        "run_history_gb": round(costs["run_history_gb"], 1),
+        "monthly_usd_requests": round(costs["monthly_usd_requests"], 2),
+        "monthly_usd_storage": round(costs["monthly_usd_storage"], 2),
+        "monthly_usd": round(monthly, 2),
         "monthly_fixed_usd": fixed["monthly_fixed_usd"],
         "monthly_fixed_parts": fixed["monthly_fixed_parts"],
-        "monthly_total_usd": round(request_cost + storage_cost + fixed["monthly_fixed_usd"], 2),
+        "monthly_total_usd": round(monthly + fixed["monthly_fixed_usd"], 2),
         "fixed_cost_quantities": fixed["fixed_cost_quantities"],
         "fixed_cost_levers": lever_savings(p.partitions, stack),
         "prices_as_of": PRICES_AS_OF,
         "flags_for_the_spike": flags,
         "warnings": warnings,
     }
+
+
+def _spike_model(p: PlanInputs, stack: StackDefaults) -> AwsModel:
+    """The AWS model of the stack as deployed, for the spike's estimate."""
+    return AwsModel(
+        poller_groups=p.poller_groups,
+        poller_memory_mb=stack.poller_memory_mb,
+        esm_min_pollers=spike_event_pollers(p.spike_jobs, stack),
+        ddb_warm_wru_per_s=p.table_warm_write_units,
+        fan_out=stack.poller_fan_out,
+    )
+
+
+def _monthly_costs(p: PlanInputs) -> dict[str, float]:
+    """The runs' request cost and the tables' storage cost a month (unrounded), with the storage's size."""
+    runs_per_month = p.runs_per_day * 30
+    run_history_gb = p.runs_per_day * p.run_bytes * p.retention_days / 1e9
+    job_table_gb = p.jobs * p.job_bytes / 1e9
+    request_cost = runs_per_month * (
+        MEASURED_WRITE_UNITS_PER_RUN * PRICES_USD["dynamodb_write_request_unit"]
+        + MEASURED_READ_UNITS_PER_RUN * PRICES_USD["dynamodb_read_request_unit"]
+        + MEASURED_SQS_REQUESTS_PER_RUN * PRICES_USD["sqs_request"]
+        + PRICES_USD["lambda_request"] / 10
+    )
+    return {
+        "run_history_gb": run_history_gb,
+        "job_table_gb": job_table_gb,
+        "monthly_usd_requests": request_cost,
+        "monthly_usd_storage": (run_history_gb + job_table_gb) * PRICES_USD["dynamodb_storage_gb_month"],
+    }
+
+
+def _slow_spike_warning(p: PlanInputs, spike: Mapping[str, Any], flags: Mapping[str, Any] | None) -> str:
+    """Why the spike starts late on the AWS model, and the deploy flags that would start it in time."""
+    return (
+        f"on the AWS model the spike takes {spike['seconds_to_all_started']:,.0f} s to start, not "
+        f"{p.spike_window_s}: its claims take {spike['seconds_to_all_claimed']:,.0f} s (more poller "
+        f"groups or poller memory shorten them) and {spike['workers_needed']} workers would start it "
+        "in time (worker_max_concurrency caps them; worker_min_pollers' provisioned mode grows them "
+        "faster); or spread it with jitter"
+        + (
+            f". Deployed with {flags['flags']} it starts in {flags['seconds_to_all_started']:,.0f} s on "
+            f"the model, for a fixed cost of ${flags['monthly_fixed_usd']:,.2f} a month "
+            f"(+${flags['more_than_now_usd']:,.2f})"
+            + (
+                " and a one-time purchase of warm throughput (write units a second: "
+                + ", ".join(f"{n} {u:,}" for n, u in flags["warm_write_units"].items())
+                + "; AWS charges for raising it once, never monthly)"
+                if flags["warm_write_units"]
+                else ""
+            )
+            if flags
+            else ". No partition_groups and worker_min_pollers the plan tries start it in time"
+        )
+    )
+
+
+def _hot_key_warnings(due_key_wcu: float, reap_key_wcu: float, busiest_wcu: float) -> list[str]:
+    """Each key written past 80% of a DynamoDB partition's limit at the peak."""
+    keys = (
+        ("due-index bucket key", due_key_wcu),
+        ("reap-index shard key", reap_key_wcu),
+        ("busiest key at the spike's bursts (AWS model)", busiest_wcu),
+    )
+    return [
+        f"{name}: {value:,.0f} WCU/s at the peak is over 80% of DynamoDB's "
+        f"{PARTITION_WRITE_LIMIT} per partition: raise --partitions or spread the spike"
+        for name, value in keys
+        if value > 0.8 * PARTITION_WRITE_LIMIT
+    ]
 
 
 def warm_write_units_needed(

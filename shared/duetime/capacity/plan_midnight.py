@@ -150,7 +150,6 @@ def midnight_estimate(
     in ``warm_write_units`` take that many write units a second (``table_capacities``); the simulation
     takes one capacity for all, ``model``'s."""
     spread_s = max(0.0, window_s - 60)
-    groups = model.poller_groups
     claims_per_s = poller_claims_per_s(model)
     # A minute's rows (the spike's first, for a spread one) decide the fan-out; its claimers' pace, all.
     minute_rows = jobs if not spread_s else jobs * min(1.0, 60 / spread_s)
@@ -174,8 +173,28 @@ def midnight_estimate(
         claimers_per_s, jobs / max(spread_s, SPIKE_CLAIM_SECONDS if model.claims_paced else 1.0)
     )
     starts_pace = min(model.esm_cap() * rate, max(claims_pace, jobs / window_s))
+    offered = _units_asked(model, claims_pace, starts_pace)
+    peak_claims, peak_units = _peak_key_writes(
+        jobs, window_s, model, partitions, exact_fraction, (spread_s, claimed_s), helpers
+    )
+    return {
+        "poller_claims_per_s": round(claims_per_s, 1),
+        "spike_cost_usd": spike_cost_estimate(jobs, model, helpers, claimed_s, rate),
+        "helpers_invoked": helpers,
+        "seconds_to_all_claimed": round(claimed_s, 1),
+        "worker_starts_per_s_each": round(rate, 1),
+        "seconds_to_all_started": round(started_s, 1),
+        "workers_needed": math.ceil(jobs / window_s / rate),
+        "peak_claims_per_s_per_partition": round(peak_claims, 1),
+        "peak_write_units_per_s_hottest_key": round(peak_units, 1),
+        "peak_table_wru_per_s_asked": offered,
+    }
+
+
+def _units_asked(model: AwsModel, claims_pace: float, starts_pace: float) -> dict[str, float]:
+    """Write units a second each table and index is asked for at these paces of claims and starts."""
     headroom = PACE_HEADROOM if model.claims_paced else 1.0  # a paced table runs at 90% of what it takes
-    offered = {
+    return {
         name: round(
             (
                 claims_pace * CLAIM_UNITS_PER_RUN.get(name, 0.0)
@@ -186,6 +205,21 @@ def midnight_estimate(
         )
         for name in TABLE_NAMES
     }
+
+
+def _peak_key_writes(
+    jobs: int,
+    window_s: float,
+    model: AwsModel,
+    partitions: int,
+    exact_fraction: float,
+    spread_and_claimed_s: tuple[float, float],
+    helpers: int,
+) -> tuple[float, float]:
+    """The peak claims a second on one partition, and the peak write units a second on its hottest key."""
+    spread_s, claimed_s = spread_and_claimed_s
+    groups = model.poller_groups
+    rate = worker_starts_per_s(model)
     # Claims land on a poller's partitions at the rate it claims: its share of what falls due each second,
     # or all it can fire when more falls due (rows the preload read ahead). A poller still claiming a minute
     # after the last second falls due has left its preload behind, and its sweep claims a page of a
@@ -206,18 +240,7 @@ def midnight_estimate(
             helper = poller_claims_per_s(model, loaded=True, memory_mb=model.helper_memory_mb)
             peak_claims = max(peak_claims, min(helper / size, model.key_write_limit))
         peak_units = peak_claims + min(jobs / window_s, model.esm_cap() * rate) / partitions
-    return {
-        "poller_claims_per_s": round(claims_per_s, 1),
-        "spike_cost_usd": spike_cost_estimate(jobs, model, helpers, claimed_s, rate),
-        "helpers_invoked": helpers,
-        "seconds_to_all_claimed": round(claimed_s, 1),
-        "worker_starts_per_s_each": round(rate, 1),
-        "seconds_to_all_started": round(started_s, 1),
-        "workers_needed": math.ceil(jobs / window_s / rate),
-        "peak_claims_per_s_per_partition": round(peak_claims, 1),
-        "peak_write_units_per_s_hottest_key": round(peak_units, 1),
-        "peak_table_wru_per_s_asked": offered,
-    }
+    return peak_claims, peak_units
 
 
 # SQS requests a run makes at the spike: its message sent, received and deleted, in batches of 10.

@@ -104,8 +104,9 @@ class WorkReport:
 
 
 @dataclass
-class _Call:
-    """A run leased, with its slot, being called; ``heartbeats``: lease extensions made while in flight."""
+class TargetCall:
+    """A run leased, with its slot, being called; ``heartbeats``: lease extensions made while in flight.
+    What ``Worker.call_targets`` is given, one per run of the batch."""
 
     run: Run
     team: Team
@@ -114,15 +115,16 @@ class _Call:
 
 
 @dataclass
-class _Flight:
-    """The calls in flight, shared by the callers and the heartbeat (under ``lock``)."""
+class Flight:
+    """The calls in flight, shared by the callers and the heartbeat (under ``lock``); ``land`` takes the
+    calls that ended out of it before ``Worker.land_wave`` records them."""
 
-    calls: dict[str, _Call]
+    calls: dict[str, TargetCall]
     lock: threading.Lock = field(default_factory=threading.Lock)
     heartbeat_errors: int = 0
     cancelled: set[str] = field(default_factory=set)  # runs cancelled while called: given up
 
-    def snapshot(self) -> list[_Call]:
+    def snapshot(self) -> list[TargetCall]:
         with self.lock:
             return list(self.calls.values())
 
@@ -195,7 +197,7 @@ class Worker:
             carried={m.run_id: m.run for m in worked if m.run is not None},
         )
         outcomes: dict[str, WorkReport | Exception] = self._hold_buffered(leased, now)
-        calls: list[_Call] = []
+        calls: list[TargetCall] = []
         by_team: dict[str, list[Run]] = {}
         for run in leased.values():
             by_team.setdefault(run.team, []).append(run)
@@ -209,14 +211,14 @@ class Worker:
                 continue
             for run in runs:
                 if run.run_id in slots:
-                    calls.append(_Call(run, team, slots[run.run_id]))
+                    calls.append(TargetCall(run, team, slots[run.run_id]))
                     continue
                 try:
                     outcomes[run.run_id] = self._defer(run, now)
                 except Exception as exc:
                     log.exception("deferring a run failed", extra={"run_id": run.run_id})
                     outcomes[run.run_id] = exc
-        outcomes.update(self._call_all(calls, now, lease_until))
+        outcomes.update(self.call_targets(calls, now, lease_until))
         return [
             outcomes[m.run_id]
             if chosen[m.run_id] == index and m.run_id in outcomes
@@ -252,13 +254,20 @@ class Worker:
                     outcomes[run.run_id] = exc
         return outcomes
 
-    def _call_all(
-        self, calls: list[_Call], started: datetime, lease_until: datetime
+    def call_targets(
+        self, calls: list[TargetCall], started: datetime, lease_until: datetime
     ) -> dict[str, WorkReport | Exception]:
-        """Call every target at once under one heartbeat; record results in waves, as calls end."""
+        """Call every target at once under one heartbeat; record results in waves, as calls end.
+
+        The seam where a batch's calls are made: ``process_batch`` calls it with the batch's leased runs
+        (``started``: when the batch began; ``lease_until``: their leases' end) and takes its result, each
+        run's report or error by run id. An override (the midnight simulation's, which makes the calls in
+        its own thread in virtual time) must make each call with ``call_target``, take the ended calls out
+        of their ``Flight`` and record them with ``land_wave``, so the results, slots, retries and alerts
+        stay this class's."""
         if not calls:
             return {}
-        flight = _Flight({call.run.run_id: call for call in calls})
+        flight = Flight({call.run.run_id: call for call in calls})
         done = threading.Event()
         beat = threading.Thread(
             target=self._heartbeat,
@@ -268,10 +277,10 @@ class Worker:
         )
         beat.start()
         outcomes: dict[str, WorkReport | Exception] = {}
-        futures: dict[Future[TargetResponse], _Call] = {}
+        futures: dict[Future[TargetResponse], TargetCall] = {}
         try:
             pool = self._call_pool()
-            futures = {pool.submit(self._call, call, lease_until): call for call in calls}
+            futures = {pool.submit(self.call_target, call, lease_until): call for call in calls}
             pending = set(futures)
             while pending:
                 ended, pending = wait(pending, return_when=FIRST_COMPLETED)
@@ -280,7 +289,7 @@ class Worker:
                     ended |= more
                 wave = [(futures[future], future) for future in ended]
                 flight.land([call.run.run_id for call, _ in wave])
-                outcomes.update(self._land(wave, started, flight))
+                outcomes.update(self.land_wave(wave, started, flight))
         finally:
             wait(futures)  # a batch that stops early still ends with no call of its own in flight
             done.set()
@@ -298,10 +307,11 @@ class Worker:
             self._call_pools.pool = pool
         return pool
 
-    def _call(self, call: _Call, lease_until: datetime) -> TargetResponse:
-        """Call ``call``'s target, if its lease (taken until ``lease_until``) still has a heartbeat left (or
-        half of it, if the heartbeat is longer): the first heartbeat comes a heartbeat after the calls start,
-        and a lease that runs out before it is the reaper's to give away."""
+    def call_target(self, call: TargetCall, lease_until: datetime) -> TargetResponse:
+        """Call ``call``'s target (the one call ``call_targets`` makes per run), if its lease (taken until
+        ``lease_until``) still has a heartbeat left (or half of it, if the heartbeat is longer): the first
+        heartbeat comes a heartbeat after the calls start, and a lease that runs out before it is the
+        reaper's to give away."""
         margin = min(self.config.heartbeat, self.config.lease / 2)
         if self.clock.now() + margin >= lease_until:
             raise LeaseLapsedBeforeCall(f"{call.run.run_id}: its lease ran out before the call could start")
@@ -326,13 +336,15 @@ class Worker:
         envelope = RunEnvelope(run.run_id, run.job_id, run.attempt, run.nominal_at, run.fire_at)
         return self.aws_caller.call(AwsTargetCall(target, envelope, role, run.timeout_seconds))
 
-    def _land(
-        self, wave: list[tuple[_Call, Future[TargetResponse]]], started: datetime, flight: _Flight
+    def land_wave(
+        self, wave: list[tuple[TargetCall, Future[TargetResponse]]], started: datetime, flight: Flight
     ) -> dict[str, WorkReport | Exception]:
         """Record the results of the calls that just ended and free their slots (one request), then queue
-        their retries and publish their alerts."""
+        their retries and publish their alerts: each ended call's report or error, by run id. ``wave``:
+        the ended calls with their futures (a response, or the call's exception), already landed from
+        ``flight``; ``started``: when the batch began."""
         outcomes: dict[str, WorkReport | Exception] = {}
-        answered: list[tuple[_Call, TargetResponse, ResultWrite]] = []
+        answered: list[tuple[TargetCall, TargetResponse, ResultWrite]] = []
         now = self.clock.now()
         try:
             for call, future in wave:
@@ -391,7 +403,7 @@ class Worker:
             return set()
         return {run_id for run_id, run in runs.items() if run.status is RunStatus.CANCELLED}
 
-    def _release_slots(self, calls: list[_Call]) -> None:
+    def _release_slots(self, calls: list[TargetCall]) -> None:
         for team_id, slots in _slots_by_team(calls).items():
             try:
                 self.team_store.release_slots(team_id, slots)
@@ -428,7 +440,7 @@ class Worker:
             timeout_seconds=run.timeout_seconds,
         )
 
-    def _heartbeat(self, flight: _Flight, expires: datetime, done: threading.Event) -> None:
+    def _heartbeat(self, flight: Flight, expires: datetime, done: threading.Event) -> None:
         """Extend the leases and slots of the calls in flight every ``heartbeat`` until ``done`` (one
         request for the leases, one per team for the slots). A failed extension (a throttle past the SDK's
         retries, a reset connection) is retried sooner, with backoff and jitter, for as long as the leases
@@ -473,7 +485,7 @@ class Worker:
                     call.heartbeats += 1
             expires, failures, delay = until, 0, self.config.heartbeat.total_seconds()
 
-    def _give_up_cancelled(self, lost: list[_Call], flight: _Flight) -> None:
+    def _give_up_cancelled(self, lost: list[TargetCall], flight: Flight) -> None:
         """Of the calls whose lease the heartbeat found lost, those whose run was cancelled are given up:
         their slots are freed now, not when their calls end (the request already sent is not taken back; its
         answer is discarded, as the store refuses its result). A lease lost any other way (it expired and
@@ -541,7 +553,7 @@ class Worker:
         return WorkOutcome.SUCCEEDED
 
 
-def _slots_by_team(calls: Sequence[_Call]) -> dict[str, dict[str, int]]:
+def _slots_by_team(calls: Sequence[TargetCall]) -> dict[str, dict[str, int]]:
     """The slots ``calls`` hold: team id -> run id -> slot."""
     by_team: dict[str, dict[str, int]] = {}
     for call in calls:

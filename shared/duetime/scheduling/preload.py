@@ -24,6 +24,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from operator import attrgetter
+from typing import Any, Protocol
 
 from duetime.domain.claim_plan import active_run_ids, make_claim, plan_claim
 from duetime.domain.ids import partition_of
@@ -82,6 +83,16 @@ class FireFailed(Exception):
         self.report = report
 
 
+class RunSender(Protocol):
+    """Where fired runs are sent from: one at a time, each overlapping the preload's next claim."""
+
+    def submit(
+        self, fn: Callable[[list[RunMessage]], object], messages: list[RunMessage], /
+    ) -> Future[Any]: ...
+
+    def shutdown(self) -> None: ...
+
+
 class MinutePreload:
     def __init__(
         self,
@@ -105,7 +116,7 @@ class MinutePreload:
         self.grace = grace
         self.queue_deadline = queue_deadline
         self.chunk = chunk
-        self._sender = ThreadPoolExecutor(max_workers=1, thread_name_prefix="preload-send")
+        self._sender: RunSender = ThreadPoolExecutor(max_workers=1, thread_name_prefix="preload-send")
         # Rows waiting to be fired, by fire second (epoch seconds); ``_seconds`` is a min-heap of the keys.
         self._due: dict[int, list[DueRow]] = {}
         self._seconds: list[int] = []
@@ -140,6 +151,17 @@ class MinutePreload:
     def held_rows(self) -> int:
         """Rows held, waiting for their second to be fired."""
         return len(self._pending)
+
+    @property
+    def rows_in_memory(self) -> int:
+        """Rows the preload keeps: those waiting and those fired within the last minute (its memory)."""
+        return len(self._pending) + len(self._fired)
+
+    def send_with(self, sender: RunSender) -> None:
+        """Send fired runs through ``sender`` instead of the preload's own thread (the midnight simulation's
+        lanes, which keep virtual time); the thread is shut down."""
+        self._sender.shutdown()
+        self._sender = sender
 
     def ready(self, now: datetime) -> bool:
         """True once the minute of ``now``, and the next one when ``now`` is within ``lead`` of it, are

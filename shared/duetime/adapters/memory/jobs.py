@@ -16,9 +16,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from duetime.adapters.dynamodb.codec import due_bucket, due_key
 from duetime.adapters.dynamodb.partiql import BATCH_STATEMENTS_MAX as BATCH
 from duetime.adapters.memory.deadlines import MemoryDeadlines
+from duetime.adapters.memory.due_index import DueIndexedJobs, JobRow, job_row
 from duetime.adapters.memory.stored import maybe_second, to_second
 from duetime.domain.claim_plan import Claim, sets_active_run
 from duetime.domain.ids import partition_of
@@ -35,16 +35,10 @@ class MemoryDueRow:
     job_id: str
     version: int
     _job: Job
+    copied: bool = True  # False: ``job()`` is the stored model itself (a ``copies=False`` store's)
 
     def job(self) -> Job:
-        return self._job.model_copy(deep=True)
-
-
-@dataclass(frozen=True)
-class _JobRow:
-    job: Job
-    bucket: str | None  # the due index's partition key, "<partition:02d>#<minute>"; None: not due
-    key: str | None  # the due index's sort key, "<fire time>#<job id>"
+        return self._job.model_copy(deep=True) if self.copied else self._job
 
 
 def stored_job(job: Job) -> Job:
@@ -66,17 +60,10 @@ def stored_job(job: Job) -> Job:
     )
 
 
-def _row(job: Job, written_at: datetime) -> _JobRow:
-    fire_at = job.state.next_fire_at
-    if fire_at is None or job.paused:
-        return _JobRow(job, None, None)
-    return _JobRow(job, due_bucket(job.id, fire_at, written_at), due_key(job.id, fire_at))
-
-
 class MemoryJobs(MemoryDeadlines):
     """``JobStore`` in memory (mixed into ``MemoryStore``)."""
 
-    _jobs: dict[str, _JobRow]
+    _jobs: DueIndexedJobs
     _marks: dict[int, str]  # partition -> low-water mark (a minute bucket)
 
     def put_job(self, job: Job, now: datetime) -> None:
@@ -84,7 +71,15 @@ class MemoryJobs(MemoryDeadlines):
         its partition a low-water mark at ``now``'s minute if it has none, as job writes do."""
         self.ensure_low_water_mark(partition_of(job.id), minute_bucket(now))
         with self.lock:
-            self._jobs[job.id] = _row(stored_job(job), now)
+            self._jobs[job.id] = job_row(stored_job(job), now)
+
+    def put_stored_jobs(self, jobs: Sequence[Job], now: datetime) -> None:
+        """Write ``jobs`` as they are, neither copied nor rounded to the second: the bulk set-up of a large
+        table (the midnight simulation's) from jobs already as stored, which the caller never changes
+        afterwards. Unlike ``put_job``, gives no partition a low-water mark."""
+        with self.lock:
+            for job in jobs:
+                self._jobs[job.id] = job_row(job, now)
 
     def get_job(self, job_id: str) -> Job | None:
         with self.lock:
@@ -94,7 +89,8 @@ class MemoryJobs(MemoryDeadlines):
     def due_jobs(
         self, partition: int, bucket: str, until: datetime, limit: int, after: str | None = None
     ) -> list[Job]:
-        return [row.job.model_copy(deep=True) for row in self._due(partition, bucket, until, limit, after)]
+        rows = self._due(partition, bucket, until, limit, after)
+        return [row.job.model_copy(deep=True) if self.copies else row.job for row in rows]
 
     def due_rows(
         self, partition: int, bucket: str, until: datetime, limit: int, after: str | None = None
@@ -103,29 +99,22 @@ class MemoryJobs(MemoryDeadlines):
         for row in self._due(partition, bucket, until, limit, after):
             fire_at = row.job.state.next_fire_at
             assert fire_at is not None  # only scheduled jobs are in the due index
-            rows.append(MemoryDueRow(int(fire_at.timestamp()), row.job.id, row.job.state.version, row.job))
+            fire = int(fire_at.timestamp())
+            rows.append(MemoryDueRow(fire, row.job.id, row.job.state.version, row.job, self.copies))
         return rows
 
     def count_due(self, partition: int, bucket: str) -> int:
-        wanted = f"{partition:02d}#{bucket}"
         with self.lock:
-            return sum(1 for row in self._jobs.values() if row.bucket == wanted and row.key is not None)
+            return self._jobs.count(f"{partition:02d}#{bucket}")
 
     def _due(
         self, partition: int, bucket: str, until: datetime, limit: int, after: str | None
-    ) -> list[_JobRow]:
+    ) -> list[JobRow]:
         """The due index after the key ``after`` up to ``until`` (to the second), in due key order."""
-        wanted = f"{partition:02d}#{bucket}"
         low = f"{after}\x00" if after else "0"
         high = f"{iso_z(until)}#~"
         with self.lock:
-            rows = [
-                row
-                for row in self._jobs.values()
-                if row.bucket == wanted and row.key is not None and low <= row.key <= high
-            ]
-        rows.sort(key=lambda row: row.key or "")
-        return rows[:limit]
+            return self._jobs.rows_between(f"{partition:02d}#{bucket}", low, high, limit)
 
     def claim(self, claims: Sequence[Claim], now: datetime) -> ClaimOutcome:
         """``ports.JobStore.claim``: the jobs' versions read, then every current claim's run rows
@@ -205,7 +194,7 @@ class MemoryJobs(MemoryDeadlines):
             if row is None or row.job.state.version != job.state.version:
                 return False
             moved = row.job.model_copy(update={"state": claim.plan.next_state, "updated_at": now})
-            self._jobs[job.id] = _row(stored_job(moved), now)
+            self._jobs[job.id] = job_row(stored_job(moved), now)
             return True
 
     def _create_run(self, run: Run) -> None:
@@ -225,7 +214,7 @@ class MemoryJobs(MemoryDeadlines):
                     "updated_at",
                 )
             },
-            deep=True,
+            deep=self.copies,
         )
         self._runs[run.run_id] = stored
         if stored.queue_deadline is not None:

@@ -9,11 +9,15 @@ message or changes its visibility. Time is the clock's, so a ``ManualClock`` mov
 
 Not modelled: duplicates (SQS is at least once; the twin delivers a message once per visibility
 timeout), long polling (``wait_seconds`` is ignored: a receive never blocks), redrive to a dead-letter
-queue, ordering (the twin hands out messages oldest visible first), and message and batch size limits.
+queue, ordering (the twin hands out messages oldest visible first; of those visible from the same instant,
+the one given that instant first), and message and batch size limits. Visible instants are kept in a heap
+(stale entries skipped as they surface), so a receive does not sort the whole queue (the midnight
+simulation's queue holds 500,000 runs).
 """
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import threading
 from collections.abc import Sequence
@@ -44,6 +48,17 @@ class MemoryQueue:
         self._lock = threading.Lock()
         self._messages: dict[str, _Message] = {}  # by message id, in the order sent
         self._ids = itertools.count(1)
+        # (visible at, order given, message id) for each visibility given; stale once deleted or changed
+        self._visible: list[tuple[datetime, int, str]] = []
+        self._order = itertools.count()
+
+    def _show_at(self, message: _Message) -> None:
+        heapq.heappush(self._visible, (message.visible_at, next(self._order), message.message_id))
+
+    def _current(self, entry: tuple[datetime, int, str]) -> _Message | None:
+        """The message of a heap entry, if the entry is still its visibility (not deleted or changed)."""
+        message = self._messages.get(entry[2])
+        return message if message is not None and message.visible_at == entry[0] else None
 
     def send(self, messages: Sequence[RunMessage], delay_seconds: int = 0) -> None:
         if not 0 <= delay_seconds <= MAX_SQS_DELAY_SECONDS:
@@ -52,19 +67,21 @@ class MemoryQueue:
         with self._lock:
             for message in messages:
                 message_id = f"m{next(self._ids)}"
-                self._messages[message_id] = _Message(message_id, encode(message), visible_at)
+                self._messages[message_id] = stored = _Message(message_id, encode(message), visible_at)
+                self._show_at(stored)
 
     def receive(self, max_messages: int = 10, wait_seconds: int = 1) -> list[ReceivedMessage]:
         now = self.clock.now()
         received: list[ReceivedMessage] = []
         with self._lock:
-            visible = sorted(
-                (m for m in self._messages.values() if m.visible_at <= now), key=lambda m: m.visible_at
-            )
-            for message in visible[:max_messages]:
+            while self._visible and len(received) < max_messages and self._visible[0][0] <= now:
+                message = self._current(heapq.heappop(self._visible))
+                if message is None:
+                    continue
                 message.receive_count += 1
                 message.receipt_handle = f"{message.message_id}#{next(self._ids)}"
                 message.visible_at = now + timedelta(seconds=self.visibility_timeout)
+                self._show_at(message)
                 received.append(
                     ReceivedMessage(
                         message.message_id, message.receipt_handle, message.body, message.receive_count
@@ -84,6 +101,16 @@ class MemoryQueue:
             message = self._message(receipt_handle)
             if message is not None:
                 message.visible_at = self.clock.now() + timedelta(seconds=seconds)
+                self._show_at(message)
+
+    def next_visible(self) -> datetime | None:
+        """When the next message is or becomes visible (None: the queue is empty)."""
+        with self._lock:
+            while self._visible:
+                if self._current(self._visible[0]) is not None:
+                    return self._visible[0][0]
+                heapq.heappop(self._visible)
+        return None
 
     def _message(self, receipt_handle: str) -> _Message | None:
         """The message ``receipt_handle`` was the latest receipt of (None: deleted, or received again)."""

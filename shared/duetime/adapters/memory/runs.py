@@ -37,7 +37,7 @@ class MemoryRuns(Tables):
     def get_run(self, run_id: str) -> Run | None:
         with self.lock:
             run = self._runs.get(run_id)
-            return run.model_copy(deep=True) if run else None
+            return run.model_copy(deep=True) if run and self.copies else run
 
     def _update(
         self, run_id: str, condition: Callable[[Run], bool], changes: dict[str, Any], reap_at: Any = _KEEP
@@ -48,13 +48,21 @@ class MemoryRuns(Tables):
             run = self._runs.get(run_id)
             if run is None or not condition(run):
                 return None
-            updated = run.model_copy(update=changes, deep=True)
+            updated = run.model_copy(update=changes, deep=self.copies)
             self._runs[run_id] = updated
             if reap_at is None:
                 self._reap_at.pop(run_id, None)
             elif reap_at is not _KEEP:
                 self._reap_at[run_id] = reap_at
-            return updated.model_copy(deep=True)
+            return updated.model_copy(deep=True) if self.copies else updated
+
+    def all_runs(self) -> dict[str, Run]:
+        """Every run as stored, by run id, in the order created (a Scan, for tests and the simulation to
+        count; copies unless the store was made with ``copies=False``)."""
+        with self.lock:
+            if not self.copies:
+                return dict(self._runs)
+            return {run_id: run.model_copy(deep=True) for run_id, run in self._runs.items()}
 
     def get_runs(self, run_ids: Sequence[str]) -> dict[str, Run]:
         return self._read_runs(run_ids)

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from duetime.adapters.memory.deadlines import MemoryDeadlines
+from duetime.adapters.memory.due_index import DueIndexedJobs
 from duetime.adapters.memory.jobs import MemoryJobs
 from duetime.adapters.memory.outbox import MemoryOutbox
 from duetime.adapters.memory.poller_leases import MemoryPollerLeases
@@ -26,11 +27,17 @@ from duetime.ports import (
 class MemoryStore(MemoryJobs, MemoryRuns, MemoryTeams, MemoryPollerLeases, MemoryDeadlines, MemoryOutbox):
     """Implements ``JobStore``, ``RunStore``, ``TeamStore``, ``PollerLeaseStore``, ``DeadlineStore`` and
     ``NotificationOutbox`` (``duetime.ports``) in memory, thread-safe (one lock). Jobs are written with
-    ``put_job`` (the API catalog's part)."""
+    ``put_job`` (the API catalog's part).
 
-    def __init__(self) -> None:
+    ``copies``: whether models are deep-copied as they go in and out (as items are encoded and decoded), so
+    a caller that changes a model it gave or got changes nothing stored. False is for a caller that never
+    changes a model in place and needs the speed (the midnight simulation's 500,000 jobs): ``get_run``,
+    ``due_jobs``, ``due_rows`` and the run writes then hand out and keep the models as stored."""
+
+    def __init__(self, copies: bool = True) -> None:
         self.lock = threading.RLock()
-        self._jobs = {}
+        self.copies = copies
+        self._jobs = DueIndexedJobs()
         self._marks = {}
         self._runs = {}
         self._reap_at = {}

@@ -44,6 +44,8 @@ class Tables:
     moves them). ``MemoryStore`` makes them; each mixin declares the tables it adds."""
 
     lock: threading.RLock
+    # False: models go in and come out as stored, not deep-copied (``MemoryStore``'s ``copies``).
+    copies: bool
     _runs: dict[str, Run]  # run id -> the run as stored
     _reap_at: dict[str, datetime]  # the reap index: run id -> reap_at, for runs that need minding
 
