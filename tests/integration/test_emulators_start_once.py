@@ -16,7 +16,10 @@ import pytest
 from .conftest import SQS_URL
 from .processes import distinct_free_ports, listening, marked, marker_fixture, wait_until
 
-pytestmark = pytest.mark.integration
+# On the worker that runs duetime local's end-to-end module, one test after the other: each of these starts
+# emulators of its own (emulators.sh takes one lock per emulator, whatever the port) and signals what it
+# started; beside duetime local's tests on a loaded host, a make run waited past 600 s and a stop past 300 s.
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("local-e2e")]
 
 ROOT = Path(__file__).resolve().parents[2]
 MARKER = "DUETIME_EMULATORS_START_ONCE_TEST"
