@@ -174,12 +174,18 @@ class WorkerFleet:
                     self.reports.append(item)
         return self.reports
 
-    def stop(self) -> None:
+    def stop(self, grace_seconds: float = 90) -> None:
+        """Tell the processes to take no more batches, and wait up to ``grace_seconds`` for each to finish
+        its calls in flight and report its usage; a process still busy after that is killed, and the reports
+        of the calls it had in flight are lost with it."""
         self._stop.value = 1
-        deadline = time.monotonic() + 90
+        deadline = time.monotonic() + grace_seconds
         while len(self.usage) < self._expected_done and time.monotonic() < deadline:
             self.collect()
             time.sleep(0.1)
         for process in self._processes:
             process.join(timeout=5)
+            if process.is_alive():
+                process.kill()
+                process.join(timeout=5)
         self.collect()

@@ -28,16 +28,20 @@ from duetime.domain.ids import PARTITIONS
 from duetime.domain.models import Job, Team
 from duetime.execution.worker import Worker, WorkerConfig, WorkReport
 from duetime.local.demo_target import DemoTargetServer
-from duetime.local.system import EventSourceMapping
+from duetime.local.system import LOCAL_ENDPOINTS, EventSourceMapping
 from duetime.ports import TeamStore
 from duetime.scheduling.poller import Poller, PollerConfig
 
 from .. import emulators as emulators_at
 from ..job_support import create_job
 
-# Every integration module's clients talk to the emulators: set before any of them is built.
+# Every integration module's clients talk to the emulators: set before any of them is built. LocalStack
+# serves every service but DynamoDB (SNS, EventBridge, Step Functions, STS too), so that no test depends on
+# one run before it on its xdist worker having pointed boto3 there (``local_environment`` does, when called).
 DDB_URL = os.environ.setdefault("AWS_ENDPOINT_URL_DYNAMODB", emulators_at.DDB_URL)
 SQS_URL = os.environ.setdefault("AWS_ENDPOINT_URL_SQS", emulators_at.SQS_URL)
+for _endpoint in LOCAL_ENDPOINTS.keys() - {"AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_SQS"}:
+    os.environ.setdefault(_endpoint, emulators_at.SQS_URL)
 
 
 @pytest.fixture(scope="session", autouse=True)
