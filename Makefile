@@ -36,13 +36,15 @@ MINUTES ?= 5
 chaos: venv
 	$(EMU) run $(BIN)/duetime chaos --seed $(SEED) --minutes $(MINUTES)
 
-# What `make test` runs once the emulators answer (useful with `make emulators-start`): the tier that needs no
-# emulator on every core first (it fails fast), then the integration tier on INTEGRATION_WORKERS xdist workers,
-# naming its slowest tests. Tests that share a module or session fixture, a fixed port or DynamoDB Local's
-# cores run on one worker in turn (their xdist_group); xdist hands out the groups first, largest first.
-INTEGRATION_WORKERS ?= 2
-check: lint typecheck lambda-assets lambda-assets-local browser-deps
-	$(JSII) $(BIN)/pytest -m "not integration" -n auto
+# What `make test` runs once the emulators answer (useful with `make emulators-start`): the lint, the type
+# check and the tier that needs no emulator side by side (each output kept together; they fail fast), then the
+# integration tier on INTEGRATION_WORKERS xdist workers, naming its slowest tests. Tests that share a module or
+# session fixture, a fixed port or DynamoDB Local's cores run on one worker in turn (their xdist_group); xdist
+# hands out the groups first, largest first. Three workers: most of the tier waits on clocks, queues and
+# emulators, and a fourth found the two cores busy already (BENCHMARKS.md).
+INTEGRATION_WORKERS ?= 3
+check: lambda-assets lambda-assets-local browser-deps
+	$(MAKE) --no-print-directory -j2 --output-sync=target lint typecheck unit
 	$(JSII) $(BIN)/pytest -m integration -n $(INTEGRATION_WORKERS) --dist loadgroup --durations=25
 
 # Debian's Chromium for the console's browser tests (tests/browser), installed with apt when it is missing.
