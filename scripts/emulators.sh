@@ -175,10 +175,12 @@ start_dynamodb() {
 start_localstack() {
   if answers "$LS_URL/_localstack/health"; then log "LocalStack already answers on $LS_URL (reused)"; return 0; fi
   fetch_localstack
-  # A volume per LocalStack: its services keep state there (CloudWatch an SQLite file), and one started on
-  # another port (a test's) must not pull that from under the one on 4566.
-  mkdir -p "$RUN" "$CACHE/$LS_NAME-volume"
-  GATEWAY_LISTEN="127.0.0.1:$LS_PORT" LOCALSTACK_VOLUME_DIR="$CACHE/$LS_NAME-volume" \
+  # A volume and a temporary folder per LocalStack: run on the host, it keeps its services' state under the
+  # temporary folder (CloudWatch's metrics in <tmp>/localstack/state/cloudwatch/metrics.db, localstack/config.py
+  # `dirs.data`), and one started on another port (a test's, another checkout's) must not pull that from
+  # under the one on 4566 ("unable to open database file").
+  mkdir -p "$RUN" "$CACHE/$LS_NAME-volume" "$CACHE/$LS_NAME-tmp"
+  TMPDIR="$CACHE/$LS_NAME-tmp" GATEWAY_LISTEN="127.0.0.1:$LS_PORT" LOCALSTACK_VOLUME_DIR="$CACHE/$LS_NAME-volume" \
     SERVICES=sqs,events,scheduler,sns,cloudwatch,logs,sts,iam,stepfunctions SKIP_INFRA_DOWNLOADS=1 \
     SQS_DISABLE_CLOUDWATCH_METRICS="${SQS_DISABLE_CLOUDWATCH_METRICS:-1}" DISABLE_EVENTS=1 \
     setsid "$LS_VENV/bin/python" -m localstack.runtime.main >"$RUN/$LS_NAME.log" 2>&1 &
