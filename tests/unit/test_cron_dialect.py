@@ -28,6 +28,7 @@ from pydantic import ValidationError
 
 from duetime.adapters.memory import InMemoryCatalog, MemoryQueue, MemoryStore
 from duetime.api.service import JobService
+from duetime.cli import main
 from duetime.domain.clock import ManualClock
 from duetime.domain.cron_dialect import day_rule_patterns
 from duetime.domain.errors import InvalidInput
@@ -451,3 +452,41 @@ def test_a_wall_clock_start_inside_a_never_firing_year_set_is_an_error_not_a_han
     with pytest.raises(ValidationError, match="never fires"):
         CronSchedule(cron="cron(0 9 30 2 ? 2026-2030)")
     assert cron_never_fires("cron(0 9 29 2 ? 2028)") is None
+
+
+# --- the plain route and the previews -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("cron", "patterns"),
+    [
+        ("0 9 * * *", ["0 9 * * *"]),
+        ("0 0 */8 * 0", ["0 0 */8 * 0"]),
+        ("0 12 1 * L5", ["0 12 1 * *", "0 12 * * L5"]),
+        ("0 0 1,15 * MON", ["0 0 1,15 * *", "0 0 * * MON"]),
+    ],
+)
+def test_a_plain_cron_is_croniters_alone_with_todays_patterns(cron: str, patterns: list[str]) -> None:
+    read = day_rule_patterns(cron)
+    assert [pattern.text for pattern in read] == patterns
+    assert all(pattern.croniter_alone for pattern in read)
+
+
+def test_duetime_preview_shows_the_new_forms_times(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["preview", "--cron", "cron(0 9 ? * 6L *)", "--tz", "Europe/Berlin"]
+    assert main([*args, "--after", "2026-12-01T00:00:00Z", "--count", "2"]) == 0
+    assert capsys.readouterr().out.split() == ["2026-12-25T09:00:00+01:00", "2027-01-29T09:00:00+01:00"]
+    assert main(["preview", "--cron", "0 9 LW * *", "--after", "2026-01-01T00:00:00Z", "--count", "1"]) == 0
+    assert capsys.readouterr().out.split() == ["2026-01-30T09:00:00+00:00"]
+
+
+def test_an_eventbridge_hourly_cron_follows_real_time_like_its_5_field_reading() -> None:
+    # New York's fall-back, 1 November 2026: 01:00 local happens twice; hour '*' runs at both.
+    ny, after = "America/New_York", utc("2026-11-01T04:30Z")
+    assert ours("cron(0 * ? * SUN *)", ny, after)[:3] == ours("0 * * * 0", ny, after)[:3]
+    assert [
+        cron_next_after("cron(0 * ? * SUN *)", ny, utc(t)) for t in ("2026-11-01T04:30Z", "2026-11-01T05:30Z")
+    ] == [
+        utc("2026-11-01T05:00Z"),
+        utc("2026-11-01T06:00Z"),
+    ]
