@@ -184,6 +184,8 @@ def test_the_year_field_bounds_an_eventbridge_schedule() -> None:
         ("0 9 * L *", "month 'L'"),
         ("0 9 * ? *", "month '?'"),
         ("0 9 15#2 * *", "'#' is for day-of-week"),
+        ("0 9 ?,1 * *", "'?' (any) stands alone"),
+        ("cron(0 9 ? * 2#6 *)", "day-of-week '2#6': # counts 1-5"),
         ("0 9 * * LW", "day-of-week 'LW'"),
         ("0 9 * * L", "day-of-week 'L'"),
         ("cron(0 9 ? * ? *)", "both are '?'"),

@@ -180,8 +180,10 @@ def _day_of_month(text: str) -> tuple[str, int | None]:
         return "*", int(match[1])
     if "W" in upper:
         raise ValueError(f"day-of-month {text!r}: W stands alone in the field, after one day (15W) or L (LW)")
-    if "#" in upper or "?" in upper:
-        raise ValueError(f"day-of-month {text!r}: '#' is for day-of-week, and '?' stands alone")
+    if "#" in upper:
+        raise ValueError(f"day-of-month {text!r}: '#' is for day-of-week")
+    if "?" in upper:
+        raise ValueError(f"day-of-month {text!r}: '?' (any) stands alone in the field")
     if any("L" in piece and piece != "L" for piece in upper.split(",")):
         raise ValueError(f"day-of-month {text!r}: L stands for the last day, alone in its list item")
     return text, None
@@ -200,14 +202,18 @@ def _day_of_week(text: str) -> str:
                 "for day-of-month, and '?' stands alone"
             )
         if nth := _NTH.fullmatch(upper):
-            if not 1 <= int(nth[2]) <= 5:
-                raise ValueError(f"day-of-week {term!r}: # counts 1-5 (1#2: the second Monday)")
-            terms.append(f"{_vixie_day(nth[1], text)}#{nth[2]}")
+            terms.append(f"{_vixie_day(nth[1], text)}#{_nth(nth[2], term)}")
         elif last := _LAST_OF.fullmatch(upper):
             terms.append(f"L{_vixie_day(last[1] or last[2], text)}")
         else:
             terms.append(term)
     return ",".join(terms)
+
+
+def _nth(count: str, term: str) -> int:
+    if not 1 <= int(count) <= 5:
+        raise ValueError(f"day-of-week {term!r}: # counts 1-5 (the 2nd weekday n of the month: n#2)")
+    return int(count)
 
 
 def _vixie_day(value: str, field: str) -> int:
@@ -227,7 +233,7 @@ def _eventbridge_weekday(text: str) -> str:
         if term == "L":
             terms.append("6")
         elif nth := _NTH.fullmatch(term):
-            terms.append(f"{_eventbridge_day(nth[1], text)}#{nth[2]}")
+            terms.append(f"{_eventbridge_day(nth[1], text)}#{_nth(nth[2], term)}")
         elif last := re.fullmatch(r"([0-9A-Z]+)L", term):
             terms.append(f"{_eventbridge_day(last[1], text)}L")
         else:
