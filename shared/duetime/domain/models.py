@@ -94,8 +94,8 @@ def _utc_instant(value: datetime) -> datetime:
 
 
 def _standard_cron_text(value: str) -> str:
-    """A cron as given, in its standard form (5 fields separated by one space, aliases expanded); a
-    ``ValueError`` naming the mistake when it cannot be one."""
+    """A cron as given, in its standard form (5 fields, or ``cron(...)`` around EventBridge's 6, separated by
+    one space; aliases expanded); a ``ValueError`` naming the mistake when it cannot be one."""
     expr = " ".join(re.split(_BLANK + "+", value.strip(" \t")))
     if expr.startswith("@") and expr not in CRON_ALIASES:
         raise ValueError(f"unknown cron alias {expr!r}: use one of {', '.join(CRON_ALIASES)}")
@@ -110,11 +110,11 @@ def _standard_cron_text(value: str) -> str:
             )
     else:
         fields = expr.split(" ") if expr else []
-    if not eventbridge and len(fields) != 5:
-        raise ValueError(
-            f"cron needs exactly 5 fields (minute hour day month weekday), got {len(fields)}; EventBridge's "
-            "6 are written inside cron(...)"
-        )
+        if len(fields) != 5:
+            raise ValueError(
+                f"cron needs exactly 5 fields (minute hour day month weekday), got {len(fields)}; "
+                "EventBridge's 6 are written inside cron(...)"
+            )
     if not all(_CRON_FIELD.fullmatch(f) for f in fields):
         raise ValueError("cron fields may contain only digits, names, '*', '/', ',', '-', '?' and '#'")
     return expr
