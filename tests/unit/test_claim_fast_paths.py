@@ -17,7 +17,16 @@ from duetime.domain.claim_plan import Claim, initial_state, make_claim, plan_cla
 from duetime.domain.models import CronSchedule, HttpTarget, Job, JobSpec, JobState
 from duetime.domain.timeutil import ISO_Z, MINUTE_BUCKET, iso_z, minute_bucket, to_utc
 
-CRONS = ["0 0 * * *", "  */5\t* * *  1-5 ", "@daily", "@hourly", "0 12 1,15 * MON", "30\t\t2 * * *"]
+CRONS = [
+    "0 0 * * *",
+    "  */5\t* * *  1-5 ",
+    "@daily",
+    "@hourly",
+    "0 12 1,15 * MON",
+    "30\t\t2 * * *",
+    "0 9 LW * 5L",
+    " cron( 0 9 ? * MON-FRI\t* ) ",
+]
 
 
 @pytest.mark.parametrize("cron", CRONS)
@@ -31,7 +40,7 @@ def test_a_stored_cron_reads_as_the_client_path_reads_it(cron: str) -> None:
         assert stored.cron == sent.cron
 
 
-@pytest.mark.parametrize("cron", ["@often", "0 0 * *", "0 0 * * * *", "0 0 ? * *"])
+@pytest.mark.parametrize("cron", ["@often", "0 0 * *", "0 0 * * * *", "0 0 % * *", "cron(0 0 * * ?)"])
 def test_a_stored_cron_that_is_no_cron_is_still_refused(cron: str) -> None:
     for _ in range(2):
         with pytest.raises(pydantic.ValidationError) as stored:

@@ -262,7 +262,10 @@ def schedule_from_args(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def add_schedule_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--cron", help='5-field cron, e.g. "0 0 * * *" (or @daily...)')
+    parser.add_argument(
+        "--cron",
+        help='5-field cron, e.g. "0 0 * * *" or "0 9 LW * *" (or @daily..., or "cron(0 9 ? * MON-FRI *)")',
+    )
     parser.add_argument("--tz", default="UTC", help="IANA time zone for --cron (default UTC)")
     parser.add_argument("--rate", help='e.g. "5 minutes"')
     parser.add_argument("--at", help="one time, ISO-8601 with an offset")

@@ -65,10 +65,11 @@ CRON_ALIASES = {
     "@midnight": "0 0 * * *",
     "@hourly": "0 * * * *",
 }
-_CRON_TOKEN = r"[0-9A-Za-z*/,-]+"
+_CRON_TOKEN = r"[0-9A-Za-z*/,?#-]+"
 _BLANK = r"[ \t]"
 _ALIAS = "@({})".format("|".join(name.removeprefix("@") for name in CRON_ALIASES))
-CRON_PATTERN = rf"^{_BLANK}*({_ALIAS}|{_CRON_TOKEN}({_BLANK}+{_CRON_TOKEN}){{4}}){_BLANK}*$"
+_EVENTBRIDGE = rf"cron\({_BLANK}*{_CRON_TOKEN}({_BLANK}+{_CRON_TOKEN}){{5}}{_BLANK}*\)"
+CRON_PATTERN = rf"^{_BLANK}*({_ALIAS}|{_CRON_TOKEN}({_BLANK}+{_CRON_TOKEN}){{4}}|{_EVENTBRIDGE}){_BLANK}*$"
 _CRON_FIELD = re.compile(_CRON_TOKEN)
 MAX_CRON_LENGTH = 256  # a client's cron; every value of every field listed one by one would be about 400
 ZONE_PATTERN = r"^[A-Za-z0-9_+-]+(/[A-Za-z0-9_+-]+)*$"
@@ -93,17 +94,29 @@ def _utc_instant(value: datetime) -> datetime:
 
 
 def _standard_cron_text(value: str) -> str:
-    """A cron as given, in its standard form (5 fields separated by one space, aliases expanded); a
-    ``ValueError`` naming the mistake when it cannot be one."""
+    """A cron as given, in its standard form (5 fields, or ``cron(...)`` around EventBridge's 6, separated by
+    one space; aliases expanded); a ``ValueError`` naming the mistake when it cannot be one."""
     expr = " ".join(re.split(_BLANK + "+", value.strip(" \t")))
     if expr.startswith("@") and expr not in CRON_ALIASES:
         raise ValueError(f"unknown cron alias {expr!r}: use one of {', '.join(CRON_ALIASES)}")
     expr = CRON_ALIASES.get(expr, expr)
-    fields = expr.split(" ") if expr else []
-    if len(fields) != 5:
-        raise ValueError(f"cron needs exactly 5 fields (minute hour day month weekday), got {len(fields)}")
+    if eventbridge := re.fullmatch(r"cron\((.*)\)", expr):
+        fields = eventbridge[1].strip(" ").split(" ")
+        expr = "cron({})".format(" ".join(fields))
+        if len(fields) != 6:
+            raise ValueError(
+                "cron(...) needs EventBridge's 6 fields (minutes hours day-of-month month day-of-week year), "
+                f"got {len(fields)}"
+            )
+    else:
+        fields = expr.split(" ") if expr else []
+        if len(fields) != 5:
+            raise ValueError(
+                f"cron needs exactly 5 fields (minute hour day month weekday), got {len(fields)}; "
+                "EventBridge's 6 are written inside cron(...)"
+            )
     if not all(_CRON_FIELD.fullmatch(f) for f in fields):
-        raise ValueError("cron fields may contain only digits, names, '*', '/', ',' and '-'")
+        raise ValueError("cron fields may contain only digits, names, '*', '/', ',', '-', '?' and '#'")
     return expr
 
 
@@ -113,13 +126,17 @@ _stored_cron_text = functools.lru_cache(maxsize=1024)(_standard_cron_text)
 
 
 class CronSchedule(Strict):
-    """Standard 5-field cron (or an @alias), evaluated in an IANA time zone."""
+    """Standard 5-field cron (or an @alias) with Quartz's day tokens, or an EventBridge ``cron(...)``,
+    evaluated in an IANA time zone (``duetime.domain.cron_dialect``)."""
 
     cron: str = Field(
         min_length=1,
         pattern=CRON_PATTERN,
         json_schema_extra={"maxLength": MAX_CRON_LENGTH},  # a client's; a stored cron is read whatever it is
-        description="5-field cron expression (minute hour day month weekday, separated by spaces or tabs) "
+        description="5-field cron expression (minute hour day month weekday, separated by spaces or tabs; "
+        "day-of-month also takes L, nW, LW and ?, day-of-week nL, n#k and ?; weekdays 0-7, 0 and 7 Sunday), "
+        "an EventBridge expression as written there (`cron(0 9 ? * MON-FRI *)`: minutes hours day-of-month "
+        "month day-of-week year, weekdays 1-7 = SUN-SAT, `?` in exactly one day field, years 1970-2199) "
         "or @hourly/@daily/@weekly/@monthly/@yearly (also @annually, @midnight), at most "
         f"{MAX_CRON_LENGTH} characters. A cron that never fires (e.g. `0 0 30 2 *`) or that cron cannot "
         "read (a value out of its field's range, an unknown name, a step of 0) is refused with 422.",
@@ -144,7 +161,7 @@ class CronSchedule(Strict):
         from duetime.domain.schedule import cron_never_fires  # schedule math imports models; avoid the cycle
 
         expr = _standard_cron_text(value)
-        reason = cron_never_fires(expr)
+        reason = cron_never_fires(expr, (info.context or {}).get("now"))
         if reason:
             raise ValueError(reason)
         return expr

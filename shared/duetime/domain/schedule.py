@@ -4,7 +4,8 @@ Rules (also in docs/guide/jobs-and-schedules.md):
 
 * The next nominal time is computed from the last scheduled time, never from now: a late run does not
   push the schedule back.
-* Day-of-month and day-of-week follow Vixie cron and cronie: if either field starts with ``*`` (``*/8``
+* Day-of-month and day-of-week follow Vixie cron and cronie (with ``L``, ``W``, ``#``, ``?`` and EventBridge's
+  form: ``duetime.domain.cron_dialect``): if either field starts with ``*`` (``*/8``
   too), a day must match both; otherwise it must match either. ``0 0 */8 * 0`` runs on Sundays that are
   the 1st, 9th, 17th or 25th; ``0 0 1,15 * 1`` runs on the 1st, the 15th and every Monday.
 * Cron is evaluated on local wall-clock time in the job's IANA zone. Daylight saving follows Vixie cron:
@@ -27,8 +28,16 @@ import re
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from croniter import CroniterBadCronError, CroniterBadDateError, croniter
+from croniter import CroniterBadCronError, CroniterBadDateError
 
+from duetime.domain.cron_dialect import (
+    CronPattern,
+    WallClockMatches,
+    day_rule_patterns,
+    pattern_matches,
+    read_cron,
+    wall_clock_matches,
+)
 from duetime.domain.ids import jitter_offset_seconds
 from duetime.domain.models import AtSchedule, CronSchedule, JobSpec, RateSchedule, Schedule
 from duetime.domain.timeutil import ceil_seconds, to_utc, whole_seconds
@@ -41,40 +50,40 @@ _RANDOM_FIELD = re.compile(r"[Rr](/\d+)?")  # croniter's "R": a random value dra
 # --- cron ------------------------------------------------------------------------------------------------
 
 
-def cron_never_fires(expr: str) -> str | None:
-    """Why a 5-field expression is unusable (syntax, or no date ever matches), or None when it is fine."""
+def cron_never_fires(expr: str, now: datetime | None = None) -> str | None:
+    """Why a cron in its standard text is unusable (syntax, or no date ever matches; with ``now``, a cron
+    whose years are all past too), or None when it is fine."""
     wall_clock = datetime(2000, 1, 1)  # noqa: DTZ001 - cron matches naive local wall-clock time
-    if any(_RANDOM_FIELD.fullmatch(field) for field in expr.split()):
+    if any(_RANDOM_FIELD.fullmatch(field) for field in expr.removeprefix("cron(").split()):
         return "invalid cron expression: R (a random value) would move the schedule every time it is read"
     try:
-        _wall_clock_matches(expr, wall_clock)  # the syntax, as written (errors quote the whole expression)
-        if not any(_fires(pattern, wall_clock) for pattern in _day_rule_patterns(expr)):
+        patterns = _day_rule_patterns(expr)  # the dialect's tokens (errors name the field and the mistake)
+        for pattern in patterns:
+            _wall_clock_matches(pattern, wall_clock)  # croniter's syntax check of the fields it reads
+        if not any(_fires(pattern, wall_clock) for pattern in patterns):
             return "cron never fires (no date matches it, e.g. 30 February)"
+        if now is not None and read_cron(expr).years is not None:
+            # A local time T is an instant of at most T + 12 h (UTC-12): no match after now - 12 h, none
+            # later anywhere.
+            earliest = to_utc(now).replace(tzinfo=None) - timedelta(hours=12)
+            if not any(_fires(pattern, earliest) for pattern in patterns):
+                return "cron never fires again (its years are past)"
     except (CroniterBadCronError, ValueError, KeyError) as exc:
         return f"invalid cron expression: {exc}"
     return None
 
 
-def _day_rule_patterns(expr: str) -> tuple[str, ...]:
-    """croniter patterns whose matches, together, are the cron's (Vixie cron's day-of-month/week rule).
-
-    If either day field starts with ``*`` the day must match both: croniter intersects them when told
-    ``day_or=False``. Otherwise it must match either: the union of a day-of-month-only and a
-    day-of-week-only pattern. croniter's own union (``day_or=True``) is not used: it intersects when a
-    field is ``*``-like after expansion (``1-31`` beside ``1,*/3``) and when day-of-week says ``L5``.
-    """
-    fields = expr.split()
-    if len(fields) != 5 or fields[2].startswith("*") or fields[4].startswith("*"):
-        return (expr,)
-    minute, hour, dom, month, dow = fields
-    return (f"{minute} {hour} {dom} {month} *", f"{minute} {hour} * {month} {dow}")
+def _day_rule_patterns(expr: str) -> tuple[CronPattern, ...]:
+    """croniter patterns whose matches, together, are the cron's (Vixie cron's day-of-month/week rule:
+    ``cron_dialect.day_rule_patterns``)."""
+    return day_rule_patterns(expr)
 
 
-def _wall_clock_matches(pattern: str, start: datetime) -> croniter:
-    return croniter(pattern, start, day_or=False, max_years_between_matches=30)
+def _wall_clock_matches(pattern: CronPattern, start: datetime) -> WallClockMatches:
+    return wall_clock_matches(pattern, start)
 
 
-def _fires(pattern: str, start: datetime) -> bool:
+def _fires(pattern: CronPattern, start: datetime) -> bool:
     try:
         _wall_clock_matches(pattern, start).get_next(datetime)
     except CroniterBadDateError:
@@ -127,7 +136,9 @@ def cron_next_after(expr: str, timezone: str, after: datetime) -> datetime:
     return min(found)
 
 
-def _pattern_next_after(pattern: str, zone: ZoneInfo, after: datetime, fixed: bool) -> datetime | None:
+def _pattern_next_after(
+    pattern: CronPattern, zone: ZoneInfo, after: datetime, fixed: bool
+) -> datetime | None:
     local_after = after.astimezone(zone).replace(tzinfo=None)
     # A fall-back just ahead makes local time run backwards: start early enough to see the repeated times.
     fold = max(timedelta(0), _offset(after, zone) - _offset(after + _FOLD_LOOKAHEAD, zone))
@@ -157,7 +168,7 @@ def is_dst_shifted(expr: str, timezone: str, nominal: datetime) -> bool:
     """True when ``nominal`` is not what the wall clock literally says (moved out of a spring-forward gap)."""
     zone = ZoneInfo(timezone)
     local = to_utc(nominal).astimezone(zone).replace(tzinfo=None)
-    return not any(croniter.match(p, local, day_or=False) for p in _day_rule_patterns(expr))
+    return not any(pattern_matches(p, local) for p in _day_rule_patterns(expr))
 
 
 # --- all kinds -------------------------------------------------------------------------------------------

@@ -822,7 +822,7 @@ async function renderNewJob(view, root) {
   const formError = el('p', { class: 'form-error', id: 'job-form-error', hidden: true });
 
   const cronPart = el('div', { class: 'schedule-part', 'data-kind': 'cron' },
-    field({ id: 'job-cron', label: 'Cron expression', input: cron, hint: 'minute hour day month weekday, or @daily, @hourly…' }),
+    field({ id: 'job-cron', label: 'Cron expression', input: cron, hint: 'minute hour day month weekday (also L, 15W, LW, 5L, 1#2, ?), an EventBridge cron(0 9 ? * MON-FRI *), or @daily, @hourly…' }),
     field({ id: 'job-timezone', label: 'Time zone', input: timezone, hint: 'An IANA name such as Europe/Berlin.' }),
     zoneList);
   const ratePart = el('div', { class: 'schedule-part inline-fields', 'data-kind': 'rate', hidden: true },
