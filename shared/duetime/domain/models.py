@@ -43,6 +43,7 @@ from duetime.domain.aws_targets import (
     SqsTarget,
     StepFunctionsTarget,
 )
+from duetime.domain.dst import DstPolicy
 from duetime.domain.labels import Labels
 from duetime.domain.timeutil import to_utc, whole_seconds
 from duetime.domain.url_secrets import REDACTED, holds_marker, redact_url, shown_origin, url_origin
@@ -554,6 +555,12 @@ class JobSpec(Strict):
 
     name: JobName
     schedule: Schedule
+    dst: DstPolicy | None = Field(
+        default=None,
+        description="what a cron does at daylight-saving changes: `gap` for wall times spring-forward "
+        "skips, `overlap` for those fall-back repeats. Left out or null (or a side left out): Vixie cron's "
+        "rule. For cron schedules only (a rate or `at` is an instant, not a wall time: 422)",
+    )
     target: Target
     jitter_seconds: JitterSeconds = 300
     exact: bool = False
@@ -574,6 +581,15 @@ class JobSpec(Strict):
     end_at: EndAt | None = None
     paused: bool = False
     labels: Labels = Field(default_factory=dict)
+
+    @field_validator("dst")
+    @classmethod
+    def _wall_time_schedule(cls, value: DstPolicy | None, info: ValidationInfo) -> DstPolicy | None:
+        if value is not None and isinstance(info.data.get("schedule"), RateSchedule | AtSchedule):
+            raise ValueError(
+                "is for cron schedules only: a rate or an `at` time is an instant, not a wall time"
+            )
+        return value
 
     @field_validator("start_at", "end_at")
     @classmethod
