@@ -22,6 +22,7 @@ from typing import Annotated, Any, Literal, Self
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from pydantic import (
+    AfterValidator,
     AwareDatetime,
     BaseModel,
     ConfigDict,
@@ -543,6 +544,17 @@ CatchupWindowSeconds = Annotated[
         "DUETIME_MISFIRE_GRACE_SECONDS. 0 to 604800 (7 days).",
     ),
 ]
+
+
+def _of_wall_times(policy: DstPolicy, info: ValidationInfo) -> DstPolicy:
+    """A DST policy is for a schedule of wall times: a rate or ``at`` is an instant."""
+    if isinstance(info.data.get("schedule"), RateSchedule | AtSchedule):
+        raise ValueError("is for cron schedules only: a rate or an `at` time is an instant, not a wall time")
+    return policy
+
+
+# Checked on a policy only: a stored job's ``"dst": null`` (nearly every job) costs no validator call.
+JobDstPolicy = Annotated[DstPolicy, AfterValidator(_of_wall_times)]
 StartAt = Annotated[AwareDatetime, Field(description="nothing runs before this instant")]
 EndAt = Annotated[
     AwareDatetime,
@@ -555,7 +567,7 @@ class JobSpec(Strict):
 
     name: JobName
     schedule: Schedule
-    dst: DstPolicy | None = Field(
+    dst: JobDstPolicy | None = Field(
         default=None,
         description="what a cron does at daylight-saving changes: `gap` for wall times spring-forward "
         "skips, `overlap` for those fall-back repeats. Left out or null (or a side left out): Vixie cron's "
@@ -581,15 +593,6 @@ class JobSpec(Strict):
     end_at: EndAt | None = None
     paused: bool = False
     labels: Labels = Field(default_factory=dict)
-
-    @field_validator("dst")
-    @classmethod
-    def _wall_time_schedule(cls, value: DstPolicy | None, info: ValidationInfo) -> DstPolicy | None:
-        if value is not None and isinstance(info.data.get("schedule"), RateSchedule | AtSchedule):
-            raise ValueError(
-                "is for cron schedules only: a rate or an `at` time is an instant, not a wall time"
-            )
-        return value
 
     @field_validator("start_at", "end_at")
     @classmethod
