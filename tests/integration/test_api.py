@@ -314,6 +314,18 @@ def test_a_jobs_runs_are_listed_newest_first_and_a_cursor_works_only_for_its_own
     assert alpha("GET", "/v1/runs/not-a-run-id").status == 404
 
 
+def test_a_jobs_dst_policy_is_stored_changed_and_read_back_from_dynamodb(alpha: Call) -> None:
+    schedule = {"cron": "30 2 * 3 0", "timezone": "America/New_York"}
+    job = alpha("POST", "/v1/jobs", {**JOB, "schedule": schedule, "dst": {"gap": "skip"}, "exact": True}).body
+    assert alpha("GET", f"/v1/jobs/{job['id']}").body["dst"] == {"gap": "skip", "overlap": None}
+    preview = alpha("GET", f"/v1/jobs/{job['id']}/preview", query={"count": "2"}).body
+    assert [r["nominal_at"] for r in preview["runs"]] == ["2027-03-07T07:30:00Z", "2027-03-21T06:30:00Z"]
+    assert preview["skipped"] == [{"wall_time": "2027-03-14T02:30:00"}]
+    changed = alpha("PATCH", f"/v1/jobs/{job['id']}", {"dst": {"overlap": "both"}}).body
+    assert changed["dst"] == {"gap": None, "overlap": "both"}
+    assert alpha("GET", f"/v1/jobs/{job['id']}").body["dst"] == {"gap": None, "overlap": "both"}
+
+
 def test_preview_marks_runs_moved_by_dst_and_load_counts_due_runs_per_minute(alpha: Call) -> None:
     job = alpha(
         "POST",

@@ -212,8 +212,12 @@ def test_offline_preview_prints_local_times_with_offsets() -> None:
         capture_output=True,
         text=True,
         check=True,
-    ).stdout.split()
-    assert out == ["2026-03-07T02:30:00-05:00", "2026-03-08T03:00:00-04:00", "2026-03-09T02:30:00-04:00"]
+    ).stdout.splitlines()
+    assert out == [
+        "2026-03-07T02:30:00-05:00",
+        "2026-03-08T03:00:00-04:00  moved",
+        "2026-03-09T02:30:00-04:00",
+    ]
 
 
 def test_plan_reads_the_due_histogram_of_a_running_duetime(local: LocalSystem) -> None:

@@ -230,7 +230,7 @@ def test_the_api_keeps_what_was_sent_and_previews_its_times() -> None:
     assert service.get_job(team, job.id).schedule == CronSchedule(
         cron="cron(30 2 ? * 6L *)", timezone="America/New_York"
     )
-    times = [run.nominal_at for run in service.preview(team, job.id, 3)]
+    times = [run.nominal_at for run in service.preview(team, job.id, 3).runs]
     assert times == [utc("2026-12-25T07:30Z"), utc("2027-01-29T07:30Z"), utc("2027-02-26T07:30Z")]
 
 

@@ -35,7 +35,6 @@ from duetime.api.schemas import (
     LoadMinute,
     LoadOut,
     PreviewOut,
-    PreviewRun,
     RunList,
     RunOut,
     SigningKeyOut,
@@ -510,11 +509,16 @@ def list_runs(
 
 
 @app.get(
-    "/v1/jobs/<job_id>/preview", responses=_responses(200, PreviewOut, 404), security=needs(TokenScope.READ)
+    "/v1/jobs/<job_id>/preview",
+    responses=_responses(200, PreviewOut, 404),
+    security=needs(TokenScope.READ),
+    description="The job's next `count` runs (nominal and fire times), each marked with what daylight "
+    "saving did to it under the job's `dst` policy (`dst_effect`: moved, doubled, first_only, last_only; "
+    "`dst_shifted` is the `moved` case). Wall times spring-forward skipped that get no run are not runs: "
+    "they are listed apart, in `skipped`, up to the last run listed.",
 )
 def preview(job_id: JobId, count: Annotated[int, Query(ge=1, le=100)] = 10) -> PreviewOut:
-    runs = service().preview(team(), job_id, count)
-    return PreviewOut(job_id=job_id, runs=[PreviewRun.of(r) for r in runs])
+    return PreviewOut.of(job_id, service().preview(team(), job_id, count))
 
 
 @app.get(

@@ -10,8 +10,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from duetime.api.service import UpcomingRun
+from duetime.api.service import Preview, UpcomingRun
 from duetime.domain.aws_targets import ROLE_ARN_PATTERN, ROLE_NAME_PREFIX
+from duetime.domain.dst import DstEffect, DstPolicy
 from duetime.domain.job_history import JobChange
 from duetime.domain.labels import Labels
 from duetime.domain.models import (
@@ -61,14 +62,15 @@ def _no_defaults(schema: dict[str, Any]) -> None:
 
 
 class JobPatch(BaseModel):
-    """Fields to change; nested objects (schedule, target, retry) are replaced whole. Only start_at and
-    end_at (no bound) and catchup_window_seconds (the installation's default) take null; the rest are left
-    out to keep them."""
+    """Fields to change; nested objects (schedule, dst, target, retry) are replaced whole. Only start_at and
+    end_at (no bound), catchup_window_seconds (the installation's default) and dst (Vixie cron's rule) take
+    null; the rest are left out to keep them."""
 
     model_config = ConfigDict(extra="forbid", json_schema_extra=_no_defaults)
 
     name: JobName | SkipJsonSchema[None] = None
     schedule: Schedule | SkipJsonSchema[None] = None
+    dst: DstPolicy | None = None
     target: Target | SkipJsonSchema[None] = None
     jitter_seconds: JitterSeconds | SkipJsonSchema[None] = None
     exact: bool | SkipJsonSchema[None] = None
@@ -227,16 +229,50 @@ class RunList(Out):
 class PreviewRun(Out):
     nominal_at: datetime
     fire_at: datetime
-    dst_shifted: bool = Field(description="moved off its wall-clock time by a daylight-saving rule")
+    dst_shifted: bool = Field(
+        description="moved off its wall-clock time by a daylight-saving rule: true exactly when "
+        "`dst_effect` is `moved`"
+    )
+    dst_effect: DstEffect | None = Field(
+        description="what daylight saving did to this run under the job's `dst` policy: `moved` (it stands "
+        "for a wall time spring-forward skipped, run at the first valid minute after the gap), `doubled` "
+        "(its wall time repeats at fall-back and runs at both occurrences; both runs are marked), "
+        "`first_only` / `last_only` (its wall time repeats and this occurrence is its only run); null: none"
+    )
 
     @classmethod
     def of(cls, upcoming: UpcomingRun) -> PreviewRun:
-        return cls(nominal_at=upcoming.nominal_at, fire_at=upcoming.fire_at, dst_shifted=upcoming.dst_shifted)
+        return cls(
+            nominal_at=upcoming.nominal_at,
+            fire_at=upcoming.fire_at,
+            dst_shifted=upcoming.dst_shifted,
+            dst_effect=upcoming.dst_effect,
+        )
+
+
+class SkippedWallTime(Out):
+    wall_time: str = Field(
+        description="the local wall time, without offset (it has none: the clock jumped over it), e.g. "
+        "2026-03-08T02:30:00"
+    )
 
 
 class PreviewOut(Out):
     job_id: str
     runs: list[PreviewRun]
+    skipped: list[SkippedWallTime] = Field(
+        description="wall times of the schedule that spring-forward skipped between now and the last run "
+        "listed and that get no run (`dst.gap` `skip`, the rule of hourly crons): not runs, so not in "
+        "`runs`; in time order"
+    )
+
+    @classmethod
+    def of(cls, job_id: str, preview: Preview) -> PreviewOut:
+        return cls(
+            job_id=job_id,
+            runs=[PreviewRun.of(run) for run in preview.runs],
+            skipped=[SkippedWallTime(wall_time=naive.isoformat()) for naive in preview.skipped],
+        )
 
 
 class LoadMinute(Out):

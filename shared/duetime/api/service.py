@@ -23,6 +23,7 @@ from duetime.domain.catalog import IdempotencyMismatch, IdempotencyRecord, Inval
 from duetime.domain.catalog import QuotaExceeded as StoreQuotaExceeded
 from duetime.domain.claim_plan import DEFAULT_QUEUE_DEADLINE, PlannedRun, initial_state, new_run
 from duetime.domain.clock import Clock
+from duetime.domain.dst import DstEffect
 from duetime.domain.errors import (
     BadRequest,
     Conflict,
@@ -41,7 +42,6 @@ from duetime.domain.models import (
     MAX_BACKFILL_RUNS,
     MAX_SQS_DELAY_SECONDS,
     BackfillWindow,
-    CronSchedule,
     HttpTarget,
     Job,
     JobSpec,
@@ -53,11 +53,12 @@ from duetime.domain.models import (
 )
 from duetime.domain.run_budget import InMemoryRunBudget, RunBudget, Spend
 from duetime.domain.schedule import (
+    dst_effect,
     fire_time,
-    is_dst_shifted,
     next_nominal_after,
     nominals_between,
     rate_anchor,
+    skipped_wall_times,
 )
 from duetime.domain.signing import JobSigningKey, job_signing_keys
 from duetime.domain.target_guard import TargetRefused, check_target_url
@@ -66,7 +67,7 @@ from duetime.domain.tokens import ApiToken, Caller, TokenIn
 from duetime.ports import Catalog, JobAndRunStore, RoleTrustProbe, RunMessage, RunQueue
 from duetime.scheduling.wake import GroupWaker
 
-RESCHEDULE_FIELDS = {"schedule", "start_at", "end_at", "jitter_seconds", "exact", "paused"}
+RESCHEDULE_FIELDS = {"schedule", "dst", "start_at", "end_at", "jitter_seconds", "exact", "paused"}
 MAX_LOAD_WINDOW = timedelta(hours=24)
 # What GET /v1/load charges (``JobService.load``): one request of the team's API rate per this many jobs read
 # and per this many fire times computed (a request itself pays for the first), and the most fire times one
@@ -82,7 +83,18 @@ BACKFILL_SENDERS = 8  # threads sending a backfill's delay groups to the queue
 class UpcomingRun:
     nominal_at: datetime
     fire_at: datetime
-    dst_shifted: bool
+    dst_effect: DstEffect | None = None  # what daylight saving did to it, if anything
+
+    @property
+    def dst_shifted(self) -> bool:
+        """Moved out of a spring-forward gap (the ``moved`` effect), as clients have long read it."""
+        return self.dst_effect is DstEffect.MOVED
+
+
+@dataclass(frozen=True)
+class Preview:
+    runs: list[UpcomingRun]
+    skipped: list[datetime]  # wall times (naive, local) a gap skipped among the runs, that get no run
 
 
 def upcoming_runs(
@@ -95,12 +107,19 @@ def upcoming_runs(
     while nominal is not None and len(out) < count:
         following = next_nominal_after(job, anchor, nominal)
         fire = fire_time(job_id, job, nominal, following) if job_id else nominal
-        shifted = isinstance(job.schedule, CronSchedule) and is_dst_shifted(
-            job.schedule.cron, job.schedule.timezone, nominal
-        )
-        out.append(UpcomingRun(nominal, fire, shifted))
+        out.append(UpcomingRun(nominal, fire, dst_effect(job, nominal)))
         nominal = following
     return out
+
+
+def preview_of(
+    job: JobSpec, job_id: str | None, created_at: datetime, after: datetime, count: int
+) -> Preview:
+    """``upcoming_runs``, and the wall times spring-forward skipped between ``after`` and the last of them
+    that the job's DST policy does not run."""
+    runs = upcoming_runs(job, job_id, created_at, after, count)
+    skipped = skipped_wall_times(job, after, runs[-1].nominal_at) if runs else []
+    return Preview(runs, skipped)
 
 
 class JobService:
@@ -497,14 +516,14 @@ class JobService:
 
     # --- forecasts --------------------------------------------------------------------------------------
 
-    def preview(self, team: Team, job_id: str, count: int) -> list[UpcomingRun]:
+    def preview(self, team: Team, job_id: str, count: int) -> Preview:
         job = self.get_job(team, job_id)
         after = (
             job.state.next_nominal_at - timedelta(seconds=1)
             if job.state.next_nominal_at
             else self.clock.now()
         )
-        return upcoming_runs(job, job.id, job.created_at, after, min(count, MAX_PREVIEW))
+        return preview_of(job, job.id, job.created_at, after, min(count, MAX_PREVIEW))
 
     def load(
         self, team: Team, start: datetime, end: datetime, pay: Callable[[int, int], None] | None = None

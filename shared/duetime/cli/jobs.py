@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 import json
 import re
-from datetime import UTC, datetime
-from typing import Any
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from pydantic import ValidationError
@@ -23,8 +23,12 @@ from duetime.cli.common import (
     show,
 )
 from duetime.domain.aws_targets import QUEUE_URL_PATTERN
+from duetime.domain.dst import gap_end
 from duetime.domain.errors import from_validation_error
 from duetime.domain.models import JobSpec
+
+if TYPE_CHECKING:
+    from duetime.api.service import UpcomingRun
 
 
 def add_commands(commands: Any) -> None:
@@ -142,6 +146,7 @@ def spec_from_args(args: argparse.Namespace) -> dict[str, Any]:
         "name": args.name,
         "schedule": schedule_from_args(args),
         "target": target_from_args(args),
+        **dst_from_args(args),
     }
     if args.header and body["target"]["type"] != "http":
         raise UsageError("--header is for HTTP targets")
@@ -261,6 +266,16 @@ def schedule_from_args(args: argparse.Namespace) -> dict[str, Any]:
     return {"rate": args.rate} if args.rate else {"at": args.at}
 
 
+def dst_from_args(args: argparse.Namespace) -> dict[str, Any]:
+    """``{"dst": {...}}`` from ``--dst-gap`` and ``--dst-overlap``; nothing when neither is given."""
+    policy = {
+        side: value
+        for side, value in (("gap", args.dst_gap), ("overlap", args.dst_overlap))
+        if value is not None
+    }
+    return {"dst": policy} if policy else {}
+
+
 def add_schedule_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--cron",
@@ -269,6 +284,18 @@ def add_schedule_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tz", default="UTC", help="IANA time zone for --cron (default UTC)")
     parser.add_argument("--rate", help='e.g. "5 minutes"')
     parser.add_argument("--at", help="one time, ISO-8601 with an offset")
+    parser.add_argument(
+        "--dst-gap",
+        choices=["shift", "skip"],
+        help="--cron: a wall time spring-forward skips runs at the gap's end (shift) or not at all (skip); "
+        "default: shift for a fixed-time cron, skip for an hourly one",
+    )
+    parser.add_argument(
+        "--dst-overlap",
+        choices=["first", "last", "both"],
+        help="--cron: a wall time fall-back repeats runs at its first occurrence, its last, or both; "
+        "default: first for a fixed-time cron, both for an hourly one",
+    )
 
 
 def _pair(text: str, flag: str, shape: str) -> tuple[str, str]:
@@ -326,8 +353,19 @@ def run_runs(args: argparse.Namespace) -> None:
         show(client.request("POST", client.run_path(args.id, args.action)), args.json)
 
 
+_JUST_BEFORE = timedelta(microseconds=1)
+
+
+def _shown_run(run: UpcomingRun, zone: ZoneInfo) -> str:
+    at = run.nominal_at.astimezone(zone).isoformat()
+    return f"{at}  {run.dst_effect}" if run.dst_effect else at
+
+
 def run_preview(args: argparse.Namespace) -> None:
-    from duetime.api.service import upcoming_runs
+    """The schedule's next times in its zone, each with what daylight saving did to it, and the wall times
+    a spring-forward skipped that get no run (``--json``: ``times``, ``runs`` with ``dst_effect``, and
+    ``skipped``)."""
+    from duetime.api.service import preview_of
 
     after = datetime.fromisoformat(args.after).astimezone(UTC) if args.after else datetime.now(UTC)
     body = {
@@ -335,16 +373,24 @@ def run_preview(args: argparse.Namespace) -> None:
         "schedule": schedule_from_args(args),
         "target": {"url": "https://example.com"},
         "exact": True,
+        **dst_from_args(args),
     }
     try:
         spec = JobSpec.model_validate(body)
     except ValidationError as exc:
         raise UsageError(from_validation_error(exc).message) from exc
     zone = ZoneInfo(args.tz)
-    times = [
-        r.nominal_at.astimezone(zone).isoformat() for r in upcoming_runs(spec, None, after, after, args.count)
-    ]
+    preview = preview_of(spec, None, after, after, args.count)
+    skipped_at = preview.skipped
+    skipped = [naive.isoformat() for naive in skipped_at]
     if args.json:
-        print(json.dumps({"times": times}))
-    else:
-        print("\n".join(times))
+        runs = [
+            {"at": r.nominal_at.astimezone(zone).isoformat(), "dst_effect": r.dst_effect}
+            for r in preview.runs
+        ]
+        print(json.dumps({"times": [run["at"] for run in runs], "runs": runs, "skipped": skipped}))
+        return
+    lines = [(r.nominal_at, _shown_run(r, zone)) for r in preview.runs]
+    # a skipped wall time is listed where the clock jumped over it, before the run at that instant
+    lines += [(gap_end(naive, zone) - _JUST_BEFORE, f"{naive.isoformat()}  skipped") for naive in skipped_at]
+    print("\n".join(text for _, text in sorted(lines)))

@@ -22,6 +22,7 @@ from typing import Annotated, Any, Literal, Self
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from pydantic import (
+    AfterValidator,
     AwareDatetime,
     BaseModel,
     ConfigDict,
@@ -43,6 +44,7 @@ from duetime.domain.aws_targets import (
     SqsTarget,
     StepFunctionsTarget,
 )
+from duetime.domain.dst import DstPolicy
 from duetime.domain.labels import Labels
 from duetime.domain.timeutil import to_utc, whole_seconds
 from duetime.domain.url_secrets import REDACTED, holds_marker, redact_url, shown_origin, url_origin
@@ -559,6 +561,17 @@ CatchupWindowSeconds = Annotated[
         "DUETIME_MISFIRE_GRACE_SECONDS. 0 to 604800 (7 days).",
     ),
 ]
+
+
+def _of_wall_times(policy: DstPolicy, info: ValidationInfo) -> DstPolicy:
+    """A DST policy is for a schedule of wall times: a rate or ``at`` is an instant."""
+    if isinstance(info.data.get("schedule"), RateSchedule | AtSchedule):
+        raise ValueError("is for cron schedules only: a rate or an `at` time is an instant, not a wall time")
+    return policy
+
+
+# Checked on a policy only: a stored job's ``"dst": null`` (nearly every job) costs no validator call.
+JobDstPolicy = Annotated[DstPolicy, AfterValidator(_of_wall_times)]
 StartAt = Annotated[AwareDatetime, Field(description="nothing runs before this instant")]
 EndAt = Annotated[
     AwareDatetime,
@@ -571,6 +584,12 @@ class JobSpec(Strict):
 
     name: JobName
     schedule: Schedule
+    dst: JobDstPolicy | None = Field(
+        default=None,
+        description="what a cron does at daylight-saving changes: `gap` for wall times spring-forward "
+        "skips, `overlap` for those fall-back repeats. Left out or null (or a side left out): Vixie cron's "
+        "rule. For cron schedules only (a rate or `at` is an instant, not a wall time: 422)",
+    )
     target: Target
     jitter_seconds: JitterSeconds = 300
     exact: bool = False

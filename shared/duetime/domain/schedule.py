@@ -8,7 +8,8 @@ Rules (also in docs/guide/jobs-and-schedules.md):
   form: ``duetime.domain.cron_dialect``): if either field starts with ``*`` (``*/8``
   too), a day must match both; otherwise it must match either. ``0 0 */8 * 0`` runs on Sundays that are
   the 1st, 9th, 17th or 25th; ``0 0 1,15 * 1`` runs on the 1st, the 15th and every Monday.
-* Cron is evaluated on local wall-clock time in the job's IANA zone. Daylight saving follows Vixie cron:
+* Cron is evaluated on local wall-clock time in the job's IANA zone. Daylight saving follows the job's
+  ``dst`` policy (``duetime.domain.dst``); a side it leaves out, or no policy, follows Vixie cron:
   - *fixed-time* jobs (hour field not ``*``): a local time skipped by spring-forward runs once at the
     first valid local time after the gap (02:30 in New York on 2026-03-08 runs at 03:00 EDT); a local time
     repeated by fall-back runs once, at its first occurrence;
@@ -25,7 +26,7 @@ from __future__ import annotations
 
 import functools
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from croniter import CroniterBadCronError, CroniterBadDateError
@@ -34,9 +35,21 @@ from duetime.domain.cron_dialect import (
     CronPattern,
     WallClockMatches,
     day_rule_patterns,
-    pattern_matches,
     read_cron,
     wall_clock_matches,
+)
+from duetime.domain.dst import (
+    DstEffect,
+    DstGap,
+    DstPolicy,
+    WallTimeRules,
+    gap_end,
+    instants_of_wall_time,
+    is_repeated,
+    repeated_effect,
+    skipped_just_before,
+    wall_time_exists,
+    wall_time_rules,
 )
 from duetime.domain.ids import jitter_offset_seconds
 from duetime.domain.models import AtSchedule, CronSchedule, JobSpec, RateSchedule, Schedule
@@ -96,40 +109,20 @@ def is_fixed_time(expr: str) -> bool:
     return expr.split()[1] != "*"
 
 
-def _exists(naive: datetime, zone: ZoneInfo) -> bool:
-    aware = naive.replace(tzinfo=zone)
-    return aware.astimezone(UTC).astimezone(zone).replace(tzinfo=None) == naive
-
-
-def _local_instants(naive: datetime, zone: ZoneInfo, fixed: bool) -> list[datetime]:
-    """The UTC instants a local wall-clock match stands for, under the DST rules above."""
-    if not _exists(naive, zone):
-        if not fixed:
-            return []  # skipped by spring-forward: real-elapsed-time jobs simply have no such minute
-        later = naive
-        while not _exists(later, zone):  # gaps are whole minutes, at most 2 hours long
-            later += timedelta(minutes=1)
-        return [later.replace(tzinfo=zone).astimezone(UTC)]
-    first = naive.replace(tzinfo=zone, fold=0).astimezone(UTC)
-    second = naive.replace(tzinfo=zone, fold=1).astimezone(UTC)
-    if second != first and not fixed:
-        return [first, second]  # repeated by fall-back: both occurrences are real instants
-    return [first]
-
-
 @functools.lru_cache(maxsize=8192)
-def cron_next_after(expr: str, timezone: str, after: datetime) -> datetime:
-    """The first instant strictly after ``after`` at which the cron job fires (see module rules).
+def cron_next_after(expr: str, timezone: str, after: datetime, dst: DstPolicy | None = None) -> datetime:
+    """The first instant strictly after ``after`` at which the cron job fires (see module rules), under
+    the job's DST policy ``dst`` (None: Vixie cron's rule).
 
     A pure function of its arguments, so it is cached: at midnight a poller plans the claims of thousands
     of jobs sharing a few schedules and the same nominal time, and croniter costs ~80 µs a call."""
     zone = ZoneInfo(timezone)
     after = to_utc(after)
-    fixed = is_fixed_time(expr)
+    rules = wall_time_rules(dst, is_fixed_time(expr))
     found = [
         instant
         for pattern in _day_rule_patterns(expr)
-        if (instant := _pattern_next_after(pattern, zone, after, fixed)) is not None
+        if (instant := _pattern_next_after(pattern, zone, after, rules)) is not None
     ]
     if not found:
         raise CroniterBadDateError(f"cron {expr!r} never fires after {after.isoformat()}")
@@ -137,11 +130,11 @@ def cron_next_after(expr: str, timezone: str, after: datetime) -> datetime:
 
 
 def _pattern_next_after(
-    pattern: CronPattern, zone: ZoneInfo, after: datetime, fixed: bool
+    pattern: CronPattern, zone: ZoneInfo, after: datetime, rules: WallTimeRules
 ) -> datetime | None:
     local_after = after.astimezone(zone).replace(tzinfo=None)
     # A fall-back just ahead makes local time run backwards: start early enough to see the repeated times.
-    fold = max(timedelta(0), _offset(after, zone) - _offset(after + _FOLD_LOOKAHEAD, zone))
+    fold = _fold_ahead(after, zone)
     candidates = _wall_clock_matches(pattern, local_after - fold - _ONE_SECOND)
     best: datetime | None = None
     while True:
@@ -151,7 +144,7 @@ def _pattern_next_after(
             return best  # no further wall-clock match within croniter's horizon (or none at all)
         if best is not None and naive > best.astimezone(zone).replace(tzinfo=None) + fold:
             return best  # later wall-clock matches can only be later instants
-        for instant in _local_instants(naive, zone, fixed):
+        for instant in instants_of_wall_time(naive, zone, rules):
             if instant > after and (best is None or instant < best):
                 best = instant
         if best is not None and fold == timedelta(0):
@@ -164,20 +157,82 @@ def _offset(instant: datetime, zone: ZoneInfo) -> timedelta:
     return offset
 
 
-def is_dst_shifted(expr: str, timezone: str, nominal: datetime) -> bool:
-    """True when ``nominal`` is not what the wall clock literally says (moved out of a spring-forward gap)."""
+def _fold_ahead(instant: datetime, zone: ZoneInfo) -> timedelta:
+    """How far local time runs back in the hours after ``instant`` (a fall-back ahead), else 0."""
+    return max(timedelta(0), _offset(instant, zone) - _offset(instant + _FOLD_LOOKAHEAD, zone))
+
+
+# --- what daylight saving did to a cron's times (previews) -------------------------------------------------
+
+
+def is_dst_shifted(expr: str, timezone: str, nominal: datetime, dst: DstPolicy | None = None) -> bool:
+    """True when the run at ``nominal`` stands for a wall time of the cron that spring-forward skipped and
+    the policy shifted to the gap's end (it may be a time the cron names as well: ``0 2,3 * * *``)."""
     zone = ZoneInfo(timezone)
-    local = to_utc(nominal).astimezone(zone).replace(tzinfo=None)
-    return not any(pattern_matches(p, local) for p in _day_rule_patterns(expr))
+    gap = skipped_just_before(to_utc(nominal), zone)
+    if gap is None or wall_time_rules(dst, is_fixed_time(expr)).gap is DstGap.SKIP:
+        return False
+    return _names_a_time_in(expr, *gap)
+
+
+def _names_a_time_in(expr: str, start: datetime, end: datetime) -> bool:
+    """True when the cron names a wall time in [start, end)."""
+    for pattern in _day_rule_patterns(expr):
+        match = _next_or_none(_wall_clock_matches(pattern, start - _ONE_SECOND))
+        if match is not None and match < end:
+            return True
+    return False
+
+
+def cron_dst_effect(expr: str, timezone: str, nominal: datetime, dst: DstPolicy | None) -> DstEffect | None:
+    """What daylight saving did to the cron's run at ``nominal`` (a time ``cron_next_after`` gave), if
+    anything: moved out of a gap, or at a repeated wall time (doubled, or its one occurrence)."""
+    if is_dst_shifted(expr, timezone, nominal, dst):
+        return DstEffect.MOVED
+    zone = ZoneInfo(timezone)
+    if is_repeated(to_utc(nominal).astimezone(zone).replace(tzinfo=None), zone):
+        return repeated_effect(wall_time_rules(dst, is_fixed_time(expr)))
+    return None
+
+
+def cron_skipped_wall_times(
+    expr: str, timezone: str, start: datetime, end: datetime, dst: DstPolicy | None
+) -> list[datetime]:
+    """The cron's wall times (naive, local) that spring-forward skipped and the policy does not run, whose
+    gap ended in (start, end], in order."""
+    if wall_time_rules(dst, is_fixed_time(expr)).gap is not DstGap.SKIP:
+        return []
+    zone = ZoneInfo(timezone)
+    start, end = to_utc(start), to_utc(end)
+    # Local time runs back at a fall-back: widen the walk by the fold near either end.
+    low = start.astimezone(zone).replace(tzinfo=None) - _fold_ahead(start, zone)
+    high = end.astimezone(zone).replace(tzinfo=None) + _fold_ahead(end - _FOLD_LOOKAHEAD, zone)
+    skipped: set[datetime] = set()
+    for pattern in _day_rule_patterns(expr):
+        candidates = _wall_clock_matches(pattern, low)
+        while (naive := _next_or_none(candidates)) is not None and naive <= high:
+            if not wall_time_exists(naive, zone) and start < gap_end(naive, zone) <= end:
+                skipped.add(naive)
+    return sorted(skipped)
+
+
+def _next_or_none(candidates: WallClockMatches) -> datetime | None:
+    try:
+        found: datetime = candidates.get_next(datetime)
+    except CroniterBadDateError:
+        return None
+    return found
 
 
 # --- all kinds -------------------------------------------------------------------------------------------
 
 
-def _raw_next_after(schedule: Schedule, anchor: datetime, after: datetime) -> datetime | None:
+def _raw_next_after(
+    schedule: Schedule, anchor: datetime, after: datetime, dst: DstPolicy | None = None
+) -> datetime | None:
     if isinstance(schedule, CronSchedule):
         try:
-            return cron_next_after(schedule.cron, schedule.timezone, after)
+            return cron_next_after(schedule.cron, schedule.timezone, after, dst)
         except CroniterBadDateError:
             return None  # no date matches any more (a stored `0 0 30 2 */7`, say): the schedule has ended
     if isinstance(schedule, RateSchedule):
@@ -198,10 +253,31 @@ def next_nominal_after(spec: JobSpec, anchor: datetime, after: datetime) -> date
     after = to_utc(after)
     if spec.start_at is not None and after < spec.start_at:
         after = spec.start_at - _ONE_SECOND  # a match exactly at start_at counts
-    nominal = _raw_next_after(spec.schedule, anchor, whole_seconds(after))
+    nominal = _raw_next_after(spec.schedule, anchor, whole_seconds(after), spec.dst)
     if nominal is None or (spec.end_at is not None and nominal > spec.end_at):
         return None
     return whole_seconds(nominal)
+
+
+def dst_effect(spec: JobSpec, nominal: datetime) -> DstEffect | None:
+    """What daylight saving did to the job's run at ``nominal`` (None for rates and ``at``: instants)."""
+    schedule = spec.schedule
+    if isinstance(schedule, CronSchedule):
+        return cron_dst_effect(schedule.cron, schedule.timezone, nominal, spec.dst)
+    return None
+
+
+def skipped_wall_times(spec: JobSpec, start: datetime, end: datetime) -> list[datetime]:
+    """The job's wall times (naive, local) that spring-forward skipped and its policy does not run, whose gap
+    ended in (start, end] and within [start_at, end_at]."""
+    schedule = spec.schedule
+    if not isinstance(schedule, CronSchedule):
+        return []
+    if spec.start_at is not None:
+        start = max(start, spec.start_at - _ONE_SECOND)
+    if spec.end_at is not None:
+        end = min(end, spec.end_at)
+    return cron_skipped_wall_times(schedule.cron, schedule.timezone, start, end, spec.dst)
 
 
 def nominals_between(

@@ -949,6 +949,14 @@ async function renderNewJob(view, root) {
 
 // --- one job --------------------------------------------------------------------------------------------
 
+// What daylight saving did to a previewed run (its dst_effect): the badge's words and their explanation.
+const DST_BADGES = {
+  moved: ['DST moved', 'A daylight-saving change moved this run off its wall-clock time'],
+  doubled: ['DST doubled', 'Its wall-clock time happens twice (fall-back) and runs both times'],
+  first_only: ['DST first of two', 'Its wall-clock time happens twice (fall-back); only the first runs'],
+  last_only: ['DST second of two', 'Its wall-clock time happens twice (fall-back); only the second runs'],
+};
+
 function specOf(job) {
   const spec = { ...job };
   for (const name of SPEC_ONLY_HIDDEN) delete spec[name];
@@ -1035,8 +1043,8 @@ async function renderJob(view, root, jobId) {
           el('td', { text: String(index + 1) }),
           el('td', {}, timeEl(run.nominal_at)),
           el('td', {}, timeEl(run.fire_at)),
-          el('td', {}, run.dst_shifted
-            ? el('span', { class: 'badge dst', title: 'A daylight-saving change moved this run off its wall-clock time', text: 'DST moved' })
+          el('td', {}, DST_BADGES[run.dst_effect]
+            ? el('span', { class: 'badge dst', title: DST_BADGES[run.dst_effect][1], text: DST_BADGES[run.dst_effect][0] })
             : '')));
       });
       if (!preview.runs.length) {
