@@ -329,10 +329,6 @@ def wall_clock_matches(pattern: CronPattern, start: datetime) -> WallClockMatche
     return _AllowedDayMatches(pattern, start)
 
 
-def pattern_matches(pattern: CronPattern, naive: datetime) -> bool:
-    return bool(croniter.match(pattern.text, naive, day_or=False)) and pattern.allows(naive.date())
-
-
 class _AllowedDayMatches:
     """croniter's matches of a pattern's fields on the days its W and years allow: croniter is restarted at
     each allowed day, and a match on a day not allowed sends it on to the next one."""
