@@ -15,9 +15,11 @@ rest of it, and a stored calendar (its source once, as JSON) stays far below the
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 import warnings
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import Annotated, Any
 
@@ -267,3 +269,56 @@ def _event_days(first: date | datetime, last: date | datetime | None) -> list[da
         return [_day(first)]
     days = max(1, min((last - first).days, MAX_EVENT_DAYS))
     return [first + timedelta(days=n) for n in range(days)]
+
+
+# --- history -----------------------------------------------------------------------------------------------
+
+HISTORY_KEPT = timedelta(days=90)  # as a job's (``job_history``)
+CALENDAR_ACTIONS = ("create", "update", "delete")
+
+
+@dataclass(frozen=True)
+class CalendarChange:
+    """One change of a team's calendar, written in the same atomic write as the change itself
+    (``CalendarStore``), so the history never shows a change that did not happen, nor misses one that did.
+    ``version``: the version the change made (a delete: the version deleted)."""
+
+    team: str
+    name: str
+    version: int
+    at: datetime
+    action: str  # one of CALENDAR_ACTIONS
+    actor: str  # the token's id (``job_history.token_id``), or who else made it
+    fields: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> {"from": ..., "to": ...}
+
+
+def source_summary(source: CalendarSource) -> str:
+    """A source as a history entry shows it: what it is, never the whole of a long one."""
+    if source.holidays is not None:
+        where = source.holidays.country + (
+            f"-{source.holidays.subdivision}" if source.holidays.subdivision else ""
+        )
+        return f"holidays of {where}"
+    if source.dates is not None:
+        return f"{len(source.dates)} dates, {source.dates[0]} to {source.dates[-1]}"
+    digest = hashlib.sha256((source.ical or "").encode()).hexdigest()[:12]
+    return f"iCalendar, {len(source.ical or '')} characters, sha256 {digest}"
+
+
+def calendar_change(
+    before: Calendar | None, after: Calendar | None, at: datetime, actor: str
+) -> CalendarChange:
+    """The history entry of a calendar write: ``before`` None is a create, ``after`` None a delete; an update
+    lists the fields that changed (a source by its summary)."""
+    calendar = after or before
+    assert calendar is not None
+    if before is None or after is None:
+        return CalendarChange(
+            calendar.team, calendar.name, calendar.version, at, "delete" if after is None else "create", actor
+        )
+    fields: dict[str, dict[str, Any]] = {}
+    if before.source != after.source:
+        fields["source"] = {"from": source_summary(before.source), "to": source_summary(after.source)}
+    if before.description != after.description:
+        fields["description"] = {"from": before.description, "to": after.description}
+    return CalendarChange(after.team, after.name, after.version, at, "update", actor, fields)
