@@ -17,17 +17,16 @@ DynamoDB's 400 KB item and 4 MB transaction.
 from __future__ import annotations
 
 import json
-import secrets
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from botocore.exceptions import ClientError
-
 from duetime.adapters.dynamodb import conditions as c
 from duetime.adapters.dynamodb.codec import Item, number_attribute, string_attribute
+from duetime.adapters.dynamodb.conditional import transaction_committed
 from duetime.adapters.dynamodb.cursors import CONTROL_KEY, decode_cursor, encode_cursor
+from duetime.adapters.dynamodb.job_index import change_item
 from duetime.adapters.dynamodb.tables import TableNames
-from duetime.domain.calendars import HISTORY_KEPT, Calendar, CalendarChange
+from duetime.domain.calendars import Calendar, CalendarChange
 from duetime.domain.catalog import Page
 from duetime.domain.timeutil import iso_z
 
@@ -83,7 +82,7 @@ class DynamoCalendars:
         if calendar.version > 1:
             put["Put"]["ConditionExpression"] = c.CALENDAR_NAME_FREED.expression
             put["Put"]["ExpressionAttributeValues"] = {":previous": number_attribute(calendar.version - 1)}
-        return self._transact_calendar([put, self._calendar_history_put(change)])
+        return transaction_committed(self.client, [put, self._calendar_history_put(change)])
 
     def replace_calendar(self, before: Calendar, after: Calendar, change: CalendarChange) -> bool:
         """Put ``after`` over ``before`` (CALENDAR_VERSION_IS), with its history row, in one transaction."""
@@ -95,7 +94,7 @@ class DynamoCalendars:
                 "ExpressionAttributeValues": {":expected_version": number_attribute(before.version)},
             }
         }
-        return self._transact_calendar([put, self._calendar_history_put(change)])
+        return transaction_committed(self.client, [put, self._calendar_history_put(change)])
 
     def remove_calendar(self, calendar: Calendar, change: CalendarChange) -> bool:
         """Remove the calendar from its item, keeping the item's version (CALENDAR_VERSION_IS), with its
@@ -109,7 +108,7 @@ class DynamoCalendars:
                 "ExpressionAttributeValues": {":expected_version": number_attribute(calendar.version)},
             }
         }
-        return self._transact_calendar([update, self._calendar_history_put(change)])
+        return transaction_committed(self.client, [update, self._calendar_history_put(change)])
 
     def get_calendar(self, team_id: str, name: str) -> Calendar | None:
         item = self.client.get_item(
@@ -165,28 +164,14 @@ class DynamoCalendars:
 
     def _calendar_history_put(self, change: CalendarChange) -> TransactWriteItemTypeDef:
         """The change's row; its key is new by construction (a nonce), so it needs no condition."""
-        at = change.at
-        item: Item = {
-            "pk": string_attribute(calendar_history_pk(change.team, change.name)),
-            "sk": string_attribute(f"{at.isoformat(timespec='milliseconds')}#{secrets.token_hex(4)}"),
-            "version": number_attribute(change.version),
-            "at": string_attribute(iso_z(at)),
-            "action": string_attribute(change.action),
-            "actor": string_attribute(change.actor),
-            "fields": string_attribute(json.dumps(change.fields, sort_keys=True, default=str)),
-            "ttl": number_attribute(int((at + HISTORY_KEPT).timestamp())),
+        pk = calendar_history_pk(change.team, change.name)
+        item = change_item(pk, change.at, change.action, change.actor, change.fields)
+        return {
+            "Put": {
+                "TableName": self.names.control,
+                "Item": {**item, "version": number_attribute(change.version)},
+            }
         }
-        return {"Put": {"TableName": self.names.control, "Item": item}}
-
-    def _transact_calendar(self, items: list[TransactWriteItemTypeDef]) -> bool:
-        """True when the transaction committed; False when its condition cancelled it (a lost race)."""
-        try:
-            self.client.transact_write_items(TransactItems=items)
-            return True
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == "TransactionCanceledException":
-                return False
-            raise
 
 
 def _change(team_id: str, name: str, item: Item) -> CalendarChange:
