@@ -54,7 +54,7 @@ def test_an_unknown_country_is_refused_naming_the_field_and_listing_some_it_know
 
 def test_an_unknown_subdivision_is_refused_listing_the_country_s() -> None:
     message = refusal(holidays={"country": "DE", "subdivision": "ZZ"})
-    assert message.startswith("source.holidays: ")
+    assert message.startswith("source.holidays.subdivision: ")
     assert "'ZZ' is not a subdivision of DE" in message and "BY" in message
 
 

@@ -26,7 +26,15 @@ from typing import Annotated, Any
 import holidays
 import icalendar
 import recurring_ical_events
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 CALENDAR_NAME_PATTERN = r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$"
 MAX_DATES = 4_000  # eleven years of every day; 52 KB as JSON, within the 64 KiB request
@@ -91,11 +99,17 @@ class HolidaysSource(_Strict):
             raise ValueError(_country_problem(country))
         return country
 
-    @model_validator(mode="after")
-    def _known_subdivision(self) -> HolidaysSource:
-        if self.subdivision is not None and self.subdivision not in supported_countries()[self.country]:
-            raise ValueError(f"subdivision: {_subdivision_problem(self.country, self.subdivision)}")
-        return self
+    @field_validator("subdivision")
+    @classmethod
+    def _known_subdivision(cls, subdivision: str | None, info: ValidationInfo) -> str | None:
+        country = info.data.get("country")  # absent when the country was refused: that error is enough
+        if (
+            subdivision is not None
+            and country is not None
+            and subdivision not in supported_countries()[country]
+        ):
+            raise ValueError(_subdivision_problem(country, subdivision))
+        return subdivision
 
 
 def _iso_date(value: Any) -> Any:
@@ -291,6 +305,13 @@ class CalendarChange:
     actor: str  # the token's id (``job_history.token_id``), or who else made it
     fields: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> {"from": ..., "to": ...}
 
+    @property
+    def order_key(self) -> str:
+        """Where the change sorts in its calendar's history: versions only go up (across deletes too), and
+        a delete comes after the write of the version it deletes, so the changes of a name sort by this
+        alone, whatever their clocks said, and no two share it."""
+        return f"{self.version:012d}.{1 if self.action == 'delete' else 0}"
+
 
 def source_summary(source: CalendarSource) -> str:
     """A source as a history entry shows it: what it is, never the whole of a long one."""
@@ -322,3 +343,17 @@ def calendar_change(
     if before.description != after.description:
         fields["description"] = {"from": before.description, "to": after.description}
     return CalendarChange(after.team, after.name, after.version, at, "update", actor, fields)
+
+
+class CalendarUpdate(_Strict):
+    """A calendar's new source and description (``PUT /v1/calendars/{name}``: both replaced whole), and the
+    version it was computed from, if the writer wants a change since then refused rather than overwritten."""
+
+    source: CalendarSource
+    description: str | None = Field(default=None, max_length=MAX_DESCRIPTION)
+    version: int | None = Field(
+        default=None,
+        ge=1,
+        description="the version you read: if the calendar changed since, 409 and nothing is written. "
+        "Without it, the calendar is replaced whatever its version.",
+    )

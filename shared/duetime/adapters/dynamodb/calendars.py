@@ -7,8 +7,9 @@ Rows (``pk`` / ``sk``):
   with its ``version``, so a name's versions are never reused (a create under the name continues from
   there: CALENDAR_NAME_FREED) and (team, name, version) names one content for good. A team's calendars are
   one Query of its ``pk``, by name.
-- ``calendar-history#<team>#<name>`` / ``<instant, ms>#<nonce>``: one row per change (``CalendarChange``),
-  written in the same transaction as the change, kept 90 days (TTL ``ttl``); newest first.
+- ``calendar-history#<team>#<name>`` / ``<version, 12 digits>.<0 a write, 1 a delete>``: one row per change
+  (``CalendarChange``), written in the same transaction as the change, kept 90 days (TTL ``ttl``); newest
+  first.
 
 A calendar holds its source, at most about 50 KB of JSON (``duetime.domain.calendars``' limits), well within
 DynamoDB's 400 KB item and 4 MB transaction.
@@ -163,15 +164,17 @@ class DynamoCalendars:
         }
 
     def _calendar_history_put(self, change: CalendarChange) -> TransactWriteItemTypeDef:
-        """The change's row; its key is new by construction (a nonce), so it needs no condition."""
+        """The change's row, keyed by its place in the history (``CalendarChange.order_key``): new by
+        construction, as the calendar write it rides with holds only once per version, so it needs no
+        condition of its own."""
         pk = calendar_history_pk(change.team, change.name)
         item = change_item(pk, change.at, change.action, change.actor, change.fields)
-        return {
-            "Put": {
-                "TableName": self.names.control,
-                "Item": {**item, "version": number_attribute(change.version)},
-            }
+        keyed = {
+            **item,
+            "sk": string_attribute(change.order_key),
+            "version": number_attribute(change.version),
         }
+        return {"Put": {"TableName": self.names.control, "Item": keyed}}
 
 
 def _change(team_id: str, name: str, item: Item) -> CalendarChange:

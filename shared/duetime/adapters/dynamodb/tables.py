@@ -27,7 +27,7 @@ control  PK pk, SK sk.         Teams ("team#<id>", "team") with their exact-job 
          ("label#<team>#<key>=<value>", "<job id>"; "words#<team>", "<word>#<job id>") and change
          history ("history#<job id>", "<instant>#<nonce>", TTL 90 days): ``job_index``; teams' calendars
          ("calendar#<team>", "<name>") and their history ("calendar-history#<team>#<name>",
-         "<instant>#<nonce>", TTL 90 days): ``calendars``.
+         "<version>.<0|1>", TTL 90 days): ``calendars``.
 """
 
 from __future__ import annotations

@@ -8,7 +8,6 @@ DynamoDB adapter's item keeps it. Instants are kept to the second; history entri
 from __future__ import annotations
 
 import dataclasses
-import secrets
 import threading
 
 from duetime.adapters.memory.pages import json_value, page
@@ -33,8 +32,7 @@ class MemoryCalendars:
 
     def _record_calendar_change(self, change: CalendarChange) -> None:
         stored = dataclasses.replace(change, at=to_second(change.at), fields=json_value(change.fields))
-        key = f"{change.at.isoformat(timespec='milliseconds')}#{secrets.token_hex(4)}"
-        self._calendar_history.setdefault((change.team, change.name), []).append((key, stored))
+        self._calendar_history.setdefault((change.team, change.name), []).append((change.order_key, stored))
 
     def _calendar_version_is(self, calendar: Calendar) -> bool:
         """CALENDAR_VERSION_IS: the live calendar is still at ``calendar.version``."""
