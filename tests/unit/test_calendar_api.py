@@ -156,3 +156,62 @@ def test_a_team_s_calendars_are_listed_by_name_page_by_page(tokens: dict[str, st
     assert [c["name"] for c in rest["calendars"]] == ["c"] and rest["next_cursor"] is None
     status, answer = call(tokens["beta"], "GET", "/v1/calendars", cursor=first["next_cursor"])
     assert status == 400 and answer["error"]["field"] == "cursor"
+
+
+# --- duetime calendars: the CLI's requests, answered by the same api function ------------------------------
+
+
+@pytest.fixture
+def cli(tokens: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Any:
+    """``duetime`` with its client's requests answered in-process by the api function (as team alpha)."""
+    from duetime import cli as command
+    from duetime.client import ApiFailure, DuetimeClient
+
+    def request(
+        self: DuetimeClient, method: str, path: str, body: Any = None, query: Any = None, **_: Any
+    ) -> Any:
+        sent = {k: str(v) for k, v in (query or {}).items() if v is not None}
+        status, answer = call(self.token, method, path, body, **sent)
+        if status >= 400:
+            raise ApiFailure(f"HTTP {status}: {answer['error']['message']}")
+        return answer
+
+    monkeypatch.setattr(DuetimeClient, "request", request)
+    monkeypatch.setenv("DUETIME_TOKEN", tokens["alpha"])
+    return command
+
+
+def test_the_cli_creates_lists_shows_updates_and_deletes_calendars(
+    cli: Any, tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["calendars", "create", "fr", "--holidays", "FR", "--description", "France"]) == 0
+    assert cli.main(["calendars", "create", "eves", "--dates", "2026-12-24, 2026-12-31"]) == 0
+    (tmp_path / "office.ics").write_text(ICAL)
+    assert cli.main(["calendars", "create", "office", "--ical", str(tmp_path / "office.ics")]) == 0
+    capsys.readouterr()
+    assert cli.main(["calendars", "list"]) == 0
+    listed = capsys.readouterr().out
+    assert "holidays FR" in listed and "2 dates" in listed and "iCalendar (" in listed
+    assert cli.main(["calendars", "show", "fr", "--year", "2027", "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["days"]) == 11
+    assert cli.main(["calendars", "update", "eves", "--dates", "2026-12-24", "--version", "1"]) == 0
+    assert cli.main(["calendars", "update", "eves", "--dates", "2026-12-31", "--version", "1"]) == 1
+    assert "at version 2, not 1" in capsys.readouterr().err
+    assert cli.main(["calendars", "delete", "eves", "--version", "2", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"deleted": "eves"}
+    assert cli.main(["calendars", "history", "eves", "--json"]) == 0
+    assert [c["action"] for c in json.loads(capsys.readouterr().out)["changes"]] == [
+        "delete",
+        "update",
+        "create",
+    ]
+
+
+def test_the_cli_refuses_a_subdivision_without_a_country_and_a_file_it_cannot_read(
+    cli: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["calendars", "create", "x", "--dates", "2026-12-24", "--subdivision", "BY"]) == 2
+    assert cli.main(["calendars", "create", "x", "--ical", "/nonexistent.ics"]) == 2
+    assert "--ical: cannot read /nonexistent.ics" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # a source is required, and only one
+        cli.main(["calendars", "create", "x", "--holidays", "FR", "--dates", "2026-12-24"])
