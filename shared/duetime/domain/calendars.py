@@ -21,11 +21,8 @@ import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import holidays
-import icalendar
-import recurring_ical_events
 from pydantic import (
     BaseModel,
     BeforeValidator,
@@ -35,6 +32,12 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+
+if TYPE_CHECKING:
+    import icalendar
+
+# holidays, icalendar and recurring_ical_events are imported where they are used: together about 100 ms,
+# which every function that imports the ports (the poller and worker too) would otherwise pay at a cold start.
 
 CALENDAR_NAME_PATTERN = r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$"
 MAX_DATES = 4_000  # eleven years of every day; 52 KB as JSON, within the 64 KiB request
@@ -56,6 +59,8 @@ class _Strict(BaseModel):
 def supported_countries() -> Mapping[str, tuple[str, ...]]:
     """The countries the ``holidays`` package knows (ISO 3166-1 alpha-2 codes, and the alpha-3 aliases it
     also takes), each with its subdivision codes."""
+    import holidays
+
     return {code: tuple(subdivisions) for code, subdivisions in holidays.list_supported_countries().items()}
 
 
@@ -130,6 +135,8 @@ IsoDate = Annotated[date, BeforeValidator(_iso_date)]
 
 def _parsed(text: str) -> icalendar.Calendar:
     """The iCalendar text parsed, or ``ValueError`` saying why not."""
+    import icalendar
+
     try:
         parsed = icalendar.Calendar.from_ical(text)
     except Exception as exc:  # icalendar raises ValueError, but also KeyError and others on odd input
@@ -253,6 +260,8 @@ def _named_days(source: CalendarSource, year: int) -> tuple[tuple[date, str | No
 def _country_days(country: str, subdivision: str | None, year: int) -> dict[date, str | None]:
     """A year of the package's holidays (the first year of a country costs a few milliseconds); two holidays
     on one day are one day, named ``A; B``."""
+    import holidays
+
     with warnings.catch_warnings():  # a year the package has no rules for is simply a year with none
         warnings.simplefilter("ignore", UserWarning)
         days = holidays.country_holidays(country, subdiv=subdivision, years=year)
@@ -267,6 +276,8 @@ def _ical_days(text: str, year: int) -> dict[date, str | None]:
     """The days of ``year`` the file's events touch: an all-day event each day from its start to its end
     (exclusive, as RFC 5545 has it; at most ``MAX_EVENT_DAYS``), a timed event the day it starts, in its
     own zone."""
+    import recurring_ical_events
+
     start, end = date(year, 1, 1), date(year + 1, 1, 1)
     found: dict[date, str | None] = {}
     for event in recurring_ical_events.of(_parsed(text)).between(start, end):
