@@ -147,22 +147,32 @@ def _parsed(text: str) -> icalendar.Calendar:
 
 
 def _check_ical(text: str) -> str:
+    """``text`` if it is an iCalendar file whose events can be expanded into days; else ``ValueError``
+    saying why (whatever the parser or the expansion raised: a 422, never a 500)."""
     calendar = _parsed(text)
+    try:
+        first = _first_day(calendar)
+        _ical_days(text, first.year)  # a rule the expansion cannot read is refused now, not when it is used
+    except ValueError as exc:
+        raise ValueError(str(exc)) from None
+    except Exception as exc:
+        raise ValueError(f"the iCalendar file's events cannot be read: {type(exc).__name__}: {exc}") from None
+    return text
+
+
+def _first_day(calendar: icalendar.Calendar) -> date:
+    """The first day an event of ``calendar`` starts; refuses a calendar of no event, and a rule that repeats
+    more often than daily."""
     events = [event for event in calendar.walk("VEVENT") if event.get("DTSTART") is not None]
     if not events:
         raise ValueError("the iCalendar file holds no date: no VEVENT with a DTSTART")
     for event in events:
         rule = event.get("RRULE")
-        frequencies = set(rule.get("FREQ", [])) if rule is not None else set()
+        frequencies = {str(f) for f in rule.get("FREQ", [])} if rule is not None else set()
         if frequencies & _SUB_DAILY:
             summary = str(event.get("SUMMARY", "an event"))
             raise ValueError(f"{summary!r} repeats {'/'.join(sorted(frequencies))}: a calendar holds days")
-    first = min(_day(event.decoded("DTSTART")) for event in events)
-    try:
-        _ical_days(text, first.year)  # a rule the expansion cannot read is refused now, not at a claim
-    except Exception as exc:
-        raise ValueError(f"the iCalendar file's events cannot be expanded: {exc}") from None
-    return text
+    return min(_day(event.decoded("DTSTART")) for event in events)
 
 
 class CalendarSource(_Strict):
