@@ -6,6 +6,8 @@ from datetime import date
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from duetime.domain.calendars import (
@@ -145,3 +147,39 @@ def test_a_year_of_a_source_is_computed_once() -> None:
     source = CalendarSource.model_validate({"holidays": {"country": "JP"}})
     again = CalendarSource.model_validate(source.model_dump())
     assert dates_of_year(source, 2031) is dates_of_year(again, 2031)
+
+
+ICAL_LINES = st.sampled_from(
+    [
+        "DTSTART;VALUE=DATE:20261224",
+        "DTSTART:20261224T100000Z",
+        "DTSTART;TZID=Nowhere/Zone:20261224T100000",
+        "DTSTART:garbage",
+        "DTSTART;VALUE=DATE:99991231",
+        "DTEND;VALUE=DATE:20261220",
+        "RRULE:FREQ=YEARLY",
+        "RRULE:FREQ=WEEKLY;BYDAY=XX",
+        "RRULE:garbage",
+        "RRULE:FREQ=MONTHLY;BYMONTHDAY=31",
+        "EXDATE:nonsense",
+        "DURATION:bad",
+        "RDATE;VALUE=PERIOD:20270101T000000Z/PT1H",
+        "RECURRENCE-ID:20271224T100000Z",
+        "BEGIN:VEVENT",
+        "END:VEVENT",
+        "SUMMARY:x",
+    ]
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(lines=st.lists(ICAL_LINES, max_size=10), junk=st.text(max_size=20))
+def test_an_ical_text_is_accepted_and_read_or_refused_never_an_error(lines: list[str], junk: str) -> None:
+    text = "BEGIN:VCALENDAR\r\nBEGIN:VEVENT\r\n" + "\r\n".join(lines) + "\r\nEND:VEVENT\r\n" + junk
+    try:
+        source = CalendarSource(ical=text + "END:VCALENDAR\r\n")
+    except ValidationError as exc:
+        assert exc.errors()[0]["loc"] == ("ical",)
+        return
+    for year in (1900, 2026, 2027, 2200):
+        assert all(day.year == year for day in dates_of_year(source, year))
