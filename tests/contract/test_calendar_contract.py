@@ -107,7 +107,7 @@ def test_a_name_s_versions_are_never_reused_after_a_delete(store: Any) -> None:
     assert not create(store, a_calendar(version=1))  # version 1 named the holidays: never another content
     assert not create(store, a_calendar(version=4))  # a create that skipped a version read a stale one
     assert create(store, a_calendar(version=3, source=EVES))
-    assert store.get_calendar("team-a", "fr").version == 3
+    assert store.get_calendar("team-a", "fr").key == ("team-a", "fr", 3)
 
 
 def test_a_team_s_calendars_are_listed_by_name_page_by_page_without_deleted_ones(store: Any) -> None:

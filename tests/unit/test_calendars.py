@@ -16,7 +16,7 @@ from duetime.domain.calendars import (
     CalendarSource,
     CalendarSpec,
     dates_of_year,
-    holidays_of_year,
+    named_days_of_year,
 )
 
 
@@ -33,7 +33,7 @@ def refusal(**source: Any) -> str:
 
 
 def test_french_public_holidays_of_2027_are_the_eleven_days_with_their_names() -> None:
-    days = holidays_of_year(CalendarSource.model_validate({"holidays": {"country": "fr"}}), 2027)
+    days = named_days_of_year(CalendarSource.model_validate({"holidays": {"country": "fr"}}), 2027)
     assert len(days) == 11
     assert date(2027, 7, 14) in days and date(2027, 3, 29) in days  # Bastille Day, Easter Monday
     assert all(name for name in days.values())
@@ -65,7 +65,7 @@ def test_explicit_dates_are_kept_sorted_once_and_read_per_year() -> None:
     source = CalendarSource.model_validate({"dates": sent})
     assert source.dates == (date(2026, 12, 24), date(2026, 12, 31), date(2027, 1, 2))
     assert dates_of_year(source, 2026) == {date(2026, 12, 24), date(2026, 12, 31)}
-    assert holidays_of_year(source, 2027) == {date(2027, 1, 2): None}
+    assert named_days_of_year(source, 2027) == {date(2027, 1, 2): None}
 
 
 @pytest.mark.parametrize(
@@ -96,7 +96,7 @@ def test_a_source_is_exactly_one_kind() -> None:
 
 def test_an_all_day_event_covers_each_day_to_its_exclusive_end_with_its_summary() -> None:
     text = ical("DTSTART;VALUE=DATE:20261224\r\nDTEND;VALUE=DATE:20261227\r\nSUMMARY:Closed\r\n")
-    days = holidays_of_year(CalendarSource(ical=text), 2026)
+    days = named_days_of_year(CalendarSource(ical=text), 2026)
     assert days == {date(2026, 12, 24): "Closed", date(2026, 12, 25): "Closed", date(2026, 12, 26): "Closed"}
 
 

@@ -13,7 +13,7 @@ from duetime.domain.calendars import (
     CalendarSpec,
     CalendarUpdate,
     calendar_change,
-    holidays_of_year,
+    named_days_of_year,
 )
 from duetime.domain.catalog import InvalidCursor, Page
 from duetime.domain.clock import Clock
@@ -73,7 +73,7 @@ class CalendarService:
 
     def days(self, team_id: str, name: str, year: int) -> dict[date, str | None]:
         """The days of ``year`` the calendar holds, each with its name where the source gives one."""
-        return holidays_of_year(self.get(team_id, name), year)
+        return named_days_of_year(self.get(team_id, name), year)
 
     def update(self, team_id: str, name: str, body: Any, actor: str) -> Calendar:
         """Replace the calendar's source and description. With ``version`` in the body, only that version

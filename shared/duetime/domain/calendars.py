@@ -207,10 +207,6 @@ class CalendarSource(_Strict):
             raise ValueError("a calendar's source is exactly one of 'holidays', 'dates' or 'ical'")
         return self
 
-    @property
-    def kind(self) -> str:
-        return "holidays" if self.holidays else "dates" if self.dates else "ical"
-
 
 class CalendarSpec(_Strict):
     """What a team writes: a calendar's name (unique in the team), its source and a description."""
@@ -235,10 +231,11 @@ class Calendar(CalendarSpec):
 
     @property
     def key(self) -> tuple[str, str, int]:
+        """(team, name, version): what a reader keeps the calendar's days under, for good."""
         return (self.team, self.name, self.version)
 
 
-def holidays_of_year(source: CalendarSource | CalendarSpec, year: int) -> dict[date, str | None]:
+def named_days_of_year(source: CalendarSource | CalendarSpec, year: int) -> dict[date, str | None]:
     """The days of ``year`` the calendar holds, each with its name where the source gives one (a holiday's
     name, an event's SUMMARY; an explicit date has none), in date order. Pure; cached per (source, year)."""
     found = _named_days(source.source if isinstance(source, CalendarSpec) else source, year)
