@@ -6,6 +6,7 @@ import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -27,3 +28,22 @@ def load_handler(name: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def api_request(
+    method: str, path: str, token: str, body: str | None = None, query: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """The api function's answer to a request with ``token`` that API Gateway passed on (``/v1/{proxy+}``)."""
+    event = {
+        "httpMethod": method,
+        "path": path,
+        "resource": "/v1/{proxy+}",
+        "pathParameters": {"proxy": path.removeprefix("/v1/")},
+        "headers": {"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+        "requestContext": {"requestId": "r", "stage": "v1"},
+        "queryStringParameters": query or None,
+        "body": body,
+        "isBase64Encoded": False,
+    }
+    response: dict[str, Any] = load_handler("api").handler(event, LambdaContext())
+    return response

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Protocol
 
 from duetime.domain.aws_targets import AwsTarget, RunEnvelope
+from duetime.domain.calendars import Calendar, CalendarChange
 from duetime.domain.catalog import AuditEvent, IdempotencyRecord, Page
 from duetime.domain.claim_plan import Claim
 from duetime.domain.job_history import JobChange
@@ -616,11 +617,59 @@ class TeamCatalog(Protocol):
         ...
 
 
-class Catalog(TeamCatalog, Protocol):
+class CalendarStore(Protocol):
+    """A team's calendars (``duetime.domain.calendars``), each change written at once with its history entry
+    (``CalendarChange``): all of it or none of it. A lost race is ``False``, and nothing of it is written.
+
+    A name's versions count up from 1 and are never reused, not even after a delete (a deleted calendar
+    leaves its last version behind, and a calendar created again under its name continues from there), so
+    (team, name, version) names one content for good: what a reader derives from a version (its dates of a
+    year) it may cache forever. Instants are stored to the whole second."""
+
+    def last_version(self, team_id: str, name: str) -> int:
+        """The highest version the team's calendar ``name`` has had, live or deleted; 0 for a name never
+        used. Read consistently: what a create starts from."""
+        ...
+
+    def create_calendar(self, calendar: Calendar, change: CalendarChange) -> bool:
+        """Write a new calendar with its history entry, only if the team has no calendar of that name and
+        ``calendar.version`` is one above the name's ``last_version`` (CALENDAR_IS_NEW for a name never
+        used, CALENDAR_NAME_FREED for a deleted one's). False otherwise: the name is taken, or another
+        create or delete came first (read ``last_version`` again)."""
+        ...
+
+    def replace_calendar(self, before: Calendar, after: Calendar, change: CalendarChange) -> bool:
+        """Write ``after`` (``before.version + 1``) over ``before`` with its history entry, only if the stored
+        calendar is still ``before``'s version (CALENDAR_VERSION_IS: optimistic concurrency). False on a lost
+        race (another change, or a delete, came first)."""
+        ...
+
+    def remove_calendar(self, calendar: Calendar, change: CalendarChange) -> bool:
+        """Delete the calendar with its history entry, only if the stored one is still ``calendar``'s version
+        (CALENDAR_VERSION_IS); its version stays taken (``last_version``). False on a lost race."""
+        ...
+
+    def get_calendar(self, team_id: str, name: str) -> Calendar | None:
+        """The team's live calendar ``name`` as stored, read consistently; None when there is none."""
+        ...
+
+    def team_calendars(self, team_id: str, limit: int, cursor: str | None) -> Page:
+        """A page of the team's live calendars, by name, from ``cursor`` (None: the first). A page may hold
+        fewer than ``limit`` while its cursor says more may follow (deleted names are skipped)."""
+        ...
+
+    def calendar_history(self, team_id: str, name: str, limit: int, cursor: str | None) -> Page:
+        """A page of the changes (``CalendarChange``) of the team's calendar ``name`` of the last 90 days,
+        newest first; a deleted calendar's too."""
+        ...
+
+
+class Catalog(TeamCatalog, CalendarStore, Protocol):
     """What the API reads and writes beside the scheduling hot path (``duetime.api.service.JobService``):
-    teams (``TeamCatalog``), a team's jobs with their quotas, idempotency keys, search index and history, and
-    a job's runs. It shares its jobs and runs with the store (``JobAndRunStore``): a job the catalog writes is
-    one the poller claims, a run it creates one the worker leases.
+    teams (``TeamCatalog``), their calendars (``CalendarStore``), a team's jobs with their quotas, idempotency
+    keys, search index and history, and a job's runs. It shares its jobs and runs with the store
+    (``JobAndRunStore``): a job the catalog writes is one the poller claims, a run it creates one the worker
+    leases.
 
     Job writes keep the team's counts in the same atomic write as the job: ``job_counts`` never drifts from
     the jobs. Listings page with opaque cursors (``Page``): a cursor is taken back only by the listing that

@@ -356,12 +356,16 @@ def test_preview_marks_runs_moved_by_dst_and_load_counts_due_runs_per_minute(alp
 def test_openapi_document_lists_every_operation(service: JobService) -> None:
     doc = make_call(None)("GET", "/v1/openapi.json").body
     operations = {(m.upper(), p) for p, ops in doc["paths"].items() for m in ops}
-    assert len(operations) == 26
+    assert len(operations) == 32
     assert ("GET", "/v1/jobs/{job_id}/signing-key") in operations
     assert ("GET", "/v1/jobs/{job_id}/history") in operations and ("GET", "/v1/team") in operations
     assert not any(path.startswith("/console") for _, path in operations)  # the console's files: not the API
     assert ("POST", "/v1/runs/{run_id}/retry") in operations and ("GET", "/v1/load") in operations
     assert ("POST", "/v1/runs/{run_id}/cancel") in operations
+    assert ("PUT", "/v1/calendars/{name}") in operations and (
+        "GET",
+        "/v1/calendars/{name}/history",
+    ) in operations
     cancel = doc["paths"]["/v1/runs/{run_id}/cancel"]["post"]
     assert set(cancel["responses"]) >= {"200", "404", "409"} and "heartbeat" in cancel["description"]
     trigger = doc["paths"]["/v1/jobs/{job_id}/trigger"]["post"]

@@ -218,6 +218,13 @@ def test_each_functions_role_grants_every_dynamodb_request_its_code_makes(
                 ("GET", f"/v1/jobs/{job_id}/runs", None),
                 ("GET", f"/v1/jobs/{job_id}/preview", None),
                 ("DELETE", f"/v1/jobs/{exact.body['id']}", None),
+                # Calendars: items of the control table, each change with its history row (calendars.py)
+                ("POST", "/v1/calendars", {"name": "fr", "source": {"holidays": {"country": "FR"}}}),
+                ("GET", "/v1/calendars", None),
+                ("GET", "/v1/calendars/fr", None),
+                ("PUT", "/v1/calendars/fr", {"source": {"dates": ["2026-12-24"]}, "version": 1}),
+                ("GET", "/v1/calendars/fr/history", None),
+                ("DELETE", "/v1/calendars/fr", None),
             ]:
                 answer = call(method, path, body)
                 assert answer.status < 300, (method, path, answer.body)

@@ -14,7 +14,7 @@ from duetime.api.service import JobService, hash_token
 from duetime.domain.models import Team
 from duetime.domain.tokens import ApiToken, TokenScope, required_scope
 
-from ..lambda_support import LambdaContext, load_handler
+from ..lambda_support import api_request
 
 READ, OPERATE, ADMIN = TokenScope.READ, TokenScope.OPERATE, TokenScope.ADMIN
 
@@ -44,6 +44,12 @@ EXPECTED = {
     ("GET", "/v1/token"): READ,
     ("DELETE", "/v1/tokens/{token_id}"): ADMIN,
     ("GET", "/v1/load"): READ,
+    ("POST", "/v1/calendars"): ADMIN,
+    ("GET", "/v1/calendars"): READ,
+    ("GET", "/v1/calendars/{name}"): READ,
+    ("PUT", "/v1/calendars/{name}"): ADMIN,
+    ("DELETE", "/v1/calendars/{name}"): ADMIN,
+    ("GET", "/v1/calendars/{name}/history"): READ,
 }
 
 
@@ -137,19 +143,7 @@ def served(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 def request(method: str, path: str, token: str, body: str | None = None) -> dict[str, Any]:
-    event = {
-        "httpMethod": method,
-        "path": path,
-        "resource": "/v1/{proxy+}",
-        "pathParameters": {"proxy": path.removeprefix("/v1/")},
-        "headers": {"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
-        "requestContext": {"requestId": "r", "stage": "v1"},
-        "queryStringParameters": None,
-        "body": body,
-        "isBase64Encoded": False,
-    }
-    response: dict[str, Any] = load_handler("api").handler(event, LambdaContext())
-    return response
+    return api_request(method, path, token, body)
 
 
 @pytest.mark.usefixtures("served")
@@ -166,6 +160,9 @@ def request(method: str, path: str, token: str, body: str | None = None) -> dict
         ("dt_operate", "PUT", "/v1/team/aws-role", "admin"),
         ("dt_operate", "POST", "/v1/tokens", "admin"),
         ("dt_operate", "DELETE", "/v1/tokens/tok_0123456789ab", "admin"),
+        ("dt_operate", "POST", "/v1/calendars", "admin"),
+        ("dt_operate", "PUT", "/v1/calendars/fr", "admin"),
+        ("dt_operate", "DELETE", "/v1/calendars/fr", "admin"),
     ],
 )
 def test_a_token_is_refused_what_its_scope_does_not_allow_with_403_naming_the_scope_needed(

@@ -203,7 +203,8 @@ def api_statements(
             ],
             [control],
         ),  # teams, token hashes, idempotency keys, marks, the pollers' wake counts; jobs' label and
-        # name-word index items (put and deleted with the job) and change history (job_index.py)
+        # name-word index items (put and deleted with the job) and change history (job_index.py); teams'
+        # calendars and their history (calendars.py)
         queue.allow_send(),
         pollers.allow_wake(),
         allow(["sts:AssumeRole"], [worker_role.role_arn]),  # to ask STS as the worker (Api's docstring)

@@ -21,6 +21,7 @@ from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
 from duetime import __version__
 from duetime.api.authorizer import request_caller
+from duetime.api.calendar_schemas import CalendarChangeOut, CalendarHistory, CalendarList, CalendarOut
 from duetime.api.console_files import SECURITY_HEADERS, console_file, is_console_path
 from duetime.api.schemas import (
     AwsRoleIn,
@@ -51,6 +52,7 @@ from duetime.api.service import (
     MAX_LOAD_FIRE_TIMES,
     JobService,
 )
+from duetime.domain.calendars import CalendarSpec, CalendarUpdate
 from duetime.domain.errors import (
     ApiError,
     BadRequest,
@@ -79,6 +81,7 @@ _JSON_BRACKET = re.compile(r"[\[\]{}]")
 JobId = Annotated[str, Path(min_length=1, max_length=64)]
 RunId = Annotated[str, Path(min_length=1, max_length=128)]
 TokenId = Annotated[str, Path(min_length=1, max_length=64)]
+CalendarName = Annotated[str, Path(min_length=1, max_length=40)]
 
 _service_factory: Callable[[], JobService] | None = None
 _rate_limiter_factory: Callable[[], ApiRateLimiter] | None = None
@@ -177,7 +180,7 @@ _ERROR_TEXT = {
     401: "Missing, unknown or revoked token",
     403: "The token's scope does not allow this request (`forbidden`, naming the scope it needs), or the "
     "team is disabled",
-    404: "No such job or run (in your team)",
+    404: "No such job, run or calendar (in your team)",
     405: "Method not allowed on this path (after authentication; `Allow` lists the methods it answers)",
     409: "Conflict",
     413: "Body too large",
@@ -699,3 +702,90 @@ def load(
         total=sum(minutes.values()),
         minutes=[LoadMinute(minute=m, runs=n) for m, n in minutes.items()],
     )
+
+
+# --- calendars (``duetime.api.calendars``) --------------------------------------------------------------
+
+
+@app.post(
+    "/v1/calendars",
+    responses=_responses(201, CalendarOut, 409),
+    security=needs(TokenScope.ADMIN),
+    description="Create a calendar: named days your team's jobs can later skip or roll over. Its `source` is "
+    'exactly one of `holidays` (a country\'s public holidays, and a subdivision\'s: `{"country": "FR"}`), '
+    "`dates` (YYYY-MM-DD) or `ical` (an iCalendar file's text, RFC 5545; recurring events are expanded). A "
+    "name your team has a calendar by answers 409.",
+)
+def create_calendar(spec: Annotated[CalendarSpec, Body()]) -> Response[CalendarOut]:
+    body = json.loads(app.current_event.body or "{}")
+    calendar = service().calendars.create(team().team_id, body, actor())
+    return Response(status_code=201, content_type=JSON, body=CalendarOut.of(calendar))
+
+
+@app.get("/v1/calendars", responses=_responses(200, CalendarList), security=needs(TokenScope.READ))
+def list_calendars(
+    limit: Annotated[int, Query(ge=1, le=100)] = 50,
+    cursor: Annotated[str | None, Query(max_length=2048)] = None,
+) -> CalendarList:
+    page = service().calendars.list(team().team_id, limit, cursor)
+    return CalendarList(calendars=[CalendarOut.of(c) for c in page.items], next_cursor=page.cursor)
+
+
+@app.get(
+    "/v1/calendars/<name>",
+    responses=_responses(200, CalendarOut, 404),
+    security=needs(TokenScope.READ),
+    description="One calendar; with `year`, also the days of that year it holds (`days`), each with its "
+    "holiday's or event's name where the source gives one.",
+)
+def get_calendar(
+    name: CalendarName,
+    year: Annotated[int | None, Query(ge=1900, le=2200, description="list this year's days")] = None,
+) -> CalendarOut:
+    calendars = service().calendars
+    calendar = calendars.get(team().team_id, name)
+    days = calendars.days(team().team_id, name, year) if year is not None else None
+    return CalendarOut.of(calendar, year, days)
+
+
+@app.put(
+    "/v1/calendars/<name>",
+    responses=_responses(200, CalendarOut, 404, 409),
+    security=needs(TokenScope.ADMIN),
+    description="Replace the calendar's source and description; its version goes up by one. With `version` "
+    "(the one you read), a calendar changed since answers 409 naming `version` and nothing is written.",
+)
+def put_calendar(name: CalendarName, update: Annotated[CalendarUpdate, Body()]) -> CalendarOut:
+    body = json.loads(app.current_event.body or "{}")
+    return CalendarOut.of(service().calendars.update(team().team_id, name, body, actor()))
+
+
+@app.delete(
+    "/v1/calendars/<name>",
+    responses=_responses(204, None, 404, 409),
+    security=needs(TokenScope.ADMIN),
+    description="Delete the calendar (with `version`: only that version, else 409). Its history stays "
+    "readable for 90 days, and its versions stay taken: a calendar created again under the name continues "
+    "from the next one.",
+)
+def delete_calendar(
+    name: CalendarName, version: Annotated[int | None, Query(ge=1, description="the version you read")] = None
+) -> Response[Any]:
+    service().calendars.delete(team().team_id, name, actor(), version)
+    return Response(status_code=204, body="")
+
+
+@app.get(
+    "/v1/calendars/<name>/history",
+    responses=_responses(200, CalendarHistory, 404),
+    security=needs(TokenScope.READ),
+    description="What changed in the calendar, when, and by which token, newest first, for 90 days; a "
+    "deleted calendar's history stays readable until then.",
+)
+def calendar_history(
+    name: CalendarName,
+    limit: Annotated[int, Query(ge=1, le=100)] = 50,
+    cursor: Annotated[str | None, Query(max_length=2048)] = None,
+) -> CalendarHistory:
+    page = service().calendars.history(team().team_id, name, limit, cursor)
+    return CalendarHistory(changes=[CalendarChangeOut.of(c) for c in page.items], next_cursor=page.cursor)

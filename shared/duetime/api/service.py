@@ -17,6 +17,7 @@ from typing import Any, cast
 
 from pydantic import ValidationError
 
+from duetime.api.calendars import CalendarService
 from duetime.api.team_admin import TeamAdmin, hash_token
 from duetime.domain.aws_targets import AwsTarget, SqsTarget
 from duetime.domain.catalog import IdempotencyMismatch, IdempotencyRecord, InvalidCursor, Page
@@ -152,6 +153,7 @@ class JobService:
         # a budget every API Lambda shares (``wiring.run_budget``); by default one of this process's own.
         self.run_budget: RunBudget = run_budget or InMemoryRunBudget()
         self.teams = TeamAdmin(catalog, clock, actor="api", role_trust=role_trust)
+        self.calendars = CalendarService(catalog, clock)  # the team's calendars, in the catalog's tables
 
     # --- teams ------------------------------------------------------------------------------------------
 

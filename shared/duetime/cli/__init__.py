@@ -10,14 +10,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from duetime.cli import jobs, plan, system, team, teams
+from duetime.cli import calendars, jobs, plan, system, team, teams
 from duetime.cli.common import UsageError
 from duetime.cli.jobs import notify_channel, spec_from_args
 from duetime.client import ApiFailure
 
 __all__ = ["UsageError", "main", "notify_channel", "parser", "spec_from_args"]
 
-GROUPS = (system, jobs, team, teams, plan)  # in the order `duetime --help` lists them
+GROUPS = (system, jobs, calendars, team, teams, plan)  # in the order `duetime --help` lists them
 
 
 def parser() -> argparse.ArgumentParser:

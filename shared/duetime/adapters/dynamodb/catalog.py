@@ -5,9 +5,6 @@ Kept apart from ``store.py`` (the scheduling hot path). Same tables, same named 
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -16,6 +13,7 @@ from botocore.exceptions import ClientError
 
 from duetime.adapters.dynamodb import conditions as c
 from duetime.adapters.dynamodb import partiql
+from duetime.adapters.dynamodb.calendars import DynamoCalendars
 from duetime.adapters.dynamodb.codec import (
     Item,
     item_to_job,
@@ -29,6 +27,13 @@ from duetime.adapters.dynamodb.codec import (
     time_attribute,
 )
 from duetime.adapters.dynamodb.conditional import conditional_write
+from duetime.adapters.dynamodb.cursors import (
+    CONTROL_KEY,
+    RUNS_KEY,
+    TEAM_JOBS_KEY,
+    decode_cursor,
+    encode_cursor,
+)
 from duetime.adapters.dynamodb.job_index import JobIndex, history_pk, label_pk, words_pk
 from duetime.adapters.dynamodb.reads import batch_get, read_job, read_run, team_key
 from duetime.adapters.dynamodb.reap_checks import DEFAULT_LEASE_CHECK, waiting_check
@@ -56,52 +61,11 @@ __all__ = [  # the domain's names, importable from here as before they moved to 
 ]
 
 
-def encode_cursor(key: dict[str, Any] | None) -> str | None:
-    return base64.urlsafe_b64encode(json.dumps(key).encode()).decode() if key else None
-
-
-# A listing's start key: the attributes of the key it pages through (the table's and the index's), each a
-# string, as DynamoDB takes a key attribute (not empty; a sort key at most 1,024 bytes).
-TEAM_JOBS_KEY = ("team", "job_id")
-CONTROL_KEY = ("pk", "sk")
-RUNS_KEY = ("job_id", "occurrence")
-MAX_KEY_BYTES = 1024
-
-
-def decode_cursor(cursor: str | None, scope: tuple[str, str], keys: tuple[str, ...]) -> dict[str, Any] | None:
-    """The start key a cursor carries. ``scope`` (attribute, value) is the listing's partition key: a
-    cursor taken from another team's or job's listing is refused, not handed to DynamoDB. ``keys`` are the
-    attributes of the listing's key: a cursor holding other attributes, or values DynamoDB would refuse
-    (not a non-empty string of at most ``MAX_KEY_BYTES``), is refused too, however well-formed its JSON."""
-    if not cursor:
-        return None
-    try:
-        key = json.loads(base64.urlsafe_b64decode(cursor.encode()))
-    except (binascii.Error, ValueError, RecursionError) as exc:
-        raise InvalidCursor("cursor is not one this API returned") from exc
-    if not isinstance(key, dict) or set(key) != set(keys) or not all(_key_value(v) for v in key.values()):
-        raise InvalidCursor("cursor is not one this API returned")
-    if key.get(scope[0]) != {"S": scope[1]}:
-        raise InvalidCursor("cursor belongs to another listing")
-    return key
-
-
-def _key_value(value: Any) -> bool:
-    """Whether ``value`` is a key attribute's value as DynamoDB takes one in a start key: ``{"S": text}``."""
-    if not isinstance(value, dict) or set(value) != {"S"} or not isinstance(value["S"], str):
-        return False
-    try:
-        size = len(value["S"].encode())
-    except UnicodeEncodeError:  # a lone surrogate (JSON's "\ud800")
-        return False
-    return 0 < size <= MAX_KEY_BYTES
-
-
 def _reasons(exc: ClientError) -> list[str]:
     return [r.get("Code", "None") for r in exc.response.get("CancellationReasons") or []]
 
 
-class DynamoCatalog(TeamRecords, JobIndex):
+class DynamoCatalog(TeamRecords, DynamoCalendars, JobIndex):
     """``duetime.ports.Catalog`` on DynamoDB: the control, jobs and runs tables ``DynamoStore`` uses."""
 
     def __init__(

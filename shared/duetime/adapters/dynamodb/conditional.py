@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import ParamSpec, TypeVar
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 from botocore.exceptions import ClientError
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
 
 _Request = ParamSpec("_Request")
 _Response = TypeVar("_Response")
@@ -26,4 +30,16 @@ def conditional_write(
     except ClientError as exc:
         if lost_race(exc):
             return None
+        raise
+
+
+def transaction_committed(client: DynamoDBClient, items: Sequence[TransactWriteItemTypeDef]) -> bool:
+    """Make one transaction: True when it committed, False when a condition cancelled it (a lost race or a
+    taken key: normal outcomes). Any other error propagates."""
+    try:
+        client.transact_write_items(TransactItems=items)
+        return True
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") == "TransactionCanceledException":
+            return False
         raise

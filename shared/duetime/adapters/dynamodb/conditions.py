@@ -427,6 +427,33 @@ RUN_BUDGET_STILL_IN = Condition(
 )
 
 
+# --- team calendars: one item per (team, name), ("calendar#<team>", "<name>") in the control table ----------
+# ``version`` stays on the item after a delete (which removes ``calendar``), so a name's versions are never
+# reused and (team, name, version) names one content for good (``calendars.py``).
+
+CALENDAR_IS_NEW = Condition(
+    "CALENDAR_IS_NEW",
+    "attribute_not_exists(pk)",
+    "A calendar is created at version 1 only under a name the team never used: of two creates at once, one "
+    "holds, and the other is told the name is taken.",
+)
+
+CALENDAR_NAME_FREED = Condition(
+    "CALENDAR_NAME_FREED",
+    "attribute_not_exists(calendar) AND version = :previous",
+    "A calendar created under a deleted one's name continues from the deleted one's last version, read just "
+    "before: a create or delete since then (the version moved) makes it a lost race, so no version of a name "
+    "ever names two contents.",
+)
+
+CALENDAR_VERSION_IS = Condition(
+    "CALENDAR_VERSION_IS",
+    "attribute_exists(calendar) AND version = :expected_version",
+    "An update or delete applies only to the version of the calendar the API read (optimistic concurrency: "
+    "no lost updates); a change since then is a lost race, answered 409 when the caller named the version.",
+)
+
+
 ALL_CONDITIONS = (
     JOB_IS_NEW,
     RUN_IS_NEW,
@@ -475,4 +502,7 @@ ALL_CONDITIONS = (
     RUN_BUDGET_STALE,
     RUN_BUDGET_HAS_ROOM,
     RUN_BUDGET_STILL_IN,
+    CALENDAR_IS_NEW,
+    CALENDAR_NAME_FREED,
+    CALENDAR_VERSION_IS,
 )

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import secrets
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from duetime.adapters.dynamodb.codec import Item, number_attribute, string_attribute
 from duetime.adapters.dynamodb.tables import TableNames
@@ -40,6 +40,20 @@ def words_pk(team: str) -> str:
 
 def history_pk(job_id: str) -> str:
     return f"history#{job_id}"
+
+
+def change_item(pk: str, at: datetime, action: str, actor: str, fields: dict[str, Any]) -> Item:
+    """A history row (a job's change, a calendar's): its key new by construction (the instant to the
+    millisecond and a nonce), kept ``HISTORY_KEPT`` (TTL ``ttl``)."""
+    return {
+        "pk": string_attribute(pk),
+        "sk": string_attribute(f"{at.isoformat(timespec='milliseconds')}#{secrets.token_hex(4)}"),
+        "at": string_attribute(iso_z(at)),
+        "action": string_attribute(action),
+        "actor": string_attribute(actor),
+        "fields": string_attribute(json.dumps(fields, sort_keys=True, default=str)),
+        "ttl": number_attribute(int((at + HISTORY_KEPT).timestamp())),
+    }
 
 
 def index_keys(job: Job) -> list[tuple[str, str]]:
@@ -82,18 +96,10 @@ class JobIndex:
         return writes
 
     def _history_put(self, change: JobChange) -> TransactWriteItemTypeDef:
-        at = change.at
-        item: Item = {
-            "pk": string_attribute(history_pk(change.job_id)),
-            "sk": string_attribute(f"{at.isoformat(timespec='milliseconds')}#{secrets.token_hex(4)}"),
-            "team": string_attribute(change.team),
-            "at": string_attribute(iso_z(at)),
-            "action": string_attribute(change.action),
-            "actor": string_attribute(change.actor),
-            "fields": string_attribute(json.dumps(change.fields, sort_keys=True, default=str)),
-            "ttl": number_attribute(int((at + HISTORY_KEPT).timestamp())),
+        item = change_item(history_pk(change.job_id), change.at, change.action, change.actor, change.fields)
+        return {
+            "Put": {"TableName": self.names.control, "Item": {**item, "team": string_attribute(change.team)}}
         }
-        return {"Put": {"TableName": self.names.control, "Item": item}}
 
     def _query_control(
         self, key_condition: str, values: Item, limit: int, start: Item | None

@@ -25,7 +25,9 @@ control  PK pk, SK sk.         Teams ("team#<id>", "team") with their exact-job 
          ("poller#<group>", "lease": holder, term, since, expires_at, successor, handover_at; instants to
          the millisecond), locally stored alerts; jobs' label and name-word index items
          ("label#<team>#<key>=<value>", "<job id>"; "words#<team>", "<word>#<job id>") and change
-         history ("history#<job id>", "<instant>#<nonce>", TTL 90 days): ``job_index``.
+         history ("history#<job id>", "<instant>#<nonce>", TTL 90 days): ``job_index``; teams' calendars
+         ("calendar#<team>", "<name>") and their history ("calendar-history#<team>#<name>",
+         "<version>.<0|1>", TTL 90 days): ``calendars``.
 """
 
 from __future__ import annotations

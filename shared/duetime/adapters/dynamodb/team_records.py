@@ -24,10 +24,9 @@ import json
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from botocore.exceptions import ClientError
-
 from duetime.adapters.dynamodb import conditions as c
 from duetime.adapters.dynamodb.codec import Item, number_attribute, string_attribute
+from duetime.adapters.dynamodb.conditional import transaction_committed
 from duetime.adapters.dynamodb.reads import batch_get, read_team, team_key
 from duetime.adapters.dynamodb.tables import TableNames
 from duetime.domain.catalog import AuditEvent
@@ -220,13 +219,7 @@ class TeamRecords:
     def _transact(self, items: list[TransactWriteItemTypeDef]) -> bool:
         """True when the transaction committed; False when a condition cancelled it (a lost race or a taken
         id: normal outcomes)."""
-        try:
-            self.client.transact_write_items(TransactItems=items)
-            return True
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == "TransactionCanceledException":
-                return False
-            raise
+        return transaction_committed(self.client, items)
 
 
 def _token_keys(token: ApiToken) -> list[Item]:

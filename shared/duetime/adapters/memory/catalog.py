@@ -19,15 +19,13 @@ more, empty, page). Not modelled: TTL expiry (audit rows, history and idempotenc
 
 from __future__ import annotations
 
-import base64
-import binascii
 import dataclasses
-import json
 import secrets
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
 
+from duetime.adapters.memory.calendars import MemoryCalendars
+from duetime.adapters.memory.pages import decode_cursor, json_value, page
 from duetime.adapters.memory.store import MemoryStore
 from duetime.adapters.memory.stored import distinct, to_second
 from duetime.domain.catalog import (
@@ -46,55 +44,20 @@ from duetime.domain.tokens import ApiToken
 from duetime.ports import Catalog
 
 
-def _json(value: Any) -> Any:
-    """``value`` as DynamoDB gives it back after ``json.dumps(..., default=str)``."""
-    return json.loads(json.dumps(value, sort_keys=True, default=str))
-
-
-def _encode_cursor(listing: str, after: str) -> str:
-    return base64.urlsafe_b64encode(json.dumps([listing, after]).encode()).decode()
-
-
-def _decode_cursor(cursor: str | None, listing: str) -> str | None:
-    """The key a cursor of ``listing`` starts after; ``InvalidCursor`` for anything else."""
-    if not cursor:
-        return None
-    try:
-        value = json.loads(base64.urlsafe_b64decode(cursor.encode()))
-    except (binascii.Error, ValueError, RecursionError) as exc:
-        raise InvalidCursor("cursor is not one this API returned") from exc
-    if not (isinstance(value, list) and len(value) == 2 and all(isinstance(v, str) for v in value)):
-        raise InvalidCursor("cursor is not one this API returned")
-    if value[0] != listing:
-        raise InvalidCursor("cursor belongs to another listing")
-    return str(value[1])
-
-
-def _page(entries: list[tuple[str, Any]], listing: str, limit: int, cursor: str | None, newest: bool) -> Page:
-    """One page of ``entries`` (key, item) in key order (``newest``: descending), after ``cursor``'s key."""
-    after = _decode_cursor(cursor, listing)
-    ordered = sorted(entries, key=lambda entry: entry[0], reverse=newest)
-    if after is not None:
-        ordered = [e for e in ordered if (e[0] < after if newest else e[0] > after)]
-    taken = ordered[:limit]
-    more = len(ordered) > limit
-    return Page([item for _, item in taken], _encode_cursor(listing, taken[-1][0]) if more else None)
-
-
 def _stored_token(token: ApiToken) -> ApiToken:
     created_at = to_second(token.created_at) if token.created_at else None
     return dataclasses.replace(token, created_at=created_at, created_by=token.created_by or "unknown")
 
 
 def _stored_event(event: AuditEvent) -> AuditEvent:
-    return dataclasses.replace(event, at=to_second(event.at), detail=_json(event.detail))
+    return dataclasses.replace(event, at=to_second(event.at), detail=json_value(event.detail))
 
 
 def _occurrence(run: Run) -> str:
     return run.run_id.partition(RUN_ID_SEPARATOR)[2]
 
 
-class InMemoryCatalog:
+class InMemoryCatalog(MemoryCalendars):
     """``duetime.ports.Catalog`` in memory, on ``store``'s tables (a new ``MemoryStore`` by default),
     thread-safe (the store's lock)."""
 
@@ -109,6 +72,9 @@ class InMemoryCatalog:
         self._audit: dict[str, dict[int, AuditEvent]] = {}  # team id -> revision -> event
         self._keys: dict[tuple[str, str], IdempotencyRecord] = {}
         self._history: dict[str, list[tuple[str, JobChange]]] = {}  # job id -> (sort key, change)
+        self._calendars = {}
+        self._calendar_versions = {}
+        self._calendar_history = {}
 
     # --- teams and tokens -------------------------------------------------------------------------------
 
@@ -223,7 +189,7 @@ class InMemoryCatalog:
         if change is None:
             return
         key = f"{change.at.isoformat(timespec='milliseconds')}#{secrets.token_hex(4)}"
-        stored = dataclasses.replace(change, at=to_second(change.at), fields=_json(change.fields))
+        stored = dataclasses.replace(change, at=to_second(change.at), fields=json_value(change.fields))
         self._history.setdefault(change.job_id, []).append((key, stored))
 
     def insert_job(
@@ -293,7 +259,7 @@ class InMemoryCatalog:
 
     def team_jobs(self, team_id: str, limit: int, cursor: str | None) -> Page:
         jobs = self._team_jobs(team_id)
-        return _page([(job.id, job) for job in jobs], f"jobs#{team_id}", limit, cursor, newest=False)
+        return page([(job.id, job) for job in jobs], f"jobs#{team_id}", limit, cursor, newest=False)
 
     def search_jobs(
         self, team_id: str, limit: int, cursor: str | None, label: tuple[str, str] | None, words: list[str]
@@ -306,7 +272,7 @@ class InMemoryCatalog:
         else:
             prefix = max(words, key=len)
             listing = f"words#{team_id}"
-            after = _decode_cursor(cursor, listing)
+            after = decode_cursor(cursor, listing)
             if after is not None and not after.startswith(prefix):
                 raise InvalidCursor("cursor belongs to another listing")
             entries = [
@@ -315,15 +281,15 @@ class InMemoryCatalog:
                 for word in name_words(job.name)
                 if word.startswith(prefix)
             ]
-        page = _page(entries, listing, limit, cursor, newest=False)
-        unique = list({job.id: job for job in page.items}.values())
+        listed = page(entries, listing, limit, cursor, newest=False)
+        unique = list({job.id: job for job in listed.items}.values())
         found = [job for job in unique if matches_words(job.name, words)]
-        return Page(found, page.cursor)
+        return Page(found, listed.cursor)
 
     def job_history(self, job_id: str, limit: int, cursor: str | None) -> Page:
         with self.lock:
             entries = list(self._history.get(job_id, []))
-        return _page(entries, f"history#{job_id}", limit, cursor, newest=True)
+        return page(entries, f"history#{job_id}", limit, cursor, newest=True)
 
     # --- runs -------------------------------------------------------------------------------------------
 
@@ -333,7 +299,7 @@ class InMemoryCatalog:
     def job_runs(self, job_id: str, limit: int, cursor: str | None) -> Page:
         with self.lock:
             runs = [run.model_copy(deep=True) for run in self.store._runs.values() if run.job_id == job_id]
-        return _page([(_occurrence(run), run) for run in runs], f"runs#{job_id}", limit, cursor, newest=True)
+        return page([(_occurrence(run), run) for run in runs], f"runs#{job_id}", limit, cursor, newest=True)
 
     def insert_run(self, run: Run) -> bool:
         with self.lock:

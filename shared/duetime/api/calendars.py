@@ -1,0 +1,127 @@
+"""What the API does with a team's calendars (``/v1/calendars``), apart from HTTP: validation, versions and
+history. Another team's calendar answers exactly as a missing one (``NotFound``)."""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from duetime.domain.calendars import (
+    Calendar,
+    CalendarSpec,
+    CalendarUpdate,
+    calendar_change,
+    named_days_of_year,
+)
+from duetime.domain.catalog import InvalidCursor, Page
+from duetime.domain.clock import Clock
+from duetime.domain.errors import BadRequest, Conflict, NotFound, from_validation_error
+from duetime.domain.timeutil import ceil_seconds
+from duetime.ports import CalendarStore
+
+ATTEMPTS = 5  # a write that keeps losing its race to other writes of the same calendar gives up: 409
+
+
+Model = TypeVar("Model", bound=BaseModel)
+
+
+def _validated(model: type[Model], body: Any) -> Model:
+    try:
+        return model.model_validate(body)
+    except ValidationError as exc:
+        raise from_validation_error(exc) from exc
+
+
+class CalendarService:
+    """A team's calendars on ``store`` (the API's catalog), each change recorded in its history with the
+    token that made it (``actor``)."""
+
+    def __init__(self, store: CalendarStore, clock: Clock) -> None:
+        self.store = store
+        self.clock = clock
+
+    def create(self, team_id: str, body: Any, actor: str) -> Calendar:
+        """A new calendar under a name the team has no calendar by (409 naming ``name`` otherwise). Its
+        version continues from a deleted calendar's of that name (``CalendarStore``)."""
+        spec = _validated(CalendarSpec, body)
+        for _ in range(ATTEMPTS):
+            now = self.clock.now()
+            stamp = ceil_seconds(now)
+            version = self.store.last_version(team_id, spec.name) + 1
+            calendar = Calendar(
+                **dict(spec), team=team_id, version=version, created_at=stamp, updated_at=stamp
+            )
+            if self.store.create_calendar(calendar, calendar_change(None, calendar, now, actor)):
+                return calendar
+            if self.store.get_calendar(team_id, spec.name) is not None:
+                raise Conflict(f"name: the team has a calendar named {spec.name!r}", "name")
+        raise Conflict(f"calendar {spec.name} kept changing while being created; try again")
+
+    def get(self, team_id: str, name: str) -> Calendar:
+        calendar = self.store.get_calendar(team_id, name)
+        if calendar is None:
+            raise NotFound(f"no calendar {name}")
+        return calendar
+
+    def list(self, team_id: str, limit: int, cursor: str | None) -> Page:
+        try:
+            return self.store.team_calendars(team_id, limit, cursor)
+        except InvalidCursor as exc:
+            raise BadRequest(str(exc), "cursor") from exc
+
+    def days(self, team_id: str, name: str, year: int) -> dict[date, str | None]:
+        """The days of ``year`` the calendar holds, each with its name where the source gives one."""
+        return named_days_of_year(self.get(team_id, name), year)
+
+    def update(self, team_id: str, name: str, body: Any, actor: str) -> Calendar:
+        """Replace the calendar's source and description. With ``version`` in the body, only that version
+        is replaced (409 naming ``version`` once it moved on); without, the latest, read again after a lost
+        race."""
+        wanted = _validated(CalendarUpdate, body)
+        for _ in range(ATTEMPTS):
+            before = self.get(team_id, name)
+            _check_version(before, wanted.version)
+            now = self.clock.now()
+            after = before.model_copy(
+                update={
+                    "source": wanted.source,
+                    "description": wanted.description,
+                    "version": before.version + 1,
+                    "updated_at": ceil_seconds(now),
+                }
+            )
+            if self.store.replace_calendar(before, after, calendar_change(before, after, now, actor)):
+                return after
+        raise Conflict(f"calendar {name} kept changing while being updated; try again")
+
+    def delete(self, team_id: str, name: str, actor: str, version: int | None = None) -> None:
+        """Delete the calendar (of ``version`` only, when given: 409 naming ``version`` once it moved on).
+        Its history stays readable."""
+        for _ in range(ATTEMPTS):
+            calendar = self.get(team_id, name)
+            _check_version(calendar, version)
+            if self.store.remove_calendar(calendar, calendar_change(calendar, None, self.clock.now(), actor)):
+                return
+        raise Conflict(f"calendar {name} kept changing while being deleted; try again")
+
+    def history(self, team_id: str, name: str, limit: int, cursor: str | None) -> Page:
+        """The calendar's changes of the last 90 days, newest first; a deleted calendar's too (404 when
+        the name has neither a calendar nor a change)."""
+        try:
+            page = self.store.calendar_history(team_id, name, limit, cursor)
+        except InvalidCursor as exc:
+            raise BadRequest(str(exc), "cursor") from exc
+        if not page.items and cursor is None and self.store.get_calendar(team_id, name) is None:
+            raise NotFound(f"no calendar {name}")
+        return page
+
+
+def _check_version(calendar: Calendar, version: int | None) -> None:
+    if version is not None and version != calendar.version:
+        raise Conflict(
+            f"version: calendar {calendar.name} is at version {calendar.version}, not {version}: read it "
+            "again and decide",
+            "version",
+        )

@@ -1,0 +1,155 @@
+"""One contract for every calendar store (``duetime.ports.CalendarStore``): the tests below run against the
+in-memory twin (``InMemoryCatalog``) and DynamoDB Local (``DynamoCatalog``) alike. They read as the port's
+contract: a create under a free name, updates and deletes under the version read (a lost race is False,
+nothing written), versions never reused, listings by name with cursors, and the history of every change."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from duetime.adapters.dynamodb.catalog import DynamoCatalog
+from duetime.adapters.memory import InMemoryCatalog
+from duetime.domain.calendars import Calendar, CalendarSource, calendar_change
+from duetime.domain.catalog import InvalidCursor
+
+from ..twin_support import at
+from .conftest import TWIN, against
+
+FRANCE = CalendarSource.model_validate({"holidays": {"country": "FR"}})
+EVES = CalendarSource.model_validate({"dates": ["2026-12-24", "2026-12-31"]})
+
+
+@pytest.fixture(params=against("dynamodb"))
+def store(request: pytest.FixtureRequest) -> Iterator[Any]:
+    if request.param == TWIN:
+        yield InMemoryCatalog()
+        return
+    client, names = request.getfixturevalue("dynamodb_tables")
+    yield DynamoCatalog(client, names)
+
+
+def a_calendar(name: str = "fr", version: int = 1, team: str = "team-a", **fields: Any) -> Calendar:
+    return Calendar(
+        name=name,
+        source=fields.pop("source", FRANCE),
+        description=fields.pop("description", None),
+        team=team,
+        version=version,
+        created_at=at(0.4),
+        updated_at=fields.pop("updated_at", at(0.4)),
+    )
+
+
+def create(store: Any, calendar: Calendar) -> bool:
+    written: bool = store.create_calendar(calendar, calendar_change(None, calendar, at(0), "tok_a"))
+    return written
+
+
+def update(store: Any, before: Calendar, **fields: Any) -> Calendar | None:
+    after = before.model_copy(update={**fields, "version": before.version + 1, "updated_at": at(5)})
+    return (
+        after
+        if store.replace_calendar(before, after, calendar_change(before, after, at(5), "tok_b"))
+        else None
+    )
+
+
+def delete(store: Any, calendar: Calendar) -> bool:
+    removed: bool = store.remove_calendar(calendar, calendar_change(calendar, None, at(9), "tok_c"))
+    return removed
+
+
+def test_a_created_calendar_reads_back_as_written_to_the_second(store: Any) -> None:
+    calendar = a_calendar(description="French public holidays")
+    assert create(store, calendar)
+    assert store.get_calendar("team-a", "fr") == calendar.model_copy(
+        update={"created_at": at(0), "updated_at": at(0)}
+    )
+    assert store.last_version("team-a", "fr") == 1
+    assert store.get_calendar("team-b", "fr") is None  # another team's name space
+
+
+def test_a_second_create_under_a_taken_name_is_refused_and_writes_nothing(store: Any) -> None:
+    assert create(store, a_calendar())
+    assert not create(store, a_calendar(source=EVES))
+    assert store.get_calendar("team-a", "fr").source == FRANCE
+    assert len(store.calendar_history("team-a", "fr", 10, None).items) == 1
+
+
+def test_an_update_lands_only_on_the_version_it_read(store: Any) -> None:
+    first = a_calendar()
+    assert create(store, first)
+    second = update(store, first, source=EVES)
+    assert second is not None and store.get_calendar("team-a", "fr").version == 2
+    assert update(store, first, description="lost") is None  # read version 1, the store holds 2
+    assert store.get_calendar("team-a", "fr").source == EVES
+
+
+def test_a_delete_lands_only_on_the_version_it_read(store: Any) -> None:
+    first = a_calendar()
+    assert create(store, first)
+    second = update(store, first, description="edited")
+    assert not delete(store, first)
+    assert second is not None and delete(store, second)
+    assert store.get_calendar("team-a", "fr") is None
+    assert not delete(store, second)  # gone: a second delete is a lost race
+
+
+def test_a_name_s_versions_are_never_reused_after_a_delete(store: Any) -> None:
+    first = a_calendar()
+    assert create(store, first)
+    second = update(store, first, source=EVES)
+    assert second is not None and delete(store, second)
+    assert store.last_version("team-a", "fr") == 2
+    assert not create(store, a_calendar(version=1))  # version 1 named the holidays: never another content
+    assert not create(store, a_calendar(version=4))  # a create that skipped a version read a stale one
+    assert create(store, a_calendar(version=3, source=EVES))
+    assert store.get_calendar("team-a", "fr").key == ("team-a", "fr", 3)
+
+
+def test_a_team_s_calendars_are_listed_by_name_page_by_page_without_deleted_ones(store: Any) -> None:
+    for name in ("c", "a", "e", "b", "d"):
+        assert create(store, a_calendar(name))
+    assert delete(store, store.get_calendar("team-a", "d"))
+    assert create(store, a_calendar("x", team="team-b"))
+    names: list[str] = []
+    cursor = None
+    for _ in range(10):
+        page = store.team_calendars("team-a", 2, cursor)
+        assert len(page.items) <= 2
+        names += [calendar.name for calendar in page.items]
+        cursor = page.cursor
+        if cursor is None:
+            break
+    assert names == ["a", "b", "c", "e"]
+
+
+def test_a_cursor_of_another_listing_is_refused(store: Any) -> None:
+    for name in ("a", "b", "c"):
+        assert create(store, a_calendar(name, team="team-b"))
+    cursor = store.team_calendars("team-b", 1, None).cursor
+    assert cursor is not None
+    with pytest.raises(InvalidCursor):
+        store.team_calendars("team-a", 1, cursor)
+
+
+def test_every_change_is_in_the_history_newest_first_a_deleted_calendar_s_too(store: Any) -> None:
+    first = a_calendar()
+    assert create(store, first)
+    second = update(store, first, source=EVES)
+    assert second is not None and delete(store, second)
+    changes = store.calendar_history("team-a", "fr", 10, None).items
+    assert [(c.action, c.version, c.actor) for c in changes] == [
+        ("delete", 2, "tok_c"),
+        ("update", 2, "tok_b"),
+        ("create", 1, "tok_a"),
+    ]
+    assert changes[1].fields == {
+        "source": {"from": "holidays of FR", "to": "2 dates, 2026-12-24 to 2026-12-31"}
+    }
+    assert changes[0].at == at(9)
+    later = store.calendar_history("team-a", "fr", 1, store.calendar_history("team-a", "fr", 1, None).cursor)
+    assert [c.action for c in later.items] == ["update"]
