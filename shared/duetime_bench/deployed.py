@@ -480,7 +480,7 @@ def deployed_stack(port: int | None, redeploy: bool, progress: Callable[[str], N
 
 
 def run_deployed_precision(
-    jobs: int, minutes: int, port: int | None = None, redeploy: bool = False, grace_seconds: float = 180.0
+    jobs: int, minutes: float, port: int | None = None, redeploy: bool = False, grace_seconds: float = 180.0
 ) -> dict[str, Any]:
     with deployed_stack(port, redeploy, _progress) as info:
         target = DemoTargetServer().start()
@@ -492,7 +492,7 @@ def run_deployed_precision(
 
 
 def _measure(
-    info: StackInfo, jobs: int, minutes: int, target: DemoTargetServer, grace_seconds: float
+    info: StackInfo, jobs: int, minutes: float, target: DemoTargetServer, grace_seconds: float
 ) -> dict[str, Any]:
     stack = info.stack
     bench_started_ms = int(time.time() * 1000)
@@ -500,7 +500,7 @@ def _measure(
     store, clock = _store_and_clock(stack)
     tag = f"bench-{uuid.uuid4().hex[:8]}"
     client = _team_client(stack, tag, jobs)
-    seconds = minutes * 60
+    seconds = round(minutes * 60)
     ahead = clock.now() + timedelta(seconds=LEAD_SECONDS + jobs * CREATE_SECONDS_PER_JOB)
     start = ahead.replace(second=0, microsecond=0) + timedelta(minutes=1)
     end = start + timedelta(seconds=seconds)

@@ -14,7 +14,7 @@ from duetime.execution.worker import WorkOutcome
 from duetime_bench.harness import BenchStack, percentile, wait_until
 
 
-def run_precision(jobs: int, minutes: int, workers: int = 8, seed: int = 7) -> dict[str, Any]:
+def run_precision(jobs: int, minutes: float, workers: int = 8, seed: int = 7) -> dict[str, Any]:
     stack = BenchStack.create()
     try:
         now = stack.clock.now()

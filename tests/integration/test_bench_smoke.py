@@ -71,7 +71,7 @@ def test_bench_spike_loses_nothing_and_prints_one_json_line(tmp_path: Path) -> N
 
 
 def test_bench_precision_starts_every_exact_job() -> None:
-    result = bench_json("precision", "--jobs", "10", "--minutes", "1", "--workers", "2")
+    result = bench_json("precision", "--jobs", "10", "--minutes", "0.5", "--workers", "2")
     assert result["runs_started"] == 10 and result["lost"] == 0 and result["lateness_p99_s"] is not None
 
 

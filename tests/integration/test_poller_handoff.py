@@ -260,7 +260,7 @@ def test_the_next_invocation_takes_over_as_soon_as_its_minute_is_loaded_and_the_
     s = scene(stack, lead=4, count=14, skews={"first": 0.0, "second": 300.0}, timings=EARLY)
     base, due, jobs = s.base, s.due, s.jobs
     first, second = s.invocations
-    run_seconds = (base - first.clock.now()).total_seconds() + 30  # neither run ends in the scene
+    run_seconds = (base - first.clock.now()).total_seconds() + 20  # neither run ends in the scene
     hold_while_jobs_fire(stack, s, first, run_seconds)
     arrived = second.clock.now()
     second.start(run_seconds)
@@ -322,7 +322,7 @@ def test_with_no_standby_the_runs_a_dead_holder_leaves_are_claimed_late_by_the_n
     s = scene(stack, lead=3, count=12, skews={"holder": 0.0, "next": 300.0}, timings=EARLY)
     base, due, jobs = s.base, s.due, s.jobs
     holder, later = s.invocations
-    hold_while_jobs_fire(stack, s, holder, (base - holder.clock.now()).total_seconds() + 40)
+    hold_while_jobs_fire(stack, s, holder, (base - holder.clock.now()).total_seconds() + 25)
     holder.frozen.set()  # killed mid-reign in a quiet minute: nobody stands by
     wait_until(lambda: holder.froze_at is not None)
     wait_until(lambda: later.clock.now() >= holder.froze_at + timedelta(seconds=6), timeout=30)  # type: ignore[operator]

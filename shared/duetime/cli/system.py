@@ -139,7 +139,7 @@ def add_precision_preload_midnight(benches: Any) -> None:
     """``bench precision``, ``preload`` and ``midnight``."""
     precision = benches.add_parser("precision", help="exact jobs spread over ordinary minutes")
     precision.add_argument("--jobs", type=int, required=True)
-    precision.add_argument("--minutes", type=int, default=2)
+    precision.add_argument("--minutes", type=float, default=2.0)
     precision.add_argument("--workers", type=int, default=8)
     deployed_local_arguments(
         precision, "on the stack make deploy-local deploys, pollers invoked by its EventBridge rules"
