@@ -40,9 +40,9 @@ chaos: venv
 # check and the tier that needs no emulator side by side (each output kept together; they fail fast), then the
 # integration tier on INTEGRATION_WORKERS xdist workers, naming its slowest tests. Tests that share a module or
 # session fixture, a fixed port or DynamoDB Local's cores run on one worker in turn (their xdist_group); xdist
-# hands out the groups first, largest first. Three workers: most of the tier waits on clocks, queues and
-# emulators, and a fourth found the two cores busy already (BENCHMARKS.md).
-INTEGRATION_WORKERS ?= 3
+# hands out the groups first, largest first. Four workers on two cores: most of the tier waits on clocks,
+# queues and emulators (BENCHMARKS.md: four against three).
+INTEGRATION_WORKERS ?= 4
 check: lambda-assets lambda-assets-local browser-deps
 	$(MAKE) --no-print-directory -j2 --output-sync=target lint typecheck unit
 	$(JSII) $(BIN)/pytest -m integration -n $(INTEGRATION_WORKERS) --dist loadgroup --durations=25
