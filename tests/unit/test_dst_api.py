@@ -19,7 +19,7 @@ from duetime.cli.jobs import add_create_flags, add_schedule_flags, run_preview, 
 from duetime.domain.clock import ManualClock
 from duetime.domain.rate_limit import InMemoryRateLimiter
 
-from ..lambda_support import LambdaContext, load_handler
+from ..lambda_support import api_request
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 JOB: dict[str, Any] = {
@@ -28,7 +28,6 @@ JOB: dict[str, Any] = {
     "target": {"url": "https://example.com/hook"},
     "exact": True,
 }
-HANDLER = load_handler("api")
 
 
 @pytest.fixture
@@ -46,18 +45,7 @@ def token() -> Iterator[str]:
 
 
 def call(token: str, method: str, path: str, body: Any = None, query: dict[str, str] | None = None) -> Any:
-    event = {
-        "httpMethod": method,
-        "path": path,
-        "resource": "/v1/{proxy+}",
-        "pathParameters": {"proxy": path.removeprefix("/v1/")},
-        "headers": {"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
-        "requestContext": {"requestId": "r", "stage": "v1"},
-        "queryStringParameters": query,
-        "body": None if body is None else json.dumps(body),
-        "isBase64Encoded": False,
-    }
-    response = HANDLER.handler(event, LambdaContext())
+    response = api_request(method, path, token, None if body is None else json.dumps(body), query)
     return response["statusCode"], json.loads(response["body"]) if response["body"] else None
 
 
