@@ -18,7 +18,7 @@ import functools
 import hashlib
 import re
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING, Annotated, Any
@@ -245,6 +245,21 @@ def named_days_of_year(source: CalendarSource | CalendarSpec, year: int) -> dict
 def dates_of_year(source: CalendarSource | CalendarSpec, year: int) -> frozenset[date]:
     """The days of ``year`` the calendar holds. Pure; cached per (source, year)."""
     return _dates(source.source if isinstance(source, CalendarSpec) else source, year)
+
+
+class CalendarDates:
+    """The dates some calendars hold, by year (``calendar_rules.DaysOff``): their union, each year's computed
+    once. What a job's schedule reads when it uses these calendars (``JobSpec.with_days_off``)."""
+
+    def __init__(self, calendars: Sequence[CalendarSpec]) -> None:
+        self.calendars = tuple(calendars)
+        self._years: dict[int, frozenset[date]] = {}
+
+    def __call__(self, year: int) -> frozenset[date]:
+        found = self._years.get(year)
+        if found is None:
+            found = self._years[year] = frozenset().union(*(dates_of_year(c, year) for c in self.calendars))
+        return found
 
 
 @functools.lru_cache(maxsize=256)

@@ -106,7 +106,7 @@ def field_path(loc: tuple[int | str, ...]) -> str:
     parts = [str(p) for p in loc if not _UNION_MEMBER.match(str(p))]
     if parts[:1] in (["body"], ["query"]):  # a query parameter is named as it is sent: ``limit``, ``q``
         parts = parts[1:]
-    if len(parts) >= 3 and parts[0] == "schedule" and parts[1] in {"cron", "rate", "at"}:
+    if len(parts) >= 3 and parts[0] == "schedule" and parts[1] in {"cron", "rate", "at", "business_day"}:
         parts = [parts[0], *parts[2:]]
     if len(parts) >= 4 and parts[0] == "notify" and parts[2] in {"webhook", "sns"}:
         parts = [*parts[:2], *parts[3:]]  # a channel's discriminator tag: notify.0.url

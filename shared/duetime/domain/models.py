@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, time, timedelta
 from enum import StrEnum
 from typing import Annotated, Any, Literal, Self
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
@@ -28,6 +28,7 @@ from pydantic import (
     ConfigDict,
     Discriminator,
     Field,
+    PrivateAttr,
     StringConstraints,
     Tag,
     TypeAdapter,
@@ -44,6 +45,8 @@ from duetime.domain.aws_targets import (
     SqsTarget,
     StepFunctionsTarget,
 )
+from duetime.domain.calendar_rules import DaysOff, OnExcluded, RolledRuns
+from duetime.domain.calendars import CALENDAR_NAME_PATTERN
 from duetime.domain.dst import DstPolicy
 from duetime.domain.labels import Labels
 from duetime.domain.timeutil import to_utc, whole_seconds
@@ -89,6 +92,18 @@ def _in_utc(value: datetime) -> datetime:
         return to_utc(value)
     except OverflowError:
         raise ValueError("is out of range: no UTC instant matches it") from None
+
+
+def _iana_zone_name(value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    if value not in _zone_names():
+        raise ValueError(f"unknown time zone {value!r}: use an IANA name such as 'Europe/Berlin'")
+    try:
+        ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError) as exc:  # pragma: no cover - names come from tzdata
+        raise ValueError(f"unknown time zone {value!r}") from exc
+    return value
 
 
 def _utc_instant(value: datetime) -> datetime:
@@ -168,18 +183,7 @@ class CronSchedule(Strict):
             raise ValueError(reason)
         return expr
 
-    @field_validator("timezone", mode="before")
-    @classmethod
-    def _iana_zone(cls, value: Any) -> Any:
-        if not isinstance(value, str):
-            return value
-        if value not in _zone_names():
-            raise ValueError(f"unknown time zone {value!r}: use an IANA name such as 'Europe/Berlin'")
-        try:
-            ZoneInfo(value)
-        except (ZoneInfoNotFoundError, ValueError) as exc:  # pragma: no cover - names come from tzdata
-            raise ValueError(f"unknown time zone {value!r}") from exc
-        return value
+    _iana_zone = field_validator("timezone", mode="before")(_iana_zone_name)
 
 
 _RATE_UNITS = "(minute|minutes|hour|hours|day|days)"
@@ -243,27 +247,111 @@ class AtSchedule(Strict):
         return value
 
 
+MAX_JOB_CALENDARS = 5
+
+
+def _distinct_names(names: list[str]) -> list[str]:
+    if len(set(names)) != len(names):
+        raise ValueError("calendars must not repeat")
+    return names
+
+
+CalendarName = Annotated[str, StringConstraints(pattern=CALENDAR_NAME_PATTERN)]
+CalendarNames = Annotated[
+    list[CalendarName],
+    Field(max_length=MAX_JOB_CALENDARS),
+    AfterValidator(_distinct_names),
+]
+LOCAL_TIME_PATTERN = r"^([01][0-9]|2[0-3]):[0-5][0-9]$"
+
+
+class BusinessDaySchedule(Strict):
+    """The n-th business day of each month (n < 0: counted from its end) at a local time, business days
+    being Monday to Friday except the dates the named calendars hold (``duetime.domain.calendar_rules``)."""
+
+    business_day: int = Field(
+        ge=-23,
+        le=23,
+        description="which business day of the month: 1 the first, 2 the second, ... -1 the last, -2 the one "
+        "before it; not 0. A month with fewer business days has no run",
+    )
+    at: str = Field(pattern=LOCAL_TIME_PATTERN, description='the local time of day, "HH:MM" (24-hour)')
+    timezone: str = Field(
+        default="UTC",
+        max_length=64,
+        pattern=ZONE_PATTERN,
+        description="IANA time zone name, e.g. Europe/Paris",
+    )
+    calendars: CalendarNames = Field(
+        default_factory=list,
+        description=f"names of the team's calendars (at most {MAX_JOB_CALENDARS}) whose dates are not "
+        "business days; none: Monday to Friday. An unknown name is refused with 422",
+    )
+
+    _iana_zone = field_validator("timezone", mode="before")(_iana_zone_name)
+
+    @field_validator("business_day")
+    @classmethod
+    def _not_zero(cls, value: int) -> int:
+        if value == 0:
+            raise ValueError("business_day counts from 1 (the first) or from -1 (the last), never 0")
+        return value
+
+    @property
+    def local_time(self) -> time:
+        hours, minutes = self.at.split(":")
+        return time(int(hours), int(minutes))
+
+
 def _schedule_kind(value: Any) -> str | None:
     if isinstance(value, dict):
+        if "business_day" in value:
+            return "business_day"
         kinds = [k for k in ("cron", "rate", "at") if k in value]
         return kinds[0] if len(kinds) == 1 else None
     if isinstance(value, CronSchedule):
         return "cron"
     if isinstance(value, RateSchedule):
         return "rate"
+    if isinstance(value, BusinessDaySchedule):
+        return "business_day"
     return "at" if isinstance(value, AtSchedule) else None
 
 
 Schedule = Annotated[
     Annotated[CronSchedule, Tag("cron")]
     | Annotated[RateSchedule, Tag("rate")]
-    | Annotated[AtSchedule, Tag("at")],
+    | Annotated[AtSchedule, Tag("at")]
+    | Annotated[BusinessDaySchedule, Tag("business_day")],
     Discriminator(
         _schedule_kind,
         custom_error_type="schedule_kind",
-        custom_error_message="schedule needs exactly one of 'cron', 'rate' or 'at'",
+        custom_error_message="schedule needs exactly one of 'cron', 'rate', 'at' or 'business_day'",
     ),
 ]
+
+
+class Exclusion(Strict):
+    """The dates a cron job does not run on (those of a team's calendars), and what its times on them do
+    instead (``duetime.domain.calendar_rules``)."""
+
+    calendars: CalendarNames = Field(
+        min_length=1,
+        description=f"names of the team's calendars (1 to {MAX_JOB_CALENDARS}) whose dates are excluded, "
+        "in the cron's time zone; an unknown name is refused with 422",
+    )
+    on_excluded: OnExcluded = Field(
+        default=OnExcluded.SKIP,
+        description="a time on an excluded date: `skip` (no run), `next_business_day` or "
+        "`previous_business_day` (the same wall time on the nearest Monday-to-Friday date the calendars do "
+        "not hold, after or before it)",
+    )
+    rolled: RolledRuns = Field(
+        default=RolledRuns.ONCE,
+        description="times rolled onto one instant (two holidays in a row rolled onto the day after, or onto "
+        "that day's own time): `once` (one run) or `each` (a run per date rolled, the k-th extra k seconds "
+        "later)",
+    )
 
 
 # --- targets and policies --------------------------------------------------------------------------------
@@ -572,6 +660,29 @@ def _of_wall_times(policy: DstPolicy, info: ValidationInfo) -> DstPolicy:
 
 # Checked on a policy only: a stored job's ``"dst": null`` (nearly every job) costs no validator call.
 JobDstPolicy = Annotated[DstPolicy, AfterValidator(_of_wall_times)]
+
+
+def _of_a_cron(exclusion: Exclusion, info: ValidationInfo) -> Exclusion:
+    """Excluded dates are dates in a cron's zone: a rate or ``at`` has none, a business-day schedule names
+    its calendars itself."""
+    schedule = info.data.get("schedule")
+    if isinstance(schedule, BusinessDaySchedule):
+        raise ValueError("is for cron schedules: a business_day schedule names its calendars in `calendars`")
+    if isinstance(schedule, RateSchedule | AtSchedule):
+        raise ValueError(
+            "is for cron schedules only: a rate or an `at` time has no time zone to tell its dates"
+        )
+    return exclusion
+
+
+JobExclusion = Annotated[Exclusion, AfterValidator(_of_a_cron)]
+
+
+class CalendarsNotResolved(RuntimeError):
+    """A job that uses calendars was asked for its times before its reader resolved them
+    (``JobSpec.with_days_off``)."""
+
+
 StartAt = Annotated[AwareDatetime, Field(description="nothing runs before this instant")]
 EndAt = Annotated[
     AwareDatetime,
@@ -589,6 +700,12 @@ class JobSpec(Strict):
         description="what a cron does at daylight-saving changes: `gap` for wall times spring-forward "
         "skips, `overlap` for those fall-back repeats. Left out or null (or a side left out): Vixie cron's "
         "rule. For cron schedules only (a rate or `at` is an instant, not a wall time: 422)",
+    )
+    exclude: JobExclusion | None = Field(
+        default=None,
+        description="dates of the team's calendars the cron does not run on, and what its times on them do "
+        "instead (skip, or roll to the next or previous business day). For cron schedules only (422 "
+        "otherwise)",
     )
     target: Target
     jitter_seconds: JitterSeconds = 300
@@ -624,9 +741,39 @@ class JobSpec(Strict):
             raise ValueError("end_at must be after start_at")
         return value
 
+    # The dates the job's calendars exclude, as its reader resolved them (``with_days_off``); not stored.
+    _days_off: DaysOff | None = PrivateAttr(default=None)
+
     @property
     def fires_exactly(self) -> bool:
         return self.exact or self.jitter_seconds == 0
+
+    @property
+    def calendar_names(self) -> tuple[str, ...]:
+        """The team calendars the job's schedule reads: its exclusion's, or its business-day schedule's."""
+        if self.exclude is not None:
+            return tuple(self.exclude.calendars)
+        if isinstance(self.schedule, BusinessDaySchedule):
+            return tuple(self.schedule.calendars)
+        return ()
+
+    def with_days_off(self, days: DaysOff) -> Self:
+        """This job with its calendars' dates resolved (``days``: a year -> the dates they hold in it), which
+        its schedule math reads (``days_off``). A copy keeps them (``model_copy``); a job rebuilt from its
+        fields does not."""
+        resolved = self.model_copy()
+        resolved._days_off = days
+        return resolved
+
+    def days_off(self) -> DaysOff:
+        """The dates the job's calendars exclude, by year; raises ``CalendarsNotResolved`` if no reader
+        resolved them (``with_days_off``)."""
+        if self._days_off is None:
+            raise CalendarsNotResolved(
+                f"job {getattr(self, 'id', self.name)!r} uses calendars {list(self.calendar_names)} that "
+                "were not resolved"
+            )
+        return self._days_off
 
     def redacted(self) -> Self:
         """This job as people are shown it (API answers, its history): its target's header values and URL

@@ -26,11 +26,12 @@ from __future__ import annotations
 
 import functools
 import re
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from croniter import CroniterBadCronError, CroniterBadDateError
 
+from duetime.domain.calendar_rules import business_day_next_after, excluded_next_after
 from duetime.domain.cron_dialect import (
     CronPattern,
     WallClockMatches,
@@ -52,7 +53,14 @@ from duetime.domain.dst import (
     wall_time_rules,
 )
 from duetime.domain.ids import jitter_offset_seconds
-from duetime.domain.models import AtSchedule, CronSchedule, JobSpec, RateSchedule, Schedule
+from duetime.domain.models import (
+    AtSchedule,
+    BusinessDaySchedule,
+    CronSchedule,
+    JobSpec,
+    RateSchedule,
+    Schedule,
+)
 from duetime.domain.timeutil import ceil_seconds, to_utc, whole_seconds
 
 _ONE_SECOND = timedelta(seconds=1)
@@ -245,15 +253,47 @@ def _raw_next_after(
     return schedule.at if schedule.at > after else None
 
 
+def _next_with_calendars(spec: JobSpec, after: datetime) -> datetime | None:
+    """The next time of a job whose schedule reads calendars (``duetime.domain.calendar_rules``)."""
+    schedule = spec.schedule
+    if isinstance(schedule, BusinessDaySchedule):
+        zone = ZoneInfo(schedule.timezone)
+        days = spec.days_off() if schedule.calendars else _no_days_off
+        rules = wall_time_rules(spec.dst, fixed_time=True)
+        return business_day_next_after(schedule.business_day, schedule.local_time, zone, days, rules, after)
+    assert isinstance(schedule, CronSchedule) and spec.exclude is not None
+    cron, timezone, dst = schedule.cron, schedule.timezone, spec.dst
+
+    def cron_next(instant: datetime) -> datetime | None:
+        try:
+            return cron_next_after(cron, timezone, instant, dst)
+        except CroniterBadDateError:
+            return None
+
+    exclusion = spec.exclude
+    rules = wall_time_rules(dst, is_fixed_time(cron))
+    return excluded_next_after(
+        cron_next, ZoneInfo(timezone), spec.days_off(), exclusion.on_excluded, exclusion.rolled, rules, after
+    )
+
+
+def _no_days_off(year: int) -> frozenset[date]:
+    return frozenset()
+
+
 def next_nominal_after(spec: JobSpec, anchor: datetime, after: datetime) -> datetime | None:
     """The job's first nominal time strictly after ``after`` within [start_at, end_at], or None if it ended.
 
-    ``anchor`` is where rates count from: ``start_at`` if set, else the job's creation time.
+    ``anchor`` is where rates count from: ``start_at`` if set, else the job's creation time. A job whose
+    schedule reads calendars must have them resolved (``JobSpec.with_days_off``).
     """
     after = to_utc(after)
     if spec.start_at is not None and after < spec.start_at:
         after = spec.start_at - _ONE_SECOND  # a match exactly at start_at counts
-    nominal = _raw_next_after(spec.schedule, anchor, whole_seconds(after), spec.dst)
+    if spec.exclude is None and not isinstance(spec.schedule, BusinessDaySchedule):
+        nominal = _raw_next_after(spec.schedule, anchor, whole_seconds(after), spec.dst)
+    else:
+        nominal = _next_with_calendars(spec, whole_seconds(after))
     if nominal is None or (spec.end_at is not None and nominal > spec.end_at):
         return None
     return whole_seconds(nominal)
