@@ -42,6 +42,9 @@ from duetime.domain.business_days import (
 from duetime.domain.dst import WallTimeRules, instants_of_wall_time
 
 DaysOff = Callable[[int], Container[date]]  # a year -> the dates a job's calendars exclude in it
+# A cron time -> the wall times of the cron it stands for: its own local time, or, for a time a spring-forward
+# shifted to the gap's end, the cron's times in the gap (and the gap's end if the cron names it too).
+WallTimesOf = Callable[[datetime], list[time]]
 MAX_ROLLED_APART = 59  # seconds: rolled runs of one instant stay within its minute
 MAX_CRON_MATCHES = 20_000  # cron times one step examines: 13 years of a daily cron all excluded
 MAX_MONTHS = 1_200  # months a business-day step walks before it says the schedule ended (100 years)
@@ -89,10 +92,16 @@ def _day_start(day: date, zone: ZoneInfo) -> datetime:
 
 
 def _rolled(
-    nominal: datetime, zone: ZoneInfo, excluded: YearDays, on_excluded: OnExcluded, rules: WallTimeRules
+    nominal: datetime,
+    zone: ZoneInfo,
+    excluded: YearDays,
+    on_excluded: OnExcluded,
+    rules: WallTimeRules,
+    wall_times: WallTimesOf | None,
 ) -> list[datetime]:
-    """The instants a cron time ``nominal`` runs at under the exclusion: itself, none, or its wall time on
-    the business day it rolls to (two under the ``both`` overlap policy)."""
+    """The instants a cron time ``nominal`` runs at under the exclusion: itself, none, or the cron's wall
+    times it stands for (``wall_times``) on the business day it rolls to (two under the ``both`` overlap
+    policy)."""
     local = _local(nominal, zone)
     if local.date() not in excluded:
         return [nominal]
@@ -103,7 +112,16 @@ def _rolled(
         day = roll(local.date(), excluded, direction)
     except NoBusinessDay:
         return []
-    return instants_of_wall_time(datetime.combine(day, local.time()), zone, rules)
+    # A time a spring-forward shifted to the gap's end stands for the cron's wall time in the gap: that
+    # wall time is what rolls (the day it lands on has it too), not the gap's end.
+    stood_for = wall_times(nominal) if wall_times is not None else [local.time()]
+    return sorted(
+        {
+            instant
+            for wall in stood_for
+            for instant in instants_of_wall_time(datetime.combine(day, wall), zone, rules)
+        }
+    )
 
 
 def excluded_next_after(
@@ -114,10 +132,12 @@ def excluded_next_after(
     rolled: RolledRuns,
     rules: WallTimeRules,
     after: datetime,
+    wall_times: WallTimesOf | None = None,
 ) -> datetime | None:
     """The first instant strictly after ``after`` at which a cron that excludes ``days`` runs (module rules);
-    ``cron_next(t)`` is the cron's own next time after ``t``, None when it has ended. None: no run follows
-    (within ``MAX_CRON_MATCHES`` of the cron's times)."""
+    ``cron_next(t)`` is the cron's own next time after ``t``, None when it has ended; ``wall_times(t)`` the
+    cron's wall times its time ``t`` stands for (default: t's local time). None: no run follows (within
+    ``MAX_CRON_MATCHES`` of the cron's times)."""
     excluded = YearDays(days)
     if on_excluded is OnExcluded.SKIP:
         nominal = cron_next(after)
@@ -146,7 +166,7 @@ def excluded_next_after(
         day = _local(nominal, zone).date()
         if best is not None and day > best and (forward or is_business_day(day, excluded)):
             break
-        for instant in _rolled(nominal, zone, excluded, on_excluded, rules):
+        for instant in _rolled(nominal, zone, excluded, on_excluded, rules, wall_times):
             found.append((instant, nominal))
             if instant > after and (best is None or _local(instant, zone).date() < best):
                 best = _local(instant, zone).date()

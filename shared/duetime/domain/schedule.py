@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import functools
 import re
-from datetime import date, datetime, timedelta
+from datetime import date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
 from croniter import CroniterBadCronError, CroniterBadDateError
@@ -192,6 +192,25 @@ def _names_a_time_in(expr: str, start: datetime, end: datetime) -> bool:
     return False
 
 
+def cron_wall_times_of(expr: str, timezone: str, nominal: datetime, dst: DstPolicy | None) -> list[time]:
+    """The cron's wall times its run at ``nominal`` (a time ``cron_next_after`` gave) stands for: its local
+    time; for a run a spring-forward shifted to the gap's end, the cron's times in the gap, and the gap's
+    end if the cron names it too (what a calendar's roll carries to another day)."""
+    zone = ZoneInfo(timezone)
+    local = to_utc(nominal).astimezone(zone).replace(tzinfo=None)
+    if not is_dst_shifted(expr, timezone, nominal, dst):
+        return [local.time()]
+    gap = skipped_just_before(to_utc(nominal), zone)
+    assert gap is not None  # is_dst_shifted found it
+    start, end = gap
+    named: set[time] = set()
+    for pattern in _day_rule_patterns(expr):
+        candidates = _wall_clock_matches(pattern, start - _ONE_SECOND)
+        while (naive := _next_or_none(candidates)) is not None and naive <= end:
+            named.add(naive.time())
+    return sorted(named)
+
+
 def cron_dst_effect(expr: str, timezone: str, nominal: datetime, dst: DstPolicy | None) -> DstEffect | None:
     """What daylight saving did to the cron's run at ``nominal`` (a time ``cron_next_after`` gave), if
     anything: moved out of a gap, or at a repeated wall time (doubled, or its one occurrence)."""
@@ -270,10 +289,14 @@ def _next_with_calendars(spec: JobSpec, after: datetime) -> datetime | None:
         except CroniterBadDateError:
             return None
 
+    def wall_times(nominal: datetime) -> list[time]:
+        return cron_wall_times_of(cron, timezone, nominal, dst)
+
     exclusion = spec.exclude
     rules = wall_time_rules(dst, is_fixed_time(cron))
+    days, on_excluded, rolled = spec.days_off(), exclusion.on_excluded, exclusion.rolled
     return excluded_next_after(
-        cron_next, ZoneInfo(timezone), spec.days_off(), exclusion.on_excluded, exclusion.rolled, rules, after
+        cron_next, ZoneInfo(timezone), days, on_excluded, rolled, rules, after, wall_times
     )
 
 
