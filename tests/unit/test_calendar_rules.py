@@ -162,6 +162,16 @@ def test_a_roll_across_the_year_end_reads_both_years_holidays() -> None:
     ]
 
 
+def test_a_weekend_cron_rolled_back_finds_its_next_run_without_walking_its_times_for_years() -> None:
+    # Its times are never on a business day, so the walk ends at the first business day after the run found.
+    weekends = cron_job("0 10 * * SAT,SUN", PARIS, french(), "previous_business_day")
+    assert local(runs(weekends, "2026-08-13T12:00+02:00", 3), PARIS) == [
+        "08-14T10:00+02:00",  # Saturday 15 August (Assumption) rolled back to Friday
+        "08-16T10:00+02:00",
+        "08-22T10:00+02:00",
+    ]
+
+
 def test_a_roll_back_onto_a_time_already_past_is_not_run() -> None:
     weekly = cron_job("0 9 * * MON", PARIS, french(), "previous_business_day")
     # Computed from Friday 3 April at 10:00: Monday 6's run rolled to 09:00 that Friday, already past.

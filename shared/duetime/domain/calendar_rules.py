@@ -148,8 +148,8 @@ def excluded_next_after(
         return None
     # Which cron times may run after ``after``: rolling forward, those from the run of days off just before
     # after's date on; rolling back, those from after's date on. The walk ends past the day of the best
-    # instant found (forward: later times roll to later days) or past a business day after it (back: a later
-    # time rolls no further back than that day).
+    # instant found (forward: later times roll to later days) or at the first business day after it (back: a
+    # later time rolls no further back than that day; a cron of weekends only never runs on one itself).
     start = _local(after, zone).date()
     forward = on_excluded is OnExcluded.NEXT_BUSINESS_DAY
     if forward:
@@ -159,20 +159,35 @@ def excluded_next_after(
             start -= timedelta(days=1)
     found: list[tuple[datetime, datetime]] = []  # (instant it runs at, cron time), every one walked
     best: date | None = None  # the day of the earliest instant found after ``after``
+    stop = date.max  # cron times from this day on cannot run before ``best``'s day ends
     nominal = cron_next(_day_start(start, zone))
     for _ in range(MAX_CRON_MATCHES):
         if nominal is None:
             break
         day = _local(nominal, zone).date()
-        if best is not None and day > best and (forward or is_business_day(day, excluded)):
+        if day >= stop:
             break
         for instant in _rolled(nominal, zone, excluded, on_excluded, rules, wall_times):
             found.append((instant, nominal))
             if instant > after and (best is None or _local(instant, zone).date() < best):
                 best = _local(instant, zone).date()
+                stop = _walk_end(best, forward, excluded)
         nominal = cron_next(nominal)
     runs = [run for run in _spread(found, rolled) if run > after]
     return min(runs) if runs else None
+
+
+def _walk_end(best: date, forward: bool, excluded: YearDays) -> date:
+    """The first day whose cron times all run after ``best`` (a day a run was found on): rolling forward, the
+    day after it; rolling back, the first business day after it (a time on it or later rolls back to it at
+    the earliest)."""
+    following = best + timedelta(days=1) if best < date.max else best
+    if forward:
+        return following
+    try:
+        return roll(following, excluded, Roll.NEXT)
+    except (NoBusinessDay, OverflowError):  # no business day after it: walk on to the limit
+        return date.max
 
 
 def _spread(found: list[tuple[datetime, datetime]], rolled: RolledRuns) -> list[datetime]:
