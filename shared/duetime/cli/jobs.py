@@ -22,6 +22,15 @@ from duetime.cli.common import (
     json_flag,
     show,
 )
+from duetime.cli.schedule_calendars import (
+    add_calendar_source_flags,
+    add_schedule_calendar_flags,
+    business_day_schedule,
+    check_calendar_flags,
+    excluded_times,
+    exclusion,
+    preview_calendars,
+)
 from duetime.domain.aws_targets import QUEUE_URL_PATTERN
 from duetime.domain.dst import gap_end
 from duetime.domain.errors import from_validation_error
@@ -73,6 +82,7 @@ def add_commands(commands: Any) -> None:
     preview = commands.add_parser("preview", help="next run times of a schedule (offline)")
     preview.set_defaults(run=run_preview)
     add_schedule_flags(preview)
+    add_calendar_source_flags(preview)
     preview.add_argument("--after", help="ISO-8601 instant (default now)")
     preview.add_argument("--count", type=int, default=5)
     json_flag(preview)
@@ -147,7 +157,9 @@ def spec_from_args(args: argparse.Namespace) -> dict[str, Any]:
         "schedule": schedule_from_args(args),
         "target": target_from_args(args),
         **dst_from_args(args),
+        **exclusion(args, args.exclude_calendar or []),
     }
+    check_calendar_flags(args, excluding=bool(args.exclude_calendar))
     if args.header and body["target"]["type"] != "http":
         raise UsageError("--header is for HTTP targets")
     if args.header:
@@ -258,9 +270,11 @@ def notify_channel(value: str) -> dict[str, Any]:
 
 
 def schedule_from_args(args: argparse.Namespace) -> dict[str, Any]:
-    chosen = [k for k in ("cron", "rate", "at") if getattr(args, k)]
+    chosen = [k for k in ("cron", "rate", "at", "business_day") if getattr(args, k) is not None]
     if len(chosen) != 1:
-        raise UsageError("give exactly one of --cron, --rate or --at")
+        raise UsageError("give exactly one of --cron, --rate, --at or --business-day N (with --time HH:MM)")
+    if args.business_day is not None:
+        return business_day_schedule(args, args.calendar or [])
     if args.cron:
         return {"cron": args.cron, "timezone": args.tz}
     return {"rate": args.rate} if args.rate else {"at": args.at}
@@ -296,6 +310,7 @@ def add_schedule_flags(parser: argparse.ArgumentParser) -> None:
         help="--cron: a wall time fall-back repeats runs at its first occurrence, its last, or both; "
         "default: first for a fixed-time cron, both for an hourly one",
     )
+    add_schedule_calendar_flags(parser)
 
 
 def _pair(text: str, flag: str, shape: str) -> tuple[str, str]:
@@ -363,34 +378,44 @@ def _shown_run(run: UpcomingRun, zone: ZoneInfo) -> str:
 
 def run_preview(args: argparse.Namespace) -> None:
     """The schedule's next times in its zone, each with what daylight saving did to it, and the wall times
-    a spring-forward skipped that get no run (``--json``: ``times``, ``runs`` with ``dst_effect``, and
-    ``skipped``)."""
+    a spring-forward skipped that get no run; with calendars (``--holidays``, ``--dates``), a cron's times on
+    excluded dates and what became of them (``--json``: ``times``, ``runs`` with ``dst_effect``, ``skipped``
+    and ``excluded``)."""
     from duetime.api.service import preview_of
 
     after = datetime.fromisoformat(args.after).astimezone(UTC) if args.after else datetime.now(UTC)
+    calendar_fields, days = preview_calendars(args)
     body = {
         "name": "preview",
         "schedule": schedule_from_args(args),
         "target": {"url": "https://example.com"},
         "exact": True,
         **dst_from_args(args),
+        **calendar_fields,
     }
     try:
         spec = JobSpec.model_validate(body)
     except ValidationError as exc:
         raise UsageError(from_validation_error(exc).message) from exc
+    if days is not None:
+        spec = spec.with_days_off(days)
     zone = ZoneInfo(args.tz)
     preview = preview_of(spec, None, after, after, args.count)
     skipped_at = preview.skipped
     skipped = [naive.isoformat() for naive in skipped_at]
+    excluded = excluded_times(spec, after, preview.runs[-1].nominal_at if preview.runs else after)
     if args.json:
         runs = [
             {"at": r.nominal_at.astimezone(zone).isoformat(), "dst_effect": r.dst_effect}
             for r in preview.runs
         ]
-        print(json.dumps({"times": [run["at"] for run in runs], "runs": runs, "skipped": skipped}))
+        shown: dict[str, Any] = {"times": [run["at"] for run in runs], "runs": runs, "skipped": skipped}
+        if spec.exclude is not None:
+            shown["excluded"] = [time.as_json(zone) for time in excluded]
+        print(json.dumps(shown))
         return
     lines = [(r.nominal_at, _shown_run(r, zone)) for r in preview.runs]
+    lines += [(time.at, time.shown(zone)) for time in excluded]
     # a skipped wall time is listed where the clock jumped over it, before the run at that instant
     lines += [(gap_end(naive, zone) - _JUST_BEFORE, f"{naive.isoformat()}  skipped") for naive in skipped_at]
     print("\n".join(text for _, text in sorted(lines)))

@@ -191,16 +191,53 @@ def _walk_end(best: date, forward: bool, excluded: YearDays) -> date:
 
 
 def _spread(found: list[tuple[datetime, datetime]], rolled: RolledRuns) -> list[datetime]:
-    """The run instants of ``found``: one per instant (``once``), or one per cron time rolled onto an
-    instant (``each``): the instant's own cron time keeps it, the k-th other one runs k seconds after it."""
+    """The run instants of ``found`` (``_runs_of``)."""
+    return sorted(set(_runs_of(found, rolled).values()))
+
+
+def _runs_of(
+    found: list[tuple[datetime, datetime]], rolled: RolledRuns
+) -> dict[tuple[datetime, datetime], datetime]:
+    """Each (instant, cron time) of ``found`` -> the instant it runs at: the instant itself (``once``: one
+    run however many times fall on it), or under ``each`` the instant for the instant's own cron time and k
+    seconds after it for the k-th other cron time rolled onto it."""
     if rolled is RolledRuns.ONCE:
-        return sorted({instant for instant, _ in found})
-    runs: set[datetime] = set()
+        return {pair: pair[0] for pair in found}
+    runs: dict[tuple[datetime, datetime], datetime] = {}
     extra: dict[datetime, int] = {}
-    for instant, _ in sorted(set(found), key=lambda pair: (pair[0], pair[1] != pair[0], pair[1])):
-        k = extra[instant] = extra.get(instant, -1) + 1
-        runs.add(instant + timedelta(seconds=min(k, MAX_ROLLED_APART)))
-    return sorted(runs)
+    for pair in sorted(set(found), key=lambda pair: (pair[0], pair[1] != pair[0], pair[1])):
+        k = extra[pair[0]] = extra.get(pair[0], -1) + 1
+        runs[pair] = pair[0] + timedelta(seconds=min(k, MAX_ROLLED_APART))
+    return runs
+
+
+def excluded_runs(
+    cron_times: list[datetime],
+    zone: ZoneInfo,
+    days: DaysOff,
+    on_excluded: OnExcluded,
+    rolled: RolledRuns,
+    rules: WallTimeRules,
+    wall_times: WallTimesOf | None = None,
+) -> dict[datetime, list[datetime]]:
+    """Of the cron's own times ``cron_times`` (consecutive, in order), those on excluded dates -> the instants
+    they run at instead: none (skipped, or no business day to roll to), or where they rolled (under ``each``,
+    the second they were spread to). For previews: ``cron_times`` should start before the run of days off
+    that rolls into the times shown, so each's spreading counts every time rolled onto an instant."""
+    excluded = YearDays(days)
+    found = [
+        (instant, nominal)
+        for nominal in cron_times
+        for instant in _rolled(nominal, zone, excluded, on_excluded, rules, wall_times)
+    ]
+    runs = _runs_of(found, rolled)
+    out: dict[datetime, list[datetime]] = {
+        nominal: [] for nominal in cron_times if _local(nominal, zone).date() in excluded
+    }
+    for (_, nominal), run in runs.items():
+        if nominal in out:
+            out[nominal].append(run)
+    return {nominal: sorted(set(moved)) for nominal, moved in out.items()}
 
 
 def rolled_from(
