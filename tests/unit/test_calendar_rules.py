@@ -317,6 +317,16 @@ def test_a_shifted_time_on_an_excluded_spring_forward_sunday_rolls_as_the_crons_
     ]
 
 
+def test_an_hourly_crons_shifted_times_on_a_held_spring_forward_sunday_roll_onto_mondays_own() -> None:
+    # Under shift, Sunday's 02:00 and 02:30 both run at 03:00; rolled, they are Monday's 02:00 and 02:30.
+    half_hourly = cron_job(
+        "*/30 * * * *", PARIS, dates("2026-03-29"), "next_business_day", dst={"gap": "shift"}
+    )
+    monday = runs(half_hourly, "2026-03-28T23:59+01:00", 48)
+    assert local(monday[:2], PARIS) == ["03-30T00:00+02:00", "03-30T00:30+02:00"]
+    assert len(monday) == len(set(monday)) == 48 and local(monday[-1:], PARIS) == ["03-30T23:30+02:00"]
+
+
 def test_new_yorks_fall_back_sunday_held_rolls_its_repeated_time_to_monday_once() -> None:
     daily = cron_job("30 1 * * *", NY, dates("2026-11-01"), "next_business_day", dst={"overlap": "both"})
     assert local(runs(daily, "2026-10-31T12:00-04:00", 2), NY) == ["11-02T01:30-05:00", "11-03T01:30-05:00"]
