@@ -745,7 +745,7 @@ def get_calendar(
     calendars = service().calendars
     calendar = calendars.get(team().team_id, name)
     days = calendars.days(team().team_id, name, year) if year is not None else None
-    return CalendarOut.of(calendar, year, days)
+    return CalendarOut.of(calendar, year, days, calendars.users(team().team_id, name))
 
 
 @app.put(
@@ -764,9 +764,9 @@ def put_calendar(name: CalendarName, update: Annotated[CalendarUpdate, Body()]) 
     "/v1/calendars/<name>",
     responses=_responses(204, None, 404, 409),
     security=needs(TokenScope.ADMIN),
-    description="Delete the calendar (with `version`: only that version, else 409). Its history stays "
-    "readable for 90 days, and its versions stay taken: a calendar created again under the name continues "
-    "from the next one.",
+    description="Delete the calendar (with `version`: only that version, else 409); a calendar jobs use is "
+    "not deleted: 409 naming them. Its history stays readable for 90 days, and its versions stay taken: a "
+    "calendar created again under the name continues from the next one.",
 )
 def delete_calendar(
     name: CalendarName, version: Annotated[int | None, Query(ge=1, description="the version you read")] = None

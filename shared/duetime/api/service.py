@@ -5,14 +5,15 @@ Another team's job or run answers exactly as a missing one (``NotFound``), so id
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import hmac
 import json
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from dataclasses import dataclass, replace
+from datetime import date, datetime, timedelta
 from typing import Any, cast
 
 from pydantic import ValidationError
@@ -20,9 +21,17 @@ from pydantic import ValidationError
 from duetime.api.calendars import CalendarService
 from duetime.api.team_admin import TeamAdmin, hash_token
 from duetime.domain.aws_targets import AwsTarget, SqsTarget
-from duetime.domain.catalog import IdempotencyMismatch, IdempotencyRecord, InvalidCursor, Page
+from duetime.domain.calendar_rules import MAX_ROLLED_APART
+from duetime.domain.calendars import CalendarDates, named_days_of_year
+from duetime.domain.catalog import CalendarGone, IdempotencyMismatch, IdempotencyRecord, InvalidCursor, Page
 from duetime.domain.catalog import QuotaExceeded as StoreQuotaExceeded
-from duetime.domain.claim_plan import DEFAULT_QUEUE_DEADLINE, PlannedRun, initial_state, new_run
+from duetime.domain.claim_plan import (
+    DEFAULT_QUEUE_DEADLINE,
+    PlannedRun,
+    initial_state,
+    new_run,
+    replanned_state,
+)
 from duetime.domain.clock import Clock
 from duetime.domain.dst import DstEffect
 from duetime.domain.errors import (
@@ -55,6 +64,7 @@ from duetime.domain.models import (
 from duetime.domain.run_budget import InMemoryRunBudget, RunBudget, Spend
 from duetime.domain.schedule import (
     dst_effect,
+    excluded_times_between,
     fire_time,
     next_nominal_after,
     nominals_between,
@@ -66,9 +76,11 @@ from duetime.domain.target_guard import TargetRefused, check_target_url
 from duetime.domain.timeutil import ceil_seconds, minute_bucket, whole_seconds
 from duetime.domain.tokens import ApiToken, Caller, TokenIn
 from duetime.ports import Catalog, JobAndRunStore, RoleTrustProbe, RunMessage, RunQueue
+from duetime.scheduling.calendar_days import CalendarDays
 from duetime.scheduling.wake import GroupWaker
 
-RESCHEDULE_FIELDS = {"schedule", "dst", "start_at", "end_at", "jitter_seconds", "exact", "paused"}
+RESCHEDULE_FIELDS = {"schedule", "dst", "exclude", "start_at", "end_at", "jitter_seconds", "exact", "paused"}
+MAX_CALENDAR_USERS = 10_000  # jobs a calendar change re-plans: a team's job quota's default
 MAX_LOAD_WINDOW = timedelta(hours=24)
 # What GET /v1/load charges (``JobService.load``): one request of the team's API rate per this many jobs read
 # and per this many fire times computed (a request itself pays for the first), and the most fire times one
@@ -77,6 +89,8 @@ LOAD_JOBS_PER_REQUEST = 100
 LOAD_FIRE_TIMES_PER_REQUEST = 1_000
 MAX_LOAD_FIRE_TIMES = 50_000
 MAX_PREVIEW = 100
+EXCLUDED_LOOKBACK = timedelta(days=15)  # a preview's first run may stand for excluded times this far back
+MAX_EXCLUDED_SCAN = 5_000  # the cron's own times a preview examines for excluded dates
 BACKFILL_SENDERS = 8  # threads sending a backfill's delay groups to the queue
 
 
@@ -85,6 +99,7 @@ class UpcomingRun:
     nominal_at: datetime
     fire_at: datetime
     dst_effect: DstEffect | None = None  # what daylight saving did to it, if anything
+    rolled_from: tuple[date, ...] = ()  # excluded dates whose time rolled onto this run
 
     @property
     def dst_shifted(self) -> bool:
@@ -93,9 +108,22 @@ class UpcomingRun:
 
 
 @dataclass(frozen=True)
+class ExcludedTime:
+    """A time of the cron on a date its calendars exclude, and what became of it."""
+
+    scheduled_at: datetime  # the cron's own time on that date
+    day: date  # the date, local to the cron's zone
+    calendars: tuple[str, ...]  # the job's calendars that hold it
+    holiday: str | None  # its name in the first of them that names it
+    rolled_to: datetime | None  # the run it rolled to; None: skipped
+
+
+@dataclass(frozen=True)
 class Preview:
     runs: list[UpcomingRun]
     skipped: list[datetime]  # wall times (naive, local) a gap skipped among the runs, that get no run
+    # the cron's times on dates its calendars exclude, up to the last run
+    excluded: list[ExcludedTime] = dataclasses.field(default_factory=list)
 
 
 def upcoming_runs(
@@ -116,11 +144,45 @@ def upcoming_runs(
 def preview_of(
     job: JobSpec, job_id: str | None, created_at: datetime, after: datetime, count: int
 ) -> Preview:
-    """``upcoming_runs``, and the wall times spring-forward skipped between ``after`` and the last of them
-    that the job's DST policy does not run."""
+    """``upcoming_runs``, the wall times spring-forward skipped between ``after`` and the last of them that
+    the job's DST policy does not run, and the cron's times on dates its calendars exclude (a job that uses
+    calendars must have them resolved: ``JobSpec.with_days_off``)."""
     runs = upcoming_runs(job, job_id, created_at, after, count)
     skipped = skipped_wall_times(job, after, runs[-1].nominal_at) if runs else []
-    return Preview(runs, skipped)
+    excluded = _excluded_times(job, after, runs[-1].nominal_at if runs else after)
+    rolled: dict[datetime, list[date]] = {}
+    for time in excluded:
+        if time.rolled_to is not None:
+            rolled.setdefault(time.rolled_to, []).append(time.day)
+    runs = [
+        replace(
+            run, rolled_from=tuple(rolled.get(run.nominal_at - timedelta(seconds=run.nominal_at.second), ()))
+        )
+        for run in runs
+    ]
+    return Preview(runs, skipped, excluded)
+
+
+def _excluded_times(job: JobSpec, after: datetime, last: datetime) -> list[ExcludedTime]:
+    """The cron's own times on excluded dates whose run (or skipped time) is in (after, last], named."""
+    if job.exclude is None:
+        return []
+    # A time rolled forward onto the first run may come from days before ``after``: look back a while.
+    found = excluded_times_between(
+        job, after - EXCLUDED_LOOKBACK, last + timedelta(seconds=1), MAX_EXCLUDED_SCAN
+    )
+    days = job.days_off()
+    calendars = days.calendars if isinstance(days, CalendarDates) else ()
+    out: list[ExcludedTime] = []
+    for nominal, day, rolled_to in found:
+        shown = rolled_to if rolled_to is not None else nominal
+        if not after < shown <= last + timedelta(seconds=MAX_ROLLED_APART):
+            continue
+        named = [(c.name, named_days_of_year(c, day.year)) for c in calendars]
+        holding = tuple(name for name, held in named if day in held)
+        holiday = next((held[day] for _, held in named if held.get(day)), None)
+        out.append(ExcludedTime(nominal, day, holding, holiday, rolled_to))
+    return out
 
 
 class JobService:
@@ -153,7 +215,9 @@ class JobService:
         # a budget every API Lambda shares (``wiring.run_budget``); by default one of this process's own.
         self.run_budget: RunBudget = run_budget or InMemoryRunBudget()
         self.teams = TeamAdmin(catalog, clock, actor="api", role_trust=role_trust)
-        self.calendars = CalendarService(catalog, clock)  # the team's calendars, in the catalog's tables
+        self.calendar_days = CalendarDays(catalog)  # the dates of the calendars a job uses, read when needed
+        # the team's calendars, in the catalog's tables; a change re-plans the jobs that use the calendar
+        self.calendars = CalendarService(catalog, clock, on_change=self.replan_calendar_users)
 
     # --- teams ------------------------------------------------------------------------------------------
 
@@ -263,6 +327,7 @@ class JobService:
         spec = self._validate(body, now, team)
         stamp = ceil_seconds(now)
         job = Job(**spec.model_dump(), id=new_job_id(), team=team.team_id, created_at=stamp, updated_at=stamp)
+        job = self._with_calendars(job)
         job = job.model_copy(update={"state": initial_state(job, stamp)})
         record = None
         if idempotency_key:
@@ -275,6 +340,8 @@ class JobService:
             job_id = self.catalog.insert_job(job, team, now, record, change(None, job, now, actor))
         except StoreQuotaExceeded as exc:
             raise _quota_error(team, exc) from exc
+        except CalendarGone as exc:
+            raise _unknown_calendar(job, exc.name) from exc
         except IdempotencyMismatch as exc:
             raise Conflict("Idempotency-Key was used with a different request", "Idempotency-Key") from exc
         if job_id != job.id:  # the same request again: the first one woke the group if it had to
@@ -376,6 +443,7 @@ class JobService:
                 updated_at=stamp,
                 state=job.state,
             )
+            updated = self._with_calendars(updated)
             version = job.state.version + 1
             if any(field in changes for field in RESCHEDULE_FIELDS):
                 state = initial_state(updated, stamp, version)
@@ -388,7 +456,50 @@ class JobService:
                     return updated
             except StoreQuotaExceeded as exc:
                 raise _quota_error(team, exc) from exc
+            except CalendarGone as exc:
+                raise _unknown_calendar(updated, exc.name) from exc
         raise Conflict("the job kept changing while being updated; try again")
+
+    def _with_calendars(self, job: Job) -> Job:
+        """``job`` with the current dates of the calendars it uses; a name the team has no calendar by is a
+        422 naming it (``exclude.calendars.<i>`` or ``schedule.calendars.<i>``)."""
+        if not job.calendar_names:
+            return job
+        current = self.calendar_days.current(job.team, job.calendar_names)
+        for name in job.calendar_names:
+            if current[name] is None:
+                raise _unknown_calendar(job, name)
+        return self.calendar_days.with_calendars(job, [current[name] for name in job.calendar_names])
+
+    def _resolved(self, job: Job) -> Job:
+        """A stored job ready for schedule math: its calendars' dates as they are now."""
+        return self.calendar_days.resolve([job])[0] if job.calendar_names else job
+
+    def replan_calendar_users(self, team_id: str, name: str) -> None:
+        """Re-plan every job of the team that uses calendar ``name`` (just changed) with its dates as they are
+        now (``claim_plan.replanned_state``): the job's next time moves if the change moved it; a claimed run
+        is never touched. Each job is written under JOB_VERSION_IS and read again after a lost race (a claim
+        or an edit came first; either already used the new dates, being read after the change)."""
+        team = self.catalog.get_team(team_id)
+        if team is None:
+            return
+        for job_id in self.catalog.calendar_users(team_id, name, MAX_CALENDAR_USERS):
+            for _ in range(5):
+                job = self.catalog.get_job(job_id)
+                if job is None or job.team != team_id:
+                    break
+                now = self.clock.now()
+                job = self._resolved(job)
+                state = replanned_state(job, now)
+                if (state.next_nominal_at, state.next_fire_at) == (
+                    job.state.next_nominal_at,
+                    job.state.next_fire_at,
+                ):
+                    break  # the change does not move it
+                updated = job.model_copy(update={"state": state, "updated_at": job.updated_at})
+                if self.catalog.replace_job(job, updated, team, now):
+                    self._wake_if_due_soon(updated, now)
+                    break
 
     def _wake_if_due_soon(self, job: Job, now: datetime) -> None:
         if self.waker is not None:
@@ -434,7 +545,7 @@ class JobService:
             window = BackfillWindow.model_validate(body, context={"now": now})
         except ValidationError as exc:
             raise from_validation_error(exc) from exc
-        job = self.get_job(team, job_id)
+        job = self._resolved(self.get_job(team, job_id))
         anchor = rate_anchor(job, job.created_at)
         nominals = nominals_between(job, anchor, window.start, window.end, MAX_BACKFILL_RUNS + 1)
         if len(nominals) > MAX_BACKFILL_RUNS:
@@ -525,7 +636,7 @@ class JobService:
             if job.state.next_nominal_at
             else self.clock.now()
         )
-        return preview_of(job, job.id, job.created_at, after, min(count, MAX_PREVIEW))
+        return preview_of(self._resolved(job), job.id, job.created_at, after, min(count, MAX_PREVIEW))
 
     def load(
         self, team: Team, start: datetime, end: datetime, pay: Callable[[int, int], None] | None = None
@@ -552,7 +663,7 @@ class JobService:
         jobs = fire_times = paid = 0
         while True:
             page = self.catalog.team_jobs(team.team_id, LOAD_JOBS_PER_REQUEST, cursor)
-            for job in page.items:
+            for job in self.calendar_days.resolve(page.items):
                 jobs += 1
                 active = not job.paused and job.state.next_nominal_at is not None
                 for fire_at in _fire_times(job, start, end) if active else ():
@@ -652,3 +763,13 @@ def _usable(team: Team | None, missing: str) -> Team:
     if team.disabled:
         raise Forbidden(f"team {team.team_id} is disabled")
     return team
+
+
+def _unknown_calendar(job: JobSpec, name: str) -> InvalidInput:
+    """The 422 for a job naming a calendar its team does not have, naming the field that names it."""
+    where = "exclude.calendars" if job.exclude is not None else "schedule.calendars"
+    index = job.calendar_names.index(name)
+    return InvalidInput(
+        f"{where}.{index}: your team has no calendar {name!r}; create it first (POST /v1/calendars)",
+        f"{where}.{index}",
+    )

@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 from duetime.domain.ids import make_run_id, partition_of
 from duetime.domain.models import Job, JobState, MisfirePolicy, OverlapPolicy, Run, RunResult, RunStatus
 from duetime.domain.schedule import fire_time, first_nominal, next_nominal_after, rate_anchor
+from duetime.domain.timeutil import whole_seconds
 
 log = logging.getLogger(__name__)
 
@@ -267,4 +268,31 @@ def initial_state(job: Job, now: datetime, version: int = 0) -> JobState:
         last_scheduled_at=job.state.last_scheduled_at,
         version=version,
         active_run=job.state.active_run,  # an edit keeps the overlap guard: the run may still be unfinished
+    )
+
+
+def replanned_state(job: Job, now: datetime) -> JobState:
+    """The state of a job whose calendars changed (``job`` resolved with their new dates), one version up: its
+    next time computed again from where it stands, after its last claimed time and from ``now`` on, or from
+    its stored next time when that is due already (an unclaimed due time the new dates still allow stays
+    due). A claimed time is never touched; a time the new dates allow before ``now`` is not run."""
+    state = job.state
+    if state.next_nominal_at is None:
+        return state.model_copy(update={"version": state.version + 1})
+    after = min(whole_seconds(now), state.next_nominal_at - timedelta(seconds=1))
+    if state.last_scheduled_at is not None:
+        after = max(after, state.last_scheduled_at)
+    anchor = rate_anchor(job, job.created_at)
+    nominal = next_nominal_after(job, anchor, after)
+    if nominal is None:
+        return state.model_copy(
+            update={"next_nominal_at": None, "next_fire_at": None, "version": state.version + 1}
+        )
+    following = next_nominal_after(job, anchor, nominal)
+    return state.model_copy(
+        update={
+            "next_nominal_at": nominal,
+            "next_fire_at": fire_time(job.id, job, nominal, following),
+            "version": state.version + 1,
+        }
     )

@@ -31,7 +31,7 @@ from zoneinfo import ZoneInfo
 
 from croniter import CroniterBadCronError, CroniterBadDateError
 
-from duetime.domain.calendar_rules import business_day_next_after, excluded_next_after
+from duetime.domain.calendar_rules import business_day_next_after, excluded_next_after, excluded_times
 from duetime.domain.cron_dialect import (
     CronPattern,
     WallClockMatches,
@@ -331,6 +331,21 @@ def nominals_between(
         found.append(nominal)
         nominal = next_nominal_after(spec, anchor, nominal)
     return found
+
+
+def excluded_times_between(
+    spec: JobSpec, start: datetime, end: datetime, limit: int
+) -> list[tuple[datetime, date, datetime | None]]:
+    """The cron's own times in [start, end) that fall on dates its calendars exclude (at most ``limit`` own
+    times examined), each with its local date and the instant it rolled to (None: skipped); none for a job
+    without ``exclude``."""
+    schedule = spec.schedule
+    if spec.exclude is None or not isinstance(schedule, CronSchedule):
+        return []
+    own = nominals_between(spec.model_copy(update={"exclude": None}), start, start, end, limit)
+    rules = wall_time_rules(spec.dst, is_fixed_time(schedule.cron))
+    zone = ZoneInfo(schedule.timezone)
+    return excluded_times(own, zone, spec.days_off(), spec.exclude.on_excluded, rules)
 
 
 def rate_anchor(spec: JobSpec, created_at: datetime) -> datetime:

@@ -75,6 +75,7 @@ class InMemoryCatalog(MemoryCalendars):
         self._calendars = {}
         self._calendar_versions = {}
         self._calendar_history = {}
+        self._calendar_users = {}
 
     # --- teams and tokens -------------------------------------------------------------------------------
 
@@ -213,6 +214,7 @@ class InMemoryCatalog(MemoryCalendars):
             broken = self._quota_left(team, +1, exact)
             if broken is not None:
                 raise QuotaExceeded(team.team_id, broken)
+            self._count_calendar_uses(None, job)
             self.store.put_job(job, now)
             self._move_counts(team.team_id, +1, exact)
             self._record(change)
@@ -237,6 +239,7 @@ class InMemoryCatalog(MemoryCalendars):
                 raise QuotaExceeded(team.team_id, "exact")
             if not self._version_is(before) or (exact and team.team_id not in self.store._teams):
                 return False
+            self._count_calendar_uses(before, after)
             self.store.put_job(after, now)
             self._move_counts(team.team_id, 0, exact)
             self._record(change)
@@ -246,6 +249,7 @@ class InMemoryCatalog(MemoryCalendars):
         with self.lock:
             if not self._version_is(job) or team.team_id not in self.store._teams:
                 return False
+            self._count_calendar_uses(job, None)
             del self.store._jobs[job.id]
             self._move_counts(team.team_id, -1, -1 if job.exact else 0)
             self._record(change)
