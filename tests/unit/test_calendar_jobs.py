@@ -18,9 +18,12 @@ from duetime.adapters.memory import InMemoryCatalog, MemoryQueue, MemoryStore
 from duetime.api import app as api
 from duetime.api.service import JobService
 from duetime.domain.clock import ManualClock
+from duetime.domain.ids import partition_of
 from duetime.domain.models import RunStatus
 from duetime.domain.rate_limit import InMemoryRateLimiter
+from duetime.scheduling.calendar_days import CalendarDays
 from duetime.scheduling.poller import Poller, PollerConfig
+from duetime.scheduling.preload import MinutePreload
 
 from ..lambda_support import api_request
 
@@ -228,3 +231,33 @@ def _change(calendar: Any) -> Any:
     from duetime.domain.calendars import calendar_change
 
     return calendar_change(None, calendar, NOW, "test")
+
+
+def test_a_calendar_change_reaches_a_run_the_preload_already_holds(stack: Stack) -> None:
+    """The coming minute's rows are read ahead (``MinutePreload``); a calendar change re-plans the job after
+    that read: the held row's claim is a lost race (the job moved on), so no run is made for the excluded
+    date, and the job's new time is claimed when it comes."""
+    calendar = a_calendar(stack, "closed", ["2030-01-01"])
+    job = a_job(stack, exclude={"calendars": ["closed"]})
+    due = datetime.fromisoformat(job["next_run_at"])
+    assert due == datetime(2026, 12, 18, 8, 0, tzinfo=UTC)
+    preload = MinutePreload(
+        stack.store,
+        stack.queue,
+        [partition_of(job["id"])],
+        timedelta(seconds=10),
+        calendars=CalendarDays(stack.catalog),
+    )
+    stack.clock.set(due - timedelta(seconds=8))
+    assert preload.load_upcoming(stack.clock.now()) == 1
+
+    body = {"source": {"dates": ["2026-12-18"]}, "version": calendar["version"]}
+    assert stack.call("PUT", "/v1/calendars/closed", body)[0] == 200
+    report = preload.fire(due + timedelta(seconds=0.5))
+    assert (report.runs_created, report.lost_races) == (0, 1)
+    assert stack.call("GET", f"/v1/jobs/{job['id']}/runs")[1]["runs"] == []
+
+    stack.clock.set(datetime(2026, 12, 19, 8, 0, 1, tzinfo=UTC))
+    assert stack.poller().claim().runs_created == 1
+    runs = stack.call("GET", f"/v1/jobs/{job['id']}/runs")[1]["runs"]
+    assert [run["scheduled_at"] for run in runs] == ["2026-12-19T08:00:00Z"]
