@@ -212,6 +212,26 @@ def test_the_poller_claims_with_the_dates_the_calendar_holds_when_it_claims(stac
     assert stack.call("GET", f"/v1/jobs/{job['id']}")[1]["next_nominal_at"] == "2026-12-20T08:00:00Z"
 
 
+def test_a_due_time_the_calendar_excludes_since_it_was_planned_gets_no_run(stack: Stack) -> None:
+    """Between a calendar change and the re-plan of its jobs (or when a re-plan was cut short), a claim reads
+    the calendar as it is: the stored time, now excluded, is recorded as skipped and the job moves on."""
+    a_calendar(stack, "closed", ["2030-01-01"])
+    job = a_job(stack, exclude={"calendars": ["closed"]})
+    stored = stack.catalog.get_calendar("alpha", "closed")
+    assert stored is not None
+    source = stored.source.model_copy(update={"dates": (datetime(2026, 12, 18).date(),)})
+    after = stored.model_copy(update={"source": source, "version": stored.version + 1})
+    assert stack.catalog.replace_calendar(stored, after, _change(after))  # no re-plan: behind the API
+
+    stack.clock.set(datetime(2026, 12, 18, 8, 0, 1, tzinfo=UTC))
+    report = stack.poller().claim()
+    assert (report.runs_created, report.runs_skipped) == (0, 1)
+    runs = stack.call("GET", f"/v1/jobs/{job['id']}/runs")[1]["runs"]
+    assert [(run["scheduled_at"], run["status"]) for run in runs] == [("2026-12-18T08:00:00Z", "skipped")]
+    assert "excluded" in runs[0]["result"]["error"]
+    assert stack.call("GET", f"/v1/jobs/{job['id']}")[1]["next_nominal_at"] == "2026-12-19T08:00:00Z"
+
+
 def test_jobs_without_calendars_never_read_one(stack: Stack) -> None:
     job = a_job(stack)
     reads: list[tuple[str, str]] = []
