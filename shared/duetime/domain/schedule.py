@@ -304,6 +304,13 @@ def dst_effect(spec: JobSpec, nominal: datetime) -> DstEffect | None:
     schedule = spec.schedule
     if isinstance(schedule, CronSchedule):
         return cron_dst_effect(schedule.cron, schedule.timezone, nominal, spec.dst)
+    if isinstance(schedule, BusinessDaySchedule):
+        zone = ZoneInfo(schedule.timezone)
+        local = to_utc(nominal).astimezone(zone).replace(tzinfo=None)
+        if local.time() != schedule.local_time:
+            return DstEffect.MOVED  # its time did not exist that day: run at the gap's end
+        if is_repeated(local, zone):
+            return repeated_effect(wall_time_rules(spec.dst, fixed_time=True))
     return None
 
 
