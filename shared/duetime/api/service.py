@@ -81,6 +81,7 @@ from duetime.scheduling.wake import GroupWaker
 
 RESCHEDULE_FIELDS = {"schedule", "dst", "exclude", "start_at", "end_at", "jitter_seconds", "exact", "paused"}
 MAX_CALENDAR_USERS = 10_000  # jobs a calendar change re-plans: a team's job quota's default
+REPLAN_THREADS = 8  # jobs re-planned at once after a calendar change (a read and a transaction each)
 MAX_LOAD_WINDOW = timedelta(hours=24)
 # What GET /v1/load charges (``JobService.load``): one request of the team's API rate per this many jobs read
 # and per this many fire times computed (a request itself pays for the first), and the most fire times one
@@ -483,23 +484,29 @@ class JobService:
         team = self.catalog.get_team(team_id)
         if team is None:
             return
-        for job_id in self.catalog.calendar_users(team_id, name, MAX_CALENDAR_USERS):
-            for _ in range(5):
-                job = self.catalog.get_job(job_id)
-                if job is None or job.team != team_id:
-                    break
-                now = self.clock.now()
-                job = self._resolved(job)
-                state = replanned_state(job, now)
-                if (state.next_nominal_at, state.next_fire_at) == (
-                    job.state.next_nominal_at,
-                    job.state.next_fire_at,
-                ):
-                    break  # the change does not move it
-                updated = job.model_copy(update={"state": state, "updated_at": job.updated_at})
-                if self.catalog.replace_job(job, updated, team, now):
-                    self._wake_if_due_soon(updated, now)
-                    break
+        users = self.catalog.calendar_users(team_id, name, MAX_CALENDAR_USERS)
+        with ThreadPoolExecutor(max_workers=REPLAN_THREADS) as pool:
+            list(pool.map(lambda job_id: self._replan(team, job_id), users))
+
+    def _replan(self, team: Team, job_id: str) -> None:
+        """Re-plan one job of ``team`` with its calendars' current dates, read again after a lost race."""
+        for _ in range(5):
+            job = self.catalog.get_job(job_id)
+            if job is None or job.team != team.team_id:
+                return
+            now = self.clock.now()
+            job = self._resolved(job)
+            state = replanned_state(job, now)
+            moved = (state.next_nominal_at, state.next_fire_at) != (
+                job.state.next_nominal_at,
+                job.state.next_fire_at,
+            )
+            if not moved:
+                return
+            updated = job.model_copy(update={"state": state})
+            if self.catalog.replace_job(job, updated, team, now):
+                self._wake_if_due_soon(updated, now)
+                return
 
     def _wake_if_due_soon(self, job: Job, now: datetime) -> None:
         if self.waker is not None:
