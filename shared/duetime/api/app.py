@@ -15,7 +15,7 @@ from typing import Annotated, Any
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
-from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer
+from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer, Tag
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path, Query
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
@@ -171,7 +171,7 @@ def _error_response(code: int) -> OpenAPIResponse:
 
 def _public_responses(described: dict[int, OpenAPIResponse]) -> dict[int, OpenAPIResponse]:
     """A route without a token: its own answers and the errors any request may get before routing."""
-    return {**described, **{code: _error_response(code) for code in (405, 413, 415)}}
+    return {**described, **{code: _error_response(code) for code in (405, 413, 415, 422)}}
 
 
 _SUCCESS_TEXT = {200: "OK", 201: "Created", 202: "Accepted"}
@@ -356,13 +356,20 @@ def allowed_methods(path: str) -> list[str]:
 
 @app.get(
     "/healthz",
+    operation_id="getHealth",
+    tags=["meta"],
     responses=_public_responses({200: {"description": "OK", "content": {JSON: {"model": Health}}}}),
 )
 def healthz() -> Health:
     return Health(status="ok", version=__version__)
 
 
-@app.get("/v1/openapi.json", responses=_public_responses({200: {"description": "This document"}}))
+@app.get(
+    "/v1/openapi.json",
+    operation_id="getOpenApiDocument",
+    tags=["meta"],
+    responses=_public_responses({200: {"description": "This document"}}),
+)
 def openapi() -> Response[Any]:
     return Response(status_code=200, content_type=JSON, body=openapi_document())
 
@@ -384,15 +391,37 @@ def console(name: str) -> Response[Any]:
     return Response(200, content_type=found.content_type, body=found.body, headers=SECURITY_HEADERS)
 
 
+TAGS = {
+    "jobs": "A team's jobs: create, read, change, pause, delete; their previews, history and load",
+    "runs": "A job's runs: trigger, backfill, list, retry, cancel",
+    "calendars": "A team's calendars: named days its jobs exclude or count business days by",
+    "team": "The caller's team and the IAM role its AWS targets are called under",
+    "tokens": "The team's API tokens",
+    "meta": "Health and this document (no token needed)",
+}
+# powertools' own validation-error shapes: duetime answers every error with ErrorOut instead
+_UNUSED_DEFAULT_SCHEMAS = ("HTTPValidationError", "ResponseValidationError", "ValidationError")
+
+
 def openapi_document() -> str:
-    return app.get_openapi_json_schema(
+    """The API's OpenAPI document (served at /v1/openapi.json, kept in docs/openapi.json: ``python -m
+    duetime.api.openapi_file``): every operation with a readable ``operationId`` and a tag, every error an
+    ``ErrorOut``."""
+    text = app.get_openapi_json_schema(
         title="duetime",
         version=__version__,
         description="A distributed job scheduler: jobs (cron in a time zone, rate, or one time) that call "
         "HTTP targets or AWS services (Lambda, SQS, SNS, EventBridge, Step Functions), at least once, with "
         "the run id as idempotency key.",
+        tags=[Tag(name=name, description=description) for name, description in TAGS.items()],
         security_schemes={"bearerAuth": HTTPBearer()},
     )
+    document = json.loads(text)
+    schemas = document.get("components", {}).get("schemas", {})
+    for name in _UNUSED_DEFAULT_SCHEMAS:  # in this order: each refers only to the ones after it
+        if f'"#/components/schemas/{name}"' not in json.dumps(document):
+            schemas.pop(name, None)
+    return json.dumps(document, indent=2)
 
 
 def shown(job: Job) -> JobOut:
@@ -400,7 +429,13 @@ def shown(job: Job) -> JobOut:
     return JobOut.of(job, service().missing_since([job]).get(job.id))
 
 
-@app.post("/v1/jobs", responses=_responses(201, JobOut, 409, 429), security=needs(TokenScope.ADMIN))
+@app.post(
+    "/v1/jobs",
+    operation_id="createJob",
+    tags=["jobs"],
+    responses=_responses(201, JobOut, 409, 429),
+    security=needs(TokenScope.ADMIN),
+)
 def create_job(
     spec: Annotated[JobSpec, Body()],
     idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key", max_length=255)] = None,
@@ -412,6 +447,8 @@ def create_job(
 
 @app.get(
     "/v1/jobs",
+    operation_id="listJobs",
+    tags=["jobs"],
     responses=_responses(200, JobList),
     security=needs(TokenScope.READ),
     description="Your jobs, a page at a time. `label=key:value` lists those with that label; `q` those with "
@@ -436,27 +473,47 @@ def list_jobs(
     return JobList(jobs=jobs, next_cursor=page.cursor)
 
 
-@app.get("/v1/jobs/<job_id>", responses=_responses(200, JobOut, 404), security=needs(TokenScope.READ))
+@app.get(
+    "/v1/jobs/<job_id>",
+    operation_id="getJob",
+    tags=["jobs"],
+    responses=_responses(200, JobOut, 404),
+    security=needs(TokenScope.READ),
+)
 def get_job(job_id: JobId) -> JobOut:
     return shown(service().get_job(team(), job_id))
 
 
 @app.patch(
-    "/v1/jobs/<job_id>", responses=_responses(200, JobOut, 404, 409, 429), security=needs(TokenScope.ADMIN)
+    "/v1/jobs/<job_id>",
+    operation_id="updateJob",
+    tags=["jobs"],
+    responses=_responses(200, JobOut, 404, 409, 429),
+    security=needs(TokenScope.ADMIN),
 )
 def patch_job(job_id: JobId, patch: Annotated[JobPatch, Body()]) -> JobOut:
     changes = json.loads(app.current_event.body or "{}")
     return shown(service().update_job(team(), job_id, changes, actor()))
 
 
-@app.delete("/v1/jobs/<job_id>", responses=_responses(204, None, 404, 409), security=needs(TokenScope.ADMIN))
+@app.delete(
+    "/v1/jobs/<job_id>",
+    operation_id="deleteJob",
+    tags=["jobs"],
+    responses=_responses(204, None, 404, 409),
+    security=needs(TokenScope.ADMIN),
+)
 def delete_job(job_id: JobId) -> Response[Any]:
     service().delete_job(team(), job_id, actor())
     return Response(status_code=204, body="")
 
 
 @app.post(
-    "/v1/jobs/<job_id>/pause", responses=_responses(200, JobOut, 404, 409), security=needs(TokenScope.OPERATE)
+    "/v1/jobs/<job_id>/pause",
+    operation_id="pauseJob",
+    tags=["jobs"],
+    responses=_responses(200, JobOut, 404, 409),
+    security=needs(TokenScope.OPERATE),
 )
 def pause_job(job_id: JobId) -> JobOut:
     return shown(service().update_job(team(), job_id, {"paused": True}, actor()))
@@ -464,6 +521,8 @@ def pause_job(job_id: JobId) -> JobOut:
 
 @app.post(
     "/v1/jobs/<job_id>/resume",
+    operation_id="resumeJob",
+    tags=["jobs"],
     responses=_responses(200, JobOut, 404, 409),
     security=needs(TokenScope.OPERATE),
 )
@@ -473,6 +532,8 @@ def resume_job(job_id: JobId) -> JobOut:
 
 @app.post(
     "/v1/jobs/<job_id>/trigger",
+    operation_id="triggerJob",
+    tags=["runs"],
     responses=_responses(201, RunOut, 404, 409),
     security=needs(TokenScope.OPERATE),
 )
@@ -484,6 +545,8 @@ def trigger_job(job_id: JobId, request: Annotated[TriggerIn | None, Body()] = No
 
 @app.post(
     "/v1/jobs/<job_id>/backfill",
+    operation_id="backfillJob",
+    tags=["runs"],
     responses=_responses(202, BackfillOut, 404),
     security=needs(TokenScope.OPERATE),
     description="Runs for the job's past nominal times in [from, to): one per time its schedule names (cron "
@@ -501,7 +564,13 @@ def backfill_job(job_id: JobId, window: Annotated[BackfillWindow, Body()]) -> Re
     return Response(status_code=202, content_type=JSON, body=BackfillOut(runs=runs))
 
 
-@app.get("/v1/jobs/<job_id>/runs", responses=_responses(200, RunList, 404), security=needs(TokenScope.READ))
+@app.get(
+    "/v1/jobs/<job_id>/runs",
+    operation_id="listJobRuns",
+    tags=["runs"],
+    responses=_responses(200, RunList, 404),
+    security=needs(TokenScope.READ),
+)
 def list_runs(
     job_id: JobId,
     limit: Annotated[int, Query(ge=1, le=100)] = 50,
@@ -513,6 +582,8 @@ def list_runs(
 
 @app.get(
     "/v1/jobs/<job_id>/preview",
+    operation_id="previewJob",
+    tags=["jobs"],
     responses=_responses(200, PreviewOut, 404),
     security=needs(TokenScope.READ),
     description="The job's next `count` runs (nominal and fire times), each marked with what daylight "
@@ -526,6 +597,8 @@ def preview(job_id: JobId, count: Annotated[int, Query(ge=1, le=100)] = 10) -> P
 
 @app.get(
     "/v1/jobs/<job_id>/history",
+    operation_id="getJobHistory",
+    tags=["jobs"],
     responses=_responses(200, JobHistory, 404),
     security=needs(TokenScope.READ),
     description="What changed in the job, when, and by which token (its id, never the token), newest "
@@ -542,6 +615,8 @@ def job_history(
 
 @app.get(
     "/v1/jobs/<job_id>/signing-key",
+    operation_id="getJobSigningKeys",
+    tags=["jobs"],
     responses=_responses(200, SigningKeysOut, 404),
     security=needs(TokenScope.ADMIN),
     description="The keys the job's calls (and its webhook notifications) are signed with, for its target "
@@ -557,6 +632,8 @@ def job_signing_key(job_id: JobId) -> SigningKeysOut:
 
 @app.get(
     "/v1/team",
+    operation_id="getTeam",
+    tags=["team"],
     responses=_responses(200, TeamOut),
     security=needs(TokenScope.READ),
     description="Your team's limits and what is in use: jobs and exact-time jobs against their quotas, and "
@@ -568,6 +645,8 @@ def get_team() -> TeamOut:
 
 @app.put(
     "/v1/team/aws-role",
+    operation_id="setAwsRole",
+    tags=["team"],
     responses=_responses(200, TeamOut),
     security=needs(TokenScope.ADMIN),
     description="Register the IAM role your AWS targets are called under (a target's own `role_arn` "
@@ -581,6 +660,8 @@ def put_aws_role(role: Annotated[AwsRoleIn, Body()]) -> TeamOut:
 
 @app.delete(
     "/v1/team/aws-role",
+    operation_id="removeAwsRole",
+    tags=["team"],
     responses=_responses(204, None),
     security=needs(TokenScope.ADMIN),
     description="Remove your team's role: AWS targets without a `role_arn` of their own fail (403-like, "
@@ -593,6 +674,8 @@ def delete_aws_role() -> Response[Any]:
 
 @app.get(
     "/v1/tokens",
+    operation_id="listTokens",
+    tags=["tokens"],
     responses=_responses(200, TokenList),
     security=needs(TokenScope.ADMIN),
     description="Your team's tokens (needs an `admin` token): id, name, scope, when and by which token each "
@@ -605,6 +688,8 @@ def list_tokens() -> TokenList:
 
 @app.post(
     "/v1/tokens",
+    operation_id="issueToken",
+    tags=["tokens"],
     responses=_responses(201, TokenIssued, 409),
     security=needs(TokenScope.ADMIN),
     description="Issue a token named `name` (unique in your team) with a scope (needs an `admin` token): "
@@ -620,6 +705,8 @@ def issue_token(wanted: Annotated[TokenIn, Body()]) -> Response[TokenIssued]:
 
 @app.get(
     "/v1/token",
+    operation_id="getCurrentToken",
+    tags=["tokens"],
     responses=_responses(200, TokenOut),
     security=needs(TokenScope.READ),
     description="The token this request came with (any scope): its id, name and scope.",
@@ -630,6 +717,8 @@ def current_token() -> TokenOut:
 
 @app.delete(
     "/v1/tokens/<token_id>",
+    operation_id="revokeToken",
+    tags=["tokens"],
     responses=_responses(204, None, 404, 409),
     security=needs(TokenScope.ADMIN),
     description="Revoke one token (needs an `admin` token): it is refused from the next request on, behind "
@@ -642,13 +731,23 @@ def revoke_token(token_id: TokenId) -> Response[Any]:
     return Response(status_code=204, body="")
 
 
-@app.get("/v1/runs/<run_id>", responses=_responses(200, RunOut, 404), security=needs(TokenScope.READ))
+@app.get(
+    "/v1/runs/<run_id>",
+    operation_id="getRun",
+    tags=["runs"],
+    responses=_responses(200, RunOut, 404),
+    security=needs(TokenScope.READ),
+)
 def get_run(run_id: RunId) -> RunOut:
     return RunOut.of(service().get_run(team(), run_id))
 
 
 @app.post(
-    "/v1/runs/<run_id>/retry", responses=_responses(200, RunOut, 404, 409), security=needs(TokenScope.OPERATE)
+    "/v1/runs/<run_id>/retry",
+    operation_id="retryRun",
+    tags=["runs"],
+    responses=_responses(200, RunOut, 404, 409),
+    security=needs(TokenScope.OPERATE),
 )
 def retry_run(run_id: RunId) -> RunOut:
     return RunOut.of(service().retry_run(team(), run_id))
@@ -656,6 +755,8 @@ def retry_run(run_id: RunId) -> RunOut:
 
 @app.post(
     "/v1/runs/<run_id>/cancel",
+    operation_id="cancelRun",
+    tags=["runs"],
     responses=_responses(200, RunOut, 404, 409),
     security=needs(TokenScope.OPERATE),
     description="A queued or retry-waiting run becomes `cancelled` at once and is never called. A running "
@@ -677,6 +778,8 @@ def _pay_for_load(team: Team, jobs: int, fire_times: int) -> None:
 
 @app.get(
     "/v1/load",
+    operation_id="getLoad",
+    tags=["jobs"],
     responses=_responses(200, LoadOut),
     security=needs(TokenScope.READ),
     description="Due runs per minute (by fire time) over your active jobs in [from, to). `to` must be "
@@ -709,6 +812,8 @@ def load(
 
 @app.post(
     "/v1/calendars",
+    operation_id="createCalendar",
+    tags=["calendars"],
     responses=_responses(201, CalendarOut, 409),
     security=needs(TokenScope.ADMIN),
     description="Create a calendar: named days your team's jobs can later skip or roll over. Its `source` is "
@@ -722,7 +827,13 @@ def create_calendar(spec: Annotated[CalendarSpec, Body()]) -> Response[CalendarO
     return Response(status_code=201, content_type=JSON, body=CalendarOut.of(calendar))
 
 
-@app.get("/v1/calendars", responses=_responses(200, CalendarList), security=needs(TokenScope.READ))
+@app.get(
+    "/v1/calendars",
+    operation_id="listCalendars",
+    tags=["calendars"],
+    responses=_responses(200, CalendarList),
+    security=needs(TokenScope.READ),
+)
 def list_calendars(
     limit: Annotated[int, Query(ge=1, le=100)] = 50,
     cursor: Annotated[str | None, Query(max_length=2048)] = None,
@@ -733,6 +844,8 @@ def list_calendars(
 
 @app.get(
     "/v1/calendars/<name>",
+    operation_id="getCalendar",
+    tags=["calendars"],
     responses=_responses(200, CalendarOut, 404),
     security=needs(TokenScope.READ),
     description="One calendar; with `year`, also the days of that year it holds (`days`), each with its "
@@ -750,6 +863,8 @@ def get_calendar(
 
 @app.put(
     "/v1/calendars/<name>",
+    operation_id="updateCalendar",
+    tags=["calendars"],
     responses=_responses(200, CalendarOut, 404, 409),
     security=needs(TokenScope.ADMIN),
     description="Replace the calendar's source and description; its version goes up by one. With `version` "
@@ -762,6 +877,8 @@ def put_calendar(name: CalendarName, update: Annotated[CalendarUpdate, Body()]) 
 
 @app.delete(
     "/v1/calendars/<name>",
+    operation_id="deleteCalendar",
+    tags=["calendars"],
     responses=_responses(204, None, 404, 409),
     security=needs(TokenScope.ADMIN),
     description="Delete the calendar (with `version`: only that version, else 409); a calendar jobs use is "
@@ -777,6 +894,8 @@ def delete_calendar(
 
 @app.get(
     "/v1/calendars/<name>/history",
+    operation_id="getCalendarHistory",
+    tags=["calendars"],
     responses=_responses(200, CalendarHistory, 404),
     security=needs(TokenScope.READ),
     description="What changed in the calendar, when, and by which token, newest first, for 90 days; a "
