@@ -717,6 +717,12 @@ class Catalog(TeamCatalog, CalendarStore, Protocol):
         """The job as stored (instants to the second), of any team; None when there is none."""
         ...
 
+    def job_id_by_key(self, team_id: str, key: str) -> str | None:
+        """The id of the team's job that has ``key`` (``JobSpec.key``), read consistently; None if none has.
+        Keys are unique in a team: a job write that gives a job a key another job has raises ``KeyTaken``
+        and writes nothing; the key goes with the job when it is deleted."""
+        ...
+
     def replace_job(
         self, before: Job, after: Job, team: Team, now: datetime, change: JobChange | None = None
     ) -> bool:

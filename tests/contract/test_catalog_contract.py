@@ -28,6 +28,7 @@ from duetime.domain.catalog import (
     IdempotencyMismatch,
     IdempotencyRecord,
     InvalidCursor,
+    KeyTaken,
     QuotaExceeded,
 )
 from duetime.domain.claim_plan import PlannedRun, new_run
@@ -627,3 +628,35 @@ def test_a_calendar_in_use_is_not_deleted_and_is_once_its_last_job_stops_using_i
     assert catalog.remove_job(job, team, None)
     assert catalog.remove_calendar(after, calendar_change(after, None, at(5), "tok"))
     assert catalog.get_calendar("team-a", "closed") is None
+
+
+# --- job keys --------------------------------------------------------------------------------------------
+
+
+def test_a_jobs_key_finds_it_and_goes_with_it_when_it_is_deleted(catalog: Any) -> None:
+    team = a_team(catalog)
+    job = a_job(at(60), key="billing/nightly")
+    write(catalog, team, job)
+    assert catalog.job_id_by_key("team-a", "billing/nightly") == job.id
+    assert catalog.job_id_by_key("team-b", "billing/nightly") is None
+    assert catalog.remove_job(job, team, None)
+    assert catalog.job_id_by_key("team-a", "billing/nightly") is None
+
+
+def test_a_key_another_job_has_is_refused_and_nothing_is_written(catalog: Any) -> None:
+    team = a_team(catalog)
+    first = a_job(at(60), key="report")
+    write(catalog, team, first)
+    second = a_job(at(60), key="report")
+    with pytest.raises(KeyTaken):
+        write(catalog, team, second)
+    assert catalog.get_job(second.id) is None and catalog.job_counts("team-a") == (1, 1)
+
+    keyless = a_job(at(60), exact=False)
+    write(catalog, team, keyless)
+    with pytest.raises(KeyTaken):
+        catalog.replace_job(keyless, edited(keyless, key="report"), team, at(1), None)
+    assert catalog.get_job(keyless.id).key is None
+    assert catalog.replace_job(keyless, edited(keyless, key="other"), team, at(1), None)
+    assert catalog.job_id_by_key("team-a", "other") == keyless.id
+    assert catalog.job_id_by_key("team-a", "report") == first.id

@@ -64,6 +64,7 @@ from duetime.domain.errors import (
     UnsupportedMediaType,
     field_path,
 )
+from duetime.domain.job_keys import etag_of
 from duetime.domain.labels import LABEL_FILTER_PATTERN
 from duetime.domain.models import MAX_BACKFILL_RUNS, BackfillWindow, Job, JobSpec, Team
 from duetime.domain.rate_limit import ApiRateLimiter
@@ -183,6 +184,7 @@ _ERROR_TEXT = {
     404: "No such job, run or calendar (in your team)",
     405: "Method not allowed on this path (after authentication; `Allow` lists the methods it answers)",
     409: "Conflict",
+    412: "`If-Match` names an ETag the job is no longer at (it changed since you read it): nothing written",
     413: "Body too large",
     415: "The body is not JSON",
     422: "Invalid input (the field is named)",
@@ -473,6 +475,104 @@ def list_jobs(
     return JobList(jobs=jobs, next_cursor=page.cursor)
 
 
+# --- jobs by key (``duetime.domain.job_keys``); registered before /v1/jobs/<job_id>/...: a key such as "runs"
+# matches those too, and a job id never is "by-key". A key has one or two segments: two routes each.
+
+IfMatch = Annotated[
+    str | None,
+    Header(
+        alias="If-Match",
+        max_length=512,
+        description="the job's ETag as you read it (`etag`, or the `ETag` header): the write happens only if "
+        "the job is still at it (412 otherwise); `*`: any existing job",
+    ),
+]
+KeySegment = Annotated[str, Path(min_length=1, max_length=64)]
+_BY_KEY = (
+    "Jobs as code: a job is named by its `key`, one or two segments (`nightly-export` or "
+    "`billing/nightly-export`)."
+)
+
+
+def _with_etag(job: Job, status: int = 200) -> Response[JobOut]:
+    return Response(status_code=status, content_type=JSON, body=shown(job), headers={"ETag": etag_of(job)})
+
+
+def _get_by_key(key: str) -> Response[JobOut]:
+    return _with_etag(service().get_job(team(), service().job_id_by_key(team(), key)))
+
+
+def _put_by_key(key: str, if_match: str | None) -> Response[JobOut]:
+    body = json.loads(app.current_event.body or "{}")
+    job, created = service().put_job_by_key(team(), key, body, if_match, actor())
+    return _with_etag(job, 201 if created else 200)
+
+
+def _delete_by_key(key: str, if_match: str | None) -> Response[Any]:
+    service().delete_job(team(), service().job_id_by_key(team(), key), actor(), if_match)
+    return Response(status_code=204, body="")
+
+
+_GET_BY_KEY: dict[str, Any] = {
+    "tags": ["jobs"],
+    "responses": _responses(200, JobOut, 404),
+    "security": needs(TokenScope.READ),
+    "description": f"{_BY_KEY} The job with the key, with its `ETag`.",
+}
+_PUT_BY_KEY: dict[str, Any] = {
+    "tags": ["jobs"],
+    "responses": {
+        **_responses(200, JobOut, 404, 409, 412),
+        201: {"description": "Created", "content": {JSON: {"model": JobOut}}},
+    },
+    "security": needs(TokenScope.ADMIN),
+    "description": f"{_BY_KEY} Create the job of the key (201), or replace it whole (200; a field left out "
+    "takes its default; the same job again writes nothing). With `If-Match`, only if the job is still at "
+    "that ETag (412 otherwise, also when no job has the key). The body's `key`, if sent, must be the path's.",
+}
+_DELETE_BY_KEY: dict[str, Any] = {
+    "tags": ["jobs"],
+    "responses": _responses(204, None, 404, 409, 412),
+    "security": needs(TokenScope.ADMIN),
+    "description": f"{_BY_KEY} Delete the job with the key (with `If-Match`: only if it is still at that "
+    "ETag).",
+}
+
+
+@app.get("/v1/jobs/by-key/<key>", operation_id="getJobByKey", **_GET_BY_KEY)
+def get_job_by_key(key: KeySegment) -> Response[JobOut]:
+    return _get_by_key(key)
+
+
+@app.get("/v1/jobs/by-key/<area>/<key>", operation_id="getJobByAreaKey", **_GET_BY_KEY)
+def get_job_by_area_key(area: KeySegment, key: KeySegment) -> Response[JobOut]:
+    return _get_by_key(f"{area}/{key}")
+
+
+@app.put("/v1/jobs/by-key/<key>", operation_id="putJobByKey", **_PUT_BY_KEY)
+def put_job_by_key(
+    key: KeySegment, spec: Annotated[JobSpec, Body()], if_match: IfMatch = None
+) -> Response[JobOut]:
+    return _put_by_key(key, if_match)
+
+
+@app.put("/v1/jobs/by-key/<area>/<key>", operation_id="putJobByAreaKey", **_PUT_BY_KEY)
+def put_job_by_area_key(
+    area: KeySegment, key: KeySegment, spec: Annotated[JobSpec, Body()], if_match: IfMatch = None
+) -> Response[JobOut]:
+    return _put_by_key(f"{area}/{key}", if_match)
+
+
+@app.delete("/v1/jobs/by-key/<key>", operation_id="deleteJobByKey", **_DELETE_BY_KEY)
+def delete_job_by_key(key: KeySegment, if_match: IfMatch = None) -> Response[Any]:
+    return _delete_by_key(key, if_match)
+
+
+@app.delete("/v1/jobs/by-key/<area>/<key>", operation_id="deleteJobByAreaKey", **_DELETE_BY_KEY)
+def delete_job_by_area_key(area: KeySegment, key: KeySegment, if_match: IfMatch = None) -> Response[Any]:
+    return _delete_by_key(f"{area}/{key}", if_match)
+
+
 @app.get(
     "/v1/jobs/<job_id>",
     operation_id="getJob",
@@ -480,31 +580,33 @@ def list_jobs(
     responses=_responses(200, JobOut, 404),
     security=needs(TokenScope.READ),
 )
-def get_job(job_id: JobId) -> JobOut:
-    return shown(service().get_job(team(), job_id))
+def get_job(job_id: JobId) -> Response[JobOut]:
+    return _with_etag(service().get_job(team(), job_id))
 
 
 @app.patch(
     "/v1/jobs/<job_id>",
     operation_id="updateJob",
     tags=["jobs"],
-    responses=_responses(200, JobOut, 404, 409, 429),
+    responses=_responses(200, JobOut, 404, 409, 412, 429),
     security=needs(TokenScope.ADMIN),
 )
-def patch_job(job_id: JobId, patch: Annotated[JobPatch, Body()]) -> JobOut:
+def patch_job(
+    job_id: JobId, patch: Annotated[JobPatch, Body()], if_match: IfMatch = None
+) -> Response[JobOut]:
     changes = json.loads(app.current_event.body or "{}")
-    return shown(service().update_job(team(), job_id, changes, actor()))
+    return _with_etag(service().update_job(team(), job_id, changes, actor(), if_match))
 
 
 @app.delete(
     "/v1/jobs/<job_id>",
     operation_id="deleteJob",
     tags=["jobs"],
-    responses=_responses(204, None, 404, 409),
+    responses=_responses(204, None, 404, 409, 412),
     security=needs(TokenScope.ADMIN),
 )
-def delete_job(job_id: JobId) -> Response[Any]:
-    service().delete_job(team(), job_id, actor())
+def delete_job(job_id: JobId, if_match: IfMatch = None) -> Response[Any]:
+    service().delete_job(team(), job_id, actor(), if_match)
     return Response(status_code=204, body="")
 
 

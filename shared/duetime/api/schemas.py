@@ -6,7 +6,7 @@ import datetime as dt
 import json
 import re
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.json_schema import SkipJsonSchema
@@ -15,8 +15,10 @@ from duetime.api.service import ExcludedTime, Preview, UpcomingRun
 from duetime.domain.aws_targets import ROLE_ARN_PATTERN, ROLE_NAME_PREFIX
 from duetime.domain.dst import DstEffect, DstPolicy
 from duetime.domain.job_history import JobChange
+from duetime.domain.job_keys import etag_of
 from duetime.domain.labels import Labels
 from duetime.domain.models import (
+    JOB_KEY_PATTERN,
     CatchupWindowSeconds,
     EndAt,
     Exclusion,
@@ -71,6 +73,9 @@ class JobPatch(BaseModel):
     model_config = ConfigDict(extra="forbid", json_schema_extra=_no_defaults)
 
     name: JobName | SkipJsonSchema[None] = None
+    key: Annotated[str, Field(max_length=129, pattern=JOB_KEY_PATTERN)] | SkipJsonSchema[None] = Field(
+        default=None, description="set the job's key, if it has none (a key never changes: 422)"
+    )
     schedule: Schedule | SkipJsonSchema[None] = None
     dst: DstPolicy | None = None
     exclude: Exclusion | None = None
@@ -120,6 +125,11 @@ class JobOut(JobSpec):
     )
     created_at: datetime
     updated_at: datetime
+    etag: str = Field(
+        description="the job's ETag (also the `ETag` header of a single job's answer): it changes with every "
+        "edit of the job and with nothing else; send it as `If-Match` to change or delete the job only if "
+        "nobody did since (412 otherwise)"
+    )
 
     @classmethod
     def of(cls, job: Job, missing_since: datetime | None = None, last_run: Run | None = None) -> JobOut:
@@ -136,6 +146,7 @@ class JobOut(JobSpec):
             last_run=RunSummary.of(last_run) if last_run is not None else None,
             created_at=job.created_at,
             updated_at=job.updated_at,
+            etag=etag_of(job),
         )
 
 

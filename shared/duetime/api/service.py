@@ -23,7 +23,14 @@ from duetime.api.team_admin import TeamAdmin, hash_token
 from duetime.domain.aws_targets import AwsTarget, SqsTarget
 from duetime.domain.calendar_rules import MAX_ROLLED_APART
 from duetime.domain.calendars import CalendarDates, named_days_of_year
-from duetime.domain.catalog import CalendarGone, IdempotencyMismatch, IdempotencyRecord, InvalidCursor, Page
+from duetime.domain.catalog import (
+    CalendarGone,
+    IdempotencyMismatch,
+    IdempotencyRecord,
+    InvalidCursor,
+    KeyTaken,
+    Page,
+)
 from duetime.domain.catalog import QuotaExceeded as StoreQuotaExceeded
 from duetime.domain.claim_plan import (
     DEFAULT_QUEUE_DEADLINE,
@@ -40,6 +47,7 @@ from duetime.domain.errors import (
     Forbidden,
     InvalidInput,
     NotFound,
+    PreconditionFailed,
     QuotaExceeded,
     RateLimited,
     Unauthorized,
@@ -47,6 +55,7 @@ from duetime.domain.errors import (
 )
 from duetime.domain.ids import make_manual_run_id, new_job_id, partition_of
 from duetime.domain.job_history import change
+from duetime.domain.job_keys import etag_of, if_match_holds
 from duetime.domain.labels import label_filter, query_words
 from duetime.domain.models import (
     MAX_BACKFILL_RUNS,
@@ -343,6 +352,8 @@ class JobService:
             raise _quota_error(team, exc) from exc
         except CalendarGone as exc:
             raise _unknown_calendar(job, exc.name) from exc
+        except KeyTaken as exc:
+            raise _key_taken(exc.key) from exc
         except IdempotencyMismatch as exc:
             raise Conflict("Idempotency-Key was used with a different request", "Idempotency-Key") from exc
         if job_id != job.id:  # the same request again: the first one woke the group if it had to
@@ -416,14 +427,26 @@ class JobService:
             raise NotFound(f"no job {job_id}")
         return Page(mine, page.cursor)
 
-    def update_job(self, team: Team, job_id: str, changes: dict[str, Any], actor: str = "api") -> Job:
+    def update_job(
+        self,
+        team: Team,
+        job_id: str,
+        changes: dict[str, Any],
+        actor: str = "api",
+        if_match: str | None = None,
+    ) -> Job:
         """Apply ``changes`` (top-level fields; nested objects are replaced whole). Anything that moves
         the schedule reschedules from now; the run history is kept. Header values and URL secrets are
         write-only: in a new ``target``, a value of ``REDACTED`` keeps the value stored under that name
         while the URL's origin stays the same (another origin: 422 naming each such header, nothing
-        written), and the URL as answers show it keeps the stored URL (``HttpTarget.restore_redacted``)."""
+        written), and the URL as answers show it keeps the stored URL (``HttpTarget.restore_redacted``).
+        A job's ``key`` is set once (422 on a change; 409 when another job has it). ``if_match``: the job's
+        ETag as the caller read it (``job_keys``): 412 once the job changed, nothing written."""
         for _ in range(5):
             job = self.get_job(team, job_id)
+            _check_if_match(job, if_match)
+            if job.key is not None and "key" in changes and changes["key"] != job.key:
+                raise InvalidInput(f"key: the job's key is {job.key!r} and never changes", "key")
             now = self.clock.now()
             current = job.model_dump(mode="json", include=set(JobSpec.model_fields))
             try:
@@ -459,6 +482,8 @@ class JobService:
                 raise _quota_error(team, exc) from exc
             except CalendarGone as exc:
                 raise _unknown_calendar(updated, exc.name) from exc
+            except KeyTaken as exc:
+                raise _key_taken(exc.key) from exc
         raise Conflict("the job kept changing while being updated; try again")
 
     def _with_calendars(self, job: Job) -> Job:
@@ -512,12 +537,55 @@ class JobService:
         if self.waker is not None:
             self.waker.job_written(job, now)
 
-    def delete_job(self, team: Team, job_id: str, actor: str = "api") -> None:
+    def delete_job(self, team: Team, job_id: str, actor: str = "api", if_match: str | None = None) -> None:
+        """Delete the job (its key goes with it); ``if_match``: its ETag as read (412 once it changed)."""
         for _ in range(5):
             job = self.get_job(team, job_id)
+            _check_if_match(job, if_match)
             if self.catalog.remove_job(job, team, change(job, None, self.clock.now(), actor)):
                 return
         raise Conflict("the job kept changing while being deleted; try again")
+
+    # --- jobs by key (jobs as code) ---------------------------------------------------------------------
+
+    def job_id_by_key(self, team: Team, key: str) -> str:
+        """The id of the team's job with ``key``; NotFound when none has it."""
+        job_id = self.catalog.job_id_by_key(team.team_id, key)
+        if job_id is None:
+            raise NotFound(f"no job has key {key}")
+        return job_id
+
+    def put_job_by_key(
+        self, team: Team, key: str, body: Any, if_match: str | None = None, actor: str = "api"
+    ) -> tuple[Job, bool]:
+        """Create the job of ``key`` or replace it whole with ``body`` (a job spec; its ``key``, if sent, must
+        be ``key``): (the job, whether it was created). ``if_match``: the ETag the caller read: 412 when the
+        job changed since, or when there is no job to match (``*`` matches any job). Replacing is an update
+        of every field (``update_job``: a field left out takes its default)."""
+        if not isinstance(body, dict):
+            raise InvalidInput("the request body must be a JSON object: a job", "body")
+        if body.get("key", key) != key:
+            raise InvalidInput(f"key: the body names key {body['key']!r}, the path {key!r}", "key")
+        body = {**body, "key": key}
+        for _ in range(5):
+            job_id = self.catalog.job_id_by_key(team.team_id, key)
+            if job_id is None:
+                if if_match is not None:
+                    raise PreconditionFailed(f"If-Match: no job has key {key}", "If-Match")
+                try:
+                    return self.create_job(team, body, actor=actor), True
+                except Conflict as exc:
+                    if exc.field != "key":
+                        raise
+                    continue  # created meanwhile by another request: replace it
+            spec = self._validate(body, self.clock.now(), team)
+            full = spec.model_dump(mode="json", include=set(JobSpec.model_fields))
+            job = self.get_job(team, job_id)
+            if job.model_dump(mode="json", include=set(JobSpec.model_fields)) == full:
+                _check_if_match(job, if_match)
+                return job, False  # the same job again: nothing to write
+            return self.update_job(team, job_id, {**full, **body}, actor, if_match), False
+        raise Conflict(f"the job of key {key} kept changing; try again")
 
     def trigger(self, team: Team, job_id: str, request: Any = None) -> Run:
         """Run the job now under a manual run id (``<job id>@<now>~manual-<nonce>``, never a scheduled
@@ -780,3 +848,17 @@ def _unknown_calendar(job: JobSpec, name: str) -> InvalidInput:
         f"{where}.{index}: your team has no calendar {name!r}; create it first (POST /v1/calendars)",
         f"{where}.{index}",
     )
+
+
+def _key_taken(key: str) -> Conflict:
+    return Conflict(f"key: another job of your team has key {key!r}", "key")
+
+
+def _check_if_match(job: Job, if_match: str | None) -> None:
+    """412 when ``if_match`` names an ETag the job is no longer at (``job_keys.if_match_holds``)."""
+    if not if_match_holds(if_match, etag_of(job)):
+        raise PreconditionFailed(
+            f"If-Match: job {job.id} changed since it was read (it is at {etag_of(job)} now): read it again "
+            "and decide",
+            "If-Match",
+        )

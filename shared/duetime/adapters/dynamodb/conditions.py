@@ -469,6 +469,13 @@ CALENDAR_UNUSED = Condition(
     "answered 409 naming the jobs, never a job left naming a calendar that is gone.",
 )
 
+JOB_KEY_IS_FREE = Condition(
+    "JOB_KEY_IS_FREE",
+    "attribute_not_exists(pk)",
+    "A job takes a key (``jobkey#<team>`` / ``<key>``, written in the job's own transaction) only while no "
+    "job of the team has it: of two writes giving one key to two jobs, one holds and the other is a 409.",
+)
+
 
 ALL_CONDITIONS = (
     JOB_IS_NEW,
@@ -523,4 +530,5 @@ ALL_CONDITIONS = (
     CALENDAR_VERSION_IS,
     CALENDAR_IS_LIVE,
     CALENDAR_UNUSED,
+    JOB_KEY_IS_FREE,
 )

@@ -7,6 +7,8 @@ same transaction as the job write they follow (``DynamoCatalog.insert_job``, ``r
   a word of their name starting with a search word (``duetime.domain.labels.name_words``).
 - a calendar:    pk ``calendar-jobs#<team>#<calendar name>``, sk ``<job id>``: the jobs that use a calendar
   (``JobSpec.calendar_names``), which a calendar change re-plans and a delete names.
+- a key:         pk ``jobkey#<team>``, sk ``<key>``: the job that has it (``job_id``), written when the job
+  takes its key under JOB_KEY_IS_FREE (keys are unique in a team) and deleted with the job.
 - a change:      pk ``history#<job id>``, sk ``<instant, ms>#<nonce>``, TTL 90 days; newest first.
 
 The index items carry no condition of their own: the job write they ride with is conditioned
@@ -23,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from duetime.adapters.dynamodb import conditions as c
 from duetime.adapters.dynamodb.codec import Item, number_attribute, string_attribute
 from duetime.adapters.dynamodb.tables import TableNames
+from duetime.domain.catalog import CalendarGone, KeyTaken
 from duetime.domain.job_history import HISTORY_KEPT, JobChange
 from duetime.domain.labels import name_words
 from duetime.domain.models import Job
@@ -43,6 +46,10 @@ def words_pk(team: str) -> str:
 
 def calendar_jobs_pk(team: str, name: str) -> str:
     return f"calendar-jobs#{team}#{name}"
+
+
+def job_key_pk(team: str) -> str:
+    return f"jobkey#{team}"
 
 
 def history_pk(job_id: str) -> str:
@@ -137,15 +144,16 @@ class JobIndex:
 
     def _calendar_counts(
         self, before: Job | None, after: Job | None
-    ) -> list[tuple[str, TransactWriteItemTypeDef]]:
-        """The updates of the calendars' items a job write carries, each with the calendar's name: a calendar
+    ) -> list[tuple[Exception, TransactWriteItemTypeDef]]:
+        """The updates of the calendars' items a job write carries: a calendar
         the job starts using counts one more job (``jobs_using``) and must exist (CALENDAR_IS_LIVE); one it
-        stops using counts one fewer (its item is never deleted: ``calendars.py``)."""
+        stops using counts one fewer (its item is never deleted: ``calendars.py``). Each with what its
+        condition failing means (``CalendarGone``)."""
         old = set(before.calendar_names) if before else set()
         new = set(after.calendar_names) if after else set()
         job = after or before
         assert job is not None
-        updates: list[tuple[str, TransactWriteItemTypeDef]] = []
+        updates: list[tuple[Exception, TransactWriteItemTypeDef]] = []
         for name, delta in [*((n, 1) for n in sorted(new - old)), *((n, -1) for n in sorted(old - new))]:
             update: TransactWriteItemTypeDef = {
                 "Update": {
@@ -157,8 +165,51 @@ class JobIndex:
             }
             if delta > 0:
                 update["Update"]["ConditionExpression"] = c.CALENDAR_IS_LIVE.expression
-            updates.append((name, update))
+            updates.append((CalendarGone(job.team, name), update))
         return updates
+
+    def job_id_by_key(self, team_id: str, key: str) -> str | None:
+        item = self.client.get_item(
+            TableName=self.names.control,
+            Key={"pk": string_attribute(job_key_pk(team_id)), "sk": string_attribute(key)},
+            ConsistentRead=True,
+        ).get("Item")
+        return item["job_id"]["S"] if item else None
+
+    def _key_writes(
+        self, before: Job | None, after: Job | None
+    ) -> list[tuple[Exception, TransactWriteItemTypeDef]]:
+        """The key items a job write carries, each with what its condition failing means: a Put
+        (JOB_KEY_IS_FREE: else ``KeyTaken``) when the job takes a key, a Delete of the key it gives up (with
+        the job)."""
+        old = before.key if before else None
+        new = after.key if after else None
+        job = after or before
+        assert job is not None
+        writes: list[tuple[Exception, TransactWriteItemTypeDef]] = []
+        if old is not None and old != new:
+            key = {"pk": string_attribute(job_key_pk(job.team)), "sk": string_attribute(old)}
+            writes.append(
+                (
+                    RuntimeError("a key item's delete has no condition"),
+                    {"Delete": {"TableName": self.names.control, "Key": key}},
+                )
+            )
+        if new is not None and new != old:
+            item = {
+                "pk": string_attribute(job_key_pk(job.team)),
+                "sk": string_attribute(new),
+                "job_id": string_attribute(job.id),
+            }
+            put: TransactWriteItemTypeDef = {
+                "Put": {
+                    "TableName": self.names.control,
+                    "Item": item,
+                    "ConditionExpression": c.JOB_KEY_IS_FREE.expression,
+                }
+            }
+            writes.append((KeyTaken(job.team, new), put))
+        return writes
 
     def label_job_ids(
         self, team: str, key: str, value: str, limit: int, start: Item | None
