@@ -15,15 +15,12 @@ import pytest
 import yaml
 
 from duetime import cli
-from duetime.adapters.memory import InMemoryCatalog, MemoryQueue, MemoryStore
-from duetime.api import app as api
 from duetime.api.service import JobService
 from duetime.cli import apply as apply_command
 from duetime.client import ApiFailure, DuetimeClient
-from duetime.domain.clock import ManualClock
 from duetime.domain.job_files import desired_jobs, make_plan
-from duetime.domain.rate_limit import InMemoryRateLimiter
 
+from ..api_twin import serving_twin
 from ..lambda_support import api_request
 
 NOW = datetime(2026, 12, 17, 12, 0, tzinfo=UTC)
@@ -50,37 +47,30 @@ def jobs_file(**overrides: Any) -> dict[str, Any]:
 
 @pytest.fixture
 def service(monkeypatch: pytest.MonkeyPatch) -> Iterator[JobService]:
-    store = MemoryStore()
-    clock = ManualClock(NOW)
-    svc = JobService(InMemoryCatalog(store), store, MemoryQueue(clock), clock)
-    _, token = svc.create_team("alpha")
-    limiter = InMemoryRateLimiter()
-    api.use_service(lambda: svc)
-    api.use_rate_limiter(lambda: limiter)
+    with serving_twin(NOW) as twin:
+        monkeypatch.setattr(DuetimeClient, "request", _answered_in_process)
+        monkeypatch.setenv("DUETIME_TOKEN", twin.token)
+        monkeypatch.setenv("EXPORT_TOKEN", "s3cret")
+        yield twin.service
 
-    def request(
-        self: DuetimeClient,
-        method: str,
-        path: str,
-        body: Any = None,
-        query: Any = None,
-        headers: dict[str, str] | None = None,
-    ) -> Any:
-        sent = {k: str(v) for k, v in (query or {}).items() if v is not None}
-        text = None if body is None else json.dumps(body)
-        response = api_request(method, path, self.token, text, sent or None, headers)
-        answer = json.loads(response["body"]) if response["body"] else None
-        if response["statusCode"] >= 400:
-            error = answer["error"]
-            raise ApiFailure(f"HTTP {response['statusCode']}: {error['message']}", response["statusCode"])
-        return answer
 
-    monkeypatch.setattr(DuetimeClient, "request", request)
-    monkeypatch.setenv("DUETIME_TOKEN", token)
-    monkeypatch.setenv("EXPORT_TOKEN", "s3cret")
-    yield svc
-    api.use_service(None)  # type: ignore[arg-type]
-    api.use_rate_limiter(None)
+def _answered_in_process(
+    self: DuetimeClient,
+    method: str,
+    path: str,
+    body: Any = None,
+    query: Any = None,
+    headers: dict[str, str] | None = None,
+) -> Any:
+    """``DuetimeClient.request``, answered by the api function in this process."""
+    sent = {k: str(v) for k, v in (query or {}).items() if v is not None}
+    text = None if body is None else json.dumps(body)
+    response = api_request(method, path, self.token, text, sent or None, headers)
+    answer = json.loads(response["body"]) if response["body"] else None
+    if response["statusCode"] >= 400:
+        error = answer["error"]
+        raise ApiFailure(f"HTTP {response['statusCode']}: {error['message']}", response["statusCode"])
+    return answer
 
 
 def write(path: Path, document: dict[str, Any]) -> str:

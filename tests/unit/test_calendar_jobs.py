@@ -15,16 +15,14 @@ from typing import Any
 import pytest
 
 from duetime.adapters.memory import InMemoryCatalog, MemoryQueue, MemoryStore
-from duetime.api import app as api
-from duetime.api.service import JobService
 from duetime.domain.clock import ManualClock
 from duetime.domain.ids import partition_of
 from duetime.domain.models import RunStatus
-from duetime.domain.rate_limit import InMemoryRateLimiter
 from duetime.scheduling.calendar_days import CalendarDays
 from duetime.scheduling.poller import Poller, PollerConfig
 from duetime.scheduling.preload import MinutePreload
 
+from ..api_twin import serving_twin
 from ..lambda_support import api_request
 
 # Thursday 2026-12-17 12:00 UTC; Paris is UTC+1 in December.
@@ -58,18 +56,8 @@ class _NoAlerts:
 
 @pytest.fixture
 def stack() -> Iterator[Stack]:
-    store = MemoryStore()
-    clock = ManualClock(NOW)
-    catalog = InMemoryCatalog(store)
-    queue = MemoryQueue(clock)
-    service = JobService(catalog, store, queue, clock)
-    _, token = service.create_team("alpha")
-    limiter = InMemoryRateLimiter()
-    api.use_service(lambda: service)
-    api.use_rate_limiter(lambda: limiter)
-    yield Stack(token, clock, store, catalog, queue)
-    api.use_service(None)  # type: ignore[arg-type]
-    api.use_rate_limiter(None)
+    with serving_twin(NOW) as twin:
+        yield Stack(twin.token, twin.clock, twin.store, twin.catalog, twin.queue)
 
 
 def a_calendar(stack: Stack, name: str, dates: list[str]) -> dict[str, Any]:

@@ -11,13 +11,10 @@ from typing import Any
 
 import pytest
 
-from duetime.adapters.memory import InMemoryCatalog, MemoryQueue, MemoryStore
 from duetime.api import app as api
-from duetime.api.service import JobService
-from duetime.domain.clock import ManualClock
 from duetime.domain.job_keys import etag_of, if_match_holds
-from duetime.domain.rate_limit import InMemoryRateLimiter
 
+from ..api_twin import serving_twin
 from ..lambda_support import api_request
 
 NOW = datetime(2026, 12, 17, 12, 0, tzinfo=UTC)
@@ -46,16 +43,8 @@ class Api:
 
 @pytest.fixture
 def call() -> Iterator[Api]:
-    store = MemoryStore()
-    clock = ManualClock(NOW)
-    service = JobService(InMemoryCatalog(store), store, MemoryQueue(clock), clock)
-    _, token = service.create_team("alpha")
-    limiter = InMemoryRateLimiter()
-    api.use_service(lambda: service)
-    api.use_rate_limiter(lambda: limiter)
-    yield Api(token)
-    api.use_service(None)  # type: ignore[arg-type]
-    api.use_rate_limiter(None)
+    with serving_twin(NOW) as twin:
+        yield Api(twin.token)
 
 
 def test_a_put_by_key_creates_the_job_then_replaces_it_and_the_same_job_again_writes_nothing(
