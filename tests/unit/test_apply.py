@@ -254,3 +254,26 @@ def test_export_writes_a_file_that_applies_back_unchanged(
     assert headers == {"Authorization": "${DUETIME_BILLING_NIGHTLY_EXPORT_AUTHORIZATION}"}
     assert "managed_by" not in document["jobs"][0] and "applied_digest" not in document["jobs"][0]
     assert {job["key"] for job in document["jobs"]} == {"billing/nightly-export", "billing/report"}
+
+
+def test_the_python_client_returns_the_apis_typed_models(service: JobService) -> None:
+    from duetime.api.schemas import JobOut, RunOut
+
+    api = twin_client()
+    job = api.put_job("reports/daily", {"name": "daily", "schedule": {"cron": "0 6 * * *"}, **TARGET})
+    assert isinstance(job, JobOut) and job.key == "reports/daily" and job.next_run_at is not None
+    run = api.trigger(job.id)
+    assert isinstance(run, RunOut) and [r.run_id for r in api.runs(job.id)] == [run.run_id]
+    assert api.job_by_key("reports/daily").id == job.id == api.get_job(job.id).id
+    assert [j.id for j in api.jobs()] == [job.id]
+
+    paused = api.update_job(job.id, {"paused": True}, if_match=job.etag)
+    assert paused.paused and paused.etag != job.etag
+    with pytest.raises(ApiFailure) as refused:
+        api.update_job(job.id, {"paused": False}, if_match=job.etag)
+    assert refused.value.status == 412
+    api.delete_job_by_key("reports/daily", if_match=paused.etag)
+    assert list(api.jobs()) == []
+
+
+TARGET = {"target": {"url": "https://example.com/daily"}}
