@@ -77,3 +77,27 @@ def test_the_poller_reads_the_jobs_calendars_when_it_claims(alpha: Call, stack: 
     assert poller.claim().runs_created == 1
     after = alpha("GET", f"/v1/jobs/{job['id']}").body["next_nominal_at"]
     assert after[:10] == (soon.date() + timedelta(days=2)).isoformat()  # the day after is excluded
+
+
+def test_a_job_key_is_unique_and_if_match_guards_writes_on_dynamodb(alpha: Call) -> None:
+    created = alpha("PUT", "/v1/jobs/by-key/billing/nightly", {**JOB, "name": "nightly"})
+    assert created.status == 201 and created.headers["ETag"] == created.body["etag"]
+    taken = alpha("POST", "/v1/jobs", {**JOB, "key": "billing/nightly"})
+    assert taken.status == 409 and taken.body["error"]["field"] == "key"
+
+    edited = alpha("PATCH", f"/v1/jobs/{created.body['id']}", {"name": "edited"})
+    assert edited.status == 200
+    stale = alpha(
+        "PUT", "/v1/jobs/by-key/billing/nightly", {**JOB, "name": "v2"}, {"If-Match": created.body["etag"]}
+    )
+    assert stale.status == 412
+    assert alpha("GET", "/v1/jobs/by-key/billing/nightly").body["name"] == "edited"
+    fresh = alpha(
+        "PUT", "/v1/jobs/by-key/billing/nightly", {**JOB, "name": "v2"}, {"If-Match": edited.body["etag"]}
+    )
+    assert fresh.status == 200 and fresh.body["name"] == "v2"
+    assert (
+        alpha("DELETE", "/v1/jobs/by-key/billing/nightly", headers={"If-Match": fresh.body["etag"]}).status
+        == 204
+    )
+    assert alpha("POST", "/v1/jobs", {**JOB, "key": "billing/nightly"}).status == 201  # the key is free again

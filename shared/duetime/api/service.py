@@ -442,9 +442,9 @@ class JobService:
         written), and the URL as answers show it keeps the stored URL (``HttpTarget.restore_redacted``).
         A job's ``key`` is set once (422 on a change; 409 when another job has it). ``if_match``: the job's
         ETag as the caller read it (``job_keys``): 412 once the job changed, nothing written."""
+        _readable_if_match(if_match)
         for _ in range(5):
             job = self.get_job(team, job_id)
-            _check_if_match(job, if_match)
             if job.key is not None and "key" in changes and changes["key"] != job.key:
                 raise InvalidInput(f"key: the job's key is {job.key!r} and never changes", "key")
             now = self.clock.now()
@@ -458,6 +458,7 @@ class JobService:
             except StoredSecretsWithheld as exc:
                 raise InvalidInput(str(exc), exc.fields[0]) from exc
             spec = self._validate({**current, **sent}, now, team, new_target="target" in changes)
+            _check_if_match(job, if_match)  # after the body's checks: a bad body is a 422 whatever the job is
             stamp = ceil_seconds(now)
             updated = Job(
                 **spec.model_dump(),
@@ -539,6 +540,7 @@ class JobService:
 
     def delete_job(self, team: Team, job_id: str, actor: str = "api", if_match: str | None = None) -> None:
         """Delete the job (its key goes with it); ``if_match``: its ETag as read (412 once it changed)."""
+        _readable_if_match(if_match)
         for _ in range(5):
             job = self.get_job(team, job_id)
             _check_if_match(job, if_match)
@@ -562,11 +564,13 @@ class JobService:
         be ``key``): (the job, whether it was created). ``if_match``: the ETag the caller read: 412 when the
         job changed since, or when there is no job to match (``*`` matches any job). Replacing is an update
         of every field (``update_job``: a field left out takes its default)."""
+        _readable_if_match(if_match)
         if not isinstance(body, dict):
             raise InvalidInput("the request body must be a JSON object: a job", "body")
         if body.get("key", key) != key:
             raise InvalidInput(f"key: the body names key {body['key']!r}, the path {key!r}", "key")
         body = {**body, "key": key}
+        self._validate(body, self.clock.now(), team)  # a job that cannot be is a 422 before anything else
         for _ in range(5):
             job_id = self.catalog.job_id_by_key(team.team_id, key)
             if job_id is None:
@@ -852,6 +856,14 @@ def _unknown_calendar(job: JobSpec, name: str) -> InvalidInput:
 
 def _key_taken(key: str) -> Conflict:
     return Conflict(f"key: another job of your team has key {key!r}", "key")
+
+
+MAX_IF_MATCH = 512  # characters of an If-Match header: a few ETags
+
+
+def _readable_if_match(if_match: str | None) -> None:
+    if if_match is not None and len(if_match) > MAX_IF_MATCH:
+        raise InvalidInput(f"If-Match is longer than {MAX_IF_MATCH} characters", "If-Match")
 
 
 def _check_if_match(job: Job, if_match: str | None) -> None:
