@@ -1250,6 +1250,11 @@ async function renderJob(view, root, jobId) {
       row('Exact time', job.exact ? 'yes' : `no (up to ${job.jitter_seconds} s of jitter)`),
       row('Attempts per run', String(job.retry ? job.retry.max_attempts : '—')),
       row('Labels', labelChips(job.labels)),
+      row('Key', job.key ? el('code', { class: 'wrap', text: job.key }) : el('span', { class: 'muted', text: 'none' })),
+      row('Managed by', job.managed_by
+        ? el('span', { title: 'applied from jobs files by duetime apply; an edit here shows as drift at the next apply' },
+          el('code', { text: job.managed_by }), ' (duetime apply)')
+        : el('span', { class: 'muted', text: 'nothing: made by hand' })),
       row('Job id', el('code', { class: 'wrap', text: job.id })),
       row('Created', timeEl(job.created_at)),
       row('Updated', timeEl(job.updated_at)),
