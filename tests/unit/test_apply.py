@@ -277,3 +277,37 @@ def test_the_python_client_returns_the_apis_typed_models(service: JobService) ->
 
 
 TARGET = {"target": {"url": "https://example.com/daily"}}
+
+
+def test_the_plan_prints_as_json_for_scripts(
+    service: JobService, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path / "jobs.yaml", jobs_file())
+    assert cli.main(["apply", "-f", path, "--dry-run", "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert [(item["action"], item["key"]) for item in plan] == [
+        ("create", "billing/nightly-export"),
+        ("create", "billing/report"),
+    ]
+
+
+def test_without_yes_and_no_terminal_to_ask_on_nothing_is_applied(
+    service: JobService, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr("sys.stdin.isatty", lambda: False)
+    path = write(tmp_path / "jobs.yaml", jobs_file())
+    assert cli.main(["apply", "-f", path]) == 2
+    assert "pass --yes" in capsys.readouterr().err
+    assert team_jobs() == {}
+
+
+def test_a_no_at_the_prompt_applies_nothing(
+    service: JobService, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("sys.stdin.isatty", lambda: True)
+    monkeypatch.setattr("builtins.input", lambda prompt: "n")
+    assert cli.main(["apply", "-f", write(tmp_path / "jobs.yaml", jobs_file())]) == 1
+    assert team_jobs() == {}
+    monkeypatch.setattr("builtins.input", lambda prompt: "yes")
+    assert cli.main(["apply", "-f", str(tmp_path / "jobs.yaml")]) == 0
+    assert len(team_jobs()) == 2
