@@ -269,3 +269,14 @@ def test_a_calendar_change_reaches_a_run_the_preload_already_holds(stack: Stack)
     assert stack.poller().claim().runs_created == 1
     runs = stack.call("GET", f"/v1/jobs/{job['id']}/runs")[1]["runs"]
     assert [run["scheduled_at"] for run in runs] == ["2026-12-19T08:00:00Z"]
+
+
+def test_a_cron_whose_every_time_its_calendars_exclude_is_refused_naming_exclude(stack: Stack) -> None:
+    status, _ = stack.call("POST", "/v1/calendars", {"name": "fr", "source": {"holidays": {"country": "FR"}}})
+    assert status == 201
+    christmas = {"cron": "0 9 25 12 *", "timezone": "Europe/Paris"}
+    body = {"name": "xmas", "schedule": christmas, "target": TARGET, "exclude": {"calendars": ["fr"]}}
+    status, error = stack.call("POST", "/v1/jobs", body)
+    assert status == 422 and error["error"]["field"] == "exclude" and "ten years" in error["error"]["message"]
+    rolled = {**body, "exclude": {"calendars": ["fr"], "on_excluded": "next_business_day"}}
+    assert stack.call("POST", "/v1/jobs", rolled)[0] == 201  # rolled to the next business day: it runs

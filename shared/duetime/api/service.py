@@ -75,6 +75,7 @@ from duetime.domain.schedule import (
     dst_effect,
     excluded_times_between,
     fire_time,
+    first_nominal,
     next_nominal_after,
     nominals_between,
     rate_anchor,
@@ -339,6 +340,7 @@ class JobService:
         job = Job(**spec.model_dump(), id=new_job_id(), team=team.team_id, created_at=stamp, updated_at=stamp)
         job = self._with_calendars(job)
         job = job.model_copy(update={"state": initial_state(job, stamp)})
+        _check_exclusion_leaves_runs(job, stamp)
         record = None
         if idempotency_key:
             if len(idempotency_key) > 255:
@@ -472,6 +474,7 @@ class JobService:
             version = job.state.version + 1
             if any(field in changes for field in RESCHEDULE_FIELDS):
                 state = initial_state(updated, stamp, version)
+                _check_exclusion_leaves_runs(updated.model_copy(update={"state": state}), stamp)
             else:
                 state = job.state.model_copy(update={"version": version})
             updated = updated.model_copy(update={"state": state})
@@ -856,6 +859,28 @@ def _unknown_calendar(job: JobSpec, name: str) -> InvalidInput:
 
 def _key_taken(key: str) -> Conflict:
     return Conflict(f"key: another job of your team has key {key!r}", "key")
+
+
+EXCLUSION_HORIZON = timedelta(days=10 * 366)  # a cron whose calendars exclude every time this far: refused
+
+
+def _check_exclusion_leaves_runs(job: Job, now: datetime) -> None:
+    """422 naming ``exclude`` for a cron that runs, but on no date its calendars leave within
+    ``EXCLUSION_HORIZON`` (``0 9 25 12 *`` excluding a country's holidays: every time is on one; a holidays
+    calendar holds nothing past the years its package knows, so the next run would be a century on)."""
+    if job.exclude is None:
+        return
+    nominal = job.state.next_nominal_at
+    if nominal is not None and nominal <= now + EXCLUSION_HORIZON:
+        return
+    plain = job.model_copy(update={"exclude": None})
+    if first_nominal(plain, job.created_at, now) is None:
+        return  # the cron itself has ended: not the calendars' doing
+    raise InvalidInput(
+        "exclude: every time of the cron in the next ten years falls on a date of "
+        + ", ".join(job.calendar_names),
+        "exclude",
+    )
 
 
 MAX_IF_MATCH = 512  # characters of an If-Match header: a few ETags
