@@ -31,15 +31,25 @@ def load_handler(name: str) -> ModuleType:
 
 
 def api_request(
-    method: str, path: str, token: str, body: str | None = None, query: dict[str, str] | None = None
+    method: str,
+    path: str,
+    token: str,
+    body: str | None = None,
+    query: dict[str, str] | None = None,
+    headers: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The api function's answer to a request with ``token`` that API Gateway passed on (``/v1/{proxy+}``)."""
+    """The api function's answer to a request with ``token`` (and ``headers``) that API Gateway passed on
+    (``/v1/{proxy+}``)."""
     event = {
         "httpMethod": method,
         "path": path,
         "resource": "/v1/{proxy+}",
         "pathParameters": {"proxy": path.removeprefix("/v1/")},
-        "headers": {"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+        "headers": {
+            "Authorization": f"Bearer {token}",
+            "Content-Type": "application/json",
+            **(headers or {}),
+        },
         "requestContext": {"requestId": "r", "stage": "v1"},
         "queryStringParameters": query or None,
         "body": body,

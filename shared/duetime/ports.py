@@ -646,7 +646,15 @@ class CalendarStore(Protocol):
 
     def remove_calendar(self, calendar: Calendar, change: CalendarChange) -> bool:
         """Delete the calendar with its history entry, only if the stored one is still ``calendar``'s version
-        (CALENDAR_VERSION_IS); its version stays taken (``last_version``). False on a lost race."""
+        and no job uses it (CALENDAR_UNUSED); its version stays taken (``last_version``). False otherwise: a
+        lost race, or jobs use it (``calendar_users``)."""
+        ...
+
+    def calendar_users(self, team_id: str, name: str, limit: int) -> list[str]:
+        """Ids of the team's jobs that use calendar ``name`` (``JobSpec.calendar_names``), at most ``limit``,
+        by id, read consistently. A job write keeps them in the same atomic write as the job: a job that
+        starts using a calendar the team does not have is refused (``CalendarGone``), and a calendar is
+        deleted only while it has none."""
         ...
 
     def get_calendar(self, team_id: str, name: str) -> Calendar | None:
@@ -700,11 +708,19 @@ class Catalog(TeamCatalog, CalendarStore, Protocol):
         used before with the same ``request_hash``, the id of the job that request created (nothing is
         written). Raises ``IdempotencyMismatch`` for a key used with another request hash (checked first),
         ``QuotaExceeded`` (``which`` ``"jobs"`` or ``"exact"``) when the team holds ``max_jobs`` jobs or
-        ``exact_quota`` exact-time jobs already (JOB_QUOTA_LEFT, EXACT_QUOTA_LEFT) or does not exist."""
+        ``exact_quota`` exact-time jobs already (JOB_QUOTA_LEFT, EXACT_QUOTA_LEFT) or does not exist, and
+        ``CalendarGone`` when the team has no calendar of a name the job uses (CALENDAR_IS_LIVE; the calendars
+        count the job among their users in the same write: ``calendar_users``)."""
         ...
 
     def get_job(self, job_id: str) -> Job | None:
         """The job as stored (instants to the second), of any team; None when there is none."""
+        ...
+
+    def job_id_by_key(self, team_id: str, key: str) -> str | None:
+        """The id of the team's job that has ``key`` (``JobSpec.key``), read consistently; None if none has.
+        Keys are unique in a team: a job write that gives a job a key another job has raises ``KeyTaken``
+        and writes nothing; the key goes with the job when it is deleted."""
         ...
 
     def replace_job(
@@ -714,13 +730,15 @@ class Catalog(TeamCatalog, CalendarStore, Protocol):
         ``before``'s team (JOB_VERSION_IS), with its search index entries moved, its history entry
         ``change``, and the team's exact-time count moved when ``exact`` changes, all at once. False (a lost
         race: nothing written) otherwise. Raises ``QuotaExceeded`` (``"exact"``) when the job becomes
-        exact-time and the team holds ``exact_quota`` such jobs already."""
+        exact-time and the team holds ``exact_quota`` such jobs already, and ``CalendarGone`` when ``after``
+        starts using a calendar the team does not have (the calendars' users move in the same write)."""
         ...
 
     def remove_job(self, job: Job, team: Team, change: JobChange | None = None) -> bool:
         """Delete the job only if the stored one is still ``job``'s version of its team (JOB_VERSION_IS),
-        with its search index entries, with the history entry ``change`` (kept after the job), and the team's
-        counts one down, all at once; False (nothing written) on a lost race. Its runs stay."""
+        with its search index entries, with the history entry ``change`` (kept after the job), the team's
+        counts one down and its calendars' users less it, all at once; False (nothing written) on a lost
+        race. Its runs stay."""
         ...
 
     def team_jobs(self, team_id: str, limit: int, cursor: str | None) -> Page:

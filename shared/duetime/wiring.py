@@ -148,6 +148,7 @@ def poller_shift() -> PollerShift:
         fan_out=FanOutPolicy(
             holder_rows=s.fan_out_holder_rows, partitions_per_helper=s.fan_out_partitions_per_helper
         ),
+        calendars=make_catalog(store),
     )
     warmer = LambdaWorkerWarmer(client("lambda"), s.worker_function_arn) if s.worker_function_arn else None
     quiet = QuietTimings() if s.poller_rest_when_quiet else None

@@ -336,6 +336,22 @@ def test_an_aws_targets_job_page_names_its_service_and_resource(ui: Console, api
     ui.assert_clean()
 
 
+def test_a_job_page_shows_its_key_and_what_manages_it(ui: Console, api: Api) -> None:
+    name = f"Applied {tag()}"
+    key = f"console/{tag()}"
+    api.ok("PUT", f"/v1/jobs/by-key/{key}", {**job_spec(ui.system, name), "managed_by": "billing-repo"})
+    job = api.ok("GET", f"/v1/jobs/by-key/{key}")
+    ui.open(f"#/jobs/{job['id']}")
+    summary = ui.page.locator("dl.summary")
+    expect(summary).to_contain_text(key)
+    expect(summary).to_contain_text("billing-repo (duetime apply)")
+
+    by_hand = api.ok("POST", "/v1/jobs", job_spec(ui.system, f"By hand {tag()}"))
+    ui.open(f"#/jobs/{by_hand['id']}")
+    expect(ui.page.locator("dl.summary")).to_contain_text("nothing: made by hand")
+    ui.assert_clean()
+
+
 def test_the_history_lists_the_creation_and_the_pause_with_the_token_id_never_the_token(
     ui: Console, api: Api
 ) -> None:

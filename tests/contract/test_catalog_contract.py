@@ -21,17 +21,20 @@ from duetime.adapters.dynamodb.catalog import DynamoCatalog
 from duetime.adapters.dynamodb.store import DynamoStore
 from duetime.adapters.memory import InMemoryCatalog, MemoryStore
 from duetime.api.team_admin import hash_token
+from duetime.domain.calendars import Calendar, CalendarSource, calendar_change
 from duetime.domain.catalog import (
     AuditEvent,
+    CalendarGone,
     IdempotencyMismatch,
     IdempotencyRecord,
     InvalidCursor,
+    KeyTaken,
     QuotaExceeded,
 )
 from duetime.domain.claim_plan import PlannedRun, new_run
 from duetime.domain.ids import make_manual_run_id
 from duetime.domain.job_history import change
-from duetime.domain.models import Job, Run, RunResult, RunStatus, Team
+from duetime.domain.models import CronSchedule, Exclusion, Job, Run, RunResult, RunStatus, Team
 from duetime.domain.tokens import ApiToken, TokenScope
 
 from ..twin_support import a_job, at
@@ -545,3 +548,115 @@ def test_a_failed_run_is_requeued_for_one_more_attempt_and_an_unfinished_one_is_
     assert queued.max_attempts >= 2
     assert catalog.get_run(run.run_id) == queued
     assert catalog.requeue_run(queued, at(4), at(604)) is None  # queued again: not ended
+
+
+# --- the jobs that use a calendar ------------------------------------------------------------------------
+
+CRON_PARIS = {"cron": "0 9 * * *", "timezone": "Europe/Paris"}
+
+
+def a_calendar(catalog: Any, name: str, team: str = "team-a") -> Calendar:
+    calendar = Calendar(
+        name=name,
+        source=CalendarSource.model_validate({"dates": ["2026-12-25"]}),
+        team=team,
+        version=1,
+        created_at=at(0),
+        updated_at=at(0),
+    )
+    assert catalog.create_calendar(calendar, calendar_change(None, calendar, at(0), "tok"))
+    return calendar
+
+
+def excluding(*names: str) -> dict[str, Any]:
+    return {"schedule": CRON_PARIS, "exclude": {"calendars": list(names)}}
+
+
+def test_a_job_is_listed_among_the_users_of_each_calendar_it_uses_until_it_stops(catalog: Any) -> None:
+    team = a_team(catalog)
+    a_calendar(catalog, "closed")
+    a_calendar(catalog, "eves")
+    job = a_job(at(60), **excluding("closed", "eves"))
+    write(catalog, team, job)
+    assert catalog.calendar_users("team-a", "closed", 10) == [job.id]
+    assert catalog.calendar_users("team-a", "eves", 10) == [job.id]
+    assert catalog.calendar_users("team-b", "closed", 10) == []
+
+    changed = edited(job, exclude=Exclusion(calendars=["eves"]))
+    assert catalog.replace_job(job, changed, team, at(1), None)
+    assert catalog.calendar_users("team-a", "closed", 10) == []
+    assert catalog.calendar_users("team-a", "eves", 10) == [job.id]
+
+    assert catalog.remove_job(changed, team, None)
+    assert catalog.calendar_users("team-a", "eves", 10) == []
+
+
+def test_a_job_naming_a_calendar_the_team_lacks_is_refused_and_nothing_is_written(catalog: Any) -> None:
+    team = a_team(catalog)
+    a_calendar(catalog, "closed")
+    job = a_job(at(60), **excluding("closed", "gone"))
+    with pytest.raises(CalendarGone) as refused:
+        write(catalog, team, job)
+    assert refused.value.name == "gone"
+    assert catalog.get_job(job.id) is None
+    assert catalog.calendar_users("team-a", "closed", 10) == []
+    assert catalog.job_counts("team-a") == (0, 0)
+
+    plain = a_job(at(60))
+    write(catalog, team, plain)
+    with pytest.raises(CalendarGone):
+        gone = Exclusion(calendars=["gone"])
+        catalog.replace_job(
+            plain, edited(plain, schedule=CronSchedule(**CRON_PARIS), exclude=gone), team, at(1), None
+        )
+    assert catalog.get_job(plain.id).exclude is None
+
+
+def test_a_calendar_in_use_is_not_deleted_and_is_once_its_last_job_stops_using_it(catalog: Any) -> None:
+    team = a_team(catalog)
+    calendar = a_calendar(catalog, "closed")
+    job = a_job(at(60), **excluding("closed"))
+    write(catalog, team, job)
+    assert not catalog.remove_calendar(calendar, calendar_change(calendar, None, at(2), "tok"))
+    assert catalog.get_calendar("team-a", "closed") is not None
+
+    # An update keeps the count of its users: the calendar is still in use after it.
+    after = calendar.model_copy(update={"version": 2, "description": "changed"})
+    assert catalog.replace_calendar(calendar, after, calendar_change(calendar, after, at(3), "tok"))
+    assert not catalog.remove_calendar(after, calendar_change(after, None, at(4), "tok"))
+
+    assert catalog.remove_job(job, team, None)
+    assert catalog.remove_calendar(after, calendar_change(after, None, at(5), "tok"))
+    assert catalog.get_calendar("team-a", "closed") is None
+
+
+# --- job keys --------------------------------------------------------------------------------------------
+
+
+def test_a_jobs_key_finds_it_and_goes_with_it_when_it_is_deleted(catalog: Any) -> None:
+    team = a_team(catalog)
+    job = a_job(at(60), key="billing/nightly")
+    write(catalog, team, job)
+    assert catalog.job_id_by_key("team-a", "billing/nightly") == job.id
+    assert catalog.job_id_by_key("team-b", "billing/nightly") is None
+    assert catalog.remove_job(job, team, None)
+    assert catalog.job_id_by_key("team-a", "billing/nightly") is None
+
+
+def test_a_key_another_job_has_is_refused_and_nothing_is_written(catalog: Any) -> None:
+    team = a_team(catalog)
+    first = a_job(at(60), key="report")
+    write(catalog, team, first)
+    second = a_job(at(60), key="report")
+    with pytest.raises(KeyTaken):
+        write(catalog, team, second)
+    assert catalog.get_job(second.id) is None and catalog.job_counts("team-a") == (1, 1)
+
+    keyless = a_job(at(60), exact=False)
+    write(catalog, team, keyless)
+    with pytest.raises(KeyTaken):
+        catalog.replace_job(keyless, edited(keyless, key="report"), team, at(1), None)
+    assert catalog.get_job(keyless.id).key is None
+    assert catalog.replace_job(keyless, edited(keyless, key="other"), team, at(1), None)
+    assert catalog.job_id_by_key("team-a", "other") == keyless.id
+    assert catalog.job_id_by_key("team-a", "report") == first.id

@@ -12,13 +12,9 @@ from typing import Any
 
 import pytest
 
-from duetime.adapters.memory import InMemoryCatalog, MemoryQueue, MemoryStore
-from duetime.api import app as api
-from duetime.api.service import JobService
 from duetime.cli.jobs import add_create_flags, add_schedule_flags, run_preview, spec_from_args
-from duetime.domain.clock import ManualClock
-from duetime.domain.rate_limit import InMemoryRateLimiter
 
+from ..api_twin import serving_twin
 from ..lambda_support import api_request
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -32,16 +28,8 @@ JOB: dict[str, Any] = {
 
 @pytest.fixture
 def token() -> Iterator[str]:
-    store = MemoryStore()
-    clock = ManualClock(NOW)
-    service = JobService(InMemoryCatalog(store), store, MemoryQueue(clock), clock)
-    _, admin_token = service.create_team("alpha")
-    limiter = InMemoryRateLimiter()
-    api.use_service(lambda: service)
-    api.use_rate_limiter(lambda: limiter)
-    yield admin_token
-    api.use_service(None)  # type: ignore[arg-type]
-    api.use_rate_limiter(None)
+    with serving_twin(NOW) as twin:
+        yield twin.token
 
 
 def call(token: str, method: str, path: str, body: Any = None, query: dict[str, str] | None = None) -> Any:

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from duetime.api.service import preview_of
 from duetime.domain.dst import (
+    DstEffect,
     DstGap,
     DstOverlap,
     DstPolicy,
@@ -454,3 +455,29 @@ def test_preview_marks_an_hourly_run_that_also_stands_for_the_gaps_times_as_move
 def test_preview_lists_no_skipped_time_beyond_its_last_run() -> None:
     shown = preview("30 * * * *", NY, None, "2026-03-08T05:00Z", 2)
     assert marks(shown) == [("03-08T05:30Z", None), ("03-08T06:30Z", None)] and shown.skipped == []
+
+
+# --- a business-day schedule's wall time -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("dst", "expected", "effect"),
+    [
+        (None, "2026-03-27T00:00:00Z", DstEffect.MOVED),  # 02:30 does not exist: 03:00 IDT
+        ({"gap": "skip"}, "2026-04-27T23:30:00Z", None),  # no run in March; April's 20th business day
+    ],
+)
+def test_a_business_day_time_in_a_spring_forward_gap_follows_the_dst_policy(
+    dst: Any, expected: str, effect: DstEffect | None
+) -> None:
+    """Israel springs forward on a Friday (27 March 2026, 02:00 -> 03:00): the 20th business day of March."""
+    spec = JobSpec.model_validate(
+        {
+            "name": "x",
+            "schedule": {"business_day": 20, "at": "02:30", "timezone": "Asia/Jerusalem"},
+            "dst": dst,
+            "target": {"url": "https://example.com/x"},
+        }
+    )
+    preview = preview_of(spec, None, utc("2026-01-01T00:00:00Z"), utc("2026-03-01T00:00:00Z"), 1)
+    assert [(run.nominal_at, run.dst_effect) for run in preview.runs] == [(utc(expected), effect)]

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
-from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer
+from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer, Tag
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path, Query
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
@@ -64,6 +64,7 @@ from duetime.domain.errors import (
     UnsupportedMediaType,
     field_path,
 )
+from duetime.domain.job_keys import etag_of
 from duetime.domain.labels import LABEL_FILTER_PATTERN
 from duetime.domain.models import MAX_BACKFILL_RUNS, BackfillWindow, Job, JobSpec, Team
 from duetime.domain.rate_limit import ApiRateLimiter
@@ -171,7 +172,7 @@ def _error_response(code: int) -> OpenAPIResponse:
 
 def _public_responses(described: dict[int, OpenAPIResponse]) -> dict[int, OpenAPIResponse]:
     """A route without a token: its own answers and the errors any request may get before routing."""
-    return {**described, **{code: _error_response(code) for code in (405, 413, 415)}}
+    return {**described, **{code: _error_response(code) for code in (405, 413, 415, 422)}}
 
 
 _SUCCESS_TEXT = {200: "OK", 201: "Created", 202: "Accepted"}
@@ -183,6 +184,7 @@ _ERROR_TEXT = {
     404: "No such job, run or calendar (in your team)",
     405: "Method not allowed on this path (after authentication; `Allow` lists the methods it answers)",
     409: "Conflict",
+    412: "`If-Match` names an ETag the job is no longer at (it changed since you read it): nothing written",
     413: "Body too large",
     415: "The body is not JSON",
     422: "Invalid input (the field is named)",
@@ -356,13 +358,20 @@ def allowed_methods(path: str) -> list[str]:
 
 @app.get(
     "/healthz",
+    operation_id="getHealth",
+    tags=["meta"],
     responses=_public_responses({200: {"description": "OK", "content": {JSON: {"model": Health}}}}),
 )
 def healthz() -> Health:
     return Health(status="ok", version=__version__)
 
 
-@app.get("/v1/openapi.json", responses=_public_responses({200: {"description": "This document"}}))
+@app.get(
+    "/v1/openapi.json",
+    operation_id="getOpenApiDocument",
+    tags=["meta"],
+    responses=_public_responses({200: {"description": "This document"}}),
+)
 def openapi() -> Response[Any]:
     return Response(status_code=200, content_type=JSON, body=openapi_document())
 
@@ -384,15 +393,37 @@ def console(name: str) -> Response[Any]:
     return Response(200, content_type=found.content_type, body=found.body, headers=SECURITY_HEADERS)
 
 
+TAGS = {
+    "jobs": "A team's jobs: create, read, change, pause, delete; their previews, history and load",
+    "runs": "A job's runs: trigger, backfill, list, retry, cancel",
+    "calendars": "A team's calendars: named days its jobs exclude or count business days by",
+    "team": "The caller's team and the IAM role its AWS targets are called under",
+    "tokens": "The team's API tokens",
+    "meta": "Health and this document (no token needed)",
+}
+# powertools' own validation-error shapes: duetime answers every error with ErrorOut instead
+_UNUSED_DEFAULT_SCHEMAS = ("HTTPValidationError", "ResponseValidationError", "ValidationError")
+
+
 def openapi_document() -> str:
-    return app.get_openapi_json_schema(
+    """The API's OpenAPI document (served at /v1/openapi.json, kept in docs/openapi.json: ``python -m
+    duetime.api.openapi_file``): every operation with a readable ``operationId`` and a tag, every error an
+    ``ErrorOut``."""
+    text = app.get_openapi_json_schema(
         title="duetime",
         version=__version__,
         description="A distributed job scheduler: jobs (cron in a time zone, rate, or one time) that call "
         "HTTP targets or AWS services (Lambda, SQS, SNS, EventBridge, Step Functions), at least once, with "
         "the run id as idempotency key.",
+        tags=[Tag(name=name, description=description) for name, description in TAGS.items()],
         security_schemes={"bearerAuth": HTTPBearer()},
     )
+    document = json.loads(text)
+    schemas = document.get("components", {}).get("schemas", {})
+    for name in _UNUSED_DEFAULT_SCHEMAS:  # in this order: each refers only to the ones after it
+        if f'"#/components/schemas/{name}"' not in json.dumps(document):
+            schemas.pop(name, None)
+    return json.dumps(document, indent=2)
 
 
 def shown(job: Job) -> JobOut:
@@ -400,7 +431,13 @@ def shown(job: Job) -> JobOut:
     return JobOut.of(job, service().missing_since([job]).get(job.id))
 
 
-@app.post("/v1/jobs", responses=_responses(201, JobOut, 409, 429), security=needs(TokenScope.ADMIN))
+@app.post(
+    "/v1/jobs",
+    operation_id="createJob",
+    tags=["jobs"],
+    responses=_responses(201, JobOut, 409, 429),
+    security=needs(TokenScope.ADMIN),
+)
 def create_job(
     spec: Annotated[JobSpec, Body()],
     idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key", max_length=255)] = None,
@@ -412,6 +449,8 @@ def create_job(
 
 @app.get(
     "/v1/jobs",
+    operation_id="listJobs",
+    tags=["jobs"],
     responses=_responses(200, JobList),
     security=needs(TokenScope.READ),
     description="Your jobs, a page at a time. `label=key:value` lists those with that label; `q` those with "
@@ -436,27 +475,147 @@ def list_jobs(
     return JobList(jobs=jobs, next_cursor=page.cursor)
 
 
-@app.get("/v1/jobs/<job_id>", responses=_responses(200, JobOut, 404), security=needs(TokenScope.READ))
-def get_job(job_id: JobId) -> JobOut:
-    return shown(service().get_job(team(), job_id))
+# --- jobs by key (``duetime.domain.job_keys``); registered before /v1/jobs/<job_id>/...: a key such as "runs"
+# matches those too, and a job id never is "by-key". A key has one or two segments: two routes each.
+
+IfMatch = Annotated[
+    str | None,
+    Header(
+        alias="If-Match",
+        max_length=512,
+        description="the job's ETag as you read it (`etag`, or the `ETag` header): the write happens only if "
+        "the job is still at it (412 otherwise); `*`: any existing job",
+    ),
+]
+KeySegment = Annotated[str, Path(min_length=1, max_length=64)]
+_BY_KEY = (
+    "Jobs as code: a job is named by its `key`, one or two segments (`nightly-export` or "
+    "`billing/nightly-export`)."
+)
+
+
+def _with_etag(job: Job, status: int = 200) -> Response[JobOut]:
+    return Response(status_code=status, content_type=JSON, body=shown(job), headers={"ETag": etag_of(job)})
+
+
+def _get_by_key(key: str) -> Response[JobOut]:
+    return _with_etag(service().get_job(team(), service().job_id_by_key(team(), key)))
+
+
+def _put_by_key(key: str, if_match: str | None) -> Response[JobOut]:
+    body = json.loads(app.current_event.body or "{}")
+    job, created = service().put_job_by_key(team(), key, body, if_match, actor())
+    return _with_etag(job, 201 if created else 200)
+
+
+def _delete_by_key(key: str, if_match: str | None) -> Response[Any]:
+    service().delete_job(team(), service().job_id_by_key(team(), key), actor(), if_match)
+    return Response(status_code=204, body="")
+
+
+_GET_BY_KEY: dict[str, Any] = {
+    "tags": ["jobs"],
+    "responses": _responses(200, JobOut, 404),
+    "security": needs(TokenScope.READ),
+    "description": f"{_BY_KEY} The job with the key, with its `ETag`.",
+}
+_PUT_BY_KEY: dict[str, Any] = {
+    "tags": ["jobs"],
+    "responses": {
+        **_responses(200, JobOut, 404, 409, 412),
+        201: {"description": "Created", "content": {JSON: {"model": JobOut}}},
+    },
+    "security": needs(TokenScope.ADMIN),
+    "description": f"{_BY_KEY} Create the job of the key (201), or replace it whole (200; a field left out "
+    "takes its default; the same job again writes nothing). With `If-Match`, only if the job is still at "
+    "that ETag (412 otherwise, also when no job has the key). The body's `key`, if sent, must be the path's.",
+}
+_DELETE_BY_KEY: dict[str, Any] = {
+    "tags": ["jobs"],
+    "responses": _responses(204, None, 404, 409, 412),
+    "security": needs(TokenScope.ADMIN),
+    "description": f"{_BY_KEY} Delete the job with the key (with `If-Match`: only if it is still at that "
+    "ETag).",
+}
+
+
+@app.get("/v1/jobs/by-key/<key>", operation_id="getJobByKey", **_GET_BY_KEY)
+def get_job_by_key(key: KeySegment) -> Response[JobOut]:
+    return _get_by_key(key)
+
+
+@app.get("/v1/jobs/by-key/<area>/<key>", operation_id="getJobByAreaKey", **_GET_BY_KEY)
+def get_job_by_area_key(area: KeySegment, key: KeySegment) -> Response[JobOut]:
+    return _get_by_key(f"{area}/{key}")
+
+
+@app.put("/v1/jobs/by-key/<key>", operation_id="putJobByKey", **_PUT_BY_KEY)
+def put_job_by_key(
+    key: KeySegment, spec: Annotated[JobSpec, Body()], if_match: IfMatch = None
+) -> Response[JobOut]:
+    return _put_by_key(key, if_match)
+
+
+@app.put("/v1/jobs/by-key/<area>/<key>", operation_id="putJobByAreaKey", **_PUT_BY_KEY)
+def put_job_by_area_key(
+    area: KeySegment, key: KeySegment, spec: Annotated[JobSpec, Body()], if_match: IfMatch = None
+) -> Response[JobOut]:
+    return _put_by_key(f"{area}/{key}", if_match)
+
+
+@app.delete("/v1/jobs/by-key/<key>", operation_id="deleteJobByKey", **_DELETE_BY_KEY)
+def delete_job_by_key(key: KeySegment, if_match: IfMatch = None) -> Response[Any]:
+    return _delete_by_key(key, if_match)
+
+
+@app.delete("/v1/jobs/by-key/<area>/<key>", operation_id="deleteJobByAreaKey", **_DELETE_BY_KEY)
+def delete_job_by_area_key(area: KeySegment, key: KeySegment, if_match: IfMatch = None) -> Response[Any]:
+    return _delete_by_key(f"{area}/{key}", if_match)
+
+
+@app.get(
+    "/v1/jobs/<job_id>",
+    operation_id="getJob",
+    tags=["jobs"],
+    responses=_responses(200, JobOut, 404),
+    security=needs(TokenScope.READ),
+)
+def get_job(job_id: JobId) -> Response[JobOut]:
+    return _with_etag(service().get_job(team(), job_id))
 
 
 @app.patch(
-    "/v1/jobs/<job_id>", responses=_responses(200, JobOut, 404, 409, 429), security=needs(TokenScope.ADMIN)
+    "/v1/jobs/<job_id>",
+    operation_id="updateJob",
+    tags=["jobs"],
+    responses=_responses(200, JobOut, 404, 409, 412, 429),
+    security=needs(TokenScope.ADMIN),
 )
-def patch_job(job_id: JobId, patch: Annotated[JobPatch, Body()]) -> JobOut:
+def patch_job(
+    job_id: JobId, patch: Annotated[JobPatch, Body()], if_match: IfMatch = None
+) -> Response[JobOut]:
     changes = json.loads(app.current_event.body or "{}")
-    return shown(service().update_job(team(), job_id, changes, actor()))
+    return _with_etag(service().update_job(team(), job_id, changes, actor(), if_match))
 
 
-@app.delete("/v1/jobs/<job_id>", responses=_responses(204, None, 404, 409), security=needs(TokenScope.ADMIN))
-def delete_job(job_id: JobId) -> Response[Any]:
-    service().delete_job(team(), job_id, actor())
+@app.delete(
+    "/v1/jobs/<job_id>",
+    operation_id="deleteJob",
+    tags=["jobs"],
+    responses=_responses(204, None, 404, 409, 412),
+    security=needs(TokenScope.ADMIN),
+)
+def delete_job(job_id: JobId, if_match: IfMatch = None) -> Response[Any]:
+    service().delete_job(team(), job_id, actor(), if_match)
     return Response(status_code=204, body="")
 
 
 @app.post(
-    "/v1/jobs/<job_id>/pause", responses=_responses(200, JobOut, 404, 409), security=needs(TokenScope.OPERATE)
+    "/v1/jobs/<job_id>/pause",
+    operation_id="pauseJob",
+    tags=["jobs"],
+    responses=_responses(200, JobOut, 404, 409),
+    security=needs(TokenScope.OPERATE),
 )
 def pause_job(job_id: JobId) -> JobOut:
     return shown(service().update_job(team(), job_id, {"paused": True}, actor()))
@@ -464,6 +623,8 @@ def pause_job(job_id: JobId) -> JobOut:
 
 @app.post(
     "/v1/jobs/<job_id>/resume",
+    operation_id="resumeJob",
+    tags=["jobs"],
     responses=_responses(200, JobOut, 404, 409),
     security=needs(TokenScope.OPERATE),
 )
@@ -473,6 +634,8 @@ def resume_job(job_id: JobId) -> JobOut:
 
 @app.post(
     "/v1/jobs/<job_id>/trigger",
+    operation_id="triggerJob",
+    tags=["runs"],
     responses=_responses(201, RunOut, 404, 409),
     security=needs(TokenScope.OPERATE),
 )
@@ -484,6 +647,8 @@ def trigger_job(job_id: JobId, request: Annotated[TriggerIn | None, Body()] = No
 
 @app.post(
     "/v1/jobs/<job_id>/backfill",
+    operation_id="backfillJob",
+    tags=["runs"],
     responses=_responses(202, BackfillOut, 404),
     security=needs(TokenScope.OPERATE),
     description="Runs for the job's past nominal times in [from, to): one per time its schedule names (cron "
@@ -501,7 +666,13 @@ def backfill_job(job_id: JobId, window: Annotated[BackfillWindow, Body()]) -> Re
     return Response(status_code=202, content_type=JSON, body=BackfillOut(runs=runs))
 
 
-@app.get("/v1/jobs/<job_id>/runs", responses=_responses(200, RunList, 404), security=needs(TokenScope.READ))
+@app.get(
+    "/v1/jobs/<job_id>/runs",
+    operation_id="listJobRuns",
+    tags=["runs"],
+    responses=_responses(200, RunList, 404),
+    security=needs(TokenScope.READ),
+)
 def list_runs(
     job_id: JobId,
     limit: Annotated[int, Query(ge=1, le=100)] = 50,
@@ -513,6 +684,8 @@ def list_runs(
 
 @app.get(
     "/v1/jobs/<job_id>/preview",
+    operation_id="previewJob",
+    tags=["jobs"],
     responses=_responses(200, PreviewOut, 404),
     security=needs(TokenScope.READ),
     description="The job's next `count` runs (nominal and fire times), each marked with what daylight "
@@ -526,6 +699,8 @@ def preview(job_id: JobId, count: Annotated[int, Query(ge=1, le=100)] = 10) -> P
 
 @app.get(
     "/v1/jobs/<job_id>/history",
+    operation_id="getJobHistory",
+    tags=["jobs"],
     responses=_responses(200, JobHistory, 404),
     security=needs(TokenScope.READ),
     description="What changed in the job, when, and by which token (its id, never the token), newest "
@@ -542,6 +717,8 @@ def job_history(
 
 @app.get(
     "/v1/jobs/<job_id>/signing-key",
+    operation_id="getJobSigningKeys",
+    tags=["jobs"],
     responses=_responses(200, SigningKeysOut, 404),
     security=needs(TokenScope.ADMIN),
     description="The keys the job's calls (and its webhook notifications) are signed with, for its target "
@@ -557,6 +734,8 @@ def job_signing_key(job_id: JobId) -> SigningKeysOut:
 
 @app.get(
     "/v1/team",
+    operation_id="getTeam",
+    tags=["team"],
     responses=_responses(200, TeamOut),
     security=needs(TokenScope.READ),
     description="Your team's limits and what is in use: jobs and exact-time jobs against their quotas, and "
@@ -568,6 +747,8 @@ def get_team() -> TeamOut:
 
 @app.put(
     "/v1/team/aws-role",
+    operation_id="setAwsRole",
+    tags=["team"],
     responses=_responses(200, TeamOut),
     security=needs(TokenScope.ADMIN),
     description="Register the IAM role your AWS targets are called under (a target's own `role_arn` "
@@ -581,6 +762,8 @@ def put_aws_role(role: Annotated[AwsRoleIn, Body()]) -> TeamOut:
 
 @app.delete(
     "/v1/team/aws-role",
+    operation_id="removeAwsRole",
+    tags=["team"],
     responses=_responses(204, None),
     security=needs(TokenScope.ADMIN),
     description="Remove your team's role: AWS targets without a `role_arn` of their own fail (403-like, "
@@ -593,6 +776,8 @@ def delete_aws_role() -> Response[Any]:
 
 @app.get(
     "/v1/tokens",
+    operation_id="listTokens",
+    tags=["tokens"],
     responses=_responses(200, TokenList),
     security=needs(TokenScope.ADMIN),
     description="Your team's tokens (needs an `admin` token): id, name, scope, when and by which token each "
@@ -605,6 +790,8 @@ def list_tokens() -> TokenList:
 
 @app.post(
     "/v1/tokens",
+    operation_id="issueToken",
+    tags=["tokens"],
     responses=_responses(201, TokenIssued, 409),
     security=needs(TokenScope.ADMIN),
     description="Issue a token named `name` (unique in your team) with a scope (needs an `admin` token): "
@@ -620,6 +807,8 @@ def issue_token(wanted: Annotated[TokenIn, Body()]) -> Response[TokenIssued]:
 
 @app.get(
     "/v1/token",
+    operation_id="getCurrentToken",
+    tags=["tokens"],
     responses=_responses(200, TokenOut),
     security=needs(TokenScope.READ),
     description="The token this request came with (any scope): its id, name and scope.",
@@ -630,6 +819,8 @@ def current_token() -> TokenOut:
 
 @app.delete(
     "/v1/tokens/<token_id>",
+    operation_id="revokeToken",
+    tags=["tokens"],
     responses=_responses(204, None, 404, 409),
     security=needs(TokenScope.ADMIN),
     description="Revoke one token (needs an `admin` token): it is refused from the next request on, behind "
@@ -642,13 +833,23 @@ def revoke_token(token_id: TokenId) -> Response[Any]:
     return Response(status_code=204, body="")
 
 
-@app.get("/v1/runs/<run_id>", responses=_responses(200, RunOut, 404), security=needs(TokenScope.READ))
+@app.get(
+    "/v1/runs/<run_id>",
+    operation_id="getRun",
+    tags=["runs"],
+    responses=_responses(200, RunOut, 404),
+    security=needs(TokenScope.READ),
+)
 def get_run(run_id: RunId) -> RunOut:
     return RunOut.of(service().get_run(team(), run_id))
 
 
 @app.post(
-    "/v1/runs/<run_id>/retry", responses=_responses(200, RunOut, 404, 409), security=needs(TokenScope.OPERATE)
+    "/v1/runs/<run_id>/retry",
+    operation_id="retryRun",
+    tags=["runs"],
+    responses=_responses(200, RunOut, 404, 409),
+    security=needs(TokenScope.OPERATE),
 )
 def retry_run(run_id: RunId) -> RunOut:
     return RunOut.of(service().retry_run(team(), run_id))
@@ -656,6 +857,8 @@ def retry_run(run_id: RunId) -> RunOut:
 
 @app.post(
     "/v1/runs/<run_id>/cancel",
+    operation_id="cancelRun",
+    tags=["runs"],
     responses=_responses(200, RunOut, 404, 409),
     security=needs(TokenScope.OPERATE),
     description="A queued or retry-waiting run becomes `cancelled` at once and is never called. A running "
@@ -677,6 +880,8 @@ def _pay_for_load(team: Team, jobs: int, fire_times: int) -> None:
 
 @app.get(
     "/v1/load",
+    operation_id="getLoad",
+    tags=["jobs"],
     responses=_responses(200, LoadOut),
     security=needs(TokenScope.READ),
     description="Due runs per minute (by fire time) over your active jobs in [from, to). `to` must be "
@@ -709,6 +914,8 @@ def load(
 
 @app.post(
     "/v1/calendars",
+    operation_id="createCalendar",
+    tags=["calendars"],
     responses=_responses(201, CalendarOut, 409),
     security=needs(TokenScope.ADMIN),
     description="Create a calendar: named days your team's jobs can later skip or roll over. Its `source` is "
@@ -722,7 +929,13 @@ def create_calendar(spec: Annotated[CalendarSpec, Body()]) -> Response[CalendarO
     return Response(status_code=201, content_type=JSON, body=CalendarOut.of(calendar))
 
 
-@app.get("/v1/calendars", responses=_responses(200, CalendarList), security=needs(TokenScope.READ))
+@app.get(
+    "/v1/calendars",
+    operation_id="listCalendars",
+    tags=["calendars"],
+    responses=_responses(200, CalendarList),
+    security=needs(TokenScope.READ),
+)
 def list_calendars(
     limit: Annotated[int, Query(ge=1, le=100)] = 50,
     cursor: Annotated[str | None, Query(max_length=2048)] = None,
@@ -733,6 +946,8 @@ def list_calendars(
 
 @app.get(
     "/v1/calendars/<name>",
+    operation_id="getCalendar",
+    tags=["calendars"],
     responses=_responses(200, CalendarOut, 404),
     security=needs(TokenScope.READ),
     description="One calendar; with `year`, also the days of that year it holds (`days`), each with its "
@@ -745,11 +960,13 @@ def get_calendar(
     calendars = service().calendars
     calendar = calendars.get(team().team_id, name)
     days = calendars.days(team().team_id, name, year) if year is not None else None
-    return CalendarOut.of(calendar, year, days)
+    return CalendarOut.of(calendar, year, days, calendars.users(team().team_id, name))
 
 
 @app.put(
     "/v1/calendars/<name>",
+    operation_id="updateCalendar",
+    tags=["calendars"],
     responses=_responses(200, CalendarOut, 404, 409),
     security=needs(TokenScope.ADMIN),
     description="Replace the calendar's source and description; its version goes up by one. With `version` "
@@ -762,11 +979,13 @@ def put_calendar(name: CalendarName, update: Annotated[CalendarUpdate, Body()]) 
 
 @app.delete(
     "/v1/calendars/<name>",
+    operation_id="deleteCalendar",
+    tags=["calendars"],
     responses=_responses(204, None, 404, 409),
     security=needs(TokenScope.ADMIN),
-    description="Delete the calendar (with `version`: only that version, else 409). Its history stays "
-    "readable for 90 days, and its versions stay taken: a calendar created again under the name continues "
-    "from the next one.",
+    description="Delete the calendar (with `version`: only that version, else 409); a calendar jobs use is "
+    "not deleted: 409 naming them. Its history stays readable for 90 days, and its versions stay taken: a "
+    "calendar created again under the name continues from the next one.",
 )
 def delete_calendar(
     name: CalendarName, version: Annotated[int | None, Query(ge=1, description="the version you read")] = None
@@ -777,6 +996,8 @@ def delete_calendar(
 
 @app.get(
     "/v1/calendars/<name>/history",
+    operation_id="getCalendarHistory",
+    tags=["calendars"],
     responses=_responses(200, CalendarHistory, 404),
     security=needs(TokenScope.READ),
     description="What changed in the calendar, when, and by which token, newest first, for 90 days; a "

@@ -29,10 +29,19 @@ class CalendarOut(Out):
     updated_at: dt.datetime
     year: int | None = Field(default=None, description="the year `days` lists (`?year=`); null: not asked")
     days: list[CalendarDay] | None = Field(default=None, description="the days of `year` the calendar holds")
+    used_by: list[str] | None = Field(
+        default=None,
+        description="ids of the jobs that use the calendar (first 100), in `GET /v1/calendars/{name}`; a "
+        "calendar in use cannot be deleted (409); null in listings",
+    )
 
     @classmethod
     def of(
-        cls, calendar: Calendar, year: int | None = None, days: dict[dt.date, str | None] | None = None
+        cls,
+        calendar: Calendar,
+        year: int | None = None,
+        days: dict[dt.date, str | None] | None = None,
+        used_by: list[str] | None = None,
     ) -> CalendarOut:
         listed = (
             [CalendarDay(date=day, name=name) for day, name in days.items()] if days is not None else None
@@ -46,6 +55,7 @@ class CalendarOut(Out):
             updated_at=calendar.updated_at,
             year=year,
             days=listed,
+            used_by=used_by,
         )
 
 

@@ -3,6 +3,8 @@ history. Another team's calendar answers exactly as a missing one (``NotFound``)
 
 from __future__ import annotations
 
+import builtins
+from collections.abc import Callable
 from datetime import date
 from typing import Any, TypeVar
 
@@ -22,6 +24,8 @@ from duetime.domain.timeutil import ceil_seconds
 from duetime.ports import CalendarStore
 
 ATTEMPTS = 5  # a write that keeps losing its race to other writes of the same calendar gives up: 409
+USERS_NAMED = 20  # jobs a refused delete names
+USERS_LISTED = 100  # jobs a calendar's answer lists as its users
 
 
 Model = TypeVar("Model", bound=BaseModel)
@@ -38,9 +42,14 @@ class CalendarService:
     """A team's calendars on ``store`` (the API's catalog), each change recorded in its history with the
     token that made it (``actor``)."""
 
-    def __init__(self, store: CalendarStore, clock: Clock) -> None:
+    def __init__(
+        self, store: CalendarStore, clock: Clock, on_change: Callable[[str, str], None] | None = None
+    ) -> None:
+        """``on_change(team_id, name)``: called after a calendar's dates changed (``JobService`` re-plans the
+        jobs that use it)."""
         self.store = store
         self.clock = clock
+        self.on_change = on_change
 
     def create(self, team_id: str, body: Any, actor: str) -> Calendar:
         """A new calendar under a name the team has no calendar by (409 naming ``name`` otherwise). Its
@@ -93,18 +102,31 @@ class CalendarService:
                 }
             )
             if self.store.replace_calendar(before, after, calendar_change(before, after, now, actor)):
+                if self.on_change is not None and after.source != before.source:
+                    self.on_change(team_id, name)
                 return after
         raise Conflict(f"calendar {name} kept changing while being updated; try again")
 
     def delete(self, team_id: str, name: str, actor: str, version: int | None = None) -> None:
-        """Delete the calendar (of ``version`` only, when given: 409 naming ``version`` once it moved on).
-        Its history stays readable."""
+        """Delete the calendar (of ``version`` only, when given: 409 naming ``version`` once it moved on),
+        unless jobs use it: 409 naming them (at most ``USERS_NAMED``). Its history stays readable."""
         for _ in range(ATTEMPTS):
             calendar = self.get(team_id, name)
             _check_version(calendar, version)
             if self.store.remove_calendar(calendar, calendar_change(calendar, None, self.clock.now(), actor)):
                 return
+            users = self.store.calendar_users(team_id, name, USERS_NAMED + 1)
+            if users:
+                shown = ", ".join(users[:USERS_NAMED]) + (", ..." if len(users) > USERS_NAMED else "")
+                raise Conflict(
+                    f"calendar {name} is used by jobs {shown}: change or delete them first "
+                    f"(GET /v1/calendars/{name} lists them in `used_by`)"
+                )
         raise Conflict(f"calendar {name} kept changing while being deleted; try again")
+
+    def users(self, team_id: str, name: str) -> builtins.list[str]:
+        """Ids of the team's jobs that use the calendar (at most ``USERS_LISTED``)."""
+        return self.store.calendar_users(team_id, name, USERS_LISTED)
 
     def history(self, team_id: str, name: str, limit: int, cursor: str | None) -> Page:
         """The calendar's changes of the last 90 days, newest first; a deleted calendar's too (404 when

@@ -2,22 +2,26 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from duetime.api.service import Preview, UpcomingRun
+from duetime.api.service import ExcludedTime, Preview, UpcomingRun
 from duetime.domain.aws_targets import ROLE_ARN_PATTERN, ROLE_NAME_PREFIX
 from duetime.domain.dst import DstEffect, DstPolicy
 from duetime.domain.job_history import JobChange
+from duetime.domain.job_keys import etag_of
 from duetime.domain.labels import Labels
 from duetime.domain.models import (
+    JOB_KEY_PATTERN,
     CatchupWindowSeconds,
     EndAt,
+    Exclusion,
     JitterSeconds,
     Job,
     JobName,
@@ -62,15 +66,19 @@ def _no_defaults(schema: dict[str, Any]) -> None:
 
 
 class JobPatch(BaseModel):
-    """Fields to change; nested objects (schedule, dst, target, retry) are replaced whole. Only start_at and
-    end_at (no bound), catchup_window_seconds (the installation's default) and dst (Vixie cron's rule) take
-    null; the rest are left out to keep them."""
+    """Fields to change; nested objects (schedule, dst, exclude, target, retry) are replaced whole. Only
+    start_at and end_at (no bound), catchup_window_seconds (the installation's default), dst (Vixie cron's
+    rule) and exclude (no excluded dates) take null; the rest are left out to keep them."""
 
     model_config = ConfigDict(extra="forbid", json_schema_extra=_no_defaults)
 
     name: JobName | SkipJsonSchema[None] = None
+    key: Annotated[str, Field(max_length=129, pattern=JOB_KEY_PATTERN)] | SkipJsonSchema[None] = Field(
+        default=None, description="set the job's key, if it has none (a key never changes: 422)"
+    )
     schedule: Schedule | SkipJsonSchema[None] = None
     dst: DstPolicy | None = None
+    exclude: Exclusion | None = None
     target: Target | SkipJsonSchema[None] = None
     jitter_seconds: JitterSeconds | SkipJsonSchema[None] = None
     exact: bool | SkipJsonSchema[None] = None
@@ -117,6 +125,11 @@ class JobOut(JobSpec):
     )
     created_at: datetime
     updated_at: datetime
+    etag: str = Field(
+        description="the job's ETag (also the `ETag` header of a single job's answer): it changes with every "
+        "edit of the job and with nothing else; send it as `If-Match` to change or delete the job only if "
+        "nobody did since (412 otherwise)"
+    )
 
     @classmethod
     def of(cls, job: Job, missing_since: datetime | None = None, last_run: Run | None = None) -> JobOut:
@@ -133,6 +146,7 @@ class JobOut(JobSpec):
             last_run=RunSummary.of(last_run) if last_run is not None else None,
             created_at=job.created_at,
             updated_at=job.updated_at,
+            etag=etag_of(job),
         )
 
 
@@ -240,6 +254,12 @@ class PreviewRun(Out):
         "`first_only` / `last_only` (its wall time repeats and this occurrence is its only run); null: none"
     )
 
+    rolled_from: list[dt.date] = Field(
+        default_factory=list,
+        description="the excluded dates (local to the cron's zone) whose time rolled onto this run "
+        "(`exclude.on_excluded` next_business_day or previous_business_day); empty: none",
+    )
+
     @classmethod
     def of(cls, upcoming: UpcomingRun) -> PreviewRun:
         return cls(
@@ -247,6 +267,27 @@ class PreviewRun(Out):
             fire_at=upcoming.fire_at,
             dst_shifted=upcoming.dst_shifted,
             dst_effect=upcoming.dst_effect,
+            rolled_from=list(upcoming.rolled_from),
+        )
+
+
+class ExcludedTimeOut(Out):
+    scheduled_at: datetime = Field(description="the cron's own time on the excluded date")
+    date: dt.date = Field(description="the excluded date, local to the cron's zone")
+    calendars: list[str] = Field(description="the job's calendars that hold the date")
+    holiday: str | None = Field(
+        description="the date's name in the calendar (a holiday's, an event's), if any"
+    )
+    rolled_to: datetime | None = Field(description="the run the time rolled to; null: skipped")
+
+    @classmethod
+    def of(cls, time: ExcludedTime) -> ExcludedTimeOut:
+        return cls(
+            scheduled_at=time.scheduled_at,
+            date=time.day,
+            calendars=list(time.calendars),
+            holiday=time.holiday,
+            rolled_to=time.rolled_to,
         )
 
 
@@ -265,6 +306,11 @@ class PreviewOut(Out):
         "listed and that get no run (`dst.gap` `skip`, the rule of hourly crons): not runs, so not in "
         "`runs`; in time order"
     )
+    excluded: list[ExcludedTimeOut] = Field(
+        default_factory=list,
+        description="the cron's times on dates its calendars exclude (`exclude`), up to the last run listed: "
+        "each skipped or rolled to a run; in time order",
+    )
 
     @classmethod
     def of(cls, job_id: str, preview: Preview) -> PreviewOut:
@@ -272,6 +318,7 @@ class PreviewOut(Out):
             job_id=job_id,
             runs=[PreviewRun.of(run) for run in preview.runs],
             skipped=[SkippedWallTime(wall_time=naive.isoformat()) for naive in preview.skipped],
+            excluded=[ExcludedTimeOut.of(time) for time in preview.excluded],
         )
 
 

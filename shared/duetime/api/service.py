@@ -5,14 +5,15 @@ Another team's job or run answers exactly as a missing one (``NotFound``), so id
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import hmac
 import json
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from dataclasses import dataclass, replace
+from datetime import date, datetime, timedelta
 from typing import Any, cast
 
 from pydantic import ValidationError
@@ -20,9 +21,24 @@ from pydantic import ValidationError
 from duetime.api.calendars import CalendarService
 from duetime.api.team_admin import TeamAdmin, hash_token
 from duetime.domain.aws_targets import AwsTarget, SqsTarget
-from duetime.domain.catalog import IdempotencyMismatch, IdempotencyRecord, InvalidCursor, Page
+from duetime.domain.calendar_rules import MAX_ROLLED_APART
+from duetime.domain.calendars import CalendarDates, named_days_of_year
+from duetime.domain.catalog import (
+    CalendarGone,
+    IdempotencyMismatch,
+    IdempotencyRecord,
+    InvalidCursor,
+    KeyTaken,
+    Page,
+)
 from duetime.domain.catalog import QuotaExceeded as StoreQuotaExceeded
-from duetime.domain.claim_plan import DEFAULT_QUEUE_DEADLINE, PlannedRun, initial_state, new_run
+from duetime.domain.claim_plan import (
+    DEFAULT_QUEUE_DEADLINE,
+    PlannedRun,
+    initial_state,
+    new_run,
+    replanned_state,
+)
 from duetime.domain.clock import Clock
 from duetime.domain.dst import DstEffect
 from duetime.domain.errors import (
@@ -31,6 +47,7 @@ from duetime.domain.errors import (
     Forbidden,
     InvalidInput,
     NotFound,
+    PreconditionFailed,
     QuotaExceeded,
     RateLimited,
     Unauthorized,
@@ -38,6 +55,7 @@ from duetime.domain.errors import (
 )
 from duetime.domain.ids import make_manual_run_id, new_job_id, partition_of
 from duetime.domain.job_history import change
+from duetime.domain.job_keys import etag_of, if_match_holds
 from duetime.domain.labels import label_filter, query_words
 from duetime.domain.models import (
     MAX_BACKFILL_RUNS,
@@ -55,7 +73,9 @@ from duetime.domain.models import (
 from duetime.domain.run_budget import InMemoryRunBudget, RunBudget, Spend
 from duetime.domain.schedule import (
     dst_effect,
+    excluded_times_between,
     fire_time,
+    first_nominal,
     next_nominal_after,
     nominals_between,
     rate_anchor,
@@ -66,9 +86,12 @@ from duetime.domain.target_guard import TargetRefused, check_target_url
 from duetime.domain.timeutil import ceil_seconds, minute_bucket, whole_seconds
 from duetime.domain.tokens import ApiToken, Caller, TokenIn
 from duetime.ports import Catalog, JobAndRunStore, RoleTrustProbe, RunMessage, RunQueue
+from duetime.scheduling.calendar_days import CalendarDays
 from duetime.scheduling.wake import GroupWaker
 
-RESCHEDULE_FIELDS = {"schedule", "dst", "start_at", "end_at", "jitter_seconds", "exact", "paused"}
+RESCHEDULE_FIELDS = {"schedule", "dst", "exclude", "start_at", "end_at", "jitter_seconds", "exact", "paused"}
+MAX_CALENDAR_USERS = 10_000  # jobs a calendar change re-plans: a team's job quota's default
+REPLAN_THREADS = 8  # jobs re-planned at once after a calendar change (a read and a transaction each)
 MAX_LOAD_WINDOW = timedelta(hours=24)
 # What GET /v1/load charges (``JobService.load``): one request of the team's API rate per this many jobs read
 # and per this many fire times computed (a request itself pays for the first), and the most fire times one
@@ -77,6 +100,8 @@ LOAD_JOBS_PER_REQUEST = 100
 LOAD_FIRE_TIMES_PER_REQUEST = 1_000
 MAX_LOAD_FIRE_TIMES = 50_000
 MAX_PREVIEW = 100
+EXCLUDED_LOOKBACK = timedelta(days=15)  # a preview's first run may stand for excluded times this far back
+MAX_EXCLUDED_SCAN = 5_000  # the cron's own times a preview examines for excluded dates
 BACKFILL_SENDERS = 8  # threads sending a backfill's delay groups to the queue
 
 
@@ -85,6 +110,7 @@ class UpcomingRun:
     nominal_at: datetime
     fire_at: datetime
     dst_effect: DstEffect | None = None  # what daylight saving did to it, if anything
+    rolled_from: tuple[date, ...] = ()  # excluded dates whose time rolled onto this run
 
     @property
     def dst_shifted(self) -> bool:
@@ -93,9 +119,22 @@ class UpcomingRun:
 
 
 @dataclass(frozen=True)
+class ExcludedTime:
+    """A time of the cron on a date its calendars exclude, and what became of it."""
+
+    scheduled_at: datetime  # the cron's own time on that date
+    day: date  # the date, local to the cron's zone
+    calendars: tuple[str, ...]  # the job's calendars that hold it
+    holiday: str | None  # its name in the first of them that names it
+    rolled_to: datetime | None  # the run it rolled to; None: skipped
+
+
+@dataclass(frozen=True)
 class Preview:
     runs: list[UpcomingRun]
     skipped: list[datetime]  # wall times (naive, local) a gap skipped among the runs, that get no run
+    # the cron's times on dates its calendars exclude, up to the last run
+    excluded: list[ExcludedTime] = dataclasses.field(default_factory=list)
 
 
 def upcoming_runs(
@@ -116,11 +155,45 @@ def upcoming_runs(
 def preview_of(
     job: JobSpec, job_id: str | None, created_at: datetime, after: datetime, count: int
 ) -> Preview:
-    """``upcoming_runs``, and the wall times spring-forward skipped between ``after`` and the last of them
-    that the job's DST policy does not run."""
+    """``upcoming_runs``, the wall times spring-forward skipped between ``after`` and the last of them that
+    the job's DST policy does not run, and the cron's times on dates its calendars exclude (a job that uses
+    calendars must have them resolved: ``JobSpec.with_days_off``)."""
     runs = upcoming_runs(job, job_id, created_at, after, count)
     skipped = skipped_wall_times(job, after, runs[-1].nominal_at) if runs else []
-    return Preview(runs, skipped)
+    excluded = _excluded_times(job, after, runs[-1].nominal_at if runs else after)
+    rolled: dict[datetime, list[date]] = {}
+    for time in excluded:
+        if time.rolled_to is not None:
+            rolled.setdefault(time.rolled_to, []).append(time.day)
+    runs = [
+        replace(
+            run, rolled_from=tuple(rolled.get(run.nominal_at - timedelta(seconds=run.nominal_at.second), ()))
+        )
+        for run in runs
+    ]
+    return Preview(runs, skipped, excluded)
+
+
+def _excluded_times(job: JobSpec, after: datetime, last: datetime) -> list[ExcludedTime]:
+    """The cron's own times on excluded dates whose run (or skipped time) is in (after, last], named."""
+    if job.exclude is None:
+        return []
+    # A time rolled forward onto the first run may come from days before ``after``: look back a while.
+    found = excluded_times_between(
+        job, after - EXCLUDED_LOOKBACK, last + timedelta(seconds=1), MAX_EXCLUDED_SCAN
+    )
+    days = job.days_off()
+    calendars = days.calendars if isinstance(days, CalendarDates) else ()
+    out: list[ExcludedTime] = []
+    for nominal, day, rolled_to in found:
+        shown = rolled_to if rolled_to is not None else nominal
+        if not after < shown <= last + timedelta(seconds=MAX_ROLLED_APART):
+            continue
+        named = [(c.name, named_days_of_year(c, day.year)) for c in calendars]
+        holding = tuple(name for name, held in named if day in held)
+        holiday = next((held[day] for _, held in named if held.get(day)), None)
+        out.append(ExcludedTime(nominal, day, holding, holiday, rolled_to))
+    return out
 
 
 class JobService:
@@ -153,7 +226,9 @@ class JobService:
         # a budget every API Lambda shares (``wiring.run_budget``); by default one of this process's own.
         self.run_budget: RunBudget = run_budget or InMemoryRunBudget()
         self.teams = TeamAdmin(catalog, clock, actor="api", role_trust=role_trust)
-        self.calendars = CalendarService(catalog, clock)  # the team's calendars, in the catalog's tables
+        self.calendar_days = CalendarDays(catalog)  # the dates of the calendars a job uses, read when needed
+        # the team's calendars, in the catalog's tables; a change re-plans the jobs that use the calendar
+        self.calendars = CalendarService(catalog, clock, on_change=self.replan_calendar_users)
 
     # --- teams ------------------------------------------------------------------------------------------
 
@@ -263,7 +338,9 @@ class JobService:
         spec = self._validate(body, now, team)
         stamp = ceil_seconds(now)
         job = Job(**spec.model_dump(), id=new_job_id(), team=team.team_id, created_at=stamp, updated_at=stamp)
+        job = self._with_calendars(job)
         job = job.model_copy(update={"state": initial_state(job, stamp)})
+        _check_exclusion_leaves_runs(job, stamp)
         record = None
         if idempotency_key:
             if len(idempotency_key) > 255:
@@ -275,6 +352,10 @@ class JobService:
             job_id = self.catalog.insert_job(job, team, now, record, change(None, job, now, actor))
         except StoreQuotaExceeded as exc:
             raise _quota_error(team, exc) from exc
+        except CalendarGone as exc:
+            raise _unknown_calendar(job, exc.name) from exc
+        except KeyTaken as exc:
+            raise _key_taken(exc.key) from exc
         except IdempotencyMismatch as exc:
             raise Conflict("Idempotency-Key was used with a different request", "Idempotency-Key") from exc
         if job_id != job.id:  # the same request again: the first one woke the group if it had to
@@ -348,14 +429,26 @@ class JobService:
             raise NotFound(f"no job {job_id}")
         return Page(mine, page.cursor)
 
-    def update_job(self, team: Team, job_id: str, changes: dict[str, Any], actor: str = "api") -> Job:
+    def update_job(
+        self,
+        team: Team,
+        job_id: str,
+        changes: dict[str, Any],
+        actor: str = "api",
+        if_match: str | None = None,
+    ) -> Job:
         """Apply ``changes`` (top-level fields; nested objects are replaced whole). Anything that moves
         the schedule reschedules from now; the run history is kept. Header values and URL secrets are
         write-only: in a new ``target``, a value of ``REDACTED`` keeps the value stored under that name
         while the URL's origin stays the same (another origin: 422 naming each such header, nothing
-        written), and the URL as answers show it keeps the stored URL (``HttpTarget.restore_redacted``)."""
+        written), and the URL as answers show it keeps the stored URL (``HttpTarget.restore_redacted``).
+        A job's ``key`` is set once (422 on a change; 409 when another job has it). ``if_match``: the job's
+        ETag as the caller read it (``job_keys``): 412 once the job changed, nothing written."""
+        _readable_if_match(if_match)
         for _ in range(5):
             job = self.get_job(team, job_id)
+            if job.key is not None and "key" in changes and changes["key"] != job.key:
+                raise InvalidInput(f"key: the job's key is {job.key!r} and never changes", "key")
             now = self.clock.now()
             current = job.model_dump(mode="json", include=set(JobSpec.model_fields))
             try:
@@ -367,6 +460,7 @@ class JobService:
             except StoredSecretsWithheld as exc:
                 raise InvalidInput(str(exc), exc.fields[0]) from exc
             spec = self._validate({**current, **sent}, now, team, new_target="target" in changes)
+            _check_if_match(job, if_match)  # after the body's checks: a bad body is a 422 whatever the job is
             stamp = ceil_seconds(now)
             updated = Job(
                 **spec.model_dump(),
@@ -376,9 +470,11 @@ class JobService:
                 updated_at=stamp,
                 state=job.state,
             )
+            updated = self._with_calendars(updated)
             version = job.state.version + 1
             if any(field in changes for field in RESCHEDULE_FIELDS):
                 state = initial_state(updated, stamp, version)
+                _check_exclusion_leaves_runs(updated.model_copy(update={"state": state}), stamp)
             else:
                 state = job.state.model_copy(update={"version": version})
             updated = updated.model_copy(update={"state": state})
@@ -388,18 +484,115 @@ class JobService:
                     return updated
             except StoreQuotaExceeded as exc:
                 raise _quota_error(team, exc) from exc
+            except CalendarGone as exc:
+                raise _unknown_calendar(updated, exc.name) from exc
+            except KeyTaken as exc:
+                raise _key_taken(exc.key) from exc
         raise Conflict("the job kept changing while being updated; try again")
+
+    def _with_calendars(self, job: Job) -> Job:
+        """``job`` with the current dates of the calendars it uses; a name the team has no calendar by is a
+        422 naming it (``exclude.calendars.<i>`` or ``schedule.calendars.<i>``)."""
+        if not job.calendar_names:
+            return job
+        current = self.calendar_days.current(job.team, job.calendar_names)
+        for name in job.calendar_names:
+            if current[name] is None:
+                raise _unknown_calendar(job, name)
+        return self.calendar_days.with_calendars(job, [current[name] for name in job.calendar_names])
+
+    def _resolved(self, job: Job) -> Job:
+        """A stored job ready for schedule math: its calendars' dates as they are now."""
+        return self.calendar_days.resolve([job])[0] if job.calendar_names else job
+
+    def replan_calendar_users(self, team_id: str, name: str) -> None:
+        """Re-plan every job of the team that uses calendar ``name`` (just changed) with its dates as they are
+        now (``claim_plan.replanned_state``): the job's next time moves if the change moved it; a claimed run
+        is never touched. Each job is written under JOB_VERSION_IS and read again after a lost race (a claim
+        or an edit came first; either already used the new dates, being read after the change)."""
+        team = self.catalog.get_team(team_id)
+        if team is None:
+            return
+        users = self.catalog.calendar_users(team_id, name, MAX_CALENDAR_USERS)
+        with ThreadPoolExecutor(max_workers=REPLAN_THREADS) as pool:
+            list(pool.map(lambda job_id: self._replan(team, job_id), users))
+
+    def _replan(self, team: Team, job_id: str) -> None:
+        """Re-plan one job of ``team`` with its calendars' current dates, read again after a lost race."""
+        for _ in range(5):
+            job = self.catalog.get_job(job_id)
+            if job is None or job.team != team.team_id:
+                return
+            now = self.clock.now()
+            job = self._resolved(job)
+            state = replanned_state(job, now)
+            moved = (state.next_nominal_at, state.next_fire_at) != (
+                job.state.next_nominal_at,
+                job.state.next_fire_at,
+            )
+            if not moved:
+                return
+            updated = job.model_copy(update={"state": state})
+            if self.catalog.replace_job(job, updated, team, now):
+                self._wake_if_due_soon(updated, now)
+                return
 
     def _wake_if_due_soon(self, job: Job, now: datetime) -> None:
         if self.waker is not None:
             self.waker.job_written(job, now)
 
-    def delete_job(self, team: Team, job_id: str, actor: str = "api") -> None:
+    def delete_job(self, team: Team, job_id: str, actor: str = "api", if_match: str | None = None) -> None:
+        """Delete the job (its key goes with it); ``if_match``: its ETag as read (412 once it changed)."""
+        _readable_if_match(if_match)
         for _ in range(5):
             job = self.get_job(team, job_id)
+            _check_if_match(job, if_match)
             if self.catalog.remove_job(job, team, change(job, None, self.clock.now(), actor)):
                 return
         raise Conflict("the job kept changing while being deleted; try again")
+
+    # --- jobs by key (jobs as code) ---------------------------------------------------------------------
+
+    def job_id_by_key(self, team: Team, key: str) -> str:
+        """The id of the team's job with ``key``; NotFound when none has it."""
+        job_id = self.catalog.job_id_by_key(team.team_id, key)
+        if job_id is None:
+            raise NotFound(f"no job has key {key}")
+        return job_id
+
+    def put_job_by_key(
+        self, team: Team, key: str, body: Any, if_match: str | None = None, actor: str = "api"
+    ) -> tuple[Job, bool]:
+        """Create the job of ``key`` or replace it whole with ``body`` (a job spec; its ``key``, if sent, must
+        be ``key``): (the job, whether it was created). ``if_match``: the ETag the caller read: 412 when the
+        job changed since, or when there is no job to match (``*`` matches any job). Replacing is an update
+        of every field (``update_job``: a field left out takes its default)."""
+        _readable_if_match(if_match)
+        if not isinstance(body, dict):
+            raise InvalidInput("the request body must be a JSON object: a job", "body")
+        if body.get("key", key) != key:
+            raise InvalidInput(f"key: the body names key {body['key']!r}, the path {key!r}", "key")
+        body = {**body, "key": key}
+        self._validate(body, self.clock.now(), team)  # a job that cannot be is a 422 before anything else
+        for _ in range(5):
+            job_id = self.catalog.job_id_by_key(team.team_id, key)
+            if job_id is None:
+                if if_match is not None:
+                    raise PreconditionFailed(f"If-Match: no job has key {key}", "If-Match")
+                try:
+                    return self.create_job(team, body, actor=actor), True
+                except Conflict as exc:
+                    if exc.field != "key":
+                        raise
+                    continue  # created meanwhile by another request: replace it
+            spec = self._validate(body, self.clock.now(), team)
+            full = spec.model_dump(mode="json", include=set(JobSpec.model_fields))
+            job = self.get_job(team, job_id)
+            if job.model_dump(mode="json", include=set(JobSpec.model_fields)) == full:
+                _check_if_match(job, if_match)
+                return job, False  # the same job again: nothing to write
+            return self.update_job(team, job_id, {**full, **body}, actor, if_match), False
+        raise Conflict(f"the job of key {key} kept changing; try again")
 
     def trigger(self, team: Team, job_id: str, request: Any = None) -> Run:
         """Run the job now under a manual run id (``<job id>@<now>~manual-<nonce>``, never a scheduled
@@ -434,7 +627,7 @@ class JobService:
             window = BackfillWindow.model_validate(body, context={"now": now})
         except ValidationError as exc:
             raise from_validation_error(exc) from exc
-        job = self.get_job(team, job_id)
+        job = self._resolved(self.get_job(team, job_id))
         anchor = rate_anchor(job, job.created_at)
         nominals = nominals_between(job, anchor, window.start, window.end, MAX_BACKFILL_RUNS + 1)
         if len(nominals) > MAX_BACKFILL_RUNS:
@@ -525,7 +718,7 @@ class JobService:
             if job.state.next_nominal_at
             else self.clock.now()
         )
-        return preview_of(job, job.id, job.created_at, after, min(count, MAX_PREVIEW))
+        return preview_of(self._resolved(job), job.id, job.created_at, after, min(count, MAX_PREVIEW))
 
     def load(
         self, team: Team, start: datetime, end: datetime, pay: Callable[[int, int], None] | None = None
@@ -552,7 +745,7 @@ class JobService:
         jobs = fire_times = paid = 0
         while True:
             page = self.catalog.team_jobs(team.team_id, LOAD_JOBS_PER_REQUEST, cursor)
-            for job in page.items:
+            for job in self.calendar_days.resolve(page.items):
                 jobs += 1
                 active = not job.paused and job.state.next_nominal_at is not None
                 for fire_at in _fire_times(job, start, end) if active else ():
@@ -652,3 +845,57 @@ def _usable(team: Team | None, missing: str) -> Team:
     if team.disabled:
         raise Forbidden(f"team {team.team_id} is disabled")
     return team
+
+
+def _unknown_calendar(job: JobSpec, name: str) -> InvalidInput:
+    """The 422 for a job naming a calendar its team does not have, naming the field that names it."""
+    where = "exclude.calendars" if job.exclude is not None else "schedule.calendars"
+    index = job.calendar_names.index(name)
+    return InvalidInput(
+        f"{where}.{index}: your team has no calendar {name!r}; create it first (POST /v1/calendars)",
+        f"{where}.{index}",
+    )
+
+
+def _key_taken(key: str) -> Conflict:
+    return Conflict(f"key: another job of your team has key {key!r}", "key")
+
+
+EXCLUSION_HORIZON = timedelta(days=10 * 366)  # a cron whose calendars exclude every time this far: refused
+
+
+def _check_exclusion_leaves_runs(job: Job, now: datetime) -> None:
+    """422 naming ``exclude`` for a cron that runs, but on no date its calendars leave within
+    ``EXCLUSION_HORIZON`` (``0 9 25 12 *`` excluding a country's holidays: every time is on one; a holidays
+    calendar holds nothing past the years its package knows, so the next run would be a century on)."""
+    if job.exclude is None:
+        return
+    nominal = job.state.next_nominal_at
+    if nominal is not None and nominal <= now + EXCLUSION_HORIZON:
+        return
+    plain = job.model_copy(update={"exclude": None})
+    if first_nominal(plain, job.created_at, now) is None:
+        return  # the cron itself has ended: not the calendars' doing
+    raise InvalidInput(
+        "exclude: every time of the cron in the next ten years falls on a date of "
+        + ", ".join(job.calendar_names),
+        "exclude",
+    )
+
+
+MAX_IF_MATCH = 512  # characters of an If-Match header: a few ETags
+
+
+def _readable_if_match(if_match: str | None) -> None:
+    if if_match is not None and len(if_match) > MAX_IF_MATCH:
+        raise InvalidInput(f"If-Match is longer than {MAX_IF_MATCH} characters", "If-Match")
+
+
+def _check_if_match(job: Job, if_match: str | None) -> None:
+    """412 when ``if_match`` names an ETag the job is no longer at (``job_keys.if_match_holds``)."""
+    if not if_match_holds(if_match, etag_of(job)):
+        raise PreconditionFailed(
+            f"If-Match: job {job.id} changed since it was read (it is at {etag_of(job)} now): read it again "
+            "and decide",
+            "If-Match",
+        )

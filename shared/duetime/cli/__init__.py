@@ -2,7 +2,8 @@
 benchmarks, capacity plans and offline previews. One module a command group (each adds its parsers and
 names the function that runs them); the flags every API command takes are declared once (``common``).
 
-Exit codes: 0 success, 1 an error (one line on stderr), 2 bad usage.
+Exit codes: 0 success, 1 an error (one line on stderr), 2 bad usage (and for ``apply --dry-run --exit-code``,
+a plan with changes).
 """
 
 from __future__ import annotations
@@ -10,14 +11,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from duetime.cli import calendars, jobs, plan, system, team, teams
+from duetime.cli import apply, calendars, jobs, plan, system, team, teams
 from duetime.cli.common import UsageError
 from duetime.cli.jobs import notify_channel, spec_from_args
 from duetime.client import ApiFailure
 
 __all__ = ["UsageError", "main", "notify_channel", "parser", "spec_from_args"]
 
-GROUPS = (system, jobs, calendars, team, teams, plan)  # in the order `duetime --help` lists them
+GROUPS = (system, jobs, apply, calendars, team, teams, plan)  # in the order `duetime --help` lists them
 
 
 def parser() -> argparse.ArgumentParser:

@@ -27,6 +27,24 @@ class QuotaExceeded(Exception):
         self.which = which
 
 
+class KeyTaken(Exception):
+    """A job write gives a job a key another job of the team has."""
+
+    def __init__(self, team_id: str, key: str) -> None:
+        super().__init__(f"team {team_id}: another job has key {key}")
+        self.team_id = team_id
+        self.key = key
+
+
+class CalendarGone(Exception):
+    """A job write names a calendar the team does not have (deleted meanwhile, or never created)."""
+
+    def __init__(self, team_id: str, name: str) -> None:
+        super().__init__(f"team {team_id} has no calendar {name}")
+        self.team_id = team_id
+        self.name = name
+
+
 class IdempotencyMismatch(Exception):
     """The idempotency key was used before with a different request body."""
 

@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 from duetime.domain.ids import make_run_id, partition_of
 from duetime.domain.models import Job, JobState, MisfirePolicy, OverlapPolicy, Run, RunResult, RunStatus
 from duetime.domain.schedule import fire_time, first_nominal, next_nominal_after, rate_anchor
+from duetime.domain.timeutil import whole_seconds
 
 log = logging.getLogger(__name__)
 
@@ -140,6 +141,8 @@ def plan_claim(
     (``JobState.active_run``) as read before the claim, for a job whose overlap policy is not allow."""
     grace = catchup_window(job, grace)
     state = job.state
+    if job.calendar_names and (moved := _excluded_since_planned(job)) is not None:
+        return moved
     due, nominal, fire = _due_times(job, now)
     late = [r for r in due if now - r.fire_at > grace]
     on_time = [r for r in due if now - r.fire_at <= grace]
@@ -161,6 +164,33 @@ def plan_claim(
     return ClaimPlan(
         job, tuple(runs), next_state, missed=len(late), dropped=len(due) - len(runs), skipped=tuple(skipped)
     )
+
+
+def _excluded_since_planned(job: Job) -> ClaimPlan | None:
+    """For a job that uses calendars (resolved with their dates as they are now): None when its stored next
+    time is still one of its times; else a plan with no run that records that time as skipped and moves the
+    job to its next time under the dates as they are now. It covers the moments between a calendar change
+    and the re-plan of its jobs (``duetime.api.service.JobService.replan_calendar_users``), and a re-plan cut
+    short: a claim never runs a time the job's calendars exclude when it claims."""
+    state = job.state
+    assert state.next_nominal_at is not None and state.next_fire_at is not None, "job is not scheduled"
+    anchor = rate_anchor(job, job.created_at)
+    current = next_nominal_after(job, anchor, state.next_nominal_at - timedelta(seconds=1))
+    if current is not None and current <= state.next_nominal_at:
+        return None  # still its time (or an earlier one a change allowed: the re-plan moves it)
+    planned = PlannedRun(state.next_nominal_at, state.next_fire_at)
+    fire = None
+    if current is not None:
+        fire = fire_time(job.id, job, current, next_nominal_after(job, anchor, current))
+    next_state = JobState(
+        next_nominal_at=current,
+        next_fire_at=fire,
+        last_scheduled_at=state.next_nominal_at,
+        version=state.version + 1,
+        active_run=state.active_run,
+    )
+    why = "its date is excluded by the job's calendars, changed since the time was planned"
+    return ClaimPlan(job, (), next_state, missed=0, dropped=1, skipped=(SkippedTime(planned, why),))
 
 
 def _due_times(job: Job, now: datetime) -> tuple[list[PlannedRun], datetime | None, datetime | None]:
@@ -267,4 +297,31 @@ def initial_state(job: Job, now: datetime, version: int = 0) -> JobState:
         last_scheduled_at=job.state.last_scheduled_at,
         version=version,
         active_run=job.state.active_run,  # an edit keeps the overlap guard: the run may still be unfinished
+    )
+
+
+def replanned_state(job: Job, now: datetime) -> JobState:
+    """The state of a job whose calendars changed (``job`` resolved with their new dates), one version up: its
+    next time computed again from where it stands, after its last claimed time and from ``now`` on, or from
+    its stored next time when that is due already (an unclaimed due time the new dates still allow stays
+    due). A claimed time is never touched; a time the new dates allow before ``now`` is not run."""
+    state = job.state
+    if state.next_nominal_at is None:
+        return state.model_copy(update={"version": state.version + 1})
+    after = min(whole_seconds(now), state.next_nominal_at - timedelta(seconds=1))
+    if state.last_scheduled_at is not None:
+        after = max(after, state.last_scheduled_at)
+    anchor = rate_anchor(job, job.created_at)
+    nominal = next_nominal_after(job, anchor, after)
+    if nominal is None:
+        return state.model_copy(
+            update={"next_nominal_at": None, "next_fire_at": None, "version": state.version + 1}
+        )
+    following = next_nominal_after(job, anchor, nominal)
+    return state.model_copy(
+        update={
+            "next_nominal_at": nominal,
+            "next_fire_at": fire_time(job.id, job, nominal, following),
+            "version": state.version + 1,
+        }
     )

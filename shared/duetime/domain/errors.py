@@ -55,6 +55,12 @@ class Conflict(ApiError):
     status, code = 409, "conflict"
 
 
+class PreconditionFailed(ApiError):
+    """``If-Match`` named a version (an ETag) the resource is no longer at: nothing was written."""
+
+    status, code = 412, "precondition_failed"
+
+
 class PayloadTooLarge(ApiError):
     status, code = 413, "payload_too_large"
 

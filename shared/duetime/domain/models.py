@@ -690,10 +690,41 @@ EndAt = Annotated[
 ]
 
 
+MANAGED_BY_PATTERN = r"^[a-z0-9]([a-z0-9._/-]{0,61}[a-z0-9])?$"  # as a label's key
+APPLIED_DIGEST_PATTERN = r"^[0-9a-f]{16}\.[0-9a-f]{16}$"
+# One or two segments (``area/job-name``) of letters, digits, ``.``, ``_`` and ``-``, each starting and ending
+# with a letter or digit: a path's one or two segments, at most 129 characters (``duetime.domain.job_keys``).
+_KEY_SEGMENT = r"[A-Za-z0-9]([A-Za-z0-9._-]{0,62}[A-Za-z0-9])?"
+JOB_KEY_PATTERN = rf"^{_KEY_SEGMENT}(/{_KEY_SEGMENT})?$"
+
+
 class JobSpec(Strict):
     """What a team asks for. Everything here is user input and validated."""
 
     name: JobName
+    key: str | None = Field(
+        default=None,
+        max_length=129,
+        pattern=JOB_KEY_PATTERN,
+        description="a name your team chooses for the job, unique in the team (e.g. "
+        "`billing/nightly-export`): one or two segments of letters, digits, `.`, `_` and `-` joined by `/`, "
+        "each starting and ending with a letter or digit. Set on create or later, once; it never changes "
+        "(422). `PUT /v1/jobs/by-key/{key}` creates or replaces the job of a key; a key another job of the "
+        "team has is a 409",
+    )
+    managed_by: str | None = Field(
+        default=None,
+        pattern=MANAGED_BY_PATTERN,
+        description="what manages the job, if anything: the `managed_by` of the jobs file `duetime apply` "
+        "applied it from (e.g. `billing-repo`); an apply with `--prune` deletes the jobs of its name that "
+        "its files no longer hold, and no others",
+    )
+    applied_digest: str | None = Field(
+        default=None,
+        pattern=APPLIED_DIGEST_PATTERN,
+        description="written by `duetime apply`: digests of the job as it applied it (`<shape>.<content>`), "
+        "by which the next apply tells an edit made elsewhere since (drift) and an unchanged job",
+    )
     schedule: Schedule
     dst: JobDstPolicy | None = Field(
         default=None,

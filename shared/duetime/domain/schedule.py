@@ -31,7 +31,7 @@ from zoneinfo import ZoneInfo
 
 from croniter import CroniterBadCronError, CroniterBadDateError
 
-from duetime.domain.calendar_rules import business_day_next_after, excluded_next_after
+from duetime.domain.calendar_rules import business_day_next_after, excluded_next_after, excluded_times
 from duetime.domain.cron_dialect import (
     CronPattern,
     WallClockMatches,
@@ -327,6 +327,13 @@ def dst_effect(spec: JobSpec, nominal: datetime) -> DstEffect | None:
     schedule = spec.schedule
     if isinstance(schedule, CronSchedule):
         return cron_dst_effect(schedule.cron, schedule.timezone, nominal, spec.dst)
+    if isinstance(schedule, BusinessDaySchedule):
+        zone = ZoneInfo(schedule.timezone)
+        local = to_utc(nominal).astimezone(zone).replace(tzinfo=None)
+        if local.time() != schedule.local_time:
+            return DstEffect.MOVED  # its time did not exist that day: run at the gap's end
+        if is_repeated(local, zone):
+            return repeated_effect(wall_time_rules(spec.dst, fixed_time=True))
     return None
 
 
@@ -354,6 +361,26 @@ def nominals_between(
         found.append(nominal)
         nominal = next_nominal_after(spec, anchor, nominal)
     return found
+
+
+def excluded_times_between(
+    spec: JobSpec, start: datetime, end: datetime, limit: int
+) -> list[tuple[datetime, date, datetime | None]]:
+    """The cron's own times in [start, end) that fall on dates its calendars exclude (at most ``limit`` own
+    times examined), each with its local date and the instant it rolled to (None: skipped); none for a job
+    without ``exclude``."""
+    schedule = spec.schedule
+    if spec.exclude is None or not isinstance(schedule, CronSchedule):
+        return []
+    own = nominals_between(spec.model_copy(update={"exclude": None}), start, start, end, limit)
+    cron, timezone, dst = schedule.cron, schedule.timezone, spec.dst
+    rules = wall_time_rules(dst, is_fixed_time(cron))
+
+    def wall_times(nominal: datetime) -> list[time]:
+        return cron_wall_times_of(cron, timezone, nominal, dst)
+
+    days, on_excluded = spec.days_off(), spec.exclude.on_excluded
+    return excluded_times(own, ZoneInfo(timezone), days, on_excluded, rules, wall_times)
 
 
 def rate_anchor(spec: JobSpec, created_at: datetime) -> datetime:

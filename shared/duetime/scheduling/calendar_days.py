@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from datetime import date
 from typing import Protocol, TypeVar
 
 from duetime.domain.calendars import Calendar, CalendarDates
@@ -72,3 +73,18 @@ class CalendarDays:
                 self._dates.clear()
             dates = self._dates[key] = CalendarDates(held)
         return job.with_days_off(dates)
+
+
+def resolve_calendars(jobs: list[Job], calendars: CalendarDays | None) -> list[Job]:
+    """``jobs`` ready for their claims: those that use calendars with the dates they hold now; with no
+    ``calendars`` to read, with no dates (logged: such a job runs rather than not at all)."""
+    if not any(job.calendar_names for job in jobs):
+        return jobs
+    if calendars is None:
+        log.error("jobs use calendars but this poller reads none: they run as if they excluded nothing")
+        return [job.with_days_off(_no_dates) if job.calendar_names else job for job in jobs]
+    return calendars.resolve(jobs)
+
+
+def _no_dates(year: int) -> frozenset[date]:
+    return frozenset()

@@ -45,6 +45,7 @@ from duetime.ports import (
     RunStore,
     TeamStore,
 )
+from duetime.scheduling.calendar_days import CalendarDays, CalendarReader, resolve_calendars
 from duetime.scheduling.claim_pace import ClaimPace
 from duetime.scheduling.fan_out import FanOut, FanOutPolicy, HelperLauncher
 from duetime.scheduling.low_water import LowWaterMarks
@@ -172,13 +173,16 @@ def claim_due_jobs(
     skip: Callable[[Job], bool] | None = None,
     team_active: Callable[[str], bool] | None = None,
     known_marks: LowWaterMarks | None = None,
+    calendars: CalendarDays | None = None,
 ) -> ClaimReport:
     """Claim every due job in the configured partitions and queue the runs the claims created. Jobs of
-    teams ``team_active`` says are disabled are claimed without runs."""
+    teams ``team_active`` says are disabled are claimed without runs. Jobs that use calendars get their
+    dates from ``calendars``, read after the jobs (``duetime.scheduling.calendar_days``)."""
     report = ClaimReport()
     jobs = find_due_jobs(store, config, now, report, skip, known_marks)
     if not jobs:
         return report
+    jobs = resolve_calendars(jobs, calendars)
     claims = []
     running = store.active_runs(active_run_ids(jobs))
     for job in jobs:
@@ -317,14 +321,18 @@ class Poller:
         leases: PollerLeaseStore | None = None,
         helpers: HelperLauncher | None = None,
         fan_out: FanOutPolicy | None = None,
+        calendars: CalendarReader | None = None,
     ) -> None:
         """``teams``: where to look up whether a job's team is disabled (none: every team is active).
         ``deadlines``: where success-deadline watches are (none: they are not checked). ``notifications``:
         the delivery of job notifications, started at each reap pass (none: not delivered here).
         ``helpers`` (with ``leases``): where a busy minute's helpers are started
         (``duetime.scheduling.fan_out``, with the ``fan_out`` policy); none: the poller claims every minute
-        alone."""
+        alone. ``calendars``: where the team calendars that jobs use are read (none: a job that uses one
+        runs as if it excluded nothing, logged)."""
         self.jobs = jobs
+        self.calendars = calendars
+        self.calendar_days = CalendarDays(calendars) if calendars is not None else None
         self.runs = runs
         self.queue = queue
         self.alerts = alerts
@@ -357,6 +365,7 @@ class Poller:
                 grace=config.misfire_grace,
                 queue_deadline=config.queue_deadline,
                 team_active=self.team_active,
+                calendars=self.calendar_days,
             )
             if config.preload_lead is not None
             else None
@@ -373,7 +382,9 @@ class Poller:
         if self.pace is not None:
             allowance = self.pace.allowance(now)
             config = replace(config, max_claims_per_tick=max(1, min(config.max_claims_per_tick, allowance)))
-        report = claim_due_jobs(self.jobs, self.queue, config, now, skip, self.team_active, self.known_marks)
+        report = claim_due_jobs(
+            self.jobs, self.queue, config, now, skip, self.team_active, self.known_marks, self.calendar_days
+        )
         if self.pace is not None:
             self.pace.spend(report.claimed_jobs, now)
         return report
@@ -683,6 +694,7 @@ class Poller:
             self.leases,
             helpers,
             self.fan_out_policy,
+            self.calendars,
         )
 
 

@@ -31,6 +31,7 @@ from duetime.domain.ids import partition_of
 from duetime.domain.models import Job
 from duetime.domain.timeutil import iso_z, minute_bucket
 from duetime.ports import ClaimOutcome, DueRow, JobStore, RunMessage, RunQueue
+from duetime.scheduling.calendar_days import CalendarDays, resolve_calendars
 
 MINUTE = timedelta(minutes=1)
 _BY_JOB_ID = attrgetter("job_id")
@@ -105,10 +106,14 @@ class MinutePreload:
         queue_deadline: timedelta = timedelta(minutes=10),
         chunk: int = 500,
         team_active: Callable[[str], bool] | None = None,
+        calendars: CalendarDays | None = None,
     ) -> None:
-        """``team_active``: whether a job's team may have runs (a disabled team's jobs get none)."""
+        """``team_active``: whether a job's team may have runs (a disabled team's jobs get none).
+        ``calendars``: the dates of the calendars jobs use, read as each chunk is claimed (after its rows
+        were read: ``duetime.scheduling.calendar_days``)."""
         self.store = store
         self.team_active = team_active
+        self.calendars = calendars
         self.queue = queue
         self.partitions = partitions
         self.lead = lead
@@ -346,7 +351,7 @@ class MinutePreload:
 
     def _claim_chunk(self, rows: list[DueRow], now: datetime) -> tuple[ClaimOutcome, float]:
         """Build the jobs of ``rows`` and claim them; the outcome, and the seconds the claims' writes took."""
-        jobs = [row.job() for row in rows]
+        jobs = resolve_calendars([row.job() for row in rows], self.calendars)
         running = self.store.active_runs(active_run_ids(jobs))
         claims = [
             make_claim(

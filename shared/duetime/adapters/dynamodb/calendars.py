@@ -3,7 +3,9 @@
 Rows (``pk`` / ``sk``):
 
 - ``calendar#<team>`` / ``<name>``: the calendar (``calendar``, the JSON of
-  ``duetime.domain.calendars.Calendar``) and its ``version``. A delete removes ``calendar`` and keeps the item
+  ``duetime.domain.calendars.Calendar``), its ``version``, and ``jobs_using``: how many jobs use it, moved by
+  the job writes themselves in their transactions (``DynamoCatalog``; the jobs are listed by the
+  ``calendar-jobs#`` index items, ``job_index.py``). A delete removes ``calendar`` and keeps the item
   with its ``version``, so a name's versions are never reused (a create under the name continues from
   there: CALENDAR_NAME_FREED) and (team, name, version) names one content for good. A team's calendars are
   one Query of its ``pk``, by name.
@@ -86,27 +88,36 @@ class DynamoCalendars:
         return transaction_committed(self.client, [put, self._calendar_history_put(change)])
 
     def replace_calendar(self, before: Calendar, after: Calendar, change: CalendarChange) -> bool:
-        """Put ``after`` over ``before`` (CALENDAR_VERSION_IS), with its history row, in one transaction."""
-        put: TransactWriteItemTypeDef = {
-            "Put": {
+        """Set ``after`` on ``before``'s item (CALENDAR_VERSION_IS), with its history row, in one transaction;
+        an update, not a put, so the item's count of the jobs using it (``jobs_using``) stays."""
+        update: TransactWriteItemTypeDef = {
+            "Update": {
                 "TableName": self.names.control,
-                "Item": self._item(after),
+                "Key": _key(after.team, after.name),
+                "UpdateExpression": "SET calendar = :calendar, version = :version",
                 "ConditionExpression": c.CALENDAR_VERSION_IS.expression,
-                "ExpressionAttributeValues": {":expected_version": number_attribute(before.version)},
+                "ExpressionAttributeValues": {
+                    ":expected_version": number_attribute(before.version),
+                    ":calendar": string_attribute(_stored(after)),
+                    ":version": number_attribute(after.version),
+                },
             }
         }
-        return transaction_committed(self.client, [put, self._calendar_history_put(change)])
+        return transaction_committed(self.client, [update, self._calendar_history_put(change)])
 
     def remove_calendar(self, calendar: Calendar, change: CalendarChange) -> bool:
-        """Remove the calendar from its item, keeping the item's version (CALENDAR_VERSION_IS), with its
-        history row, in one transaction."""
+        """Remove the calendar from its item, keeping the item's version, only while no job uses it
+        (CALENDAR_UNUSED), with its history row, in one transaction."""
         update: TransactWriteItemTypeDef = {
             "Update": {
                 "TableName": self.names.control,
                 "Key": _key(calendar.team, calendar.name),
                 "UpdateExpression": "REMOVE calendar",
-                "ConditionExpression": c.CALENDAR_VERSION_IS.expression,
-                "ExpressionAttributeValues": {":expected_version": number_attribute(calendar.version)},
+                "ConditionExpression": c.CALENDAR_UNUSED.expression,
+                "ExpressionAttributeValues": {
+                    ":expected_version": number_attribute(calendar.version),
+                    ":zero": number_attribute(0),
+                },
             }
         }
         return transaction_committed(self.client, [update, self._calendar_history_put(change)])

@@ -39,7 +39,13 @@ from duetime.adapters.dynamodb.reads import batch_get, read_job, read_run, team_
 from duetime.adapters.dynamodb.reap_checks import DEFAULT_LEASE_CHECK, waiting_check
 from duetime.adapters.dynamodb.tables import TEAM_JOBS_INDEX, TableNames
 from duetime.adapters.dynamodb.team_records import TeamRecords
-from duetime.domain.catalog import IdempotencyMismatch, IdempotencyRecord, InvalidCursor, Page, QuotaExceeded
+from duetime.domain.catalog import (
+    IdempotencyMismatch,
+    IdempotencyRecord,
+    InvalidCursor,
+    Page,
+    QuotaExceeded,
+)
 from duetime.domain.job_history import JobChange
 from duetime.domain.labels import matches_words
 from duetime.domain.models import Job, Run, RunStatus, Team
@@ -63,6 +69,13 @@ __all__ = [  # the domain's names, importable from here as before they moved to 
 
 def _reasons(exc: ClientError) -> list[str]:
     return [r.get("Code", "None") for r in exc.response.get("CancellationReasons") or []]
+
+
+def _raise_refusal(guarded: list[tuple[Exception, TransactWriteItemTypeDef]], reasons: list[str]) -> None:
+    """The exception of the first guarded item whose condition cancelled the write, raised."""
+    for (refusal, _), reason in zip(guarded, reasons, strict=False):
+        if reason == "ConditionalCheckFailed":
+            raise refusal
 
 
 class DynamoCatalog(TeamRecords, DynamoCalendars, JobIndex):
@@ -159,6 +172,9 @@ class DynamoCatalog(TeamRecords, DynamoCalendars, JobIndex):
         ]
         items.append(self._team_counts(team, jobs=+1, exact=+1 if job.exact else 0))
         items += self._index_writes(None, job) + ([self._history_put(change)] if change else [])
+        guarded = self._calendar_counts(None, job) + self._key_writes(None, job)
+        first_guarded = len(items)
+        items += [item for _, item in guarded]
         if idempotency is not None:  # last: a cancellation's last reason is the key's
             items.append(
                 {
@@ -183,6 +199,7 @@ class DynamoCatalog(TeamRecords, DynamoCalendars, JobIndex):
             if earlier.request_hash != idempotency.request_hash:
                 raise IdempotencyMismatch(idempotency.key)
             return earlier.job_id
+        _raise_refusal(guarded, reasons[first_guarded:])
         if reasons[1] == "ConditionalCheckFailed":
             raise self._quota_used_up(team, +1, +1 if job.exact else 0)
         raise RuntimeError(f"job insert cancelled: {reasons}")
@@ -232,7 +249,8 @@ class DynamoCatalog(TeamRecords, DynamoCalendars, JobIndex):
         if after.exact != before.exact:  # second: a cancellation's reason 1 is the quota's
             items.append(self._team_counts(team, jobs=0, exact=+1 if after.exact else -1))
         items += self._index_writes(before, after) + ([self._history_put(change)] if change else [])
-        return self._transact_job(items, 0, +1 if after.exact and not before.exact else 0, team)
+        guarded = self._calendar_counts(before, after) + self._key_writes(before, after)
+        return self._transact_job(items, 0, +1 if after.exact and not before.exact else 0, team, guarded)
 
     def remove_job(self, job: Job, team: Team, change: JobChange | None = None) -> bool:
         items: list[TransactWriteItemTypeDef] = [
@@ -250,20 +268,30 @@ class DynamoCatalog(TeamRecords, DynamoCalendars, JobIndex):
         ]
         items.append(self._team_counts(team, jobs=-1, exact=-1 if job.exact else 0))
         items += self._index_writes(job, None) + ([self._history_put(change)] if change else [])
-        return self._transact_job(items, 0, 0, team)
+        return self._transact_job(
+            items, 0, 0, team, self._calendar_counts(job, None) + self._key_writes(job, None)
+        )
 
     def _transact_job(
-        self, items: list[TransactWriteItemTypeDef], gains_jobs: int, gains_exact: int, team: Team
+        self,
+        items: list[TransactWriteItemTypeDef],
+        gains_jobs: int,
+        gains_exact: int,
+        team: Team,
+        guarded: list[tuple[Exception, TransactWriteItemTypeDef]],
     ) -> bool:
-        """Run a job write with its team-count update; False on a lost race (the job changed), raises
-        ``QuotaExceeded`` when a count that grows hit its quota."""
+        """Run a job write with its team-count update and its ``guarded`` items (last: its calendars' counts
+        and its key); False on a lost race (the job changed), raises ``QuotaExceeded`` when a count that grows
+        hit its quota, and a guarded item's exception when its condition failed (``CalendarGone``,
+        ``KeyTaken``)."""
         try:
-            self.client.transact_write_items(TransactItems=items)
+            self.client.transact_write_items(TransactItems=items + [item for _, item in guarded])
             return True
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") != "TransactionCanceledException":
                 raise
             reasons = _reasons(exc)
+        _raise_refusal(guarded, reasons[len(items) :])
         if (
             (gains_jobs > 0 or gains_exact > 0)
             and len(reasons) > 1

@@ -453,6 +453,29 @@ CALENDAR_VERSION_IS = Condition(
     "no lost updates); a change since then is a lost race, answered 409 when the caller named the version.",
 )
 
+CALENDAR_IS_LIVE = Condition(
+    "CALENDAR_IS_LIVE",
+    "attribute_exists(calendar)",
+    "A job write that starts using a calendar counts itself on the calendar's item (``jobs_using``) only "
+    "while the calendar exists: a job never names a calendar deleted before it was written.",
+)
+
+CALENDAR_UNUSED = Condition(
+    "CALENDAR_UNUSED",
+    "attribute_exists(calendar) AND version = :expected_version "
+    "AND (attribute_not_exists(jobs_using) OR jobs_using = :zero)",
+    "A calendar is deleted only at the version read and while no job uses it (the count job writes keep in "
+    "the same transactions as the jobs): a job written at the same moment makes the delete a lost race, "
+    "answered 409 naming the jobs, never a job left naming a calendar that is gone.",
+)
+
+JOB_KEY_IS_FREE = Condition(
+    "JOB_KEY_IS_FREE",
+    "attribute_not_exists(pk)",
+    "A job takes a key (``jobkey#<team>`` / ``<key>``, written in the job's own transaction) only while no "
+    "job of the team has it: of two writes giving one key to two jobs, one holds and the other is a 409.",
+)
+
 
 ALL_CONDITIONS = (
     JOB_IS_NEW,
@@ -505,4 +528,7 @@ ALL_CONDITIONS = (
     CALENDAR_IS_NEW,
     CALENDAR_NAME_FREED,
     CALENDAR_VERSION_IS,
+    CALENDAR_IS_LIVE,
+    CALENDAR_UNUSED,
+    JOB_KEY_IS_FREE,
 )

@@ -5,6 +5,10 @@ same transaction as the job write they follow (``DynamoCatalog.insert_job``, ``r
 - a label pair:  pk ``label#<team>#<key>=<value>``, sk ``<job id>``; one Query lists a pair's jobs.
 - a name word:   pk ``words#<team>``, sk ``<word>#<job id>``; ``begins_with(sk, :word)`` lists the jobs with
   a word of their name starting with a search word (``duetime.domain.labels.name_words``).
+- a calendar:    pk ``calendar-jobs#<team>#<calendar name>``, sk ``<job id>``: the jobs that use a calendar
+  (``JobSpec.calendar_names``), which a calendar change re-plans and a delete names.
+- a key:         pk ``jobkey#<team>``, sk ``<key>``: the job that has it (``job_id``), written when the job
+  takes its key under JOB_KEY_IS_FREE (keys are unique in a team) and deleted with the job.
 - a change:      pk ``history#<job id>``, sk ``<instant, ms>#<nonce>``, TTL 90 days; newest first.
 
 The index items carry no condition of their own: the job write they ride with is conditioned
@@ -18,8 +22,10 @@ import secrets
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from duetime.adapters.dynamodb import conditions as c
 from duetime.adapters.dynamodb.codec import Item, number_attribute, string_attribute
 from duetime.adapters.dynamodb.tables import TableNames
+from duetime.domain.catalog import CalendarGone, KeyTaken
 from duetime.domain.job_history import HISTORY_KEPT, JobChange
 from duetime.domain.labels import name_words
 from duetime.domain.models import Job
@@ -36,6 +42,14 @@ def label_pk(team: str, key: str, value: str) -> str:
 
 def words_pk(team: str) -> str:
     return f"words#{team}"
+
+
+def calendar_jobs_pk(team: str, name: str) -> str:
+    return f"calendar-jobs#{team}#{name}"
+
+
+def job_key_pk(team: str) -> str:
+    return f"jobkey#{team}"
 
 
 def history_pk(job_id: str) -> str:
@@ -57,10 +71,12 @@ def change_item(pk: str, at: datetime, action: str, actor: str, fields: dict[str
 
 
 def index_keys(job: Job) -> list[tuple[str, str]]:
-    """The (pk, sk) of every index item ``job`` has: one per label pair, one per name word."""
+    """The (pk, sk) of every index item ``job`` has: one per label pair, one per name word, one per calendar
+    it uses."""
     labels = [(label_pk(job.team, k, v), job.id) for k, v in sorted(job.labels.items())]
     words = [(words_pk(job.team), f"{word}#{job.id}") for word in name_words(job.name)]
-    return labels + words
+    calendars = [(calendar_jobs_pk(job.team, name), job.id) for name in job.calendar_names]
+    return labels + words + calendars
 
 
 class JobIndex:
@@ -114,6 +130,86 @@ class JobIndex:
             query["ExclusiveStartKey"] = start
         response = self.client.query(**query)
         return response.get("Items", []), response.get("LastEvaluatedKey")
+
+    def calendar_users(self, team_id: str, name: str, limit: int) -> list[str]:
+        """Ids of the team's jobs that use calendar ``name`` (at most ``limit``), by id, read consistently."""
+        response = self.client.query(
+            TableName=self.names.control,
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues={":pk": string_attribute(calendar_jobs_pk(team_id, name))},
+            ConsistentRead=True,
+            Limit=limit,
+        )
+        return [item["job_id"]["S"] for item in response.get("Items", [])]
+
+    def _calendar_counts(
+        self, before: Job | None, after: Job | None
+    ) -> list[tuple[Exception, TransactWriteItemTypeDef]]:
+        """The updates of the calendars' items a job write carries: a calendar
+        the job starts using counts one more job (``jobs_using``) and must exist (CALENDAR_IS_LIVE); one it
+        stops using counts one fewer (its item is never deleted: ``calendars.py``). Each with what its
+        condition failing means (``CalendarGone``)."""
+        old = set(before.calendar_names) if before else set()
+        new = set(after.calendar_names) if after else set()
+        job = after or before
+        assert job is not None
+        updates: list[tuple[Exception, TransactWriteItemTypeDef]] = []
+        for name, delta in [*((n, 1) for n in sorted(new - old)), *((n, -1) for n in sorted(old - new))]:
+            update: TransactWriteItemTypeDef = {
+                "Update": {
+                    "TableName": self.names.control,
+                    "Key": {"pk": string_attribute(f"calendar#{job.team}"), "sk": string_attribute(name)},
+                    "UpdateExpression": "ADD jobs_using :delta",
+                    "ExpressionAttributeValues": {":delta": number_attribute(delta)},
+                }
+            }
+            if delta > 0:
+                update["Update"]["ConditionExpression"] = c.CALENDAR_IS_LIVE.expression
+            updates.append((CalendarGone(job.team, name), update))
+        return updates
+
+    def job_id_by_key(self, team_id: str, key: str) -> str | None:
+        item = self.client.get_item(
+            TableName=self.names.control,
+            Key={"pk": string_attribute(job_key_pk(team_id)), "sk": string_attribute(key)},
+            ConsistentRead=True,
+        ).get("Item")
+        return item["job_id"]["S"] if item else None
+
+    def _key_writes(
+        self, before: Job | None, after: Job | None
+    ) -> list[tuple[Exception, TransactWriteItemTypeDef]]:
+        """The key items a job write carries, each with what its condition failing means: a Put
+        (JOB_KEY_IS_FREE: else ``KeyTaken``) when the job takes a key, a Delete of the key it gives up (with
+        the job)."""
+        old = before.key if before else None
+        new = after.key if after else None
+        job = after or before
+        assert job is not None
+        writes: list[tuple[Exception, TransactWriteItemTypeDef]] = []
+        if old is not None and old != new:
+            key = {"pk": string_attribute(job_key_pk(job.team)), "sk": string_attribute(old)}
+            writes.append(
+                (
+                    RuntimeError("a key item's delete has no condition"),
+                    {"Delete": {"TableName": self.names.control, "Key": key}},
+                )
+            )
+        if new is not None and new != old:
+            item = {
+                "pk": string_attribute(job_key_pk(job.team)),
+                "sk": string_attribute(new),
+                "job_id": string_attribute(job.id),
+            }
+            put: TransactWriteItemTypeDef = {
+                "Put": {
+                    "TableName": self.names.control,
+                    "Item": item,
+                    "ConditionExpression": c.JOB_KEY_IS_FREE.expression,
+                }
+            }
+            writes.append((KeyTaken(job.team, new), put))
+        return writes
 
     def label_job_ids(
         self, team: str, key: str, value: str, limit: int, start: Item | None

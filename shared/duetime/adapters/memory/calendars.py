@@ -13,7 +13,8 @@ import threading
 from duetime.adapters.memory.pages import json_value, page
 from duetime.adapters.memory.stored import to_second
 from duetime.domain.calendars import Calendar, CalendarChange
-from duetime.domain.catalog import Page
+from duetime.domain.catalog import CalendarGone, Page
+from duetime.domain.models import Job
 
 
 def _stored(calendar: Calendar) -> Calendar:
@@ -29,6 +30,26 @@ class MemoryCalendars:
     _calendars: dict[tuple[str, str], Calendar]  # (team, name) -> the live calendar
     _calendar_versions: dict[tuple[str, str], int]  # (team, name) -> its last version, live or deleted
     _calendar_history: dict[tuple[str, str], list[tuple[str, CalendarChange]]]  # -> (sort key, change)
+    _calendar_users: dict[tuple[str, str], set[str]]  # (team, name) -> ids of the jobs that use it
+
+    def calendar_users(self, team_id: str, name: str, limit: int) -> list[str]:
+        with self.lock:
+            return sorted(self._calendar_users.get((team_id, name), set()))[:limit]
+
+    def _count_calendar_uses(self, before: Job | None, after: Job | None) -> None:
+        """What DynamoDB's job write does to its calendars' items in its transaction (CALENDAR_IS_LIVE for
+        each calendar ``after`` starts using; raises ``CalendarGone``), under the caller's lock."""
+        old = set(before.calendar_names) if before else set()
+        new = set(after.calendar_names) if after else set()
+        job = after or before
+        assert job is not None
+        for name in sorted(new - old):
+            if (job.team, name) not in self._calendars:
+                raise CalendarGone(job.team, name)
+        for name in new - old:
+            self._calendar_users.setdefault((job.team, name), set()).add(job.id)
+        for name in old - new:
+            self._calendar_users.get((job.team, name), set()).discard(job.id)
 
     def _record_calendar_change(self, change: CalendarChange) -> None:
         stored = dataclasses.replace(change, at=to_second(change.at), fields=json_value(change.fields))
@@ -64,8 +85,10 @@ class MemoryCalendars:
 
     def remove_calendar(self, calendar: Calendar, change: CalendarChange) -> bool:
         with self.lock:
-            if not self._calendar_version_is(calendar):
-                return False
+            if not self._calendar_version_is(calendar) or self._calendar_users.get(
+                (calendar.team, calendar.name)
+            ):
+                return False  # CALENDAR_UNUSED
             del self._calendars[calendar.team, calendar.name]
             self._record_calendar_change(change)
             return True

@@ -33,6 +33,7 @@ from duetime.domain.catalog import (
     IdempotencyMismatch,
     IdempotencyRecord,
     InvalidCursor,
+    KeyTaken,
     Page,
     QuotaExceeded,
 )
@@ -75,6 +76,8 @@ class InMemoryCatalog(MemoryCalendars):
         self._calendars = {}
         self._calendar_versions = {}
         self._calendar_history = {}
+        self._calendar_users = {}
+        self._job_keys: dict[tuple[str, str], str] = {}  # (team, key) -> the job that has it
 
     # --- teams and tokens -------------------------------------------------------------------------------
 
@@ -213,6 +216,9 @@ class InMemoryCatalog(MemoryCalendars):
             broken = self._quota_left(team, +1, exact)
             if broken is not None:
                 raise QuotaExceeded(team.team_id, broken)
+            self._check_key(None, job)
+            self._count_calendar_uses(None, job)
+            self._move_key(None, job)
             self.store.put_job(job, now)
             self._move_counts(team.team_id, +1, exact)
             self._record(change)
@@ -222,6 +228,28 @@ class InMemoryCatalog(MemoryCalendars):
 
     def get_job(self, job_id: str) -> Job | None:
         return self.store.get_job(job_id)
+
+    def job_id_by_key(self, team_id: str, key: str) -> str | None:
+        with self.lock:
+            return self._job_keys.get((team_id, key))
+
+    def _check_key(self, before: Job | None, after: Job | None) -> None:
+        """JOB_KEY_IS_FREE for a key ``after`` takes (``KeyTaken``), checked before anything is written."""
+        new = after.key if after else None
+        taking = after is not None and new is not None and new != (before.key if before else None)
+        if taking and after is not None and new is not None and (after.team, new) in self._job_keys:
+            raise KeyTaken(after.team, new)
+
+    def _move_key(self, before: Job | None, after: Job | None) -> None:
+        """What DynamoDB's job write does to the key items, under the lock, once ``_check_key`` passed."""
+        old = before.key if before else None
+        new = after.key if after else None
+        job = after or before
+        assert job is not None
+        if old is not None and old != new:
+            del self._job_keys[job.team, old]
+        if new is not None:
+            self._job_keys[job.team, new] = job.id
 
     def _version_is(self, job: Job) -> bool:
         """JOB_VERSION_IS: the stored job is ``job``'s version, of ``job``'s team."""
@@ -237,6 +265,9 @@ class InMemoryCatalog(MemoryCalendars):
                 raise QuotaExceeded(team.team_id, "exact")
             if not self._version_is(before) or (exact and team.team_id not in self.store._teams):
                 return False
+            self._check_key(before, after)
+            self._count_calendar_uses(before, after)
+            self._move_key(before, after)
             self.store.put_job(after, now)
             self._move_counts(team.team_id, 0, exact)
             self._record(change)
@@ -246,6 +277,8 @@ class InMemoryCatalog(MemoryCalendars):
         with self.lock:
             if not self._version_is(job) or team.team_id not in self.store._teams:
                 return False
+            self._count_calendar_uses(job, None)
+            self._move_key(job, None)
             del self.store._jobs[job.id]
             self._move_counts(team.team_id, -1, -1 if job.exact else 0)
             self._record(change)

@@ -126,10 +126,50 @@ function scheduleSummary(schedule) {
   if (schedule.cron !== undefined) {
     return [el('code', { text: schedule.cron }), ` cron, ${schedule.timezone || 'UTC'}`];
   }
+  if (schedule.business_day !== undefined) return [businessDayText(schedule)];
   if (schedule.rate !== undefined) return [`every ${schedule.rate}`];
   if (schedule.at !== undefined) return ['once, ', timeEl(schedule.at)];
   return [JSON.stringify(schedule)];
 }
+
+function ordinal(n) {
+  const tens = n % 100;
+  const suffix = tens >= 11 && tens <= 13 ? 'th' : ({ 1: 'st', 2: 'nd', 3: 'rd' })[n % 10] || 'th';
+  return `${n}${suffix}`;
+}
+
+const calendarNames = (names) => names.join(', ');
+
+// "3rd business day of the month at 09:00 Europe/Paris, calendars fr-holidays"; -1 is "last", -2 "2nd last".
+function businessDayText(schedule) {
+  const n = schedule.business_day;
+  let which = ordinal(n);
+  if (n === -1) which = 'last';
+  else if (n < 0) which = `${ordinal(-n)} last`;
+  const calendars = schedule.calendars && schedule.calendars.length
+    ? `, calendars ${calendarNames(schedule.calendars)}` : ', Monday to Friday (no calendar)';
+  return `${which} business day of the month at ${schedule.at} ${schedule.timezone || 'UTC'}${calendars}`;
+}
+
+const ON_EXCLUDED_TEXT = {
+  skip: 'skip', next_business_day: 'next business day', previous_business_day: 'previous business day',
+};
+
+// "excludes fr-holidays; on an excluded date: next business day (rolled runs once)"
+function exclusionText(exclude) {
+  const onExcluded = exclude.on_excluded || 'skip';
+  const rolled = onExcluded === 'skip' ? '' : ` (rolled runs ${exclude.rolled || 'once'})`;
+  return `excludes ${calendarNames(exclude.calendars)}; on an excluded date: ${ON_EXCLUDED_TEXT[onExcluded] || onExcluded}${rolled}`;
+}
+
+// "DST: gap skip, overlap both", a side left out "default"; no policy: "DST: default rule".
+function dstText(dst) {
+  if (!dst || (!dst.gap && !dst.overlap)) return 'DST: default rule';
+  return `DST: gap ${dst.gap || 'default'}, overlap ${dst.overlap || 'default'}`;
+}
+
+// A schedule of wall times (a cron, a business day) has DST and calendar rules; a rate or `at` is an instant.
+const hasWallTimes = (schedule) => Boolean(schedule) && (schedule.cron !== undefined || schedule.business_day !== undefined);
 
 function labelChips(labels) {
   const entries = Object.entries(labels || {});
@@ -779,12 +819,106 @@ function timeZoneNames() {
   }
 }
 
+function wholeNumber(input) {
+  const n = Number(input.value);
+  return input.value.trim() !== '' && Number.isInteger(n) ? n : input.value; // else the API says which field
+}
+
+const CALENDARS_HINT = 'Your team’s calendars (duetime calendars create, or POST /v1/calendars); Ctrl or ⌘ selects more than one.';
+
+function calendarSelect(name) {
+  return el('select', { name, multiple: true, size: '4' });
+}
+
+const selectedValues = (select) => Array.from(select.selectedOptions, (option) => option.value);
+
+// The team's calendars (every page of GET v1/calendars) as the options of each select; a team without one
+// is told how to make one.
+async function fillCalendarSelects(view, selects) {
+  const calendars = [];
+  try {
+    let cursor = null;
+    do {
+      const page = await api('GET', 'v1/calendars', { query: { limit: 100, cursor } });
+      calendars.push(...page.calendars);
+      cursor = page.next_cursor;
+    } while (cursor && view.alive);
+  } catch (error) {
+    if (view.alive) reportError(error, 'Loading the calendars');
+    return;
+  }
+  if (!view.alive) return;
+  for (const select of selects) {
+    append(select, calendars.map((calendar) => el('option', {
+      value: calendar.name, text: calendar.description ? `${calendar.name} (${calendar.description})` : calendar.name,
+    })));
+    select.dataset.loaded = String(calendars.length);
+    if (!calendars.length) {
+      const hint = document.getElementById(`${select.id}-hint`);
+      if (hint) hint.textContent = 'Your team has no calendars yet: create one with duetime calendars create or POST /v1/calendars.';
+    }
+  }
+}
+
+function choice(name, options) {
+  return el('select', { name }, options.map(([value, text]) => el('option', { value, text })));
+}
+
+// A cron's excluded dates: which calendars, and what a time on one of their dates does (`exclude`).
+function exclusionFields() {
+  const calendars = calendarSelect('exclude-calendars');
+  const onExcluded = choice('on-excluded', Object.entries(ON_EXCLUDED_TEXT)
+    .map(([value, text]) => [value, value === 'skip' ? 'skip (no run)' : `run on the ${text}`]));
+  const rolled = choice('rolled', [['once', 'once (one run)'], ['each', 'each (a run per date rolled)']]);
+  const part = el('fieldset', { class: 'schedule-part', 'data-kind': 'cron', id: 'job-exclude' },
+    el('legend', { text: 'Excluded dates (optional)' }),
+    field({ id: 'job-exclude-calendars', label: 'Exclude calendars', input: calendars, hint: `The cron does not run on their dates (in its time zone). ${CALENDARS_HINT}` }),
+    field({ id: 'job-on-excluded', label: 'On an excluded date', input: onExcluded, hint: 'Skip the time, or run it at the same wall time on the nearest business day (Monday to Friday, not in the calendars).' }),
+    field({ id: 'job-rolled', label: 'Times rolled onto one run', input: rolled, hint: 'When two dates roll onto one day (a long weekend), or onto a day that runs anyway.' }));
+  return { part, calendars, onExcluded, rolled };
+}
+
+// A schedule of wall times' DST policy (`dst`): "default rule" leaves its side out.
+function dstFields() {
+  const gap = choice('dst-gap', [
+    ['', 'default rule'], ['shift', 'shift: run at the first minute after the gap'], ['skip', 'skip: no run'],
+  ]);
+  const overlap = choice('dst-overlap', [
+    ['', 'default rule'], ['first', 'first: run at its first occurrence'],
+    ['last', 'last: run at its second occurrence'], ['both', 'both: run at both'],
+  ]);
+  const part = el('fieldset', { class: 'schedule-part', 'data-kind': 'cron business_day', id: 'job-dst' },
+    el('legend', { text: 'Daylight saving' }),
+    el('p', { class: 'hint', text: 'The default rule is Vixie cron’s: a fixed-time schedule shifts and runs the first occurrence; an hourly or more frequent cron skips and runs both.' }),
+    el('div', { class: 'inline-fields wide' },
+      field({ id: 'job-dst-gap', label: 'Spring-forward gap', input: gap, hint: 'A wall time the clock jumps over.' }),
+      field({ id: 'job-dst-overlap', label: 'Fall-back overlap', input: overlap, hint: 'A wall time that happens twice.' })));
+  return { part, gap, overlap };
+}
+
+// The form's `exclude`: null when nothing is asked. A rule chosen without a calendar is sent as it is, for
+// the API to say which field is missing.
+function exclusionOf(calendars, onExcluded, rolled) {
+  const names = selectedValues(calendars);
+  if (!names.length && onExcluded.value === 'skip' && rolled.value === 'once') return null;
+  return { calendars: names, on_excluded: onExcluded.value, rolled: rolled.value };
+}
+
+// The form's `dst`: only the sides chosen ("default rule" leaves a side out); null for none.
+function dstPolicyOf(gap, overlap) {
+  const policy = {};
+  if (gap.value) policy.gap = gap.value;
+  if (overlap.value) policy.overlap = overlap.value;
+  return Object.keys(policy).length ? policy : null;
+}
+
 async function renderNewJob(view, root) {
   const name = el('input', { type: 'text', name: 'name', required: true, maxlength: '200', autocomplete: 'off' });
   const kinds = [
     ['cron', 'Cron (in a time zone)'],
     ['rate', 'Fixed rate'],
     ['at', 'Once, at a time'],
+    ['business_day', 'Business day of the month'],
   ];
   const radios = kinds.map(([value, text], index) => {
     const id = `job-schedule-${value}`;
@@ -809,28 +943,43 @@ async function renderNewJob(view, root) {
   // More options: left empty, the API's defaults apply (each hint says which).
   const jitter = el('input', { type: 'number', name: 'jitter', min: '0', max: '3600', step: '1', placeholder: '300', inputmode: 'numeric' });
   const timeout = el('input', { type: 'number', name: 'timeout', min: '1', max: '600', step: '1', placeholder: '30', inputmode: 'numeric' });
-  const overlap = el('select', { name: 'overlap' }, [
+  const overlap = choice('overlap', [
     ['allow', 'Run anyway (runs may overlap)'],
     ['skip', 'Skip the new run'],
     ['buffer_one', 'Queue one run until the previous ends'],
-  ].map(([value, text]) => el('option', { value, text })));
-  const misfire = el('select', { name: 'misfire' }, [
+  ]);
+  const misfire = choice('misfire', [
     ['run_once', 'One run, for the latest missed time'],
     ['run_all', 'One run per missed time'],
     ['skip', 'None; wait for the next time'],
-  ].map(([value, text]) => el('option', { value, text })));
+  ]);
+  const businessDay = el('input', { type: 'number', name: 'business-day', min: '-23', max: '23', step: '1', value: '1', inputmode: 'numeric' });
+  const businessTime = el('input', { type: 'time', name: 'business-time', value: '09:00' });
+  const businessCalendars = calendarSelect('business-calendars');
+  const exclusion = exclusionFields();
+  const dst = dstFields();
+  const { calendars: excludeCalendars, onExcluded, rolled } = exclusion;
+  const { gap: dstGap, overlap: dstOverlap } = dst;
   const formError = el('p', { class: 'form-error', id: 'job-form-error', hidden: true });
 
   const cronPart = el('div', { class: 'schedule-part', 'data-kind': 'cron' },
-    field({ id: 'job-cron', label: 'Cron expression', input: cron, hint: 'minute hour day month weekday (also L, 15W, LW, 5L, 1#2, ?), an EventBridge cron(0 9 ? * MON-FRI *), or @daily, @hourly…' }),
+    field({ id: 'job-cron', label: 'Cron expression', input: cron, hint: 'minute hour day month weekday (also L, 15W, LW, 5L, 1#2, ?), an EventBridge cron(0 9 ? * MON-FRI *), or @daily, @hourly…' }));
+  const businessPart = el('div', { class: 'schedule-part', 'data-kind': 'business_day', hidden: true },
+    el('div', { class: 'inline-fields' },
+      field({ id: 'job-business-day', label: 'Which business day', input: businessDay, hint: '1 the first, 2 the second… −1 the last, −2 the one before it.' }),
+      field({ id: 'job-business-time', label: 'Time of day', input: businessTime })),
+    field({ id: 'job-business-calendars', label: 'Calendars of days off (optional)', input: businessCalendars, hint: CALENDARS_HINT }));
+  const zonePart = el('div', { class: 'schedule-part', 'data-kind': 'cron business_day' },
     field({ id: 'job-timezone', label: 'Time zone', input: timezone, hint: 'An IANA name such as Europe/Berlin.' }),
     zoneList);
+  const excludePart = exclusion.part;
+  const dstPart = dst.part;
   const ratePart = el('div', { class: 'schedule-part inline-fields', 'data-kind': 'rate', hidden: true },
     field({ id: 'job-rate-count', label: 'Every', input: rateCount }),
     field({ id: 'job-rate-unit', label: 'Unit', input: rateUnit }));
   const atPart = el('div', { class: 'schedule-part', 'data-kind': 'at', hidden: true },
     field({ id: 'job-at', label: 'Run at (your local time)', input: at, hint: `Your time zone: ${LOCAL_ZONE}. Sent to the API in UTC.` }));
-  const parts = [cronPart, ratePart, atPart];
+  const parts = [cronPart, businessPart, zonePart, ratePart, atPart, excludePart, dstPart];
 
   const exactError = el('p', { id: 'job-exact-error', class: 'field-error', hidden: true });
   exact.dataset.describedby = 'job-exact-hint';
@@ -841,7 +990,9 @@ async function renderNewJob(view, root) {
     el('fieldset', {},
       el('legend', { text: 'Schedule' }),
       el('div', { class: 'radios', role: 'radiogroup', 'aria-label': 'Schedule type' }, radios),
-      parts),
+      cronPart, businessPart, zonePart, ratePart, atPart),
+    excludePart,
+    dstPart,
     el('fieldset', {},
       el('legend', { text: 'Target' }),
       field({ id: 'job-url', label: 'URL', input: url, hint: 'The http:// or https:// address duetime calls.' }),
@@ -868,7 +1019,7 @@ async function renderNewJob(view, root) {
 
   const kind = () => form.querySelector('input[name="schedule-type"]:checked').value;
   const showKind = () => {
-    for (const part of parts) part.hidden = part.dataset.kind !== kind();
+    for (const part of parts) part.hidden = !part.dataset.kind.split(' ').includes(kind());
   };
   for (const radio of form.querySelectorAll('input[name="schedule-type"]')) radio.addEventListener('change', showKind);
 
@@ -877,13 +1028,18 @@ async function renderNewJob(view, root) {
     'target.url': url, 'target.method': method, 'target.body': requestBody, target: url,
     labels, exact, retry: maxAttempts, 'retry.max_attempts': maxAttempts,
     jitter_seconds: jitter, timeout_seconds: timeout, overlap, misfire,
+    'schedule.business_day': businessDay, 'schedule.calendars': businessCalendars,
+    exclude: excludeCalendars, 'exclude.calendars': excludeCalendars, 'exclude.on_excluded': onExcluded,
+    'exclude.rolled': rolled, dst: dstGap, 'dst.gap': dstGap, 'dst.overlap': dstOverlap,
   };
-  const scheduleInput = () => ({ cron, rate: rateCount, at })[kind()];
+  const scheduleInput = () => ({ cron, rate: rateCount, at, business_day: businessDay })[kind()];
+  // `schedule.at` is the one-time instant, or a business day's time of day.
+  const inputAt = (path) => (path === 'schedule.at' && kind() === 'business_day' ? businessTime : inputFor[path]);
 
   const showError = (fieldName, message) => {
     let input = null;
     for (let path = fieldName || ''; path && !input; path = path.includes('.') ? path.slice(0, path.lastIndexOf('.')) : '') {
-      input = path === 'schedule' ? scheduleInput() : inputFor[path] || null;
+      input = path === 'schedule' ? scheduleInput() : inputAt(path) || null;
     }
     if (input && setFieldError(input, message)) {
       const more = input.closest('details');
@@ -898,19 +1054,34 @@ async function renderNewJob(view, root) {
     announce(`The job was not created: ${message}`, 'error');
   };
 
+  fillCalendarSelects(view, [businessCalendars, excludeCalendars]);
+
   form.addEventListener('submit', async (event) => {
     event.preventDefault();
     clearFieldErrors(form);
     formError.hidden = true;
     const spec = { name: name.value.trim(), target: { url: url.value.trim(), method: method.value }, exact: exact.checked };
     const chosen = kind();
-    if (chosen === 'cron') spec.schedule = { cron: cron.value.trim(), timezone: timezone.value.trim() || 'UTC' };
-    else if (chosen === 'rate') {
+    const zone = timezone.value.trim() || 'UTC';
+    if (chosen === 'cron') {
+      spec.schedule = { cron: cron.value.trim(), timezone: zone };
+      const exclude = exclusionOf(excludeCalendars, onExcluded, rolled);
+      if (exclude) spec.exclude = exclude;
+    } else if (chosen === 'business_day') {
+      spec.schedule = {
+        business_day: wholeNumber(businessDay), at: businessTime.value, timezone: zone,
+        calendars: selectedValues(businessCalendars),
+      };
+    } else if (chosen === 'rate') {
       const n = rateCount.value.trim();
       spec.schedule = { rate: `${n} ${n === '1' ? rateUnit.value.replace(/s$/, '') : rateUnit.value}` };
     } else {
       const when = at.value ? new Date(at.value) : null;
       spec.schedule = { at: when && !Number.isNaN(when.getTime()) ? when.toISOString().replace('.000Z', 'Z') : at.value };
+    }
+    if (hasWallTimes(spec.schedule)) {
+      const dst = dstPolicyOf(dstGap, dstOverlap);
+      if (dst) spec.dst = dst;
     }
     if (requestBody.value.trim()) spec.target.body = requestBody.value;
     try {
@@ -920,10 +1091,6 @@ async function renderNewJob(view, root) {
       showError('labels', error.message);
       return;
     }
-    const wholeNumber = (input) => {
-      const n = Number(input.value);
-      return Number.isInteger(n) ? n : input.value; // not a whole number: the API says which field
-    };
     if (maxAttempts.value.trim()) spec.retry = { max_attempts: wholeNumber(maxAttempts) };
     if (jitter.value.trim()) spec.jitter_seconds = wholeNumber(jitter);
     if (timeout.value.trim()) spec.timeout_seconds = wholeNumber(timeout);
@@ -957,6 +1124,51 @@ const DST_BADGES = {
   last_only: ['DST second of two', 'Its wall-clock time happens twice (fall-back); only the second runs'],
 };
 
+// A local date of the API ("2026-12-25") as "Dec 25" (or "Dec 25, 2026") in the browser's language, whatever
+// the browser's zone: the date is the schedule zone's, not a moment.
+const DAY_MONTH = new Intl.DateTimeFormat(undefined, { day: 'numeric', month: 'short', timeZone: 'UTC' });
+const DAY_MONTH_YEAR = new Intl.DateTimeFormat(undefined, { day: 'numeric', month: 'short', year: 'numeric', timeZone: 'UTC' });
+
+function localDateText(day, format = DAY_MONTH) {
+  const date = parseInstant(`${day}T00:00:00Z`);
+  return date ? format.format(date) : String(day);
+}
+
+function rolledBadge(days, exclude) {
+  const dates = days.map((day) => localDateText(day)).join(', ');
+  const where = exclude && exclude.on_excluded === 'previous_business_day' ? 'the previous' : 'the next';
+  const fullDates = days.map((day) => localDateText(day, DAY_MONTH_YEAR)).join(', ');
+  const title = `The time of ${fullDates}, excluded by the job’s calendars, runs here instead, on ${where} business day`
+    + (days.length > 1 ? ` (rolled runs ${(exclude && exclude.rolled) || 'once'})` : '');
+  return el('span', { class: 'badge rolled', title, 'data-rolled-from': days.join(' '), text: `rolled from ${dates}` });
+}
+
+// The preview's times on excluded dates: skipped, or rolled to a run (its time in "Instead").
+function showExcluded(part, body, excluded) {
+  clear(body);
+  for (const time of excluded) {
+    body.append(el('tr', { 'data-date': time.date, 'data-outcome': time.rolled_to ? 'rolled' : 'skipped' },
+      el('td', {}, timeEl(time.scheduled_at)),
+      el('td', {}, el('time', { datetime: time.date, text: localDateText(time.date, DAY_MONTH_YEAR) })),
+      el('td', {}, calendarNames(time.calendars)),
+      el('td', {}, time.holiday || el('span', { class: 'muted', text: 'unnamed' })),
+      el('td', {}, time.rolled_to ? ['rolled to ', timeEl(time.rolled_to)] : 'skipped')));
+  }
+  part.hidden = !excluded.length;
+}
+
+// Wall times spring-forward skipped that get no run (the job's DST gap rule): not runs, so not in the table.
+function showDstSkipped(part, skipped) {
+  clear(part);
+  part.hidden = !skipped.length;
+  if (!skipped.length) return;
+  append(part, [
+    el('h3', { id: 'dst-skipped-title', text: 'Wall times daylight saving skipped (no run)' }),
+    el('ul', { 'aria-labelledby': 'dst-skipped-title' },
+      skipped.map((item) => el('li', {}, el('code', { text: item.wall_time.replace('T', ' ') })))),
+  ]);
+}
+
 function specOf(job) {
   const spec = { ...job };
   for (const name of SPEC_ONLY_HIDDEN) delete spec[name];
@@ -974,6 +1186,13 @@ async function renderJob(view, root, jobId) {
   const refresh = el('button', { type: 'button', class: 'button secondary', id: 'refresh', text: 'Refresh' });
   const previewBody = el('tbody');
   const previewNote = el('p', { class: 'muted' });
+  const excludedBody = el('tbody');
+  const excludedPart = el('div', { id: 'excluded-times', hidden: true },
+    el('h3', { id: 'excluded-title', text: 'Times on excluded dates' }),
+    tableWrap('Times on excluded dates', el('table', { id: 'excluded-table', 'aria-labelledby': 'excluded-title' },
+      el('thead', {}, el('tr', {}, ['Scheduled time', 'Date', 'Calendars', 'Holiday', 'Instead'].map((h) => el('th', { scope: 'col', text: h })))),
+      excludedBody)));
+  const skippedPart = el('div', { id: 'dst-skipped', hidden: true });
   const runsBody = el('tbody');
   const runsNote = el('p', { class: 'muted', id: 'runs-note', text: `Updates every ${RUNS_REFRESH_MS / 1000} s while this page is open.` });
   const historyBody = el('tbody');
@@ -993,7 +1212,8 @@ async function renderJob(view, root, jobId) {
       el('h2', { id: 'preview-title', text: 'Next 10 runs' }), previewNote,
       tableWrap('Next runs', el('table', { id: 'preview-table' },
         el('thead', {}, el('tr', {}, ['#', 'Scheduled time', 'Fires at', 'Note'].map((h) => el('th', { scope: 'col', text: h })))),
-        previewBody))),
+        previewBody)),
+      excludedPart, skippedPart),
     el('section', { 'aria-labelledby': 'runs-title' },
       el('h2', { id: 'runs-title', text: 'Runs' }), runsNote,
       tableWrap('Runs', el('table', { id: 'runs-table', class: 'cards' },
@@ -1021,11 +1241,20 @@ async function renderJob(view, root, jobId) {
     append(summary, [
       row('State', stateBadge(job.paused)),
       row('Schedule', scheduleSummary(job.schedule)),
+      job.schedule && job.schedule.cron !== undefined
+        ? row('Excluded dates', job.exclude ? exclusionText(job.exclude) : el('span', { class: 'muted', text: 'none' }))
+        : null,
+      hasWallTimes(job.schedule) ? row('Daylight saving', dstText(job.dst)) : null,
       row('Target', el('code', { class: 'wrap', text: targetSummary(job.target) })),
       row('Next run', job.paused ? el('span', { class: 'muted', text: 'none while paused' }) : timeEl(job.next_run_at)),
       row('Exact time', job.exact ? 'yes' : `no (up to ${job.jitter_seconds} s of jitter)`),
       row('Attempts per run', String(job.retry ? job.retry.max_attempts : '—')),
       row('Labels', labelChips(job.labels)),
+      row('Key', job.key ? el('code', { class: 'wrap', text: job.key }) : el('span', { class: 'muted', text: 'none' })),
+      row('Managed by', job.managed_by
+        ? el('span', { title: 'applied from jobs files by duetime apply; an edit here shows as drift at the next apply' },
+          el('code', { text: job.managed_by }), ' (duetime apply)')
+        : el('span', { class: 'muted', text: 'nothing: made by hand' })),
       row('Job id', el('code', { class: 'wrap', text: job.id })),
       row('Created', timeEl(job.created_at)),
       row('Updated', timeEl(job.updated_at)),
@@ -1039,17 +1268,25 @@ async function renderJob(view, root, jobId) {
       if (!view.alive) return;
       clear(previewBody);
       preview.runs.forEach((run, index) => {
-        previewBody.append(el('tr', { 'data-dst-shifted': run.dst_shifted ? 'true' : 'false' },
-          el('td', { text: String(index + 1) }),
-          el('td', {}, timeEl(run.nominal_at)),
-          el('td', {}, timeEl(run.fire_at)),
-          el('td', {}, DST_BADGES[run.dst_effect]
+        const rolledFrom = run.rolled_from || [];
+        previewBody.append(el('tr', {
+          'data-dst-shifted': run.dst_shifted ? 'true' : 'false',
+          'data-rolled-from': rolledFrom.length ? rolledFrom.join(' ') : null,
+        },
+        el('td', { text: String(index + 1) }),
+        el('td', {}, timeEl(run.nominal_at)),
+        el('td', {}, timeEl(run.fire_at)),
+        el('td', { class: 'marks' },
+          DST_BADGES[run.dst_effect]
             ? el('span', { class: 'badge dst', title: DST_BADGES[run.dst_effect][1], text: DST_BADGES[run.dst_effect][0] })
-            : '')));
+            : null,
+          rolledFrom.length ? rolledBadge(rolledFrom, job && job.exclude) : null)));
       });
       if (!preview.runs.length) {
         previewBody.append(el('tr', {}, el('td', { colspan: '4', class: 'empty', text: 'No more runs are scheduled.' })));
       }
+      showExcluded(excludedPart, excludedBody, preview.excluded || []);
+      showDstSkipped(skippedPart, preview.skipped || []);
       previewNote.textContent = job && job.paused
         ? 'The job is paused: these times run only if it is resumed before them.' : '';
     } catch (error) {
