@@ -71,7 +71,14 @@ def bearer(token: str) -> str:
 def private_operations(job_id: str, run_id: str) -> list[tuple[str, str]]:
     """Every operation the OpenAPI document says needs a token, with real ids in its path."""
     document = json.loads(api.openapi_document())
-    ids = {"job_id": job_id, "run_id": run_id, "token_id": "tok_0123456789ab", "name": "fr"}
+    ids = {
+        "job_id": job_id,
+        "run_id": run_id,
+        "token_id": "tok_0123456789ab",
+        "name": "fr",
+        "key": "k",
+        "area": "a",
+    }
     return [
         (method.upper(), re.sub(r"\{(\w+)\}", lambda m: ids[m.group(1)], path))
         for path, operations in document["paths"].items()
@@ -91,7 +98,7 @@ def test_without_authorizer_every_operation_refuses_a_request_without_a_valid_to
     job = gateway("POST", "/v1/jobs", bearer(token), body=JOB).body
     run = gateway("POST", f"/v1/jobs/{job['id']}/trigger", bearer(token)).body
     operations = private_operations(job["id"], run["run_id"])
-    assert len(operations) == 30
+    assert len(operations) == 36
     header = authorization.format(token=token) if authorization is not None else None
     for method, path in [*operations, ("DELETE", "/v1/no-such-route"), ("PUT", "/v1/jobs")]:
         answer = gateway(method, path, header, body=JOB if method in ("POST", "PATCH") else None)
