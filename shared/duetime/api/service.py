@@ -13,8 +13,9 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any, cast
+from zoneinfo import ZoneInfo
 
 from pydantic import ValidationError
 
@@ -61,6 +62,7 @@ from duetime.domain.models import (
     MAX_BACKFILL_RUNS,
     MAX_SQS_DELAY_SECONDS,
     BackfillWindow,
+    CronSchedule,
     HttpTarget,
     Job,
     JobSpec,
@@ -126,7 +128,12 @@ class ExcludedTime:
     day: date  # the date, local to the cron's zone
     calendars: tuple[str, ...]  # the job's calendars that hold it
     holiday: str | None  # its name in the first of them that names it
-    rolled_to: datetime | None  # the run it rolled to; None: skipped
+    runs_at: tuple[datetime, ...]  # the runs it rolled to (two under the overlap policy both); none: skipped
+
+    @property
+    def rolled_to(self) -> datetime | None:
+        """The (first) run it rolled to; None: skipped."""
+        return self.runs_at[0] if self.runs_at else None
 
 
 @dataclass(frozen=True)
@@ -163,36 +170,34 @@ def preview_of(
     excluded = _excluded_times(job, after, runs[-1].nominal_at if runs else after)
     rolled: dict[datetime, list[date]] = {}
     for time in excluded:
-        if time.rolled_to is not None:
-            rolled.setdefault(time.rolled_to, []).append(time.day)
-    runs = [
-        replace(
-            run, rolled_from=tuple(rolled.get(run.nominal_at - timedelta(seconds=run.nominal_at.second), ()))
-        )
-        for run in runs
-    ]
+        for run in time.runs_at:
+            rolled.setdefault(run, []).append(time.day)
+    runs = [replace(run, rolled_from=tuple(rolled.get(run.nominal_at, ()))) for run in runs]
     return Preview(runs, skipped, excluded)
 
 
 def _excluded_times(job: JobSpec, after: datetime, last: datetime) -> list[ExcludedTime]:
-    """The cron's own times on excluded dates whose run (or skipped time) is in (after, last], named."""
+    """The cron's own times on excluded dates whose runs (or, skipped, themselves) fall in (after, last],
+    named by their calendars."""
     if job.exclude is None:
         return []
     # A time rolled forward onto the first run may come from days before ``after``: look back a while.
     found = excluded_times_between(
-        job, after - EXCLUDED_LOOKBACK, last + timedelta(seconds=1), MAX_EXCLUDED_SCAN
+        job, after - EXCLUDED_LOOKBACK, last + timedelta(seconds=MAX_ROLLED_APART + 1), MAX_EXCLUDED_SCAN
     )
     days = job.days_off()
     calendars = days.calendars if isinstance(days, CalendarDates) else ()
+    zone = ZoneInfo(job.schedule.timezone) if isinstance(job.schedule, CronSchedule) else UTC
     out: list[ExcludedTime] = []
-    for nominal, day, rolled_to in found:
-        shown = rolled_to if rolled_to is not None else nominal
-        if not after < shown <= last + timedelta(seconds=MAX_ROLLED_APART):
+    for nominal, runs_at in sorted(found.items()):
+        shown = runs_at[0] if runs_at else nominal
+        if not after < shown <= last:
             continue
+        day = nominal.astimezone(zone).date()
         named = [(c.name, named_days_of_year(c, day.year)) for c in calendars]
         holding = tuple(name for name, held in named if day in held)
         holiday = next((held[day] for _, held in named if held.get(day)), None)
-        out.append(ExcludedTime(nominal, day, holding, holiday, rolled_to))
+        out.append(ExcludedTime(nominal, day, holding, holiday, tuple(runs_at)))
     return out
 
 

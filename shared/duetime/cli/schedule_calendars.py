@@ -14,12 +14,10 @@ from zoneinfo import ZoneInfo
 from pydantic import ValidationError
 
 from duetime.cli.common import UsageError
-from duetime.domain.calendar_rules import excluded_runs
 from duetime.domain.calendars import CalendarDates, CalendarSpec
-from duetime.domain.dst import wall_time_rules
 from duetime.domain.errors import from_validation_error
-from duetime.domain.models import CronSchedule, JobSpec
-from duetime.domain.schedule import cron_wall_times_of, is_fixed_time, nominals_between
+from duetime.domain.models import JobSpec
+from duetime.domain.schedule import excluded_times_between
 
 SOURCE_FLAGS = "--holidays or --dates"
 LOOKBACK = timedelta(days=40)  # a preview's cron times start this far back: rolls into the shown times count
@@ -169,19 +167,5 @@ class ExcludedTime:
 
 def excluded_times(spec: JobSpec, after: datetime, until: datetime) -> list[ExcludedTime]:
     """The cron's own times in (after, until] on its excluded dates, each with the runs it became."""
-    schedule, rule = spec.schedule, spec.exclude
-    if not isinstance(schedule, CronSchedule) or rule is None:
-        return []
-    plain = JobSpec.model_validate(spec.model_dump(exclude={"exclude"}))
-    own = nominals_between(plain, after, after - LOOKBACK, until + timedelta(seconds=1), 100_000)
-    cron, timezone, dst = schedule.cron, schedule.timezone, spec.dst
-    fates = excluded_runs(
-        own,
-        ZoneInfo(timezone),
-        spec.days_off(),
-        rule.on_excluded,
-        rule.rolled,
-        wall_time_rules(dst, is_fixed_time(cron)),
-        lambda nominal: cron_wall_times_of(cron, timezone, nominal, dst),
-    )
+    fates = excluded_times_between(spec, after - LOOKBACK, until + timedelta(seconds=1), 100_000)
     return [ExcludedTime(at, runs) for at, runs in sorted(fates.items()) if after < at <= until]

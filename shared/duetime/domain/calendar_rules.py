@@ -240,27 +240,6 @@ def excluded_runs(
     return {nominal: sorted(set(moved)) for nominal, moved in out.items()}
 
 
-def excluded_times(
-    cron_times: list[datetime],
-    zone: ZoneInfo,
-    days: DaysOff,
-    on_excluded: OnExcluded,
-    rules: WallTimeRules,
-    wall_times: WallTimesOf | None = None,
-) -> list[tuple[datetime, date, datetime | None]]:
-    """Of the cron's own times ``cron_times``, those on excluded dates, each with its local date and the
-    instant it rolled to (None: skipped, or no business day to roll to), in order (for previews);
-    ``wall_times`` as for ``excluded_next_after``."""
-    excluded = YearDays(days)
-    found: list[tuple[datetime, date, datetime | None]] = []
-    for nominal in cron_times:
-        day = _local(nominal, zone).date()
-        if day in excluded:
-            instants = _rolled(nominal, zone, excluded, on_excluded, rules, wall_times)
-            found.append((nominal, day, instants[0] if instants else None))
-    return found
-
-
 def business_day_next_after(
     n: int, at: time, zone: ZoneInfo, days: DaysOff, rules: WallTimeRules, after: datetime
 ) -> datetime | None:

@@ -31,7 +31,7 @@ from zoneinfo import ZoneInfo
 
 from croniter import CroniterBadCronError, CroniterBadDateError
 
-from duetime.domain.calendar_rules import business_day_next_after, excluded_next_after, excluded_times
+from duetime.domain.calendar_rules import business_day_next_after, excluded_next_after, excluded_runs
 from duetime.domain.cron_dialect import (
     CronPattern,
     WallClockMatches,
@@ -365,22 +365,24 @@ def nominals_between(
 
 def excluded_times_between(
     spec: JobSpec, start: datetime, end: datetime, limit: int
-) -> list[tuple[datetime, date, datetime | None]]:
+) -> dict[datetime, list[datetime]]:
     """The cron's own times in [start, end) that fall on dates its calendars exclude (at most ``limit`` own
-    times examined), each with its local date and the instant it rolled to (None: skipped); none for a job
-    without ``exclude``."""
+    times examined), each with the runs it became (``calendar_rules.excluded_runs``: none when skipped;
+    under ``each``, the second it was spread to); empty for a job without ``exclude``. ``start`` should lie
+    before the run of days off that rolls into the times of interest."""
     schedule = spec.schedule
     if spec.exclude is None or not isinstance(schedule, CronSchedule):
-        return []
+        return {}
     own = nominals_between(spec.model_copy(update={"exclude": None}), start, start, end, limit)
     cron, timezone, dst = schedule.cron, schedule.timezone, spec.dst
-    rules = wall_time_rules(dst, is_fixed_time(cron))
 
     def wall_times(nominal: datetime) -> list[time]:
         return cron_wall_times_of(cron, timezone, nominal, dst)
 
-    days, on_excluded = spec.days_off(), spec.exclude.on_excluded
-    return excluded_times(own, ZoneInfo(timezone), days, on_excluded, rules, wall_times)
+    rule = spec.exclude
+    rules = wall_time_rules(dst, is_fixed_time(cron))
+    zone = ZoneInfo(timezone)
+    return excluded_runs(own, zone, spec.days_off(), rule.on_excluded, rule.rolled, rules, wall_times)
 
 
 def rate_anchor(spec: JobSpec, created_at: datetime) -> datetime:
