@@ -29,7 +29,7 @@ from duetime.adapters.aws.sqs import SqsRunQueue
 from duetime.adapters.dynamodb.codec import item_to_run
 from duetime.adapters.dynamodb.reap_tickets import is_ticket
 from duetime.adapters.http_target import HttpTargetCaller
-from duetime.api.service import upcoming_runs
+from duetime.api.previews import upcoming_runs
 from duetime.domain.claim_plan import initial_state
 from duetime.domain.ids import is_manual_run_id, make_run_id, new_job_id
 from duetime.domain.models import Job, JobSpec, OverlapPolicy, Run, RunStatus, Team

@@ -14,7 +14,7 @@ from croniter import croniter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from duetime.api.service import preview_of
+from duetime.api.previews import preview_of
 from duetime.domain.dst import (
     DstEffect,
     DstGap,

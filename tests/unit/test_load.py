@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from duetime.api.service import MAX_LOAD_FIRE_TIMES, JobService, load_cost, upcoming_runs
+from duetime.api.previews import upcoming_runs
+from duetime.api.service import MAX_LOAD_FIRE_TIMES, JobService, load_cost
 from duetime.domain.catalog import Page
 from duetime.domain.errors import InvalidInput, RateLimited
 from duetime.domain.ids import new_job_id

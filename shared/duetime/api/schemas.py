@@ -11,7 +11,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from duetime.api.service import ExcludedTime, Preview, UpcomingRun
+from duetime.api.previews import ExcludedTime, Preview, UpcomingRun
 from duetime.domain.aws_targets import ROLE_ARN_PATTERN, ROLE_NAME_PREFIX
 from duetime.domain.dst import DstEffect, DstPolicy
 from duetime.domain.job_history import JobChange

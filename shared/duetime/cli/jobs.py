@@ -37,7 +37,7 @@ from duetime.domain.errors import from_validation_error
 from duetime.domain.models import JobSpec
 
 if TYPE_CHECKING:
-    from duetime.api.service import UpcomingRun
+    from duetime.api.previews import UpcomingRun
 
 
 def add_commands(commands: Any) -> None:
@@ -381,7 +381,7 @@ def run_preview(args: argparse.Namespace) -> None:
     a spring-forward skipped that get no run; with calendars (``--holidays``, ``--dates``), a cron's times on
     excluded dates and what became of them (``--json``: ``times``, ``runs`` with ``dst_effect``, ``skipped``
     and ``excluded``)."""
-    from duetime.api.service import preview_of
+    from duetime.api.previews import preview_of
 
     after = datetime.fromisoformat(args.after).astimezone(UTC) if args.after else datetime.now(UTC)
     calendar_fields, days = preview_calendars(args)
