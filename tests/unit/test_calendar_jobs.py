@@ -280,3 +280,26 @@ def test_a_cron_whose_every_time_its_calendars_exclude_is_refused_naming_exclude
     assert status == 422 and error["error"]["field"] == "exclude" and "ten years" in error["error"]["message"]
     rolled = {**body, "exclude": {"calendars": ["fr"], "on_excluded": "next_business_day"}}
     assert stack.call("POST", "/v1/jobs", rolled)[0] == 201  # rolled to the next business day: it runs
+
+
+def test_a_preview_of_rolled_each_shows_the_second_each_date_was_spread_to(stack: Stack) -> None:
+    """Daily at 09:00 Paris, Thursday 24 and Friday 25 excluded, rolled to the next business day, each: the
+    24th and the 25th both roll onto Monday 28 (09:00), which has its own run; they run 1 and 2 s after it."""
+    a_calendar(stack, "closed", ["2026-12-24", "2026-12-25"])
+    rule = {"calendars": ["closed"], "on_excluded": "next_business_day", "rolled": "each"}
+    job = a_job(stack, exclude=rule)
+    status, preview = stack.call("GET", f"/v1/jobs/{job['id']}/preview", query={"count": "11"})
+    assert status == 200
+    monday = [
+        (run["nominal_at"], run["rolled_from"]) for run in preview["runs"] if "12-28" in run["nominal_at"]
+    ]
+    assert monday == [
+        ("2026-12-28T08:00:00Z", []),
+        ("2026-12-28T08:00:01Z", ["2026-12-24"]),
+        ("2026-12-28T08:00:02Z", ["2026-12-25"]),
+    ]
+    spread = {time["date"]: (time["rolled_to"], time["runs_at"]) for time in preview["excluded"]}
+    assert spread == {
+        "2026-12-24": ("2026-12-28T08:00:01Z", ["2026-12-28T08:00:01Z"]),
+        "2026-12-25": ("2026-12-28T08:00:02Z", ["2026-12-28T08:00:02Z"]),
+    }

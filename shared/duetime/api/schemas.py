@@ -279,6 +279,10 @@ class ExcludedTimeOut(Out):
         description="the date's name in the calendar (a holiday's, an event's), if any"
     )
     rolled_to: datetime | None = Field(description="the run the time rolled to; null: skipped")
+    runs_at: list[datetime] = Field(
+        description="every run the time became: empty when skipped; under `rolled: each`, the second it was "
+        "spread to; two under the DST overlap policy `both`"
+    )
 
     @classmethod
     def of(cls, time: ExcludedTime) -> ExcludedTimeOut:
@@ -288,6 +292,7 @@ class ExcludedTimeOut(Out):
             calendars=list(time.calendars),
             holiday=time.holiday,
             rolled_to=time.rolled_to,
+            runs_at=list(time.runs_at),
         )
 
 
