@@ -473,7 +473,9 @@ class JobService:
         if body.get("key", key) != key:
             raise InvalidInput(f"key: the body names key {body['key']!r}, the path {key!r}", "key")
         body = {**body, "key": key}
-        self._validate(body, self.clock.now(), team)  # a job that cannot be is a 422 before anything else
+        # Validated once (its target's address is resolved): a job that cannot be is a 422 before all else.
+        spec = self._validate(body, self.clock.now(), team)
+        full = spec.model_dump(mode="json", include=set(JobSpec.model_fields))
         for _ in range(5):
             job_id = self.catalog.job_id_by_key(team.team_id, key)
             if job_id is None:
@@ -485,8 +487,6 @@ class JobService:
                     if exc.field != "key":
                         raise
                     continue  # created meanwhile by another request: replace it
-            spec = self._validate(body, self.clock.now(), team)
-            full = spec.model_dump(mode="json", include=set(JobSpec.model_fields))
             job = self.get_job(team, job_id)
             if job.model_dump(mode="json", include=set(JobSpec.model_fields)) == full:
                 _check_if_match(job, if_match)

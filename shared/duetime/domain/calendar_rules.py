@@ -51,6 +51,11 @@ MAX_MONTHS = 1_200  # months a business-day step walks before it says the schedu
 _LOOKBACK = timedelta(hours=3)  # before a local midnight: longer than any UTC offset change
 
 
+def no_days_off(year: int) -> frozenset[date]:
+    """``DaysOff`` of no calendar: Monday to Friday are all business days."""
+    return frozenset()
+
+
 class OnExcluded(StrEnum):
     """What a cron's time on an excluded date does."""
 

@@ -26,12 +26,17 @@ from __future__ import annotations
 
 import functools
 import re
-from datetime import date, datetime, time, timedelta
+from datetime import datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
 from croniter import CroniterBadCronError, CroniterBadDateError
 
-from duetime.domain.calendar_rules import business_day_next_after, excluded_next_after, excluded_runs
+from duetime.domain.calendar_rules import (
+    business_day_next_after,
+    excluded_next_after,
+    excluded_runs,
+    no_days_off,
+)
 from duetime.domain.cron_dialect import (
     CronPattern,
     WallClockMatches,
@@ -277,7 +282,7 @@ def _next_with_calendars(spec: JobSpec, after: datetime) -> datetime | None:
     schedule = spec.schedule
     if isinstance(schedule, BusinessDaySchedule):
         zone = ZoneInfo(schedule.timezone)
-        days = spec.days_off() if schedule.calendars else _no_days_off
+        days = spec.days_off() if schedule.calendars else no_days_off
         rules = wall_time_rules(spec.dst, fixed_time=True)
         return business_day_next_after(schedule.business_day, schedule.local_time, zone, days, rules, after)
     assert isinstance(schedule, CronSchedule) and spec.exclude is not None
@@ -298,10 +303,6 @@ def _next_with_calendars(spec: JobSpec, after: datetime) -> datetime | None:
     return excluded_next_after(
         cron_next, ZoneInfo(timezone), days, on_excluded, rolled, rules, after, wall_times
     )
-
-
-def _no_days_off(year: int) -> frozenset[date]:
-    return frozenset()
 
 
 def next_nominal_after(spec: JobSpec, anchor: datetime, after: datetime) -> datetime | None:

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from datetime import date
 from typing import Protocol, TypeVar
 
+from duetime.domain.calendar_rules import no_days_off
 from duetime.domain.calendars import Calendar, CalendarDates
 from duetime.domain.models import Job, JobSpec
 
@@ -82,9 +82,5 @@ def resolve_calendars(jobs: list[Job], calendars: CalendarDays | None) -> list[J
         return jobs
     if calendars is None:
         log.error("jobs use calendars but this poller reads none: they run as if they excluded nothing")
-        return [job.with_days_off(_no_dates) if job.calendar_names else job for job in jobs]
+        return [job.with_days_off(no_days_off) if job.calendar_names else job for job in jobs]
     return calendars.resolve(jobs)
-
-
-def _no_dates(year: int) -> frozenset[date]:
-    return frozenset()
