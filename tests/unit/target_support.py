@@ -7,6 +7,9 @@ receives and answers ``ok``, except on these paths:
 - ``/redirect?to=URL``: ``302 Found`` with ``Location: URL``.
 - ``/body?length=N&first=M``: a body of ``N`` bytes (``x``), of which only the first ``M`` are sent at once;
   the rest follows when the caller sends something more on the connection or closes it (at most 10 s).
+- ``/trickle?part=P&every=S``: ``200 OK``, drawn out for 12 s or more, ``S`` seconds between sends: ``P`` is
+  ``status`` (the status line a byte at a time), ``headers`` (forty header lines, one at a time) or
+  ``body`` (a body of 4,096 bytes, one byte at a time, after headers sent at once).
 ``Network`` keeps every packet on this machine: a connection to a non-loopback address is refused at
 once (and noted), so a test can let a resolver answer a public address without calling the internet.
 ``make_tls_files`` writes a CA and a server certificate signed by it.
@@ -82,6 +85,9 @@ def _recording_handler(target: Target) -> type[BaseHTTPRequestHandler]:
             if path.path == "/body":
                 self._send_body(int(query["length"]), int(query.get("first", query["length"])))
                 return
+            if path.path == "/trickle":
+                self._trickle(query["part"], float(query["every"]))
+                return
             if self.path.startswith("/slow"):
                 time.sleep(1)
             self.send_response(200)
@@ -104,6 +110,26 @@ def _recording_handler(target: Target) -> type[BaseHTTPRequestHandler]:
                 self.wfile.write(b"x" * (length - first))
             except OSError:  # the caller closed the connection: what it did not read is gone
                 self.close_connection = True
+
+        def _trickle(self, part: str, every: float) -> None:
+            """An answer sent a piece at a time, each piece well inside any timeout, the whole far past it."""
+            status = b"HTTP/1.1 200 OK\r\n"
+            if part == "status":
+                pieces = [status[i : i + 1] for i in range(len(status))]
+                pieces += [b"Content-Length: 2\r\n\r\nok"]
+            elif part == "headers":
+                pieces = [status, *(f"X-Drip-{i}: x\r\n".encode() for i in range(40))]
+                pieces += [b"Content-Length: 2\r\n\r\nok"]
+            else:
+                pieces = [status + b"Content-Length: 4096\r\n\r\n", *([b"x"] * 4096)]
+            self.close_connection = True
+            try:
+                for number, piece in enumerate(pieces):
+                    if number:
+                        time.sleep(every)
+                    self.wfile.write(piece)
+            except OSError:  # the caller has gone
+                pass
 
         def log_message(self, format: str, *args: Any) -> None:
             pass

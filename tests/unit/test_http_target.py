@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import socket
 import ssl
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -310,3 +311,74 @@ def test_proxy_settings_in_the_environment_are_ignored_and_the_call_goes_straigh
     assert proxy.connections == []
     assert network.connections == [("127.0.0.1", target.port)]
     assert [seen.path for seen in target.requests] == ["/hook"]  # a proxy is sent the whole URL
+
+
+TRICKLED = ["status", "headers", "body"]
+
+
+@pytest.mark.parametrize("scheme", ["http", "https"])
+@pytest.mark.parametrize("part", TRICKLED)
+def test_a_target_trickling_its_answer_is_a_timeout_at_the_calls_deadline(
+    network: Network, tls_files: tuple[Path, Path, Path], scheme: str, part: str
+) -> None:
+    """Each piece comes 0.3 s after the last, well inside a 1 s timeout of any one read, and the answer
+    would take 12 s or more: the call still ends at its 1 s, as a timeout (retried as one), connection
+    closed. The bound leaves a loaded machine its slack; the trickle would take ten times longer."""
+    pool = urllib3.PoolManager(ca_certs=str(tls_files[0]))
+    caller = HttpTargetCaller(pool, allow_private=True, resolve=lambda host: ["127.0.0.1"])
+    tls = tls_server_context(tls_files) if scheme == "https" else None
+    with serve("127.0.0.1", tls) as target:
+        url = f"{scheme}://target.example:{target.port}/trickle?part={part}&every=0.3"
+        started = time.monotonic()
+        response = caller.call(TargetRequest(url, "GET", {}, None, timeout_seconds=1))
+        held = time.monotonic() - started
+
+    assert (response.status_code, response.error, response.permanent) == (None, "timeout after 1s", False)
+    assert 1 <= held < 2.5
+    assert 1000 <= response.duration_ms < 2500
+
+
+def test_a_connection_its_deadline_shut_down_is_closed_and_the_next_call_gets_a_new_one(
+    network: Network,
+) -> None:
+    caller = HttpTargetCaller(allow_private=True, resolve=lambda host: ["127.0.0.1"])
+    with serve("127.0.0.1") as target:
+        trickled = caller.call(
+            TargetRequest(f"http://t.example:{target.port}/trickle?part=body&every=0.3", "GET", {}, None, 1)
+        )
+        next_call = call(caller, f"http://t.example:{target.port}/hook")
+
+    assert trickled.error == "timeout after 1s"
+    assert (next_call.status_code, next_call.body, next_call.error) == (200, "ok", None)
+    assert len(target.connections) == 2
+
+
+def test_a_call_that_ended_in_time_leaves_its_pooled_connection_alone_when_its_deadline_passes(
+    network: Network,
+) -> None:
+    """The deadline of a call that ended is disarmed: it never shuts down the connection, back in the pool,
+    that the next call (perhaps another team's) uses."""
+    caller = HttpTargetCaller(allow_private=True, resolve=lambda host: ["127.0.0.1"])
+    with serve("127.0.0.1") as target:
+        url = f"http://t.example:{target.port}/hook"
+        first = caller.call(TargetRequest(url, "POST", {}, b"{}", timeout_seconds=0.3))
+        time.sleep(0.6)  # the first call's deadline passes while its connection waits in the pool
+        second = caller.call(TargetRequest(url, "POST", {}, b"{}", timeout_seconds=2))
+
+    assert [(r.status_code, r.error) for r in (first, second)] == [(200, None), (200, None)]
+    assert len(target.connections) == 1
+
+
+def test_the_lookup_counts_against_the_calls_timeout(network: Network) -> None:
+    """A lookup that took the whole timeout leaves no time to call: a timeout, and nothing is sent."""
+
+    def slow(host: str) -> list[str]:
+        time.sleep(0.3)
+        return ["127.0.0.1"]
+
+    caller = HttpTargetCaller(allow_private=True, resolve=slow)
+    with serve("127.0.0.1") as target:
+        response = caller.call(TargetRequest(f"http://t.example:{target.port}/hook", "GET", {}, None, 0.2))
+
+    assert (response.status_code, response.error, response.permanent) == (None, "timeout after 0.2s", False)
+    assert target.requests == [] and network.connections == []

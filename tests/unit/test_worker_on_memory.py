@@ -7,22 +7,26 @@ one suite); what these tests cannot show (request counts, limits, latency) is le
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
+from duetime.adapters.http_target import HttpTargetCaller
 from duetime.adapters.memory import MemoryAlerts, MemoryQueue, MemoryStore
 from duetime.domain.clock import ManualClock
 from duetime.domain.ids import PARTITIONS, make_run_id
 from duetime.domain.models import RunResult, RunStatus, Team
-from duetime.execution.worker import LeaseLapsedBeforeCall, Worker, WorkOutcome, WorkReport
+from duetime.execution.worker import LeaseLapsedBeforeCall, Worker, WorkerConfig, WorkOutcome, WorkReport
 from duetime.local.system import EventSourceMapping
 from duetime.ports import RunMessage, TargetRequest, TargetResponse
 from duetime.scheduling.poller import Poller, PollerConfig
 
 from ..twin_support import T0, a_job, at
+from .target_support import serve
 
 
 @dataclass
@@ -257,6 +261,30 @@ def test_a_long_call_cancelled_is_given_up_at_the_next_heartbeat_which_frees_its
     assert report.outcome is WorkOutcome.CANCELLED
     run = world.store.get_run(run_id)
     assert run is not None and (run.status, run.result) == (RunStatus.CANCELLED, None)
+
+
+def test_a_target_trickling_its_answer_holds_the_worker_no_longer_than_the_runs_timeout(world: World) -> None:
+    """Heartbeats keep a lease while its call runs, so a call must end: a target sending a header line
+    every 0.3 s (40 of them) to a run with a 1 s timeout held a worker for 12 s. The real caller ends the
+    call at the run's timeout, the heartbeats with it, and the attempt is retried as a timeout."""
+    caller = HttpTargetCaller(allow_private=True, resolve=lambda host: ["127.0.0.1"])
+    config = WorkerConfig(heartbeat=timedelta(seconds=0.2))
+    worker = Worker(world.store, world.store, world.queue, world.alerts, caller, world.clock, config)
+    with serve("127.0.0.1") as target:
+        url = f"http://target.example:{target.port}/trickle?part=headers&every=0.3"
+        job = a_job(world.clock.now(), target={"url": url}, timeout_seconds=1)
+        world.store.put_job(job, world.clock.now())
+        world.clock.advance(1)
+        (run,) = world.poller.claim().runs
+        started = time.monotonic()
+        (report,) = world.deliver(worker)
+        held = time.monotonic() - started
+
+    assert held < 2.5
+    assert (report.outcome, report.heartbeats >= 1) == (WorkOutcome.RETRY_SCHEDULED, True)
+    recorded = world.store.get_run(run.run_id)
+    assert recorded is not None and recorded.status is RunStatus.RETRY_WAIT and recorded.result is not None
+    assert (recorded.result.error, recorded.result.retryable) == ("timeout after 1s", True)
 
 
 def test_a_buffered_run_waits_for_the_previous_one_to_end_then_runs(world: World) -> None:

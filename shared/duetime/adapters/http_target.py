@@ -6,6 +6,10 @@ The request still names the original host: the ``Host`` header (unless the job s
 https, the TLS server name (SNI) and the name the certificate must be valid for. A second lookup by
 urllib3, which a hostile name with a zero TTL could answer with ``127.0.0.1`` (DNS rebinding), never
 happens: urllib3 is only ever given an IP address.
+
+A call ends at its timeout, counted from its start, however slowly the target sends its answer: at the
+deadline its connection is shut down and closed, and the call is a timeout (``adapters.call_deadline``:
+urllib3's timeouts bound each read, and a target sending a byte a second never lets one time out).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import urllib3
 from urllib3.connectionpool import HTTPConnectionPool
 from urllib3.util import Url
 
+from duetime.adapters.call_deadline import Deadlines, watch_pools
 from duetime.domain.target_guard import (
     Resolver,
     TargetRefused,
@@ -64,7 +69,9 @@ class HttpTargetCaller:
     Each call resolves the target's host once with ``resolve`` (the system resolver unless given), checks
     every address against the SSRF guard and connects only to a checked address. Connections are pooled
     in ``pool`` by address and port, and for https also by name; one goes back to the pool for another
-    call only when its answer was read to the end (``_give_back``).
+    call only when its answer was read to the end (``_give_back``) within the call's timeout. ``pool``'s
+    connection pools are made by ``call_deadline.watch_pools`` (set on the pool given), so that a call's
+    deadline can shut its connection down.
     """
 
     def __init__(
@@ -73,39 +80,54 @@ class HttpTargetCaller:
         allow_private: bool = False,
         resolve: Resolver = resolve_host,
     ) -> None:
-        self.pool = pool or urllib3.PoolManager(num_pools=32, maxsize=16)
+        self.pool = watch_pools(pool or urllib3.PoolManager(num_pools=32, maxsize=16))
+        self.deadlines = Deadlines()  # ends a call at its timeout, however slowly the target answers
         self.allow_private = allow_private
         self.resolve = resolve
 
     def call(self, request: TargetRequest) -> TargetResponse:
+        """Make ``request`` within its ``timeout_seconds``, counted from now: the lookup, the connection to
+        each address tried, the request, the answer's headers and the part of its body kept, however slowly
+        the target sends them (``duetime.adapters.call_deadline``)."""
         started = time.monotonic()
+        deadline = started + request.timeout_seconds
         try:
             target = _Target.of(parse_target_url(request.url))
             addresses = checked_addresses(target.host, self.allow_private, self.resolve)
         except TargetRefused as exc:
             return TargetResponse(None, "", str(exc), _ms_since(started), permanent=True)
+        timed_out = f"timeout after {request.timeout_seconds:g}s"
+        response: urllib3.BaseHTTPResponse | None = None
+        error: str | None = None
+        body = b""
+        guard = self.deadlines.guard(deadline)
         try:
-            response = self._send(target, addresses, request)
-            try:
-                body = response.read(BODY_KEPT, decode_content=True)
-            finally:
-                _give_back(response)
-            return TargetResponse(
-                status_code=response.status,
-                body=body.decode("utf-8", errors="replace"),
-                error=None,
-                duration_ms=_ms_since(started),
-            )
-        except urllib3.exceptions.TimeoutError:
-            return TargetResponse(None, "", f"timeout after {request.timeout_seconds:g}s", _ms_since(started))
-        except urllib3.exceptions.HTTPError as exc:
-            return TargetResponse(None, "", f"connection error: {type(exc).__name__}", _ms_since(started))
+            with guard:
+                try:
+                    response = self._send(target, addresses, request, deadline)
+                    body = response.read(BODY_KEPT, decode_content=True)
+                except urllib3.exceptions.TimeoutError:
+                    error = timed_out
+                except urllib3.exceptions.HTTPError as exc:
+                    error = f"connection error: {type(exc).__name__}"
+        finally:  # the guard has ended: its deadline can no longer shut the connection down once pooled
+            if response is not None:
+                _give_back(response, close=guard.expired)
+        if guard.expired:  # whatever the reads made of a connection shut down under them
+            error = timed_out
+        if error is not None or response is None:
+            return TargetResponse(None, "", error or timed_out, _ms_since(started))
+        return TargetResponse(
+            status_code=response.status,
+            body=body.decode("utf-8", errors="replace"),
+            error=None,
+            duration_ms=_ms_since(started),
+        )
 
     def _send(
-        self, target: _Target, addresses: list[str], request: TargetRequest
+        self, target: _Target, addresses: list[str], request: TargetRequest, deadline: float
     ) -> urllib3.BaseHTTPResponse:
-        """Send ``request`` to the first of ``addresses`` that takes a connection; all within its timeout."""
-        deadline = time.monotonic() + request.timeout_seconds
+        """Send ``request`` to the first of ``addresses`` that takes a connection, by ``deadline``."""
         for address in addresses[:-1]:
             try:
                 return self._send_to(target, address, request, deadline)
@@ -138,15 +160,16 @@ class HttpTargetCaller:
         return self.pool.connection_from_host(address, target.port, target.scheme, pool_kwargs=tls)
 
 
-def _give_back(response: urllib3.BaseHTTPResponse) -> None:
-    """Give ``response``'s connection back to its pool, closed unless the answer was read to its end.
+def _give_back(response: urllib3.BaseHTTPResponse, close: bool = False) -> None:
+    """Give ``response``'s connection back to its pool, closed unless the answer was read to its end
+    (or when ``close``: the call's deadline shut it down).
 
     A call keeps only ``BODY_KEPT`` bytes of an answer. When more was left (a longer body, one still
     trickling in, a read that timed out), the rest would be read as the start of the next answer on that
     connection, perhaps another team's call to the same address; so the connection is closed and opened
     afresh when next used. A connection whose answer was read to its end is kept for the next call.
     """
-    if not response.closed:
+    if close or not response.closed:
         response.close()
     response.release_conn()
 
