@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel, Field, field_validator
 
 from duetime.domain.ids import PARTITIONS
+from duetime.domain.target_guard import parse_ports
 
 
 def parse_partitions(text: str) -> list[int]:
@@ -229,6 +230,13 @@ class Settings(BaseModel):
         description="Turns the SSRF guard off: jobs may call loopback and private addresses. For a local "
         "stack only: on AWS every team could then reach the functions' network and the Lambda runtime API.",
     )
+    allowed_target_ports: list[int] = Field(
+        default_factory=list,
+        description="Ports HTTP targets and notification webhooks may use besides 80, 443 and 1024-65535, "
+        'e.g. `"8,25"` or `"20-23"`: the others are refused when a job is written (422 naming the URL\'s '
+        "field) and at each call, so no team can make duetime probe a host's privileged ports (SSH, mail, "
+        "DNS, ...).",
+    )
     aws_targets_without_role: bool = Field(
         default=False,
         description="AWS targets need no IAM role and are called with the worker's own credentials. For a "
@@ -250,6 +258,11 @@ class Settings(BaseModel):
     @classmethod
     def _partitions(cls, value: object) -> object:
         return parse_partitions(value) if isinstance(value, str) else value
+
+    @field_validator("allowed_target_ports", mode="before")
+    @classmethod
+    def _ports(cls, value: object) -> object:
+        return parse_ports(value) if isinstance(value, str) else value
 
     @classmethod
     def from_env(cls, environ: dict[str, str]) -> Settings:

@@ -231,6 +231,8 @@ def _default(info: FieldInfo) -> str:
     if isinstance(value, Path):
         value = value.relative_to(ROOT) if value.is_relative_to(ROOT) else value
         return f"`{value}`"
+    if value == []:
+        return "none"
     if isinstance(value, list) and value and all(isinstance(v, int) for v in value):
         return f"`{group_label(value)}`"
     if isinstance(value, list) and value and all(isinstance(v, list) for v in value):

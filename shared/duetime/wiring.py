@@ -120,6 +120,11 @@ def lease_timings(s: Settings) -> LeaseTimings:
     )
 
 
+def http_caller(s: Settings) -> HttpTargetCaller:
+    """The caller of HTTP targets and notification webhooks, held to the installation's target rules."""
+    return HttpTargetCaller(allow_private=s.allow_private_targets, extra_ports=s.allowed_target_ports)
+
+
 @functools.cache
 def poller_shift() -> PollerShift:
     """The poller and its group lease (each invocation serves one group: ``PollerShift.serve``)."""
@@ -128,7 +133,7 @@ def poller_shift() -> PollerShift:
     queue = SqsRunQueue(client("sqs"), s.run_queue_url)
     clock = make_store_clock(store)
     alerts = JobNotifier(make_alerts(s, store), store, store)
-    caller = HttpTargetCaller(allow_private=s.allow_private_targets)
+    caller = http_caller(s)
     sender = ChannelSender(WebhookSender(caller, store), SnsTopics(client("sns")))
     notifications = BackgroundDelivery(store, sender, clock)
     poller = Poller(
@@ -167,7 +172,7 @@ def worker() -> Worker:
         store,
         queue,
         JobNotifier(make_alerts(s, store), store, store),
-        HttpTargetCaller(allow_private=s.allow_private_targets),
+        http_caller(s),
         make_store_clock(store),
         worker_config(s),
         deadlines=store,
@@ -232,6 +237,7 @@ def make_job_service(s: Settings, store: DynamoStore, sqs: SQSClient | None = No
         SqsRunQueue(sqs or client("sqs"), s.run_queue_url),
         make_store_clock(store),
         allow_private_targets=s.allow_private_targets,
+        allowed_target_ports=s.allowed_target_ports,
         aws_targets_without_role=s.aws_targets_without_role,
         role_trust=make_role_trust(s),
         queue_deadline=timedelta(seconds=s.queue_deadline_seconds),

@@ -1127,6 +1127,43 @@ def test_the_api_may_take_the_workers_role_alone_to_check_a_roles_trust_as_the_w
     assert variables["DUETIME_AWS_ROLE_TRUST_UNCHECKED"] == "false"
 
 
+def test_the_ports_an_installation_adds_for_targets_reach_every_function_that_calls_or_checks_them(
+    template: Template,
+) -> None:
+    """The API checks a job's URLs, the workers and the pollers (notification webhooks) call them: each
+    function of the shared code gets ``allowed_target_ports``; by default none is set (80, 443 and
+    1024-65535 only)."""
+
+    def ports_of(stack: Template) -> set[str | None]:
+        return {
+            function["Properties"]["Environment"]["Variables"].get("DUETIME_ALLOWED_TARGET_PORTS")
+            for function in resources(stack, "AWS::Lambda::Function").values()
+            if "DUETIME_JOBS_TABLE" in function["Properties"].get("Environment", {}).get("Variables", {})
+        }
+
+    assert ports_of(template) == {None}
+    _, more = synth(deletion_protection="false", allowed_target_ports="25,8")
+    assert ports_of(more) == {"8,25"}
+
+
+@pytest.mark.parametrize("value", ["70000", "0", "smtp", "30-20"])
+def test_a_port_setting_that_names_no_port_is_refused_naming_the_key(value: str, tmp_path: Path) -> None:
+    (tmp_path / ".built").touch()
+    with pytest.raises(ContextError, match="allowed_target_ports"):
+        StackConfig.from_mapping({"lambda_asset": str(tmp_path), "allowed_target_ports": value})
+
+
+@pytest.mark.parametrize(
+    ("value", "ports"), [("25", [25]), (25, [25]), ([25, 8], [8, 25]), ("20-21", [20, 21])]
+)
+def test_the_port_setting_is_read_from_the_command_line_and_from_cdk_json(
+    value: Any, ports: list[int], tmp_path: Path
+) -> None:
+    (tmp_path / ".built").touch()
+    config = StackConfig.from_mapping({"lambda_asset": str(tmp_path), "allowed_target_ports": value})
+    assert config.allowed_target_ports == ports
+
+
 def test_aws_targets_without_a_role_are_refused_outside_localstack() -> None:
     with pytest.raises(ContextError, match="aws_targets_without_role is for LocalStack only"):
         StackConfig.from_mapping({"aws_targets_without_role": "true"})

@@ -114,6 +114,13 @@ HOSTILE: list[tuple[str, dict[str, Any] | str, int, str | None]] = [
     ("IPv6 unique local", target("http://[fd12::1]/"), 422, "target.url"),
     ("a DNS name resolving to loopback", target("http://localhost:9000/"), 422, "target.url"),
     ("unspecified address", target("http://0.0.0.0/"), 422, "target.url"),
+    ("a public host's SSH port (a port scan)", target("http://93.184.216.34:22/"), 422, "target.url"),
+    (
+        "a webhook on a public host's mail port",
+        {**JOB, "notify": [{"type": "webhook", "url": "https://93.184.216.34:25/", "events": ["dead"]}]},
+        422,
+        "notify.0.url",
+    ),
     ("success deadline under a minute", {**JOB, "success_deadline_seconds": 30}, 422, DEADLINE_FIELD),
     ("success deadline as text", {**JOB, "success_deadline_seconds": "1h"}, 422, DEADLINE_FIELD),
     ("body over the limit", {**JOB, "name": "x" * (70 * 1024)}, 413, None),

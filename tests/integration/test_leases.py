@@ -69,7 +69,7 @@ def skewed(stack: Stack, seconds: float) -> tuple[DynamoStore, StoreClock, float
 def test_a_worker_whose_clock_is_off_by_five_minutes_can_neither_steal_nor_keep_a_lease(
     stack: Stack,
 ) -> None:
-    run_id = claim_one(stack, "http://127.0.0.1:9/unused")
+    run_id = claim_one(stack, "http://127.0.0.1:1024/unused")
     partition = partition_of(split_run_id(run_id)[0])
     slow_store, slow_clock, _ = skewed(stack, -300)  # worker A: its clock is 5 minutes behind
     fast_store, fast_clock, _ = skewed(stack, +300)  # worker/poller B: 5 minutes ahead

@@ -18,7 +18,7 @@ from .conftest import Stack
 
 
 def test_a_claim_creates_a_queued_run_and_moves_the_due_time(stack: Stack) -> None:
-    job = stack.job_due_now("team-a", "http://127.0.0.1:9/never")
+    job = stack.job_due_now("team-a", "http://127.0.0.1:1024/never")
     report = stack.poller().claim()
     assert report.runs_created == 1 and report.claimed_jobs == 1
     run = stack.store.get_run(f"{job.id}@{job.state.next_nominal_at:%Y-%m-%dT%H:%M:%SZ}")
@@ -32,7 +32,7 @@ def test_a_claim_creates_a_queued_run_and_moves_the_due_time(stack: Stack) -> No
 
 
 def test_concurrent_pollers_on_the_same_partitions_never_create_two_runs(stack: Stack) -> None:
-    jobs = [stack.job_due_now("team-a", "http://127.0.0.1:9/never") for _ in range(120)]
+    jobs = [stack.job_due_now("team-a", "http://127.0.0.1:1024/never") for _ in range(120)]
     now = stack.clock.now()
     clock = ManualClock(now)  # all four pollers see the same instant: the worst case for races
     reports: list[Any] = []
@@ -86,7 +86,7 @@ def test_an_idle_poll_is_a_few_small_queries_per_partition_and_never_a_scan(stac
 
 
 def test_overdue_rows_in_old_buckets_are_found_and_marks_then_move_past_empty_buckets(stack: Stack) -> None:
-    job = stack.job_due_now("team-a", "http://127.0.0.1:9/never")
+    job = stack.job_due_now("team-a", "http://127.0.0.1:1024/never")
     later = ManualClock(stack.clock.now() + timedelta(minutes=30))  # the pollers were down for 30 minutes
     poller = stack.poller(clock=later)
     report = poller.claim()
@@ -103,7 +103,7 @@ def test_overdue_rows_in_old_buckets_are_found_and_marks_then_move_past_empty_bu
 
 def test_misfire_run_all_after_a_two_hour_outage_creates_every_missed_run(stack: Stack) -> None:
     job = stack.job_due_now(
-        "team-a", "http://127.0.0.1:9/never", misfire="run_all", schedule={"rate": "30 minutes"}
+        "team-a", "http://127.0.0.1:1024/never", misfire="run_all", schedule={"rate": "30 minutes"}
     )
     # rate 30 minutes created a minute ago: first run in 29 minutes; come back two hours later
     later = ManualClock(stack.clock.now() + timedelta(hours=2))
@@ -115,14 +115,14 @@ def test_misfire_run_all_after_a_two_hour_outage_creates_every_missed_run(stack:
 
 
 def test_a_paused_job_is_not_in_the_due_index(stack: Stack) -> None:
-    stack.job_due_now("team-a", "http://127.0.0.1:9/never", paused=True)
+    stack.job_due_now("team-a", "http://127.0.0.1:1024/never", paused=True)
     assert stack.poller().claim().due_rows == 0
 
 
 def test_a_claim_of_a_job_edited_since_it_was_read_writes_nothing_for_it(stack: Stack) -> None:
     from duetime.domain.claim_plan import make_claim, plan_claim
 
-    jobs = [stack.job_due_now("team-a", "http://127.0.0.1:9/never") for _ in range(5)]
+    jobs = [stack.job_due_now("team-a", "http://127.0.0.1:1024/never") for _ in range(5)]
     now = stack.clock.now()
     claims = [make_claim(plan_claim(job, now), now) for job in jobs]
     # Someone else moves one job between our read and our write (another poller, or an edit).
@@ -147,7 +147,7 @@ def test_a_claim_of_a_job_edited_since_it_was_read_writes_nothing_for_it(stack: 
 def test_a_claim_cut_between_its_run_rows_and_its_schedule_moves_is_finished_by_the_next_sweep(
     stack: Stack,
 ) -> None:
-    job = stack.job_due_now("team-a", "http://127.0.0.1:9/never")
+    job = stack.job_due_now("team-a", "http://127.0.0.1:1024/never")
 
     jobs_table = stack.store.names.jobs
 
@@ -204,7 +204,7 @@ def test_preloaded_jobs_are_claimed_at_their_second_not_at_the_next_sweep(stack:
             {
                 "name": "exact",
                 "schedule": {"at": at.astimezone(UTC).isoformat()},
-                "target": {"url": "http://127.0.0.1:9/x"},
+                "target": {"url": "http://127.0.0.1:1024/x"},
                 "exact": True,
             },
             now,

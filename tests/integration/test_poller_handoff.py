@@ -152,7 +152,11 @@ def exact_jobs(stack: Stack, due: list[datetime]) -> dict[datetime, Job]:
     """One exact one-off job due at each instant (an unroutable target: nobody works the runs here)."""
     jobs = {}
     for at in due:
-        body = {"name": "at", "schedule": {"at": at.isoformat()}, "target": {"url": "http://127.0.0.1:9/x"}}
+        body = {
+            "name": "at",
+            "schedule": {"at": at.isoformat()},
+            "target": {"url": "http://127.0.0.1:1024/x"},
+        }
         jobs[at] = create_job(stack.store, "team-a", {**body, "exact": True}, stack.clock.now())
     return jobs
 

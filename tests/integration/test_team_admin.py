@@ -165,7 +165,7 @@ def test_a_rotated_signing_secret_still_signs_beside_the_new_one_until_the_overl
         and after.previous_signing_secret == before.signing_secret
     )
 
-    run = stack.job_due_now("hooks", "http://127.0.0.1:9/never")
+    run = stack.job_due_now("hooks", "http://127.0.0.1:1024/never")
     stack.poller().claim()
     queued = stack.store.get_run(f"{run.id}@{run.state.next_nominal_at:%Y-%m-%dT%H:%M:%SZ}")
     assert queued is not None

@@ -382,3 +382,31 @@ def test_the_lookup_counts_against_the_calls_timeout(network: Network) -> None:
 
     assert (response.status_code, response.error, response.permanent) == (None, "timeout after 0.2s", False)
     assert target.requests == [] and network.connections == []
+
+
+def test_a_call_to_a_port_targets_may_not_use_is_refused_for_good_and_nothing_is_connected_to(
+    network: Network,
+) -> None:
+    """Checked again at the call: a job written before the rule, or a stack whose setting changed since."""
+    lookups: list[str] = []
+
+    def resolve(host: str) -> list[str]:
+        lookups.append(host)
+        return [PUBLIC]
+
+    response = call(HttpTargetCaller(resolve=resolve), "http://mail.example:25/hook")
+
+    assert (response.status_code, response.permanent) == (None, True)
+    assert response.error == (
+        "target port 25 refused: targets may use ports 80, 443 and 1024-65535, and the ports the "
+        "installation adds with allowed_target_ports (DUETIME_ALLOWED_TARGET_PORTS)"
+    )
+    assert lookups == [] and network.connections == []
+
+
+def test_a_port_the_installation_allows_is_called(network: Network) -> None:
+    caller = HttpTargetCaller(resolve=lambda host: [PUBLIC], extra_ports=[25])
+    response = call(caller, "http://mail.example:25/hook")
+
+    assert (response.status_code, response.permanent) == (None, False)  # no answer: retried
+    assert network.connections == [(PUBLIC, 25)]  # the test network refuses it, as a closed port would

@@ -12,7 +12,7 @@ from duetime.adapters.memory import InMemoryCatalog, MemoryQueue, MemoryStore
 from duetime.api.service import JobService
 from duetime.api.team_admin import TeamAdmin
 from duetime.domain.clock import ManualClock
-from duetime.domain.errors import BadRequest, Conflict, QuotaExceeded, Unauthorized
+from duetime.domain.errors import BadRequest, Conflict, InvalidInput, QuotaExceeded, Unauthorized
 from duetime.domain.models import RunStatus
 from duetime.domain.tokens import TokenIn, TokenScope
 from duetime.ports import RunMessage
@@ -107,6 +107,49 @@ def test_a_job_past_the_teams_quota_is_refused_naming_it(service: JobService) ->
 
     with pytest.raises(QuotaExceeded, match="exact-time quota"):
         service.create_job(team, {**JOB, "exact": True})
+
+
+PORT_RULE = "targets may use ports 80, 443 and 1024-65535, and the ports the installation adds with " + (
+    "allowed_target_ports (DUETIME_ALLOWED_TARGET_PORTS)"
+)
+ON_PORT_22 = {"url": "http://93.184.216.34:22/hook"}  # a public address: no lookup, only the port refused
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"target": ON_PORT_22}, "target.url"),
+        ({"notify": [{"type": "webhook", "events": ["failed"], **ON_PORT_22}]}, "notify.0.url"),
+    ],
+    ids=["a target", "a notification webhook"],
+)
+def test_a_url_on_a_port_targets_may_not_use_is_a_422_naming_its_field_and_the_setting(
+    service: JobService, change: dict[str, Any], field: str
+) -> None:
+    team, _ = service.create_team("alpha")
+    with pytest.raises(InvalidInput) as created:
+        service.create_job(team, {**JOB, **change})
+    job = service.create_job(team, JOB)
+    with pytest.raises(InvalidInput) as updated:
+        service.update_job(team, job.id, change)
+
+    for refused in (created.value, updated.value):
+        assert (refused.status, refused.field) == (422, field)
+        assert refused.message == f"target port 22 refused: {PORT_RULE}"
+    assert service.job_counts(team) == (1, 0)
+
+
+def test_an_installation_allows_more_ports_to_targets_and_webhooks(
+    store: MemoryStore, queue: MemoryQueue, clock: ManualClock
+) -> None:
+    service = JobService(InMemoryCatalog(store), store, queue, clock, allowed_target_ports=[22])
+    team, _ = service.create_team("alpha")
+    webhook = {"type": "webhook", "events": ["failed"], **ON_PORT_22}
+    job = service.create_job(team, {**JOB, "target": ON_PORT_22, "notify": [webhook]})
+
+    assert job.target.url == ON_PORT_22["url"]
+    with pytest.raises(InvalidInput, match="target port 25 refused"):
+        service.create_job(team, {**JOB, "target": {"url": "http://93.184.216.34:25/hook"}})
 
 
 def test_an_edit_and_a_delete_are_in_the_jobs_history_newest_first(

@@ -16,7 +16,14 @@ import pytest
 import urllib3
 
 import duetime
-from duetime.domain.target_guard import HostDoesNotResolve, TargetRefused, check_target_url, checked_addresses
+from duetime.domain.target_guard import (
+    HostDoesNotResolve,
+    PortRefused,
+    TargetRefused,
+    check_target_url,
+    checked_addresses,
+    parse_ports,
+)
 from tests.unit import target_guard_answers
 from tests.unit.target_guard_answers import TRANSITION_FORMS, spelled_as
 
@@ -79,6 +86,74 @@ def test_a_url_is_read_as_urllib3_reads_it_so_the_checked_host_is_the_connected_
         check_target_url("http://127.0.0.1:8080\\@93.184.216.34/x")
     with pytest.raises(TargetRefused, match="cannot be parsed"):
         check_target_url("http://hooks.example.com:99999/x", resolve=lambda host: ["93.184.216.34"])
+
+
+PUBLIC = "93.184.216.34"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"http://{PUBLIC}/x",
+        f"https://{PUBLIC}/x",
+        f"http://{PUBLIC}:443/x",
+        f"https://{PUBLIC}:80/x",
+        f"http://{PUBLIC}:1024/x",
+        f"http://{PUBLIC}:8080/x",
+        f"https://{PUBLIC}:65535/x",
+    ],
+)
+def test_targets_may_use_ports_80_443_and_the_unprivileged_ones(url: str) -> None:
+    check_target_url(url)
+
+
+@pytest.mark.parametrize("port", [0, 1, 21, 22, 23, 25, 53, 110, 135, 389, 445, 587, 993, 1023])
+@pytest.mark.parametrize("allow_private", [False, True], ids=["production", "local mode"])
+def test_other_ports_are_refused_naming_the_port_and_the_setting_in_every_mode(
+    port: int, allow_private: bool
+) -> None:
+    """duetime would otherwise port-scan a public host for whoever asks: a refused connection, a timeout
+    and an answer tell closed, filtered and open apart. The name is not even looked up."""
+    lookups: list[str] = []
+
+    def resolve(host: str) -> list[str]:
+        lookups.append(host)
+        return [PUBLIC]
+
+    with pytest.raises(PortRefused) as refused:
+        check_target_url(f"http://hooks.example.com:{port}/x", allow_private, resolve)
+
+    assert str(refused.value) == (
+        f"target port {port} refused: targets may use ports 80, 443 and 1024-65535, and the ports the "
+        "installation adds with allowed_target_ports (DUETIME_ALLOWED_TARGET_PORTS)"
+    )
+    assert lookups == []
+
+
+def test_an_installation_allows_more_ports_and_only_those() -> None:
+    check_target_url(f"http://{PUBLIC}:25/x", extra_ports={25, 8})
+    check_target_url(f"http://{PUBLIC}:8/x", extra_ports={25, 8})
+    with pytest.raises(PortRefused, match="target port 22 refused"):
+        check_target_url(f"http://{PUBLIC}:22/x", extra_ports={25, 8})
+
+
+def test_an_allowed_port_does_not_let_a_non_public_address_through() -> None:
+    with pytest.raises(TargetRefused, match=r"127\.0\.0\.1 is not a public address"):
+        check_target_url("http://127.0.0.1:25/x", extra_ports={25})
+
+
+@pytest.mark.parametrize(
+    ("text", "ports"),
+    [("", []), ("25", [25]), ("25, 8", [8, 25]), ("20-23,22", [20, 21, 22, 23]), ("1,65535", [1, 65535])],
+)
+def test_the_ports_setting_takes_ports_and_ranges(text: str, ports: list[int]) -> None:
+    assert parse_ports(text) == ports
+
+
+@pytest.mark.parametrize("text", ["0", "65536", "23-20", "smtp", "25,,x"])
+def test_a_ports_setting_that_names_no_port_is_refused(text: str) -> None:
+    with pytest.raises(ValueError):
+        parse_ports(text)
 
 
 def test_the_checked_addresses_are_the_resolvers_in_its_order_each_as_it_was_checked() -> None:

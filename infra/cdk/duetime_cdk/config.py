@@ -17,6 +17,7 @@ from duetime.capacity.warm_throughput import (
     parse_units,
 )
 from duetime.domain.ids import DEFAULT_POLLER_GROUPS, PARTITIONS
+from duetime.domain.target_guard import parse_ports
 from duetime.settings import parse_partitions
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -109,6 +110,10 @@ class StackConfig(BaseModel):
     # AWS targets without a role, called with the worker's own credentials: LocalStack only (on AWS it would
     # let any team act with the worker's rights)
     aws_targets_without_role: bool = False
+    # Ports HTTP targets and notification webhooks may use besides 80, 443 and 1024-65535 (the functions'
+    # DUETIME_ALLOWED_TARGET_PORTS), e.g. -c allowed_target_ports=8,25 or 20-23; the others are refused when a
+    # job is written and at each call (no team makes duetime probe a host's privileged ports).
+    allowed_target_ports: list[int] = Field(default_factory=list)
     api_rate_limit: int = Field(default=100, ge=1)
     api_burst_limit: int = Field(default=200, ge=1)
     # Concurrent instances of the api function, reserved for it and its ceiling: however many requests one
@@ -182,6 +187,16 @@ class StackConfig(BaseModel):
         if flat != list(range(64)):
             raise ValueError("partition_groups must cover partitions 0-63, each exactly once")
         return groups
+
+    @field_validator("allowed_target_ports", mode="before")
+    @classmethod
+    def _ports(cls, value: Any) -> Any:
+        """``"25"``, ``"8,25"``, ``"20-23"`` from ``-c``; a number or a list of them from cdk.json."""
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = str(value)
+        if isinstance(value, list):
+            value = ",".join(str(port) for port in value)
+        return parse_ports(value) if isinstance(value, str) else value
 
     @field_validator("warm_write_units", "warm_read_units", mode="before")
     @classmethod

@@ -71,6 +71,11 @@ class DuetimeStack(cdk.Stack):
                 "DUETIME_AWS_TARGETS_WITHOUT_ROLE": "true" if config.aws_targets_without_role else "false",
                 # LocalStack's STS lets any external id in: a role's trust cannot be checked there
                 "DUETIME_AWS_ROLE_TRUST_UNCHECKED": "true" if config.localstack else "false",
+                **(
+                    {"DUETIME_ALLOWED_TARGET_PORTS": ",".join(map(str, config.allowed_target_ports))}
+                    if config.allowed_target_ports
+                    else {}
+                ),
             },
         )
 

@@ -15,6 +15,7 @@ urllib3's timeouts bound each read, and a target sending a byte a second never l
 from __future__ import annotations
 
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,9 +25,11 @@ from urllib3.util import Url
 
 from duetime.adapters.call_deadline import Deadlines, watch_pools
 from duetime.domain.target_guard import (
+    DEFAULT_PORTS,
     Resolver,
     TargetRefused,
     bare_host,
+    check_port,
     checked_addresses,
     parse_target_url,
     resolve_host,
@@ -34,7 +37,6 @@ from duetime.domain.target_guard import (
 from duetime.ports import TargetRequest, TargetResponse
 
 BODY_KEPT = 1024
-DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 @dataclass(frozen=True)
@@ -47,9 +49,9 @@ class _Target:
     path: str  # path and query, as sent in the request line
 
     @classmethod
-    def of(cls, url: Url) -> _Target:
-        scheme = url.scheme or "http"
-        return cls(scheme, bare_host(url), url.port or DEFAULT_PORTS.get(scheme, 80), url.request_uri)
+    def of(cls, url: Url, extra_ports: Collection[int] = ()) -> _Target:
+        """The target of a parsed URL, if its port is one a target may use (else ``PortRefused``)."""
+        return cls(url.scheme or "http", bare_host(url), check_port(url, extra_ports), url.request_uri)
 
     @property
     def name(self) -> str:
@@ -66,12 +68,13 @@ class _Target:
 class HttpTargetCaller:
     """Implements ``duetime.ports.TargetCaller``. No redirects are followed, no retries inside a call.
 
-    Each call resolves the target's host once with ``resolve`` (the system resolver unless given), checks
-    every address against the SSRF guard and connects only to a checked address. Connections are pooled
-    in ``pool`` by address and port, and for https also by name; one goes back to the pool for another
-    call only when its answer was read to the end (``_give_back``) within the call's timeout. ``pool``'s
-    connection pools are made by ``call_deadline.watch_pools`` (set on the pool given), so that a call's
-    deadline can shut its connection down.
+    Each call checks the URL's port (80, 443, 1024-65535 and ``extra_ports``, the installation's
+    ``allowed_target_ports``), resolves the target's host once with ``resolve`` (the system resolver unless
+    given), checks every address against the SSRF guard and connects only to a checked address.
+    Connections are pooled in ``pool`` by address and port, and for https also by name; one goes back to
+    the pool for another call only when its answer was read to the end (``_give_back``) within the call's
+    timeout. ``pool``'s connection pools are made by ``call_deadline.watch_pools`` (set on the pool
+    given), so that a call's deadline can shut its connection down.
     """
 
     def __init__(
@@ -79,11 +82,13 @@ class HttpTargetCaller:
         pool: urllib3.PoolManager | None = None,
         allow_private: bool = False,
         resolve: Resolver = resolve_host,
+        extra_ports: Collection[int] = (),
     ) -> None:
         self.pool = watch_pools(pool or urllib3.PoolManager(num_pools=32, maxsize=16))
         self.deadlines = Deadlines()  # ends a call at its timeout, however slowly the target answers
         self.allow_private = allow_private
         self.resolve = resolve
+        self.extra_ports = frozenset(extra_ports)  # the installation's allowed_target_ports
 
     def call(self, request: TargetRequest) -> TargetResponse:
         """Make ``request`` within its ``timeout_seconds``, counted from now: the lookup, the connection to
@@ -92,7 +97,7 @@ class HttpTargetCaller:
         started = time.monotonic()
         deadline = started + request.timeout_seconds
         try:
-            target = _Target.of(parse_target_url(request.url))
+            target = _Target.of(parse_target_url(request.url), self.extra_ports)
             addresses = checked_addresses(target.host, self.allow_private, self.resolve)
         except TargetRefused as exc:
             return TargetResponse(None, "", str(exc), _ms_since(started), permanent=True)

@@ -9,7 +9,7 @@ import hashlib
 import hmac
 import json
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import Any, cast
@@ -109,17 +109,21 @@ class JobService:
         aws_targets_without_role: bool = False,
         run_budget: RunBudget | None = None,
         role_trust: RoleTrustProbe | None = None,
+        allowed_target_ports: Collection[int] = (),
     ) -> None:
         """``allow_private_targets``: HTTP targets on loopback and private addresses, and LocalStack queue
         URLs, are accepted (a local stack only). ``aws_targets_without_role``: AWS targets need no IAM role,
         and are called with the worker's own credentials (a local stack only). ``role_trust``: roles
-        registered or named by targets must require the team's external id (``TeamAdmin``)."""
+        registered or named by targets must require the team's external id (``TeamAdmin``).
+        ``allowed_target_ports``: the ports HTTP targets and webhooks may use besides 80, 443 and
+        1024-65535 (``target_guard.check_port``)."""
         self.catalog = catalog
         self.waker = waker  # wakes a quiet poller group for a job written due soon (duetime.scheduling.wake)
         self.marks = marks
         self.queue = queue
         self.clock = clock
         self.allow_private_targets = allow_private_targets
+        self.allowed_target_ports = frozenset(allowed_target_ports)
         self.aws_targets_without_role = aws_targets_without_role
         self.queue_deadline = queue_deadline
         # Runs made on request (trigger, backfill) count against the team's runs_per_minute: the wiring gives
@@ -203,7 +207,7 @@ class JobService:
         ]
         for field, url in urls:
             try:
-                check_target_url(url, self.allow_private_targets)
+                check_target_url(url, self.allow_private_targets, extra_ports=self.allowed_target_ports)
             except TargetRefused as exc:
                 raise InvalidInput(str(exc), field) from exc
         return spec

@@ -411,7 +411,8 @@ class HttpTarget(Strict):
         max_length=MAX_URL_LENGTH,
         pattern=URL_PATTERN,
         description="absolute http:// or https:// URL. Loopback, private, link-local and other "
-        "non-public addresses (after DNS resolution) are refused with 422. Its secrets are write-only: "
+        "non-public addresses (after DNS resolution) are refused with 422, and so are ports other than 80, "
+        "443 and 1024-65535 unless the installation allows them. Its secrets are write-only: "
         "answers show a userinfo's password (or a lone user name) and the values of query parameters "
         "named like secrets (token, key, secret, password, signature, sig, auth, credential, ...) as "
         f'"{REDACTED}". In a PATCH, the URL sent back exactly as shown keeps the stored one; any other URL '
@@ -599,8 +600,9 @@ class WebhookChannel(Strict):
     url: str = Field(
         max_length=MAX_URL_LENGTH,
         pattern=URL_PATTERN,
-        description="absolute http:// or https:// URL; non-public addresses are refused with 422, as for "
-        f'targets. Answers show its secrets as "{REDACTED}", as a target URL\'s.',
+        description="absolute http:// or https:// URL; non-public addresses and the ports targets may not "
+        f'use are refused with 422, as for targets. Answers show its secrets as "{REDACTED}", as a target '
+        "URL's.",
     )
     events: NotifyEvents
 

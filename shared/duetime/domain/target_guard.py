@@ -27,6 +27,13 @@ the last 32 bits inverted); local-use NAT64 is read as its /96 layout has it (it
 another, one reason the range is refused whatever it holds). A refusal because of the embedded address
 names it, as that IPv4 address would be named.
 
+Ports: a target may use 80, 443 and the unprivileged ports 1024-65535 (``check_port``), and any other an
+installation names in its ``allowed_target_ports`` setting: duetime would otherwise port-scan a public host
+for whoever asks (a refused connection, a timeout and an answer tell closed, filtered and open apart) and
+speak HTTP to its SSH or mail servers. Checked at write time and at each call, in every mode. The rule
+narrows what a scan can reach: services on unprivileged ports (databases among them) stay as reachable as
+on any public address.
+
 At call time the name is resolved once (``checked_addresses``) and the connection goes only to the
 addresses that were checked: a second lookup by the HTTP library could answer differently (DNS
 rebinding). URLs are read by one parser, urllib3's (``parse_target_url``), for the check and for the
@@ -38,7 +45,7 @@ from __future__ import annotations
 
 import ipaddress
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network
 
@@ -54,6 +61,51 @@ class TargetRefused(ValueError):
 
 class HostDoesNotResolve(TargetRefused):
     pass
+
+
+class PortRefused(TargetRefused):
+    pass
+
+
+DEFAULT_PORTS = {"http": 80, "https": 443}  # a URL's port when it names none
+UNPRIVILEGED_PORTS = range(1024, 65536)
+PORTS_SETTING = "allowed_target_ports (DUETIME_ALLOWED_TARGET_PORTS)"
+
+
+def target_port(parsed: Url) -> int:
+    """The port a call to the parsed URL connects to: the one it names, else its scheme's."""
+    if parsed.port is not None:
+        return parsed.port
+    return DEFAULT_PORTS.get(parsed.scheme or "http", 80)
+
+
+def check_port(parsed: Url, extra_ports: Collection[int] = ()) -> int:
+    """The parsed URL's port (``target_port``) if a target may use it: 80, 443, 1024-65535 and
+    ``extra_ports`` (the installation's ``allowed_target_ports``); else ``PortRefused`` naming the port and
+    the setting."""
+    port = target_port(parsed)
+    if port in DEFAULT_PORTS.values() or port in UNPRIVILEGED_PORTS or port in extra_ports:
+        return port
+    raise PortRefused(
+        f"target port {port} refused: targets may use ports 80, 443 and 1024-65535, and the ports the "
+        f"installation adds with {PORTS_SETTING}"
+    )
+
+
+def parse_ports(text: str) -> list[int]:
+    """``"25"``, ``"25,587"``, ``"20-23,25"`` -> the ports, sorted, once each; ``""`` -> none."""
+    ports: set[int] = set()
+    for part in text.split(","):
+        if not part.strip():
+            continue
+        low, _, high = part.strip().partition("-")
+        first, last = int(low), int(high or low)
+        if last < first:
+            raise ValueError(f"{part.strip()} is not a range of ports (the lower port first)")
+        ports.update(range(first, last + 1))
+    if any(not 1 <= port <= 65535 for port in ports):
+        raise ValueError("ports must lie in 1..65535")
+    return sorted(ports)
 
 
 def resolve_host(host: str) -> list[str]:
@@ -240,15 +292,22 @@ def checked_addresses(host: str, allow_private: bool = False, resolve: Resolver 
 
 
 def check_target_url(
-    url: str, allow_private: bool = False, resolve: Resolver = resolve_host, require_resolution: bool = False
+    url: str,
+    allow_private: bool = False,
+    resolve: Resolver = resolve_host,
+    require_resolution: bool = False,
+    extra_ports: Collection[int] = (),
 ) -> None:
-    """Raise ``TargetRefused`` when the URL's host is, or resolves to, a non-public address.
+    """Raise ``TargetRefused`` when the URL's port is not one a target may use (``check_port``, with the
+    installation's ``extra_ports``) or its host is, or resolves to, a non-public address.
 
     A name that does not resolve passes unless ``require_resolution``: a call checks again (and connects
     only to what that check let through, see ``checked_addresses``).
     """
+    parsed = parse_target_url(url)
+    check_port(parsed, extra_ports)
     try:
-        checked_addresses(bare_host(parse_target_url(url)), allow_private, resolve)
+        checked_addresses(bare_host(parsed), allow_private, resolve)
     except HostDoesNotResolve:
         if require_resolution:
             raise
