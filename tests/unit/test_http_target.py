@@ -361,12 +361,27 @@ def test_a_call_that_ended_in_time_leaves_its_pooled_connection_alone_when_its_d
     caller = HttpTargetCaller(allow_private=True, resolve=lambda host: ["127.0.0.1"])
     with serve("127.0.0.1") as target:
         url = f"http://t.example:{target.port}/hook"
-        first = caller.call(TargetRequest(url, "POST", {}, b"{}", timeout_seconds=0.3))
-        time.sleep(0.6)  # the first call's deadline passes while its connection waits in the pool
+        first = caller.call(TargetRequest(url, "POST", {}, b"{}", timeout_seconds=1))
+        time.sleep(1.2)  # the first call's deadline passes while its connection waits in the pool
         second = caller.call(TargetRequest(url, "POST", {}, b"{}", timeout_seconds=2))
 
     assert [(r.status_code, r.error) for r in (first, second)] == [(200, None), (200, None)]
     assert len(target.connections) == 1
+
+
+def test_the_deadline_thread_runs_while_calls_are_watched_and_ends_after_them(network: Network) -> None:
+    """One thread watches every caller's calls; it ends once the last deadline it holds has passed, so an
+    idle process (a Lambda environment between invocations, a test's caller) keeps no thread for it."""
+    caller = HttpTargetCaller(allow_private=True, resolve=lambda host: ["127.0.0.1"])
+    with serve("127.0.0.1") as target:
+        response = caller.call(TargetRequest(f"http://t.example:{target.port}/hook", "GET", {}, None, 1))
+        assert response.status_code == 200
+
+    assert caller.deadlines is HttpTargetCaller().deadlines
+    ends = time.monotonic() + 10
+    while caller.deadlines.watching and time.monotonic() < ends:
+        time.sleep(0.05)
+    assert not caller.deadlines.watching
 
 
 def test_the_lookup_counts_against_the_calls_timeout(network: Network) -> None:

@@ -6,18 +6,18 @@ trickling (18 s for twelve header lines, 25 s for a status line sent a byte at a
 so sent would take 25 minutes). ``Timeout(total=...)`` does not help: it bounds the connect and sets the
 read timeout to what is left, and every read still waits that long afresh.
 
-Here one thread (``Deadlines``) watches every call in flight: at a call's deadline it shuts its connection's
-socket down (``shutdown(SHUT_RDWR)``), and whatever read or write the call is blocked in returns at once
-(an end of stream, or an error). The call is then reported as a timeout whatever that read made of it
-(``Guard.expired``), and its connection is closed, never given back to the pool.
+Here one thread (``Deadlines``) watches every call in flight, every caller's: at a call's deadline it shuts
+its connection's socket down (``shutdown(SHUT_RDWR)``), and whatever read or write the call is blocked in
+returns at once (an end of stream, or an error). The call is then reported as a timeout whatever that read
+made of it (``Guard.expired``), and its connection is closed, never given back to the pool.
 
 How a call's socket is found: the caller marks the thread it calls in with the call's ``Guard``
-(``Deadlines.guard``), and the pools the caller's ``PoolManager`` makes (``watch_pools``) make
-connections that hand their socket to the guard of the thread they work in: a new connection as soon as its
-TCP connection is made (so its TLS handshake is inside the deadline too), a pooled one when a request is
-sent on it. The guard keeps a duplicate of the socket's descriptor, so it can shut the
-connection down even when TLS wrapping has detached the socket object it was given, and never touches a
-descriptor number the process has since reused for something else.
+(``Deadlines.guard``), and the pools the caller's ``PoolManager`` makes (``watch_pools``) make connections
+that hand their socket to the guard of the thread they work in: a new connection as soon as its TCP
+connection is made (so its TLS handshake is inside the deadline too), a pooled one when a request is sent
+on it. The guard keeps a duplicate of the socket's descriptor, so it can shut the connection down even when
+TLS wrapping has detached the socket object it was given, and never touches a descriptor number the process
+has since reused for something else.
 
 A guard that ends (``Guard.end``) before its deadline is disarmed for good: the watch thread never shuts
 down a connection that has gone back to the pool for another call.
@@ -96,13 +96,19 @@ class Guard:
 
 
 class Deadlines:
-    """The thread that ends calls at their deadlines, one for every call a caller makes, started on first use.
+    """The thread that ends calls at their deadlines (``DEADLINES``: one for the process, every caller's).
 
-    Calls that end in time only leave their entry in the heap: the thread pops them, without touching
-    them, when it next wakes, which is at the earliest deadline of a call it saw still running.
+    It runs while calls are watched: started by the first ``guard``, it ends once no guard is left in
+    its heap (a new one starts it again). Calls that end in time only leave their entry in the heap: the
+    thread pops them, without touching them, when it next wakes, which is at the earliest deadline of a
+    call it saw still running.
     """
 
     def __init__(self) -> None:
+        self._reset()
+
+    def _reset(self) -> None:
+        """Empty, and no thread (also in a child process after ``fork``, which does not inherit threads)."""
         self._changed = threading.Condition(threading.Lock())
         self._heap: list[tuple[float, int, Guard]] = []
         self._order = itertools.count()
@@ -116,9 +122,15 @@ class Deadlines:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._watch, name="call-deadlines", daemon=True)
                 self._thread.start()
-            if self._heap[0][2] is guard:
+            elif self._heap[0][2] is guard:
                 self._changed.notify()
         return guard
+
+    @property
+    def watching(self) -> bool:
+        """Whether the thread is running."""
+        with self._changed:
+            return self._thread is not None
 
     def _watch(self) -> None:
         while True:
@@ -128,10 +140,17 @@ class Deadlines:
                 while self._heap and (self._heap[0][2].ended or self._heap[0][0] <= now):
                     due.append(heapq.heappop(self._heap)[2])
                 if not due:
-                    self._changed.wait(self._heap[0][0] - now if self._heap else None)
+                    if not self._heap:
+                        self._thread = None
+                        return
+                    self._changed.wait(self._heap[0][0] - now)
                     continue
             for guard in due:
                 guard.expire()  # an ended guard ignores it
+
+
+DEADLINES = Deadlines()
+os.register_at_fork(after_in_child=DEADLINES._reset)
 
 
 def watch_pools(pool: urllib3.PoolManager) -> urllib3.PoolManager:

@@ -23,7 +23,7 @@ import urllib3
 from urllib3.connectionpool import HTTPConnectionPool
 from urllib3.util import Url
 
-from duetime.adapters.call_deadline import Deadlines, watch_pools
+from duetime.adapters.call_deadline import DEADLINES, watch_pools
 from duetime.domain.target_guard import (
     DEFAULT_PORTS,
     Resolver,
@@ -85,7 +85,7 @@ class HttpTargetCaller:
         extra_ports: Collection[int] = (),
     ) -> None:
         self.pool = watch_pools(pool or urllib3.PoolManager(num_pools=32, maxsize=16))
-        self.deadlines = Deadlines()  # ends a call at its timeout, however slowly the target answers
+        self.deadlines = DEADLINES  # ends a call at its timeout, however slowly the target answers
         self.allow_private = allow_private
         self.resolve = resolve
         self.extra_ports = frozenset(extra_ports)  # the installation's allowed_target_ports
