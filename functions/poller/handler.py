@@ -24,9 +24,9 @@ metrics = Metrics(namespace="duetime", service="poller")
 tracer = Tracer(service="duetime-poller")
 
 
-@logger.inject_lambda_context
+@logger.inject_lambda_context(log_event=False)
 @metrics.log_metrics
-@tracer.capture_lambda_handler
+@tracer.capture_lambda_handler(capture_response=False, capture_error=False)
 def handler(event: dict, context: LambdaContext) -> dict:
     tick = PollerTick.model_validate(event.get("detail") or event)
     budget = context.get_remaining_time_in_millis() / 1000 - RETURN_MARGIN_SECONDS

@@ -17,9 +17,9 @@ metrics = Metrics(namespace="duetime", service="poller-helper")
 tracer = Tracer(service="duetime-poller-helper")
 
 
-@logger.inject_lambda_context
+@logger.inject_lambda_context(log_event=False)
 @metrics.log_metrics
-@tracer.capture_lambda_handler
+@tracer.capture_lambda_handler(capture_response=False, capture_error=False)
 def handler(event: dict, context: LambdaContext) -> dict:
     assignment = HelperEvent.model_validate(event).helper
     invocation = invocation_id(context.aws_request_id)

@@ -13,8 +13,8 @@ logger = Logger(service="duetime-prescaler")
 tracer = Tracer(service="duetime-prescaler")
 
 
-@logger.inject_lambda_context
-@tracer.capture_lambda_handler
+@logger.inject_lambda_context(log_event=False)
+@tracer.capture_lambda_handler(capture_response=False, capture_error=False)
 def handler(event: dict, context: LambdaContext) -> dict:
     decision = wiring.prescaler().tick().summary()
     logger.info("prescaled", extra=decision)

@@ -15,9 +15,9 @@ metrics = Metrics(namespace="duetime", service="worker")
 tracer = Tracer(service="duetime-worker")
 
 
-@logger.inject_lambda_context
+@logger.inject_lambda_context(log_event=False)
 @metrics.log_metrics
-@tracer.capture_lambda_handler
+@tracer.capture_lambda_handler(capture_response=False, capture_error=False)
 def handler(event: dict, context: LambdaContext) -> dict:
     if is_warmup(event):  # a poller warming an environment before a minute with runs: nothing to do
         return {"warmed": True}
