@@ -6,9 +6,10 @@ from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from duetime.api.app import handle
+from duetime.tracing import TRACED_MODULES
 
 logger = Logger(service="duetime-api")
-tracer = Tracer(service="duetime-api")
+tracer = Tracer(service="duetime-api", patch_modules=TRACED_MODULES)
 
 
 @logger.inject_lambda_context(correlation_id_path="requestContext.requestId", log_event=False)

@@ -8,9 +8,10 @@ from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from duetime import wiring
+from duetime.tracing import TRACED_MODULES
 
 logger = Logger(service="duetime-prescaler")
-tracer = Tracer(service="duetime-prescaler")
+tracer = Tracer(service="duetime-prescaler", patch_modules=TRACED_MODULES)
 
 
 @logger.inject_lambda_context(log_event=False)

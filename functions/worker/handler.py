@@ -9,10 +9,11 @@ from duetime import wiring
 from duetime.execution.run_batch import work_batch
 from duetime.observability import record_work
 from duetime.scheduling.warmup import is_warmup
+from duetime.tracing import TRACED_MODULES
 
 logger = Logger(service="duetime-worker")
 metrics = Metrics(namespace="duetime", service="worker")
-tracer = Tracer(service="duetime-worker")
+tracer = Tracer(service="duetime-worker", patch_modules=TRACED_MODULES)
 
 
 @logger.inject_lambda_context(log_event=False)

@@ -298,3 +298,47 @@ def test_every_function_says_no_in_code_whatever_the_environment_says() -> None:
         if "Tracer(" in text:
             assert "capture_lambda_handler(capture_response=False, capture_error=False)" in text, path
         assert "capture_method" not in text, path
+
+
+class PatchRecordingProvider(RecordingProvider):
+    """A provider that also keeps what the tracer asks it to patch (X-Ray's instrumentation of libraries)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.patched: list[Any] = []
+
+    def patch(self, modules: Any) -> None:
+        self.patched.append(tuple(modules))
+
+    def patch_all(self) -> None:
+        self.patched.append("all")
+
+
+@pytest.mark.parametrize(
+    ("name", "file"),
+    [
+        ("api", "handler"),
+        ("worker", "handler"),
+        ("poller", "handler"),
+        ("poller", "helper"),
+        ("prescaler", "handler"),
+    ],
+)
+def test_a_functions_tracer_patches_aws_calls_only_never_the_http_client_that_calls_targets(
+    monkeypatch: pytest.MonkeyPatch, name: str, file: str
+) -> None:
+    """X-Ray's http.client patch would record each target's URL (a Slack webhook's path is its secret) and
+    send the trace id to the target: every function's tracer patches botocore and nothing else."""
+    from aws_lambda_powertools import Tracer
+
+    monkeypatch.setenv("LAMBDA_TASK_ROOT", "/var/task")  # in Lambda, so tracing is on and patches
+    monkeypatch.delenv("POWERTOOLS_TRACE_DISABLED", raising=False)
+    provider = PatchRecordingProvider()
+    Tracer._reset_config()
+    try:
+        Tracer(provider=provider, disabled=False)  # powertools keeps a tracer's settings for all tracers
+        provider.patched.clear()  # what that tracer asked (everything, by default)
+        load_handler(name, file)
+    finally:
+        Tracer._reset_config()
+    assert provider.patched == [("botocore",)]

@@ -193,7 +193,7 @@ _ERROR_TEXT = {
 }
 
 
-app = RouteGuardedResolver(enable_validation=True)
+app = RouteGuardedResolver(enable_validation=True, debug=False)  # debug prints each event: its token
 # The resolver keeps the request it is answering on itself (its current event, route and context), so it
 # answers one request at a time. On Lambda an environment never has two; ``duetime local`` serves requests
 # on threads of one process, where two at once crossed (a runs listing answered with the history's model).
