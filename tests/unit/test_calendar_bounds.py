@@ -193,9 +193,12 @@ def test_events_touching_more_days_than_the_bound_are_refused_counting_overlaps(
         days_to_store(CalendarSource(ical=text), NOW, Bounds(seconds=5, event_days=300, days_a_year=366))
 
 
-def test_a_file_the_expansion_cannot_read_is_refused_naming_the_field() -> None:
-    text = ical("SUMMARY:x\r\nDTSTART;VALUE=DATE:20260101\r\nRRULE:FREQ=WEEKLY;BYDAY=XX\r\n")
-    assert refusal(ical=text).startswith("source.ical: ")
+@pytest.mark.parametrize(
+    "text",
+    ["FREQ=WEEKLY;BYDAY=XX", "FREQ=DAILY;BYMONTHDAY=x", "FREQ=DAILY;UNTIL=garbage", "FREQ=DAILY;BYMONTH=13"],
+)
+def test_a_rule_that_cannot_be_read_is_refused_naming_the_field(text: str) -> None:
+    assert refusal(ical=ical(rule(text))).startswith("source.ical: ")
 
 
 def test_the_largest_calendar_stays_within_dynamodb_s_item_and_a_larger_one_is_refused(

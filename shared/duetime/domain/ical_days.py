@@ -74,7 +74,10 @@ def check_ical(text: str) -> str:
     for event in events:
         rules = event.get("RRULE")
         for rule in rules if isinstance(rules, list) else [rules] if rules is not None else []:
-            problem = _rule_problem(dict(rule), event)
+            try:
+                problem = _rule_problem(dict(rule), event)
+            except Exception as exc:  # a part icalendar kept but cannot give (BYMONTHDAY=x): named, a 422
+                raise IcalRefused(f"an RRULE cannot be read: {type(exc).__name__}: {exc}") from None
             if problem:
                 raise IcalRefused(f"{str(event.get('SUMMARY', 'an event'))!r} {problem}")
     return text
