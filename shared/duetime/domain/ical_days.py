@@ -122,8 +122,8 @@ def expanded_days(text: str, first_year: int, last_year: int, bounds: Bounds) ->
     found: dict[date, str | None] = {}
     counted = 0
     try:
+        query = _query(text)  # imports and parses before the budget starts: no import is cut in two
         with within(bounds.seconds):
-            query = _query(text)
             for year in range(first_year, last_year + 1):
                 start, end = date(year, 1, 1), date(year + 1, 1, 1)
                 for event in query.between(start, end):
