@@ -9,8 +9,9 @@
 # pulls them in, the packages in LEFT_TO_RUNTIME are removed after the install, and the functions' imports
 # of them (duetime's boto3, X-Ray's botocore patching, croniter's dateutil) get the runtime's consistent set.
 # urllib3, which the runtime ships too, stays: duetime calls untrusted HTTP targets with it, so the asset
-# carries one with the decompression-bomb fixes (URLLIB3 below), while the python3.13 runtime has shipped
-# 1.26 (github.com/aws/aws-lambda-base-images/issues/359); botocore takes any urllib3 2.x but 2.2.0.
+# carries one with the decompression-bomb fixes (pyproject.toml's floor, the one floor of the repository),
+# while the python3.13 runtime has shipped 1.26 (github.com/aws/aws-lambda-base-images/issues/359); botocore
+# takes any urllib3 2.x but 2.2.0.
 #
 # LAMBDA_ARCH=x86_64 (or =local, this machine's architecture) builds the wheels for another architecture,
 # by default into build/lambda-local: the asset for LocalStack's duetime-process executor, which runs the
@@ -34,15 +35,12 @@ PLATFORM="${LAMBDA_PLATFORM:-$DEFAULT_PLATFORM}"
 
 # What the python3.13 runtime ships (distribution names), the SDK and its dependencies, urllib3 excepted.
 LEFT_TO_RUNTIME="boto3 botocore s3transfer jmespath python-dateutil six"
-URLLIB3="urllib3>=2.6.3"  # CVE-2025-66471, CVE-2025-66418 (2.6.0), CVE-2026-21441 (2.6.3)
 
 deps="$("$PY" - "$ROOT/pyproject.toml" <<'PYEOF'
 import sys, tomllib
 print("\n".join(tomllib.load(open(sys.argv[1], "rb"))["project"]["dependencies"]))
 PYEOF
 )"
-deps="$deps
-$URLLIB3"
 
 # Removes the named distributions from an install target: the files their RECORD lists, then the directories
 # that leaves empty. (Their scripts, listed as ../../bin/..., go with the whole bin/ directory.)

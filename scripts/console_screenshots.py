@@ -26,7 +26,7 @@ os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "shared"), o
 import boto3  # noqa: E402
 from playwright.sync_api import Page, sync_playwright  # noqa: E402
 
-from tests.browser.support import DESKTOP, PHONE, Api, launch, seed_jobs, wait_for  # noqa: E402
+from tests.browser.support import DESKTOP, PHONE, Api, launch, seed_jobs, sign_in_by_link, wait_for  # noqa: E402
 from tests.integration.local_system import isolated, start_local  # noqa: E402
 
 DOCS = ROOT / "docs"
@@ -77,7 +77,7 @@ def main() -> int:
             for viewport in (DESKTOP, PHONE):
                 context = browser.new_context(viewport=viewport, timezone_id=TIME_ZONE, locale="en-US")  # type: ignore[arg-type]
                 page = context.new_page()
-                page.goto(f"{console}#token={system.token}")
+                sign_in_by_link(page, console, system.token)
                 page.wait_for_selector("table.jobs-table tbody tr[data-job-id]")
                 page.goto(f"{console}#/jobs")  # a page of its own: no "Signed in." message
                 page.wait_for_selector("table.jobs-table tbody tr[data-job-id]")

@@ -22,8 +22,9 @@ class LambdaContext:
         return 60_000
 
 
-def load_handler(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"{name}_handler", ROOT / "functions" / name / "handler.py")
+def load_handler(name: str, file: str = "handler") -> ModuleType:
+    """functions/<name>/<file>.py, loaded afresh: its decorators read the environment, as at a cold start."""
+    spec = importlib.util.spec_from_file_location(f"{name}_{file}", ROOT / "functions" / name / f"{file}.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -37,9 +38,10 @@ def api_request(
     body: str | None = None,
     query: dict[str, str] | None = None,
     headers: dict[str, str] | None = None,
+    api: ModuleType | None = None,
 ) -> dict[str, Any]:
     """The api function's answer to a request with ``token`` (and ``headers``) that API Gateway passed on
-    (``/v1/{proxy+}``)."""
+    (``/v1/{proxy+}``); ``api``: the function's module, if not one loaded afresh."""
     event = {
         "httpMethod": method,
         "path": path,
@@ -55,5 +57,5 @@ def api_request(
         "body": body,
         "isBase64Encoded": False,
     }
-    response: dict[str, Any] = load_handler("api").handler(event, LambdaContext())
+    response: dict[str, Any] = (api or load_handler("api")).handler(event, LambdaContext())
     return response

@@ -16,17 +16,18 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from duetime import wiring
 from duetime.scheduling.events import PollerTick
 from duetime.scheduling.poller_lease import invocation_id
+from duetime.tracing import TRACED_MODULES
 
 RETURN_MARGIN_SECONDS = 10  # the run ends this long before Lambda's timeout: give the lease up, return
 
 logger = Logger(service="duetime-poller")
 metrics = Metrics(namespace="duetime", service="poller")
-tracer = Tracer(service="duetime-poller")
+tracer = Tracer(service="duetime-poller", patch_modules=TRACED_MODULES)
 
 
-@logger.inject_lambda_context
+@logger.inject_lambda_context(log_event=False)
 @metrics.log_metrics
-@tracer.capture_lambda_handler
+@tracer.capture_lambda_handler(capture_response=False, capture_error=False)
 def handler(event: dict, context: LambdaContext) -> dict:
     tick = PollerTick.model_validate(event.get("detail") or event)
     budget = context.get_remaining_time_in_millis() / 1000 - RETURN_MARGIN_SECONDS

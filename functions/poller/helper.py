@@ -11,15 +11,16 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from duetime import wiring
 from duetime.scheduling.events import HelperEvent
 from duetime.scheduling.poller_lease import invocation_id
+from duetime.tracing import TRACED_MODULES
 
 logger = Logger(service="duetime-poller-helper")
 metrics = Metrics(namespace="duetime", service="poller-helper")
-tracer = Tracer(service="duetime-poller-helper")
+tracer = Tracer(service="duetime-poller-helper", patch_modules=TRACED_MODULES)
 
 
-@logger.inject_lambda_context
+@logger.inject_lambda_context(log_event=False)
 @metrics.log_metrics
-@tracer.capture_lambda_handler
+@tracer.capture_lambda_handler(capture_response=False, capture_error=False)
 def handler(event: dict, context: LambdaContext) -> dict:
     assignment = HelperEvent.model_validate(event).helper
     invocation = invocation_id(context.aws_request_id)

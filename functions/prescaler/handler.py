@@ -8,13 +8,14 @@ from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from duetime import wiring
+from duetime.tracing import TRACED_MODULES
 
 logger = Logger(service="duetime-prescaler")
-tracer = Tracer(service="duetime-prescaler")
+tracer = Tracer(service="duetime-prescaler", patch_modules=TRACED_MODULES)
 
 
-@logger.inject_lambda_context
-@tracer.capture_lambda_handler
+@logger.inject_lambda_context(log_event=False)
+@tracer.capture_lambda_handler(capture_response=False, capture_error=False)
 def handler(event: dict, context: LambdaContext) -> dict:
     decision = wiring.prescaler().tick().summary()
     logger.info("prescaled", extra=decision)

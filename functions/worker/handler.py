@@ -9,15 +9,16 @@ from duetime import wiring
 from duetime.execution.run_batch import work_batch
 from duetime.observability import record_work
 from duetime.scheduling.warmup import is_warmup
+from duetime.tracing import TRACED_MODULES
 
 logger = Logger(service="duetime-worker")
 metrics = Metrics(namespace="duetime", service="worker")
-tracer = Tracer(service="duetime-worker")
+tracer = Tracer(service="duetime-worker", patch_modules=TRACED_MODULES)
 
 
-@logger.inject_lambda_context
+@logger.inject_lambda_context(log_event=False)
 @metrics.log_metrics
-@tracer.capture_lambda_handler
+@tracer.capture_lambda_handler(capture_response=False, capture_error=False)
 def handler(event: dict, context: LambdaContext) -> dict:
     if is_warmup(event):  # a poller warming an environment before a minute with runs: nothing to do
         return {"warmed": True}

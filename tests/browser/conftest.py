@@ -15,7 +15,7 @@ from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
 
 from ..emulators import require_emulators
 from ..integration.local_system import LocalSystem, isolated, start_local
-from .support import CHROMIUM, DESKTOP, Api, Watch, launch
+from .support import CHROMIUM, DESKTOP, Api, Watch, launch, sign_in_by_link
 
 TIME_ZONE = "Europe/Berlin"  # the browser's zone: the console shows local times, the API speaks UTC
 ALL_REQUESTS: list[str] = []  # every URL any test's page requested, checked once more at the end
@@ -69,9 +69,8 @@ class Console:
         return f"{self.system.url}/console/"
 
     def open(self, route: str = "#/jobs") -> None:
-        """Signed in by a #token= link, then at ``route``."""
-        self.page.goto(f"{self.url}#token={self.system.token}")
-        self.page.wait_for_selector("#nav:not([hidden])")
+        """Signed in by a #token= link (Sign in chosen in the dialog it opens), then at ``route``."""
+        sign_in_by_link(self.page, self.url, self.system.token)
         if route != "#/jobs":
             self.page.goto(self.url + route)
 

@@ -115,6 +115,17 @@ class Watch:
         return found
 
 
+def sign_in_by_link(page: Page, console_url: str, token: str) -> None:
+    """Signed in by a ``#token=`` link: in a tab not signed in, the console asks first, naming the link's
+    team, and Sign in is chosen (a tab signed in with ``token`` already asks nothing)."""
+    page.goto(f"{console_url}#token={token}")
+    page.locator("#sign-in-link, #nav:not([hidden])").first.wait_for()
+    dialog = page.get_by_role("dialog", name="Sign in with this link?")
+    if dialog.count():
+        dialog.get_by_role("button", name="Sign in").click()
+    page.wait_for_selector("#nav:not([hidden])")
+
+
 def sign_in(page: Page, console_url: str, token: str) -> None:
     page.goto(console_url)
     page.get_by_label("Team API token").fill(token)

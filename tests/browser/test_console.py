@@ -18,7 +18,7 @@ from playwright.sync_api import Browser, Request, expect
 
 from ..integration.local_system import LocalSystem, isolated
 from .conftest import ALL_REQUESTS, TIME_ZONE, Console, new_console
-from .support import PHONE, Api
+from .support import PHONE, Api, sign_in_by_link
 
 # One xdist worker runs them: one duetime local and one Chromium serve them all (session fixtures).
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("browser")]
@@ -64,13 +64,66 @@ def test_signing_in_with_the_form_shows_the_jobs_and_keeps_the_token_out_of_the_
     expect(ui.page.locator("table.jobs-table")).to_have_count(0)
 
 
-def test_a_token_fragment_signs_in_and_leaves_the_address_bar_at_once(ui: Console) -> None:
+def team_label(team: dict[str, Any]) -> str:
+    """How the console names a team: its name and id, or its id alone."""
+    name = team.get("name")
+    return f"{name} ({team['team_id']})" if name and name != team["team_id"] else team["team_id"]
+
+
+def test_a_token_link_in_a_tab_not_signed_in_names_the_team_and_signs_in_only_when_sign_in_is_chosen(
+    ui: Console, api: Api
+) -> None:
+    team, token = team_label(api.ok("GET", "/v1/team")), api.ok("GET", "/v1/token")
+    sent = carrying(ui, ui.system.token)
     ui.page.goto(f"{ui.url}#token={ui.system.token}")
-    expect(ui.page.get_by_role("heading", name="Jobs", exact=True)).to_be_visible()
-    assert ui.page.url == f"{ui.url}#/jobs"
+    dialog = ui.page.get_by_role("dialog", name="Sign in with this link?")
+    expect(dialog).to_contain_text(
+        f"This link signs you in to team {team} with its token {token['name']} (scope {token['scope']}). "
+        "Sign in?"
+    )
+    assert ui.page.url == f"{ui.url}#/jobs"  # the fragment left the address bar before the question
     assert ui.system.token not in ui.page.evaluate("location.href + history.state")
-    ui.page.reload()  # the tab keeps the session
+    assert stored_token(ui) is None  # nothing stored until Sign in is chosen
+    expect(ui.page.locator("#nav")).to_be_hidden()
+    expect(dialog.get_by_role("button", name="Cancel")).to_be_focused()  # the safe choice first
+    found = ui.page.evaluate(LOW_CONTRAST_TEXT)
+    assert found["low"] == [], found
+
+    dialog.get_by_role("button", name="Sign in").click()
+    expect(dialog).to_have_count(0)
+    expect(ui.page.locator("#status")).to_have_text(f"Signed in to team {team}.")
+    expect(ui.page.get_by_role("heading", name="Jobs", exact=True)).to_be_focused()
+    assert stored_token(ui) == ui.system.token
+    ui.page.reload()  # the tab keeps the session, and nothing of the link is left to ask about
     expect(ui.page.get_by_role("heading", name="Jobs", exact=True)).to_be_visible()
+    expect(dialog).to_have_count(0)
+    assert_only_in_the_authorization_header(ui, sent, ui.system.token)
+    ui.assert_clean()
+
+
+def test_a_token_link_in_a_tab_not_signed_in_leaves_it_signed_out_when_cancel_or_escape_is_chosen(
+    ui: Console,
+) -> None:
+    link = f"{ui.url}#token={ui.system.token}"
+    dialog = ui.page.get_by_role("dialog", name="Sign in with this link?")
+    for choose in (
+        lambda: ui.page.keyboard.press("Escape"),
+        lambda: dialog.get_by_role("button", name="Cancel").click(),
+    ):
+        ui.page.goto("about:blank")
+        ui.page.goto(link)  # a new page load in a tab not signed in
+        expect(dialog).to_contain_text("This link signs you in to team")
+        choose()
+        expect(dialog).to_have_count(0)
+        expect(ui.page.locator("#status")).to_have_text("You are not signed in: the link was not used.")
+        expect(ui.page.get_by_label("Team API token")).to_be_focused()
+        expect(ui.page.locator("#nav")).to_be_hidden()
+        assert ui.page.evaluate("sessionStorage.length") == 0
+    ui.page.reload()
+    expect(ui.page.get_by_label("Team API token")).to_be_visible()
+    ui.page.wait_for_load_state("networkidle")
+    expect(dialog).to_have_count(0)
+    assert ui.page.evaluate("sessionStorage.length") == 0
     ui.assert_clean()
 
 
@@ -93,12 +146,34 @@ def test_tab_reaches_the_token_input_then_the_sign_in_button_and_enter_signs_in(
     ui.assert_clean()
 
 
-def test_a_refused_token_drops_the_session_and_shows_the_sign_in_form_with_a_message(ui: Console) -> None:
+def test_a_token_link_with_a_refused_token_in_a_tab_not_signed_in_says_so_and_stores_nothing(
+    ui: Console,
+) -> None:
     ui.allowed_statuses = (401,)
     ui.page.goto(f"{ui.url}#token=dt_not-a-real-token")
-    expect(ui.page.locator("#sign-in-message")).to_contain_text("refused")
+    refused = "The API refused the token in the link. You are not signed in."
+    expect(ui.page.locator("#sign-in-message")).to_have_text(refused)
+    expect(ui.page.locator("#status")).to_have_text(refused)
     expect(ui.page.get_by_label("Team API token")).to_be_visible()
-    assert ui.page.evaluate("sessionStorage.getItem('duetime.token')") is None
+    expect(ui.page.get_by_role("dialog")).to_have_count(0)
+    assert ui.page.evaluate("sessionStorage.length") == 0
+    ui.assert_clean()
+
+
+def test_a_token_link_in_a_tab_whose_token_was_revoked_asks_as_in_a_tab_not_signed_in(
+    ui: Console, api: Api
+) -> None:
+    ui.allowed_statuses = (401,)
+    reader, issued = scoped(api, "read")
+    open_as(ui, reader.token)
+    api.ok("DELETE", f"/v1/tokens/{issued['token_id']}")
+    ui.page.goto(f"{ui.url}#token={ui.system.token}")
+    dialog = ui.page.get_by_role("dialog", name="Sign in with this link?")
+    expect(dialog).to_contain_text("This link signs you in to team")
+    assert stored_token(ui) is None  # the revoked token dropped, the link's not taken yet
+    dialog.get_by_role("button", name="Sign in").click()
+    expect(ui.page.get_by_role("heading", name="Jobs", exact=True)).to_be_visible()
+    assert stored_token(ui) == ui.system.token
     ui.assert_clean()
 
 
@@ -516,9 +591,9 @@ def scoped(api: Api, scope: str) -> tuple[Api, dict[str, Any]]:
 
 
 def open_as(ui: Console, token: str, route: str = "#/jobs") -> None:
-    """Signed in with ``token`` by a #token= link in the test's fresh tab, then at ``route``."""
-    ui.page.goto(f"{ui.url}#token={token}")
-    ui.page.wait_for_selector("#nav:not([hidden])")
+    """Signed in with ``token`` by a #token= link in the test's fresh tab (Sign in chosen), then at
+    ``route``."""
+    sign_in_by_link(ui.page, ui.url, token)
     if route != "#/jobs":
         ui.page.goto(ui.url + route)
 

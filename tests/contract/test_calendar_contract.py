@@ -5,14 +5,23 @@ nothing written), versions never reused, listings by name with cursors, and the 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from datetime import date
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from duetime.adapters.dynamodb.catalog import DynamoCatalog
 from duetime.adapters.memory import InMemoryCatalog
-from duetime.domain.calendars import Calendar, CalendarSource, calendar_change
+from duetime.domain.calendars import (
+    Calendar,
+    CalendarSource,
+    calendar_change,
+    days_to_store,
+    named_days_of_year,
+)
 from duetime.domain.catalog import InvalidCursor
 
 from ..twin_support import at
@@ -153,3 +162,44 @@ def test_every_change_is_in_the_history_newest_first_a_deleted_calendar_s_too(st
     assert changes[0].at == at(9)
     later = store.calendar_history("team-a", "fr", 1, store.calendar_history("team-a", "fr", 1, None).cursor)
     assert [c.action for c in later.items] == ["update"]
+
+
+def test_a_calendar_s_stored_days_read_back_as_written(store: Any) -> None:
+    office = CalendarSource(ical=OLD_ITEM_CALENDAR["source"]["ical"])
+    calendar = a_calendar("office", source=office).model_copy(
+        update={"stored_days": days_to_store(office, at(0)), "created_at": at(0), "updated_at": at(0)}
+    )
+    assert create(store, calendar)
+    read = store.get_calendar("team-a", "office")
+    assert read == calendar and read.stored_days is not None
+    assert named_days_of_year(read, 2027) == {
+        date(2027, 12, 24): "Office closed",
+        date(2027, 12, 25): "Office closed",
+    }
+    assert store.team_calendars("team-a", 10, None).items == [calendar]
+
+
+# A calendar item as DynamoDB held it before days were stored (written by 484f692's adapter): no
+# ``stored_days``. Readers keep reading it, computing its days within the read bounds, until it is written
+# again.
+OLD_ITEM = json.loads(
+    (Path(__file__).parent / "fixtures" / "calendar_item_without_stored_days.json").read_text()
+)
+OLD_ITEM_CALENDAR = json.loads(OLD_ITEM["calendar"]["S"])
+
+
+def test_a_calendar_written_before_days_were_stored_is_read_and_its_days_computed(store: Any) -> None:
+    if isinstance(store, DynamoCatalog):
+        store.client.put_item(
+            TableName=store.names.control, Item={**OLD_ITEM, "pk": {"S": "calendar#team-a"}}
+        )
+    else:
+        old = Calendar.from_stored(OLD_ITEM["calendar"]["S"])  # the twin keeps calendars, not items
+        assert store.create_calendar(old, calendar_change(None, old, at(0), "tok_a"))
+    read = store.get_calendar("team-a", "office")
+    assert read is not None and read.stored_days is None and read.version == 1
+    assert named_days_of_year(read, 2031) == {
+        date(2031, 12, 24): "Office closed",
+        date(2031, 12, 25): "Office closed",
+    }
+    assert [c.name for c in store.team_calendars("team-a", 10, None).items] == ["office"]

@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ ASSETS = {"deployed (arm64)": ROOT / "build" / "lambda", "local": ROOT / "build"
 RUNTIME_MODULES = ("boto3", "botocore", "s3transfer", "jmespath", "urllib3", "dateutil", "six")
 LEFT_TO_RUNTIME = {"boto3", "botocore", "s3transfer", "jmespath", "python-dateutil", "six"}
 LEFT_TO_RUNTIME_MODULES = [module for module in RUNTIME_MODULES if module != "urllib3"]
+URLLIB3_FLOOR = (2, 6, 3)  # CVE-2025-66471, CVE-2025-66418 (2.6.0), CVE-2026-21441 (2.6.3)
 # Every module of functions/: each function's handler, and the pollers' helper.
 HANDLERS = tuple(
     f"{fn.parent.name}.{fn.stem}"
@@ -57,7 +59,16 @@ def test_the_lambda_asset_carries_no_aws_sdk_of_its_own(asset: Path) -> None:
 
 @pytest.mark.parametrize("asset", ASSETS.values(), ids=ASSETS.keys())
 def test_the_lambda_asset_carries_a_urllib3_with_the_decompression_bomb_fixes(asset: Path) -> None:
-    assert distributions_in(built(asset))["urllib3"] >= (2, 6, 3)
+    assert distributions_in(built(asset))["urllib3"] >= URLLIB3_FLOOR
+
+
+def test_urllib3_has_one_floor_the_packages_and_the_assets() -> None:
+    """pyproject.toml's floor is the fixed release, and the asset's build takes it from there (a second
+    floor in the build script once let the package ask for any 2.x)."""
+    requirements = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    floors = [r for r in requirements if re.match(r"urllib3\b", r)]
+    assert floors == ["urllib3>=" + ".".join(map(str, URLLIB3_FLOOR))]
+    assert not re.search(r"urllib3\s*[<>=!~]", (ROOT / "scripts" / "build_lambda.sh").read_text())
 
 
 def python_313() -> str:

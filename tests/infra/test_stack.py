@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "infra" / "cdk"))
 
 from duetime_cdk.config import ContextError, StackConfig  # noqa: E402
+from duetime_cdk.functions import NOTHING_OF_BODIES_RECORDED  # noqa: E402
 from duetime_cdk.pollers import claims_per_second_for, poller_memory_mb  # noqa: E402
 from duetime_cdk.stack import DuetimeStack, check_with_cdk_nag  # noqa: E402
 
@@ -541,6 +542,20 @@ def test_functions_are_arm64_python313_with_tracing(template: Template) -> None:
         props = function["Properties"]
         assert props["Runtime"] == "python3.13" and props["Architectures"] == ["arm64"]
         assert props["TracingConfig"] == {"Mode": "Active"}
+
+
+def test_no_function_records_an_event_or_an_answer_in_its_traces_or_logs(template: Template) -> None:
+    """Tokens issued, signing keys, targets' header secrets and the authorizer's token pass through the
+    functions: powertools is told to record no answer or error in traces, log no event and print none, as
+    each handler says in code too (tests/unit/test_no_bodies_in_traces.py)."""
+    for function in resources(template, "AWS::Lambda::Function").values():
+        variables = function["Properties"]["Environment"]["Variables"]
+        assert {name: variables.get(name) for name in NOTHING_OF_BODIES_RECORDED} == {
+            "POWERTOOLS_TRACER_CAPTURE_RESPONSE": "false",
+            "POWERTOOLS_TRACER_CAPTURE_ERROR": "false",
+            "POWERTOOLS_LOGGER_LOG_EVENT": "false",
+            "POWERTOOLS_DEV": "false",
+        }
 
 
 def test_api_has_the_team_authorizer_throttling_and_access_logs(template: Template) -> None:

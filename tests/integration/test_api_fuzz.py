@@ -72,11 +72,11 @@ def test_every_operation_survives_schemathesis_without_5xx_and_conforms_to_its_s
                 "--checks",
                 CHECKS,
                 "--max-examples",
-                "20",
+                os.environ.get("DUETIME_FUZZ_EXAMPLES", "20"),
                 "--phases",
                 "examples,coverage,fuzzing,stateful",
                 "--seed",
-                "20261205",
+                os.environ.get("DUETIME_FUZZ_SEED", "20261205"),  # another seed explores other cases
                 # One worker: with two, hypothesis' ast.parse failed on CPython 3.11.7 in a fresh clone
                 # ("AST constructor recursion depth mismatch"), a crash of the tool, not of the API.
                 "--workers",

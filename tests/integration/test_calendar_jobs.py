@@ -4,6 +4,7 @@ a business-day schedule round-trips, and a poller reads the calendars through th
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime, timedelta
 
 from duetime.adapters.dynamodb.catalog import DynamoCatalog
@@ -101,3 +102,22 @@ def test_a_job_key_is_unique_and_if_match_guards_writes_on_dynamodb(alpha: Call)
         == 204
     )
     assert alpha("POST", "/v1/jobs", {**JOB, "key": "billing/nightly"}).status == 201  # the key is free again
+
+
+# 284 characters, a daily rule of 1,728 instants a day: 52 s to accept, 62 s a year read, before refused
+HOSTILE_ICAL = (
+    "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:x\r\nBEGIN:VEVENT\r\nUID:a\r\nSUMMARY:Tick\r\n"
+    "DTSTART:20260101T000000Z\r\nRRULE:FREQ=DAILY;BYHOUR=0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,"
+    "21,22,23;BYMINUTE=0,5,10,15,20,25,30,35,40,45,50,55;BYSECOND=0,10,20,30,40,50\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n"
+)
+
+
+def test_a_hostile_ical_is_refused_at_once_naming_source_ical_and_nothing_is_stored(
+    alpha: Call, stack: Stack
+) -> None:
+    started = time.perf_counter()
+    refused = alpha("POST", "/v1/calendars", {"name": "tick", "source": {"ical": HOSTILE_ICAL}})
+    assert refused.status == 422 and refused.body["error"]["field"] == "source.ical"
+    assert time.perf_counter() - started < 2.0
+    assert alpha("GET", "/v1/calendars/tick").status == 404
+    assert DynamoCatalog(stack.dynamodb, stack.names).last_version("alpha", "tick") == 0

@@ -1,6 +1,7 @@
 """``duetime apply -f`` and ``duetime export`` against the api function on the in-memory twin: a plan of
-creates, field-level updates, unchanged jobs, drift and prunes; idempotent; secrets from the environment;
-CI's exit codes; a concurrent edit between plan and apply refused (412) with nothing of it written."""
+creates, field-level updates, unchanged jobs, drift and prunes; idempotent; secrets from the environment,
+only from the variables the person applying names (``DUETIME_SECRET_*``, ``--secret-env``); CI's exit codes;
+a concurrent edit between plan and apply refused (412) with nothing of it written."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ def jobs_file(**overrides: Any) -> dict[str, Any]:
         "schedule": {"cron": "0 2 * * *", "timezone": "Europe/Paris"},
         "target": {
             "url": "https://example.com/export",
-            "headers": {"Authorization": "Bearer ${EXPORT_TOKEN}"},
+            "headers": {"Authorization": "Bearer ${DUETIME_SECRET_EXPORT_TOKEN}"},
         },
     }
     report = {
@@ -50,7 +51,7 @@ def service(monkeypatch: pytest.MonkeyPatch) -> Iterator[JobService]:
     with serving_twin(NOW) as twin:
         monkeypatch.setattr(DuetimeClient, "request", _answered_in_process)
         monkeypatch.setenv("DUETIME_TOKEN", twin.token)
-        monkeypatch.setenv("EXPORT_TOKEN", "s3cret")
+        monkeypatch.setenv("DUETIME_SECRET_EXPORT_TOKEN", "s3cret")
         yield twin.service
 
 
@@ -128,7 +129,7 @@ def test_a_secret_changed_in_the_environment_is_an_update_though_answers_never_s
 ) -> None:
     path = write(tmp_path / "jobs.yaml", jobs_file())
     assert cli.main(["apply", "-f", path, "--yes"]) == 0
-    monkeypatch.setenv("EXPORT_TOKEN", "rotated")
+    monkeypatch.setenv("DUETIME_SECRET_EXPORT_TOKEN", "rotated")
     capsys.readouterr()
     assert cli.main(["apply", "-f", path, "--yes"]) == 0
     assert "secret values changed" in capsys.readouterr().out
@@ -140,11 +141,93 @@ def test_a_secret_changed_in_the_environment_is_an_update_though_answers_never_s
 def test_an_unset_secret_variable_is_an_error_naming_where_and_nothing_is_applied(
     service: JobService, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.delenv("EXPORT_TOKEN")
+    monkeypatch.delenv("DUETIME_SECRET_EXPORT_TOKEN")
     path = write(tmp_path / "jobs.yaml", jobs_file())
     assert cli.main(["apply", "-f", path, "--yes"]) == 1
-    assert "jobs.0.target.headers.Authorization: ${EXPORT_TOKEN} is not set" in capsys.readouterr().err
+    assert (
+        "jobs.0.target.headers.Authorization (job 'billing/nightly-export'): "
+        "${DUETIME_SECRET_EXPORT_TOKEN} is not set in the environment"
+    ) in capsys.readouterr().err
     assert team_jobs() == {}
+    with_named = jobs_file()
+    with_named["jobs"][0]["target"]["headers"] = {"Authorization": "Bearer ${EXPORT_TOKEN}"}
+    write(tmp_path / "jobs.yaml", with_named)
+    assert cli.main(["apply", "-f", path, "--yes", "--secret-env", "EXPORT_TOKEN"]) == 1
+    assert "${EXPORT_TOKEN} is not set in the environment" in capsys.readouterr().err  # named, yet unset
+    assert team_jobs() == {}
+
+
+@pytest.fixture
+def requests(monkeypatch: pytest.MonkeyPatch, service: JobService) -> list[str]:
+    """Every request's method, path and body the CLI sends (answered by the api function on the twin)."""
+    sent: list[str] = []
+
+    def recording(self: DuetimeClient, method: str, path: str, body: Any = None, **kwargs: Any) -> Any:
+        sent.append(f"{method} {path} {json.dumps(body)}")
+        return _answered_in_process(self, method, path, body, **kwargs)
+
+    monkeypatch.setattr(DuetimeClient, "request", recording)
+    return sent
+
+
+def test_a_variable_nobody_named_is_refused_naming_it_and_where_and_is_never_sent(
+    requests: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """One edit to a reviewed file would otherwise send the CI's cloud keys to any public URL."""
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "the-ci-cloud-key")
+    stealing = jobs_file()
+    stealing["jobs"][1]["target"] = {
+        "url": "https://collector.example.net/",
+        "headers": {"X-Key": "${AWS_SECRET_ACCESS_KEY}"},
+    }
+    path = write(tmp_path / "jobs.yaml", stealing)
+    for flags in (["--yes"], ["--dry-run"], ["--yes", "--secret-env", "OTHER_NAME"]):
+        assert cli.main(["apply", "-f", path, *flags]) == 1
+        captured = capsys.readouterr()
+        assert (
+            "jobs.yaml: jobs.1.target.headers.X-Key (job 'billing/report'): ${AWS_SECRET_ACCESS_KEY} is not "
+            "filled: an apply reads only DUETIME_SECRET_* variables and those named with --secret-env"
+        ) in captured.err
+        assert "the-ci-cloud-key" not in captured.out + captured.err
+    assert requests == []  # refused before any request: nothing applied (not even jobs.0), nothing sent
+    assert team_jobs() == {}
+
+
+def test_a_variable_named_with_secret_env_is_filled_as_a_duetime_secret_one_is(
+    requests: list[str],
+    service: JobService,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PARTNER_KEY", "partner-s3cret")
+    named = jobs_file()
+    named["jobs"][1]["target"]["headers"] = {
+        "X-Key": "${PARTNER_KEY}",
+        "X-Both": "${PARTNER_KEY}-${CI_TOKEN}",
+    }
+    path = write(tmp_path / "jobs.yaml", named)
+    monkeypatch.setenv("CI_TOKEN", "ci")
+    flags = ["--secret-env", "PARTNER_KEY", "--secret-env", "CI_TOKEN"]
+    assert cli.main(["apply", "-f", path, "--yes", *flags]) == 0
+    stored = service.catalog.get_job(team_jobs()["billing/report"]["id"])
+    assert stored is not None and stored.target.headers == {
+        "X-Key": "partner-s3cret",
+        "X-Both": "partner-s3cret-ci",
+    }
+    nightly = service.catalog.get_job(team_jobs()["billing/nightly-export"]["id"])
+    assert nightly is not None and nightly.target.headers == {
+        "Authorization": "Bearer s3cret"
+    }  # DUETIME_SECRET_
+    assert cli.main(["apply", "-f", path, "--yes", "--secret-env", "PARTNER_KEY"]) == 1  # CI_TOKEN unnamed
+
+
+def test_secret_env_takes_variable_names_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path / "jobs.yaml", jobs_file())
+    assert cli.main(["apply", "-f", path, "--secret-env", "AWS_*"]) == 2
+    assert "--secret-env 'AWS_*': not a variable name" in capsys.readouterr().err
 
 
 def test_a_job_edited_elsewhere_is_drift_and_is_overwritten_only_with_force(
@@ -224,7 +307,7 @@ def test_a_concurrent_edit_between_plan_and_apply_is_refused_and_overwrites_noth
     changed["jobs"][1]["name"] = "weekly report v2"
     write(path, changed)
     files = apply_command.job_files(str(path))
-    desired = desired_jobs(files, {"EXPORT_TOKEN": "s3cret"}, NOW)
+    desired = desired_jobs(files, {"DUETIME_SECRET_EXPORT_TOKEN": "s3cret"}, NOW)
     plan = make_plan(desired, team_jobs().values(), {"billing-repo"}, prune=False)
     assert [item.action.value for item in plan.changes] == ["update", "update"]
     # Between the plan and its apply, someone edits the second job.
@@ -241,19 +324,23 @@ def test_a_concurrent_edit_between_plan_and_apply_is_refused_and_overwrites_noth
 
 
 def test_export_writes_a_file_that_applies_back_unchanged(
-    service: JobService, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    service: JobService, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert cli.main(["apply", "-f", write(tmp_path / "jobs.yaml", jobs_file()), "--yes"]) == 0
     exported = tmp_path / "exported.yaml"
     assert cli.main(["export", "--managed-by", "billing-repo", "-o", str(exported)]) == 0
     err = capsys.readouterr().err
-    assert "DUETIME_BILLING_NIGHTLY_EXPORT_AUTHORIZATION" in err
+    assert "DUETIME_SECRET_BILLING_NIGHTLY_EXPORT_AUTHORIZATION" in err
     document = yaml.safe_load(exported.read_text())
     assert document["managed_by"] == "billing-repo"
     headers = document["jobs"][0]["target"]["headers"]
-    assert headers == {"Authorization": "${DUETIME_BILLING_NIGHTLY_EXPORT_AUTHORIZATION}"}
+    assert headers == {"Authorization": "${DUETIME_SECRET_BILLING_NIGHTLY_EXPORT_AUTHORIZATION}"}
     assert "managed_by" not in document["jobs"][0] and "applied_digest" not in document["jobs"][0]
     assert {job["key"] for job in document["jobs"]} == {"billing/nightly-export", "billing/report"}
+    # Its variables are DUETIME_SECRET_ ones: the file applies back without --secret-env.
+    monkeypatch.setenv("DUETIME_SECRET_BILLING_NIGHTLY_EXPORT_AUTHORIZATION", "Bearer s3cret")
+    assert cli.main(["apply", "-f", str(exported), "--dry-run", "--exit-code"]) == 0
+    assert "0 to create, 0 to update, 0 to delete, 2 unchanged" in capsys.readouterr().out
 
 
 def test_the_python_client_returns_the_apis_typed_models(service: JobService) -> None:

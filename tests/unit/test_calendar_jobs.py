@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from duetime.adapters.memory import InMemoryCatalog, MemoryQueue, MemoryStore
+from duetime.domain.calendars import days_to_store
 from duetime.domain.clock import ManualClock
 from duetime.domain.ids import partition_of
 from duetime.domain.models import RunStatus
@@ -192,7 +193,9 @@ def test_the_poller_claims_with_the_dates_the_calendar_holds_when_it_claims(stac
     stored = stack.catalog.get_calendar("alpha", "closed")
     assert stored is not None
     source = stored.source.model_copy(update={"dates": (datetime(2026, 12, 19).date(),)})
-    after = stored.model_copy(update={"source": source, "version": stored.version + 1})
+    after = stored.model_copy(
+        update={"source": source, "version": stored.version + 1, "stored_days": days_to_store(source, NOW)}
+    )
     assert stack.catalog.replace_calendar(stored, after, _change(after))
 
     stack.clock.set(datetime(2026, 12, 18, 8, 0, 1, tzinfo=UTC))
@@ -208,7 +211,9 @@ def test_a_due_time_the_calendar_excludes_since_it_was_planned_gets_no_run(stack
     stored = stack.catalog.get_calendar("alpha", "closed")
     assert stored is not None
     source = stored.source.model_copy(update={"dates": (datetime(2026, 12, 18).date(),)})
-    after = stored.model_copy(update={"source": source, "version": stored.version + 1})
+    after = stored.model_copy(
+        update={"source": source, "version": stored.version + 1, "stored_days": days_to_store(source, NOW)}
+    )
     assert stack.catalog.replace_calendar(stored, after, _change(after))  # no re-plan: behind the API
 
     stack.clock.set(datetime(2026, 12, 18, 8, 0, 1, tzinfo=UTC))
@@ -303,3 +308,78 @@ def test_a_preview_of_rolled_each_shows_the_second_each_date_was_spread_to(stack
         "2026-12-24": ("2026-12-28T08:00:01Z", ["2026-12-28T08:00:01Z"]),
         "2026-12-25": ("2026-12-28T08:00:02Z", ["2026-12-28T08:00:02Z"]),
     }
+
+
+OFFICE_ICAL = (
+    "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//test//EN\r\nBEGIN:VEVENT\r\nUID:1@test\r\n"
+    "DTSTART;VALUE=DATE:20261218\r\nRRULE:FREQ=YEARLY\r\nSUMMARY:Office party\r\n"
+    "END:VEVENT\r\nEND:VCALENDAR\r\n"
+)
+
+
+def test_once_written_an_ical_calendar_is_read_by_the_api_previews_and_claims_without_expanding_it(
+    stack: Stack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its days are stored when it is written: after that, nothing reads it by expanding the iCalendar (the
+    expander and the library under it raise if called), for a GET of a year, a preview or a poller's claim."""
+    status, _ = stack.call("POST", "/v1/calendars", {"name": "office", "source": {"ical": OFFICE_ICAL}})
+    assert status == 201
+    job = a_job(stack, exclude={"calendars": ["office"], "on_excluded": "next_business_day"})
+    assert job["next_nominal_at"] == "2026-12-19T08:00:00Z"  # Friday the 18th rolls to Monday the 21st
+
+    expansions: list[Any] = []
+
+    def expanding(*args: Any, **kwargs: Any) -> Any:
+        expansions.append(args)
+        raise AssertionError("a read expanded an iCalendar")
+
+    import recurring_ical_events
+
+    from duetime.domain import calendars, ical_days
+
+    monkeypatch.setattr(recurring_ical_events, "of", expanding)
+    monkeypatch.setattr(ical_days, "expanded_days", expanding)
+    monkeypatch.setattr(calendars, "expanded_days", expanding)
+
+    status, shown = stack.call("GET", "/v1/calendars/office", query={"year": "2031"})
+    assert status == 200 and shown["days"] == [{"date": "2031-12-18", "name": "Office party"}]
+    status, preview = stack.call("GET", f"/v1/jobs/{job['id']}/preview", query={"count": "3"})
+    assert status == 200 and preview["runs"][2]["rolled_from"] == ["2026-12-18"]
+    assert preview["excluded"][0]["holiday"] == "Office party"
+    stack.clock.set(datetime(2026, 12, 19, 8, 0, 1, tzinfo=UTC))
+    assert stack.poller().claim().runs_created == 1
+    assert stack.call("GET", f"/v1/jobs/{job['id']}")[1]["next_nominal_at"] == "2026-12-20T08:00:00Z"
+    assert expansions == []
+
+
+def test_writing_a_calendar_again_a_year_later_moves_the_years_it_stores(stack: Stack) -> None:
+    status, _ = stack.call("POST", "/v1/calendars", {"name": "office", "source": {"ical": OFFICE_ICAL}})
+    assert status == 201
+    first = stack.catalog.get_calendar("alpha", "office")
+    assert first is not None and first.stored_days is not None
+    assert (first.stored_days.first_year, first.stored_days.last_year) == (2025, 2037)
+    stack.clock.set(datetime(2028, 1, 3, tzinfo=UTC))
+    assert stack.call("PUT", "/v1/calendars/office", {"source": {"ical": OFFICE_ICAL}})[0] == 200
+    again = stack.catalog.get_calendar("alpha", "office")
+    assert again is not None and again.stored_days is not None
+    assert (again.stored_days.first_year, again.stored_days.last_year) == (2027, 2039)
+
+
+def test_a_refused_ical_writes_nothing(stack: Stack) -> None:
+    hostile = OFFICE_ICAL.replace("FREQ=YEARLY", "FREQ=DAILY;BYHOUR=1,2;BYMINUTE=0,1,2;BYSECOND=0,1,2")
+    status, error = stack.call("POST", "/v1/calendars", {"name": "office", "source": {"ical": hostile}})
+    assert status == 422 and error["error"]["field"] == "source.ical"
+    assert stack.call("GET", "/v1/calendars/office")[0] == 404
+    assert stack.call("POST", "/v1/calendars", {"name": "office", "source": {"ical": OFFICE_ICAL}})[0] == 201
+    daily = OFFICE_ICAL.replace("FREQ=YEARLY", "FREQ=DAILY")  # 365 days a year: past the days a year
+    status, error = stack.call("PUT", "/v1/calendars/office", {"source": {"ical": daily}})
+    assert (
+        status == 422
+        and error["error"]["field"] == "source.ical"
+        and "at most 200 days" in error["error"]["message"]
+    )
+    _, shown = stack.call("GET", "/v1/calendars/office")
+    assert shown["version"] == 1 and shown["source"]["ical"] == OFFICE_ICAL
+    assert [c["action"] for c in stack.call("GET", "/v1/calendars/office/history")[1]["changes"]] == [
+        "create"
+    ]

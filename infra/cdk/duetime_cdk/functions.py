@@ -24,6 +24,15 @@ X_RAY_ANY_RESOURCE = [
         "permissions; every other statement names its table, index, queue or topic.",
     }
 ]
+# No function records an event or an answer (tokens issued, signing keys, targets' header secrets) in its
+# traces or logs; the handlers say so in code, and the stack says so too, after any function's own settings.
+# POWERTOOLS_DEV would have the api's event handler print every event.
+NOTHING_OF_BODIES_RECORDED = {
+    "POWERTOOLS_TRACER_CAPTURE_RESPONSE": "false",
+    "POWERTOOLS_TRACER_CAPTURE_ERROR": "false",
+    "POWERTOOLS_LOGGER_LOG_EVENT": "false",
+    "POWERTOOLS_DEV": "false",
+}
 RUNTIME_PINNED = [
     {
         "id": "AwsSolutions-L1",
@@ -49,7 +58,7 @@ class LambdaCode:
 
 class DuetimeFunction(Construct):
     """A function with its own role (logs + X-Ray + exactly the statements it is given), its own log
-    group with a retention, active tracing and powertools settings."""
+    group with a retention, active tracing and powertools settings (no event or answer recorded)."""
 
     def __init__(
         self,
@@ -91,6 +100,7 @@ class DuetimeFunction(Construct):
                 "POWERTOOLS_LOG_LEVEL": "INFO",
                 **code.environment,
                 **(environment or {}),
+                **NOTHING_OF_BODIES_RECORDED,
             },
         )
         NagSuppressions.add_resource_suppressions(

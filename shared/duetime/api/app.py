@@ -12,7 +12,8 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Annotated, Any
 
-from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.api_gateway import Route
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer, Tag
@@ -20,9 +21,10 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Pat
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
 from duetime import __version__
+from duetime.api.access import PUBLIC, RouteGuardedResolver, needs
 from duetime.api.authorizer import request_caller
 from duetime.api.calendar_schemas import CalendarChangeOut, CalendarHistory, CalendarList, CalendarOut
-from duetime.api.console_files import SECURITY_HEADERS, console_file, is_console_path
+from duetime.api.console_files import SECURITY_HEADERS, console_file
 from duetime.api.schemas import (
     AwsRoleIn,
     BackfillOut,
@@ -68,10 +70,9 @@ from duetime.domain.job_keys import etag_of
 from duetime.domain.labels import LABEL_FILTER_PATTERN
 from duetime.domain.models import MAX_BACKFILL_RUNS, BackfillWindow, Job, JobSpec, Team
 from duetime.domain.rate_limit import ApiRateLimiter
-from duetime.domain.tokens import MAX_TOKENS_PER_TEAM, Caller, TokenIn, TokenScope, required_scope
+from duetime.domain.tokens import MAX_TOKENS_PER_TEAM, TRIGGER_BODY_SCOPE, Caller, TokenIn, TokenScope
 
 JSON = "application/json"
-PUBLIC_PATHS = {"/healthz", "/v1/openapi.json"}
 MAX_BODY_BYTES = 64 * 1024
 # Deeper JSON is refused before anything parses it: Python's parser recurses once a level (at about 1,000 it
 # raises RecursionError), and so do pydantic and the encoders a body passes through. A job is 4 levels deep;
@@ -192,14 +193,7 @@ _ERROR_TEXT = {
 }
 
 
-def needs(scope: TokenScope) -> list[dict[str, list[str]]]:
-    """An operation's security requirement: a bearer token with ``scope`` (OpenAPI 3.1 lets an HTTP
-    scheme's requirement list roles). Each route's scope here is the one ``required_scope`` enforces (a test
-    checks)."""
-    return [{"bearerAuth": [str(scope)]}]
-
-
-app = APIGatewayRestResolver(enable_validation=True)
+app = RouteGuardedResolver(enable_validation=True, debug=False)  # debug prints each event: its token
 # The resolver keeps the request it is answering on itself (its current event, route and context), so it
 # answers one request at a time. On Lambda an environment never has two; ``duetime local`` serves requests
 # on threads of one process, where two at once crossed (a runs listing answered with the history's model).
@@ -207,8 +201,8 @@ _one_request_at_a_time = threading.Lock()
 
 
 def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    """The api Lambda's entry: size limit and authentication come before routing and validation, so an
-    unauthenticated or oversized request learns nothing else."""
+    """The api Lambda's entry: the size limit and the body's media type come before anything else; who may
+    reach the route comes after routing and before the route's validation (``admit``)."""
     with _one_request_at_a_time:
         return _handle(event, context)
 
@@ -222,23 +216,6 @@ def _handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
         error = PayloadTooLarge(f"request bodies are limited to {MAX_BODY_BYTES} bytes")
     elif body and content_type != JSON:
         error = UnsupportedMediaType("send the body as application/json", "Content-Type")
-    elif event.get("path") not in PUBLIC_PATHS and not is_console_path(str(event.get("path"))):
-        # The team the TeamAuthorizer vouched for (API Gateway on AWS), else the token is checked here
-        # (LocalStack runs no authorizer, duetime local has none): without a valid token, 401. Then the
-        # team's API rate: over it, 429 before routing, so a refused request changes nothing.
-        # Then the token's scope (``duetime.domain.tokens``): a token that may not make this request is
-        # refused before routing, so it learns nothing of the body's validity and changes nothing.
-        try:
-            caller = request_caller(service(), event, headers.get("authorization"))
-            check_rate(caller.team)
-            check_scope(caller, str(event.get("httpMethod")), str(event.get("path")))
-            app.context["team"] = caller.team
-            app.context["caller"] = caller
-        except ApiError as exc:
-            error = exc
-    if error is None and isinstance(body, str) and body:
-        problem = json_body_problem(body)
-        error = BadRequest(problem) if problem else None
     if error is not None:
         return {
             "statusCode": error.status,
@@ -250,6 +227,29 @@ def _handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
         return app.resolve(event, context)
     finally:
         app.context.clear()
+
+
+@app.before_route
+def admit(route: Route, needed: TokenScope | None) -> Response[Any] | None:
+    """Who may reach ``route``, the one the resolver matched, which needs ``needed`` (``duetime.api.access``):
+    a public route anyone; any other a valid token (the team the TeamAuthorizer vouched for on API Gateway;
+    where no authorizer runs, LocalStack and ``duetime local``, the token is checked here), 401 otherwise;
+    then the team's API rate (429); then the scope (403). A refused request has changed nothing and learnt
+    nothing of its body, which is read (``json_body_problem``) only once the request is let in."""
+    try:
+        if needed is not None:
+            event = app.current_event
+            caller = request_caller(service(), event.raw_event, event.headers.get("authorization"))
+            check_rate(caller.team)
+            check_scope(caller, needed, f"{route.method} {event.path}")
+            app.context["team"], app.context["caller"] = caller.team, caller
+        body = app.current_event.body
+        problem = json_body_problem(body) if isinstance(body, str) and body else None
+        if problem:
+            raise BadRequest(problem)
+    except ApiError as exc:
+        return _error(exc)
+    return None
 
 
 def json_body_problem(body: str) -> str | None:
@@ -285,15 +285,15 @@ def _refuse_constant(name: str) -> None:
     raise _NotJson(f"the body holds {name}, which is not JSON (RFC 8259 has no NaN or Infinity)")
 
 
-def check_scope(caller: Caller, method: str, path: str) -> None:
-    """403 naming the token, its scope and the scope ``method path`` needs, unless the token may."""
-    needed = required_scope(method, path)
+def check_scope(caller: Caller, needed: TokenScope, what: str, field: str = "scope") -> None:
+    """403 naming the token, its scope and the scope ``what`` needs (the field ``field``), unless the token
+    may."""
     if not caller.may(needed):
         token = caller.token
         raise Forbidden(
-            f"the token {token.token_id} ({token.name!r}) has scope {token.scope}; {method} {path} needs "
-            f"{needed}: use a token with that scope (an admin issues one: POST /v1/tokens)",
-            "scope",
+            f"the token {token.token_id} ({token.name!r}) has scope {token.scope}; {what} needs {needed}: "
+            "use a token with that scope (an admin issues one: POST /v1/tokens)",
+            field,
         )
 
 
@@ -349,8 +349,7 @@ def _no_route(exc: NotFoundError) -> Response[Any]:
 
 def allowed_methods(path: str) -> list[str]:
     """The methods routed for ``path``, matched with the resolver's own route patterns."""
-    routes = app._static_routes + app._dynamic_routes  # powertools lists its routes only here
-    return sorted({route.method for route in routes if route.rule.match(path)})
+    return sorted({route.method for route in app.routes() if route.rule.match(path)})
 
 
 # --- routes ----------------------------------------------------------------------------------------------
@@ -361,6 +360,7 @@ def allowed_methods(path: str) -> list[str]:
     operation_id="getHealth",
     tags=["meta"],
     responses=_public_responses({200: {"description": "OK", "content": {JSON: {"model": Health}}}}),
+    security=PUBLIC,
 )
 def healthz() -> Health:
     return Health(status="ok", version=__version__)
@@ -371,12 +371,13 @@ def healthz() -> Health:
     operation_id="getOpenApiDocument",
     tags=["meta"],
     responses=_public_responses({200: {"description": "This document"}}),
+    security=PUBLIC,
 )
 def openapi() -> Response[Any]:
     return Response(status_code=200, content_type=JSON, body=openapi_document())
 
 
-@app.get("/console", include_in_schema=False)  # powertools routes /console/ here too
+@app.get("/console", include_in_schema=False, security=PUBLIC)  # powertools routes /console/ here too
 def console_root() -> Response[Any]:
     """``/console/`` is the index page; ``/console`` moves there (relative: a stage prefix is kept)."""
     if app.current_event.path.endswith("/"):
@@ -384,7 +385,7 @@ def console_root() -> Response[Any]:
     return Response(status_code=301, headers={"Location": "console/", **SECURITY_HEADERS}, body="")
 
 
-@app.get("/console/<name>", include_in_schema=False)
+@app.get("/console/<name>", include_in_schema=False, security=PUBLIC)
 def console(name: str) -> Response[Any]:
     """The console's static files (``duetime.api.console_files``): public, the page asks for the token."""
     found = console_file(name)
@@ -638,9 +639,15 @@ def resume_job(job_id: JobId) -> JobOut:
     tags=["runs"],
     responses=_responses(201, RunOut, 404, 409),
     security=needs(TokenScope.OPERATE),
+    description="Run the job now, once, under a manual run id; its schedule is not touched. Without a body "
+    "(or with `body` null) the run sends the job's own request. With a `body`, the run sends it instead: "
+    "that changes what the job sends its target, under the job's headers and signature, so it needs an "
+    "`admin` token (an `operate` token gets 403 naming `body`).",
 )
 def trigger_job(job_id: JobId, request: Annotated[TriggerIn | None, Body()] = None) -> Response[RunOut]:
     sent = json.loads(app.current_event.body or "null")  # re-read: powertools takes a list's first item
+    if isinstance(sent, dict) and sent.get("body") is not None:  # this run's body in place of the job's
+        check_scope(caller(), TRIGGER_BODY_SCOPE, "a trigger with a body of its own", "body")
     run = service().trigger(team(), job_id, sent)
     return Response(status_code=201, content_type=JSON, body=RunOut.of(run))
 
@@ -795,7 +802,8 @@ def list_tokens() -> TokenList:
     responses=_responses(201, TokenIssued, 409),
     security=needs(TokenScope.ADMIN),
     description="Issue a token named `name` (unique in your team) with a scope (needs an `admin` token): "
-    "`read` (every GET but signing keys), `operate` (also trigger, backfill, pause, resume, retry, cancel) "
+    "`read` (every GET but signing keys), `operate` (also trigger with the job's own body, backfill, pause, "
+    "resume, retry, cancel) "
     f"or `admin` (everything). The answer holds the token, shown this once. At most {MAX_TOKENS_PER_TEAM} "
     "tokens a team (409 past it, or for a name in use).",
 )

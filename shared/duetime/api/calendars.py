@@ -5,21 +5,25 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Callable
-from datetime import date
+from datetime import date, datetime
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from duetime.domain.calendars import (
     Calendar,
+    CalendarRefused,
+    CalendarSource,
     CalendarSpec,
     CalendarUpdate,
     calendar_change,
+    days_to_store,
     named_days_of_year,
 )
 from duetime.domain.catalog import InvalidCursor, Page
 from duetime.domain.clock import Clock
-from duetime.domain.errors import BadRequest, Conflict, NotFound, from_validation_error
+from duetime.domain.errors import BadRequest, Conflict, InvalidInput, NotFound, from_validation_error
+from duetime.domain.stored_days import StoredDays
 from duetime.domain.timeutil import ceil_seconds
 from duetime.ports import CalendarStore
 
@@ -55,12 +59,18 @@ class CalendarService:
         """A new calendar under a name the team has no calendar by (409 naming ``name`` otherwise). Its
         version continues from a deleted calendar's of that name (``CalendarStore``)."""
         spec = _validated(CalendarSpec, body)
+        days = _days_to_store(spec.source, self.clock.now())
         for _ in range(ATTEMPTS):
             now = self.clock.now()
             stamp = ceil_seconds(now)
             version = self.store.last_version(team_id, spec.name) + 1
             calendar = Calendar(
-                **dict(spec), team=team_id, version=version, created_at=stamp, updated_at=stamp
+                **dict(spec),
+                team=team_id,
+                version=version,
+                created_at=stamp,
+                updated_at=stamp,
+                stored_days=days,
             )
             if self.store.create_calendar(calendar, calendar_change(None, calendar, now, actor)):
                 return calendar
@@ -81,7 +91,8 @@ class CalendarService:
             raise BadRequest(str(exc), "cursor") from exc
 
     def days(self, team_id: str, name: str, year: int) -> dict[date, str | None]:
-        """The days of ``year`` the calendar holds, each with its name where the source gives one."""
+        """The days of ``year`` the calendar holds, each with its name where the source gives one: stored
+        when it was written (computed, bounded, only for a year it did not store)."""
         return named_days_of_year(self.get(team_id, name), year)
 
     def update(self, team_id: str, name: str, body: Any, actor: str) -> Calendar:
@@ -89,6 +100,7 @@ class CalendarService:
         is replaced (409 naming ``version`` once it moved on); without, the latest, read again after a lost
         race."""
         wanted = _validated(CalendarUpdate, body)
+        days = _days_to_store(wanted.source, self.clock.now())
         for _ in range(ATTEMPTS):
             before = self.get(team_id, name)
             _check_version(before, wanted.version)
@@ -99,10 +111,12 @@ class CalendarService:
                     "description": wanted.description,
                     "version": before.version + 1,
                     "updated_at": ceil_seconds(now),
+                    "stored_days": days,
                 }
             )
             if self.store.replace_calendar(before, after, calendar_change(before, after, now, actor)):
-                if self.on_change is not None and after.source != before.source:
+                changed = after.source != before.source or after.stored_days != before.stored_days
+                if self.on_change is not None and changed:
                     self.on_change(team_id, name)
                 return after
         raise Conflict(f"calendar {name} kept changing while being updated; try again")
@@ -138,6 +152,14 @@ class CalendarService:
         if not page.items and cursor is None and self.store.get_calendar(team_id, name) is None:
             raise NotFound(f"no calendar {name}")
         return page
+
+
+def _days_to_store(source: CalendarSource, now: datetime) -> StoredDays:
+    """``days_to_store``, a refusal a 422 naming the field: computed before anything is written."""
+    try:
+        return days_to_store(source, now)
+    except CalendarRefused as exc:
+        raise InvalidInput(f"{exc.field}: {exc}", exc.field) from exc
 
 
 def _check_version(calendar: Calendar, version: int | None) -> None:

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
-CONSOLE_PREFIX = "/console"
 INDEX = "index.html"
 CONTENT_TYPES = {
     "html": "text/html; charset=utf-8",
@@ -47,10 +46,6 @@ class ConsoleFile:
     name: str
     content_type: str
     body: str
-
-
-def is_console_path(path: str) -> bool:
-    return path == CONSOLE_PREFIX or path.startswith(CONSOLE_PREFIX + "/")
 
 
 @cache

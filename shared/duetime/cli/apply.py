@@ -20,6 +20,8 @@ from duetime.cli.common import UsageError, api_flags, client_from
 from duetime.client import ApiFailure, DuetimeClient
 from duetime.domain.job_files import (
     MANAGED_FIELDS,
+    SECRET_PREFIX,
+    VARIABLE_NAME,
     Action,
     DesiredJob,
     FileProblem,
@@ -51,6 +53,14 @@ def add_commands(commands: Any) -> None:
     )
     apply.add_argument(
         "--force", action="store_true", help="overwrite jobs edited elsewhere since the last apply"
+    )
+    apply.add_argument(
+        "--secret-env",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help=f"fill ${{NAME}} in header values from the environment too (repeatable; {SECRET_PREFIX}* "
+        "variables are always filled, any other is an error)",
     )
     apply.add_argument("--yes", action="store_true", help="apply without asking")
     apply.add_argument("--dry-run", action="store_true", help="print the plan only")
@@ -89,9 +99,12 @@ def job_files(path: str) -> list[tuple[JobFile, str]]:
 def run_apply(args: argparse.Namespace) -> int:
     if args.exit_code and not args.dry_run:
         raise UsageError("--exit-code goes with --dry-run")
+    for name in args.secret_env:
+        if not VARIABLE_NAME.fullmatch(name):
+            raise UsageError(f"--secret-env {name!r}: not a variable name (letters, digits and _)")
     try:
         files = job_files(args.file)
-        desired = desired_jobs(files, os.environ, datetime.now(UTC))
+        desired = desired_jobs(files, os.environ, datetime.now(UTC), frozenset(args.secret_env))
     except FileProblem as exc:
         print(f"duetime: {exc}", file=sys.stderr)
         return 1
@@ -213,7 +226,7 @@ def run_export(args: argparse.Namespace) -> int:
 
 def exported_job(job: dict[str, Any]) -> dict[str, Any]:
     """A job as a jobs file holds it: its spec (fields at their default left out), each redacted header value
-    a ``${VAR}`` named after the job's key and the header."""
+    a ``${DUETIME_SECRET_...}`` named after the job's key and the header (a variable apply fills)."""
     from duetime.domain.job_files import shown_spec
 
     spec = shown_spec(job)
@@ -229,7 +242,7 @@ def exported_job(job: dict[str, Any]) -> dict[str, Any]:
 
 
 def _variable(key: str, header: str) -> str:
-    return re.sub(r"[^A-Z0-9]+", "_", f"DUETIME_{key}_{header}".upper()).strip("_")
+    return SECRET_PREFIX + re.sub(r"[^A-Z0-9]+", "_", f"{key}_{header}".upper()).strip("_")
 
 
 def _variables(job: dict[str, Any]) -> list[str]:

@@ -35,7 +35,8 @@ def add_commands(commands: Any) -> None:
         "--scope",
         required=True,
         choices=[str(scope) for scope in TokenScope],
-        help="read: GETs; operate: also trigger, backfill, pause, resume, retry, cancel; admin: everything",
+        help="read: GETs; operate: also trigger (the job's own body), backfill, pause, resume, retry, "
+        "cancel; admin: everything (a trigger with --body too)",
     )
     revoke = api_flags(tokens.add_parser("revoke", help="revoke one token by id (tok_...): refused at once"))
     revoke.add_argument("token_id")

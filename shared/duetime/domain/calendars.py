@@ -2,26 +2,42 @@
 
 A calendar's source is one of three: the public holidays of a country (and optional subdivision) as the
 ``holidays`` package knows them, offline; explicit dates; or an iCalendar file (RFC 5545) sent as text, its
-recurring events expanded (``recurring-ical-events``). A calendar is stored whole with its source, so what
-it holds for a year is a pure function of the source and the year (``dates_of_year``), computed when asked
-and cached.
+recurring events expanded (``duetime.domain.ical_days``).
+
+**Days are computed when a calendar is written, not when it is read.** A write computes the days of the
+year before the write's year to the eleventh after it (``stored_years``: what schedule math reaches from the
+write's year, as the ten-year check on a cron's exclusions and a roll's ten-year limit, and a preview's look
+back over New Year) and stores them with the calendar (``Calendar.stored_days``, ``StoredDays``), after
+checking them: at most ``MAX_DAYS_A_YEAR`` days in any of those years, an iCalendar's expansion within
+``WRITE_BOUNDS`` of time and event days (``CalendarRefused``: a 422 naming the field). Reading a stored year
+(the API, a preview, a poller's claim) decodes it: nothing expands an iCalendar there.
+
+A year outside the stored ones (more than eleven years after the last write, or any year of a calendar
+written before days were stored, whose item has none) is computed when asked, cached per (source, year):
+holidays and dates exactly (cheap, offline); an iCalendar within ``READ_BOUNDS``, and a year past them holds
+no days (logged). Writing the calendar again (a ``PUT`` of the same source) stores its days for the years
+around the new write.
 
 Limits: a calendar is one item of the control table, and DynamoDB refuses an item over 400 KB; before that,
 the API refuses a body over 64 KiB (``duetime.api.app.MAX_BODY_BYTES``). ``MAX_DATES`` dates (about 13 bytes
 each as JSON) and ``MAX_ICAL_CHARS`` characters of iCalendar text both fit one request with room for the
-rest of it, and a stored calendar (its source once, as JSON) stays far below the item limit.
+rest of it. The stored days add at most ``MAX_DAYS_A_YEAR`` x 13 years x about 8 bytes (21 KB) and their
+names, which an iCalendar's ``SUMMARY`` lines give (no more than its text) and the ``holidays`` package's
+are short: a stored calendar stays under 200 KB, and a write past ``MAX_STORED_BYTES`` is refused
+(``days_to_store``).
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import logging
 import re
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 from pydantic import (
     BaseModel,
@@ -33,22 +49,32 @@ from pydantic import (
     model_validator,
 )
 
-if TYPE_CHECKING:
-    import icalendar
+from duetime.domain.ical_days import Bounds, IcalRefused, check_ical, expanded_days, too_many_days
+from duetime.domain.stored_days import StoredDays
 
 # holidays, icalendar and recurring_ical_events are imported where they are used: together about 100 ms,
 # which every function that imports the ports (the poller and worker too) would otherwise pay at a cold start.
 
+log = logging.getLogger(__name__)
+
 CALENDAR_NAME_PATTERN = r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$"
-MAX_DATES = 4_000  # eleven years of every day; 52 KB as JSON, within the 64 KiB request
+MAX_DATES = 4_000  # 20 years at MAX_DAYS_A_YEAR; 52 KB as JSON, within the 64 KiB request
 MAX_ICAL_CHARS = 48_000  # with JSON's escapes (a line break is 4 characters), within the 64 KiB request
 MAX_DESCRIPTION = 256
-MAX_EVENT_DAYS = 366  # an all-day event longer than a year is cut to its first year of days
 SUBDIVISIONS_LISTED = 30  # an unknown subdivision's message lists the country's first 30
-# A calendar holds days: a rule repeating more often than daily would expand to thousands of occurrences a
-# day for nothing, so it is refused when the calendar is written.
-_SUB_DAILY = {"SECONDLY", "MINUTELY", "HOURLY"}
+# A calendar holds days off: weekends (104-106 a year), public holidays and closures fit with room to spare.
+# Past this it lists the days a job runs, which a cron or a business-day schedule says better.
+MAX_DAYS_A_YEAR = 200
+STORED_YEARS_BEFORE, STORED_YEARS_AFTER = 1, 11  # the years stored around the write's (``stored_years``)
+# An iCalendar's expansion when written, 13 years: a file near MAX_DAYS_A_YEAR of rules since 2000 takes
+# 0.3 s here (tests/unit/test_calendar_bounds.py), about 3.5 times that on the api function's 512 MB.
+WRITE_BOUNDS = Bounds(2.0, 1_000 * (STORED_YEARS_BEFORE + 1 + STORED_YEARS_AFTER), MAX_DAYS_A_YEAR)
+# One year a reader asks for that is not stored (an item written before days were stored: any days a year).
+READ_BOUNDS = Bounds(0.5, 1_000, 366)
+MAX_STORED_BYTES = 350_000  # the stored calendar's JSON, within DynamoDB's 400 KB item with the rest of it
+STORED_ROOM = 6 * MAX_DESCRIPTION + 1_000  # what a stored calendar holds besides its source and days, at most
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+STORED = {"stored": True}  # validation context of a calendar read from a store (``Calendar.from_stored``)
 
 
 class _Strict(BaseModel):
@@ -133,48 +159,6 @@ def _iso_date(value: Any) -> Any:
 IsoDate = Annotated[date, BeforeValidator(_iso_date)]
 
 
-def _parsed(text: str) -> icalendar.Calendar:
-    """The iCalendar text parsed, or ``ValueError`` saying why not."""
-    import icalendar
-
-    try:
-        parsed = icalendar.Calendar.from_ical(text)
-    except Exception as exc:  # icalendar raises ValueError, but also KeyError and others on odd input
-        raise ValueError(f"not an iCalendar file (RFC 5545): {exc}") from None
-    if not isinstance(parsed, icalendar.Calendar):  # pragma: no cover - from_ical of one text is one calendar
-        raise ValueError("not an iCalendar file (RFC 5545): no VCALENDAR")
-    return parsed
-
-
-def _check_ical(text: str) -> str:
-    """``text`` if it is an iCalendar file whose events can be expanded into days; else ``ValueError``
-    saying why (whatever the parser or the expansion raised: a 422, never a 500)."""
-    calendar = _parsed(text)
-    try:
-        first = _first_day(calendar)
-        _ical_days(text, first.year)  # a rule the expansion cannot read is refused now, not when it is used
-    except ValueError as exc:
-        raise ValueError(str(exc)) from None
-    except Exception as exc:
-        raise ValueError(f"the iCalendar file's events cannot be read: {type(exc).__name__}: {exc}") from None
-    return text
-
-
-def _first_day(calendar: icalendar.Calendar) -> date:
-    """The first day an event of ``calendar`` starts; refuses a calendar of no event, and a rule that repeats
-    more often than daily."""
-    events = [event for event in calendar.walk("VEVENT") if event.get("DTSTART") is not None]
-    if not events:
-        raise ValueError("the iCalendar file holds no date: no VEVENT with a DTSTART")
-    for event in events:
-        rule = event.get("RRULE")
-        frequencies = {str(f) for f in rule.get("FREQ", [])} if rule is not None else set()
-        if frequencies & _SUB_DAILY:
-            summary = str(event.get("SUMMARY", "an event"))
-            raise ValueError(f"{summary!r} repeats {'/'.join(sorted(frequencies))}: a calendar holds days")
-    return min(_day(event.decoded("DTSTART")) for event in events)
-
-
 class CalendarSource(_Strict):
     """Exactly one of ``holidays``, ``dates`` or ``ical``."""
 
@@ -197,8 +181,12 @@ class CalendarSource(_Strict):
 
     @field_validator("ical")
     @classmethod
-    def _readable(cls, text: str | None) -> str | None:
-        return _check_ical(text) if text is not None else None
+    def _readable(cls, text: str | None, info: ValidationInfo) -> str | None:
+        """Parsed and its rules checked (``ical_days.check_ical``), not expanded: a write's expansion is
+        ``days_to_store``'s. A calendar read from a store was checked when written: not parsed again."""
+        if text is None or (info.context or {}).get("stored"):
+            return text
+        return check_ical(text)
 
     @model_validator(mode="after")
     def _one_kind(self) -> CalendarSource:
@@ -228,22 +216,36 @@ class Calendar(CalendarSpec):
     version: int = Field(ge=1)
     created_at: datetime
     updated_at: datetime
+    # Optional: an item written before days were stored has none, and its days are computed when asked.
+    stored_days: StoredDays | None = None
 
     @property
     def key(self) -> tuple[str, str, int]:
         """(team, name, version): what a reader keeps the calendar's days under, for good."""
         return (self.team, self.name, self.version)
 
+    @classmethod
+    def from_stored(cls, text: str) -> Calendar:
+        """A calendar from the JSON a store kept: its source is not checked again (it was when written), so
+        reading one parses no iCalendar."""
+        return cls.model_validate_json(text, context=STORED)
+
 
 def named_days_of_year(source: CalendarSource | CalendarSpec, year: int) -> dict[date, str | None]:
     """The days of ``year`` the calendar holds, each with its name where the source gives one (a holiday's
-    name, an event's SUMMARY; an explicit date has none), in date order. Pure; cached per (source, year)."""
-    found = _named_days(source.source if isinstance(source, CalendarSpec) else source, year)
-    return dict(found)
+    name, an event's SUMMARY; an explicit date has none), in date order: a stored calendar's stored days,
+    else computed (cached per (source, year))."""
+    if isinstance(source, Calendar) and source.stored_days is not None:
+        stored = source.stored_days.named_days(year)
+        if stored is not None:
+            return stored
+    return dict(_named_days(source.source if isinstance(source, CalendarSpec) else source, year))
 
 
 def dates_of_year(source: CalendarSource | CalendarSpec, year: int) -> frozenset[date]:
-    """The days of ``year`` the calendar holds. Pure; cached per (source, year)."""
+    """The days of ``year`` the calendar holds (``named_days_of_year``'s dates)."""
+    if isinstance(source, Calendar) and source.stored_days is not None and source.stored_days.holds(year):
+        return frozenset(named_days_of_year(source, year))
     return _dates(source.source if isinstance(source, CalendarSpec) else source, year)
 
 
@@ -269,14 +271,28 @@ def _dates(source: CalendarSource, year: int) -> frozenset[date]:
 
 @functools.lru_cache(maxsize=256)
 def _named_days(source: CalendarSource, year: int) -> tuple[tuple[date, str | None], ...]:
-    if source.holidays is not None:
-        found = _country_days(source.holidays.country, source.holidays.subdivision, year)
-    elif source.dates is not None:
-        found = {day: None for day in source.dates if day.year == year}
-    else:
-        assert source.ical is not None
-        found = _ical_days(source.ical, year)
-    return tuple(sorted(found.items()))
+    if source.ical is None:
+        return tuple(sorted(_cheap_days(source, year, year).items()))
+    try:
+        return tuple(sorted(expanded_days(source.ical, year, year, READ_BOUNDS).items()))
+    except IcalRefused as exc:
+        log.error(
+            "a calendar's iCalendar, not stored for the year asked, is past the bounds of a read: it holds "
+            "no days that year until it is written again",
+            extra={"year": year, "calendar_source": source_summary(source), "why": str(exc)},
+        )
+        return ()
+
+
+def _cheap_days(source: CalendarSource, first_year: int, last_year: int) -> dict[date, str | None]:
+    """The days a holidays or dates source holds in ``first_year`` to ``last_year``."""
+    if source.dates is not None:
+        return {day: None for day in source.dates if first_year <= day.year <= last_year}
+    assert source.holidays is not None
+    found: dict[date, str | None] = {}
+    for year in range(first_year, last_year + 1):
+        found.update(_country_days(source.holidays.country, source.holidays.subdivision, year))
+    return found
 
 
 def _country_days(country: str, subdivision: str | None, year: int) -> dict[date, str | None]:
@@ -290,32 +306,49 @@ def _country_days(country: str, subdivision: str | None, year: int) -> dict[date
     return {day: str(name) for day, name in days.items() if day.year == year}
 
 
-def _day(value: date | datetime) -> date:
-    return value.date() if isinstance(value, datetime) else value
+# --- writing -----------------------------------------------------------------------------------------------
 
 
-def _ical_days(text: str, year: int) -> dict[date, str | None]:
-    """The days of ``year`` the file's events touch: an all-day event each day from its start to its end
-    (exclusive, as RFC 5545 has it; at most ``MAX_EVENT_DAYS``), a timed event the day it starts, in its
-    own zone."""
-    import recurring_ical_events
+class CalendarRefused(ValueError):
+    """A calendar a write refuses once its days are computed (a 422 naming ``field``)."""
 
-    start, end = date(year, 1, 1), date(year + 1, 1, 1)
-    found: dict[date, str | None] = {}
-    for event in recurring_ical_events.of(_parsed(text)).between(start, end):
-        first = event.decoded("DTSTART")
-        summary = str(event["SUMMARY"]) if "SUMMARY" in event else None
-        for day in _event_days(first, event.decoded("DTEND") if "DTEND" in event else None):
-            if start <= day < end:
-                found.setdefault(day, summary)
-    return found
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
 
 
-def _event_days(first: date | datetime, last: date | datetime | None) -> list[date]:
-    if isinstance(first, datetime) or not isinstance(last, date) or isinstance(last, datetime):
-        return [_day(first)]
-    days = max(1, min((last - first).days, MAX_EVENT_DAYS))
-    return [first + timedelta(days=n) for n in range(days)]
+def stored_years(now: datetime) -> tuple[int, int]:
+    """The first and last year whose days a calendar written at ``now`` (UTC) stores."""
+    return now.year - STORED_YEARS_BEFORE, now.year + STORED_YEARS_AFTER
+
+
+def days_to_store(source: CalendarSource, now: datetime, bounds: Bounds = WRITE_BOUNDS) -> StoredDays:
+    """The days ``source`` holds in ``stored_years(now)``, checked: ``CalendarRefused`` for an iCalendar the
+    expansion cannot read or that passes ``bounds``, and for a source past ``MAX_DAYS_A_YEAR`` in a year."""
+    first, last = stored_years(now)
+    kind = "ical" if source.ical is not None else "dates" if source.dates is not None else "holidays"
+    if source.ical is None:
+        days = _cheap_days(source, first, last)
+    else:
+        try:
+            days = expanded_days(source.ical, first, last, bounds)
+        except IcalRefused as exc:
+            raise CalendarRefused("source.ical", str(exc)) from None
+    per_year: dict[int, int] = {}
+    for day in source.dates or days:  # explicit dates: every year they name, stored or not
+        per_year[day.year] = per_year.get(day.year, 0) + 1
+    year, most = max(per_year.items(), key=lambda item: (item[1], -item[0]), default=(first, 0))
+    if most > MAX_DAYS_A_YEAR:
+        raise CalendarRefused(f"source.{kind}", too_many_days(most, year, MAX_DAYS_A_YEAR))
+    stored = StoredDays.of(days, first, last)
+    size = len(source.model_dump_json().encode()) + len(stored.model_dump_json().encode()) + STORED_ROOM
+    if size > MAX_STORED_BYTES:
+        raise CalendarRefused(
+            f"source.{kind}",
+            f"the calendar with its days would take {size:,} bytes to store: at most {MAX_STORED_BYTES:,} "
+            "(fewer events, or shorter SUMMARY lines)",
+        )
+    return stored
 
 
 # --- history -----------------------------------------------------------------------------------------------

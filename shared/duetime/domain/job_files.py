@@ -2,8 +2,11 @@
 say. Pure: files come in as text, the team's jobs as the API shows them, the environment as a mapping.
 
 A file (YAML or JSON) holds ``managed_by: <name>`` and ``jobs:``, a list of job specs as the API takes them,
-each with its ``key``. Header values may be ``${ENV_VAR}``: secrets come from the environment, never from the
-file. An applied job carries ``managed_by`` and ``applied_digest`` = ``<shape>.<content>``:
+each with its ``key``. Header values may be ``${VAR}``: secrets come from the environment, never from the
+file, and only from the variables the person applying names: those whose name starts with
+``DUETIME_SECRET_``, and those named with ``--secret-env`` (so one edit to a reviewed file cannot send a CI's
+cloud keys or its duetime token to a URL the file names). An applied job carries ``managed_by`` and
+``applied_digest`` = ``<shape>.<content>``:
 
 - *shape*: a digest of the job as answers show it (secrets redacted), without the two fields; a job whose
   shape differs from the one recorded was edited elsewhere since it was applied (**drift**);
@@ -21,7 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -34,7 +37,9 @@ from duetime.domain.models import MANAGED_BY_PATTERN, JobSpec
 
 MANAGED_FIELDS = frozenset({"managed_by", "applied_digest"})
 MAX_FILE_JOBS = 10_000  # a team's job quota's default
-_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+SECRET_PREFIX = "DUETIME_SECRET_"  # variables of this name are filled without being named
+VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_ENV = re.compile(r"\$\{(" + VARIABLE_NAME.pattern + r")\}")
 
 
 class FileProblem(ValueError):
@@ -73,9 +78,18 @@ def read_job_file(text: str, source: str) -> JobFile:
     return parsed
 
 
-def with_secrets(job: dict[str, Any], env: Mapping[str, str], where: str) -> dict[str, Any]:
-    """``job`` with every ``${VAR}`` in its target's header values replaced by the environment's value;
-    ``FileProblem`` for a variable that is not set."""
+def fillable(variable: str, named: Collection[str]) -> bool:
+    """Whether an apply fills ``${variable}``: its name starts with ``DUETIME_SECRET_``, or the person
+    applying named it (``named``: ``--secret-env``)."""
+    return variable.startswith(SECRET_PREFIX) or variable in named
+
+
+def with_secrets(
+    job: dict[str, Any], env: Mapping[str, str], where: str, named: Collection[str] = ()
+) -> dict[str, Any]:
+    """``job`` with every ``${VAR}`` in its target's header values replaced by the environment's value.
+    ``FileProblem`` naming the variable, the header and the job for a variable that is not ``fillable`` (the
+    environment's other variables are never read) or not set."""
     target = job.get("target")
     if not isinstance(target, dict) or not isinstance(target.get("headers"), dict):
         return job
@@ -83,10 +97,14 @@ def with_secrets(job: dict[str, Any], env: Mapping[str, str], where: str) -> dic
     for name, value in target["headers"].items():
         if isinstance(value, str):
             for variable in _ENV.findall(value):
-                if variable not in env:
+                at = f"{where}.target.headers.{name} (job {job.get('key')!r}): ${{{variable}}}"
+                if not fillable(variable, named):
                     raise FileProblem(
-                        f"{where}.target.headers.{name}: ${{{variable}}} is not set in the environment"
+                        f"{at} is not filled: an apply reads only {SECRET_PREFIX}* variables and those "
+                        f"named with --secret-env (--secret-env {variable} sends this one to the target)"
                     )
+                if variable not in env:
+                    raise FileProblem(f"{at} is not set in the environment")
             value = _ENV.sub(lambda match: env[match.group(1)], value)
         headers[name] = value
     return {**job, "target": {**target, "headers": headers}}
@@ -118,15 +136,19 @@ class DesiredJob:
 
 
 def desired_jobs(
-    files: Sequence[tuple[JobFile, str]], env: Mapping[str, str], now: datetime
+    files: Sequence[tuple[JobFile, str]],
+    env: Mapping[str, str],
+    now: datetime,
+    named: Collection[str] = (),
 ) -> list[DesiredJob]:
     """The jobs ``files`` (each with its name) ask for, validated as the API validates a job (at ``now``),
-    secrets from ``env``. ``FileProblem`` for the first that is not a valid job, or a key two files name."""
+    secrets from ``env`` (the variables ``fillable`` with ``named``). ``FileProblem`` for the first that is
+    not a valid job, a variable not to be filled or not set, or a key two files name."""
     found: dict[str, DesiredJob] = {}
     for file, source in files:
         for index, job in enumerate(file.jobs):
             where = f"{source}: jobs.{index}"
-            body = with_secrets(job, env, where)
+            body = with_secrets(job, env, where, named)
             try:
                 spec = JobSpec.model_validate({**body, "managed_by": file.managed_by}, context={"now": now})
             except ValidationError as exc:

@@ -3,19 +3,20 @@
 A team holds up to ``MAX_TOKENS_PER_TEAM`` tokens, each with a name unique in the team and one scope:
 
 - ``read``: every ``GET`` but the job's signing keys (a secret that lets its holder sign calls as duetime);
-- ``operate``: ``read``, and what runs a team's existing jobs by hand: trigger, backfill, pause, resume,
-  retry and cancel a run;
+- ``operate``: ``read``, and what runs a team's existing jobs by hand, as they are: trigger, backfill, pause,
+  resume, retry and cancel a run;
 - ``admin``: everything: jobs (create, change, delete), the team's settings (its AWS role), the signing keys
-  and the tokens themselves.
+  and the tokens themselves, and a trigger that sends a body of its own (``TRIGGER_BODY_SCOPE``): that run
+  sends what its caller chose to the job's target, with the job's headers and signature, which is changing
+  what the job does.
 
-What a request needs is decided from its method and path alone (``required_scope``), before routing or
-validation, so a refused request learns nothing of its body and changes nothing. Anything not named below
-needs ``admin``: a route added later is closed to ``read`` and ``operate`` tokens until it is listed here.
+Each route of the API declares the scope it needs, once (``duetime.api.access``); it is enforced on the route
+the router matched, before the route's validation runs, so a refused request learns nothing of its body and
+changes nothing. A route that declares nothing needs ``admin``.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -42,20 +43,7 @@ class TokenScope(StrEnum):
         return order.index(self) >= order.index(needed)
 
 
-# POST routes that run existing jobs by hand (``operate``); path parameters are one segment
-_OPERATE = re.compile(r"^/v1/(jobs/[^/]+/(trigger|backfill|pause|resume)|runs/[^/]+/(retry|cancel))/?$")
-# GET routes that answer a secret or the team's tokens (``admin``)
-_ADMIN_READS = re.compile(r"^/v1/(jobs/[^/]+/signing-key|tokens)/?$")
-
-
-def required_scope(method: str, path: str) -> TokenScope:
-    """The scope a request with ``method`` on ``path`` needs (see the module's docstring)."""
-    method = method.upper()
-    if method in {"GET", "HEAD"}:
-        return TokenScope.ADMIN if _ADMIN_READS.match(path) else TokenScope.READ
-    if method == "POST" and _OPERATE.match(path):
-        return TokenScope.OPERATE
-    return TokenScope.ADMIN
+TRIGGER_BODY_SCOPE = TokenScope.ADMIN  # what a trigger with a ``body`` needs (its route needs ``operate``)
 
 
 class TokenIn(BaseModel):
@@ -69,8 +57,9 @@ class TokenIn(BaseModel):
         "starting with a letter or digit (e.g. `ci-deploy`)",
     )
     scope: TokenScope = Field(
-        description="`read`: every GET but signing keys; `operate`: also trigger, backfill, pause, resume, "
-        "retry and cancel; `admin`: everything (jobs, team settings, signing keys, tokens)"
+        description="`read`: every GET but signing keys; `operate`: also trigger (with the job's own body), "
+        "backfill, pause, resume, retry and cancel; `admin`: everything (jobs, team settings, signing keys, "
+        "tokens, a trigger with a body of its own)"
     )
 
 

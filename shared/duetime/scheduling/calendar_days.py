@@ -4,6 +4,8 @@ calendars hold now (``JobSpec.with_days_off``), read from the team's calendars.
 Every resolve reads each calendar it needs again, consistently, *after* the jobs were read: a calendar
 change writes the calendar first and then re-plans the jobs that use it (``duetime.api.calendar_jobs``), so a
 job read after its re-plan is resolved with the calendar that re-plan used or a newer one, never an older one.
+The dates are those stored with the calendar when it was written (``Calendar.stored_days``): a claim decodes
+them and never expands an iCalendar (a year not stored is computed within bounds, ``domain.calendars``).
 The dates of a calendar version are cached for good ((team, name, version) names one content). Jobs that use
 no calendar cost nothing here.
 

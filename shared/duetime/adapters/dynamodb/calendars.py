@@ -13,8 +13,11 @@ Rows (``pk`` / ``sk``):
   (``CalendarChange``), written in the same transaction as the change, kept 90 days (TTL ``ttl``); newest
   first.
 
-A calendar holds its source, at most about 50 KB of JSON (``duetime.domain.calendars``' limits), well within
-DynamoDB's 400 KB item and 4 MB transaction.
+A calendar holds its source and the days it holds in the years around its write (``stored_days``: an item
+written before there were stored days has none), under 200 KB of JSON (``duetime.domain.calendars``' limits;
+a write past ``MAX_STORED_BYTES``, 350 KB, is refused), within DynamoDB's 400 KB item and 4 MB transaction.
+It is read back as stored (``Calendar.from_stored``): its source was checked when written and is not parsed
+again on a read.
 """
 
 from __future__ import annotations
@@ -126,7 +129,7 @@ class DynamoCalendars:
         item = self.client.get_item(
             TableName=self.names.control, Key=_key(team_id, name), ConsistentRead=True
         ).get("Item")
-        return Calendar.model_validate_json(item["calendar"]["S"]) if item and "calendar" in item else None
+        return Calendar.from_stored(item["calendar"]["S"]) if item and "calendar" in item else None
 
     def team_calendars(self, team_id: str, limit: int, cursor: str | None) -> Page:
         """One Query of the team's calendar items, by name; deleted names' items are filtered out (so a
@@ -143,9 +146,7 @@ class DynamoCalendars:
         if start:
             query["ExclusiveStartKey"] = start
         response = self.client.query(**query)
-        calendars = [
-            Calendar.model_validate_json(item["calendar"]["S"]) for item in response.get("Items", [])
-        ]
+        calendars = [Calendar.from_stored(item["calendar"]["S"]) for item in response.get("Items", [])]
         return Page(calendars, encode_cursor(response.get("LastEvaluatedKey")))
 
     def calendar_history(self, team_id: str, name: str, limit: int, cursor: str | None) -> Page:

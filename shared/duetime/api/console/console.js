@@ -243,10 +243,12 @@ function dropToken() {
   window.sessionStorage.removeItem(TOKEN_KEY);
 }
 
-// A link such as .../console/#token=<token> signs in; the fragment leaves the address bar at once. A tab
-// signed in already is not moved silently by a link bringing another token (someone else's link would
-// have what the user enters next go to that person's team): the link's team is looked up with its token,
-// then the user is asked, both teams named; until they choose, the tab keeps its token.
+// A link such as .../console/#token=<token> signs in, once the user says so; the fragment leaves the address
+// bar at once. Nothing is stored until then: someone else's link would otherwise sign the tab in silently and
+// have what the user enters next go to that person's team (login CSRF). The link's team and token are looked
+// up with its token, then an in-page dialog names them: in a tab signed in already, both teams ("Switch
+// teams?"), in one not signed in, the link's ("Sign in with this link?"). Until the user chooses, the tab
+// keeps its token, or stays signed out.
 function consumeTokenFragment() {
   const hash = window.location.hash;
   if (!hash.startsWith('#token=')) return;
@@ -260,43 +262,61 @@ function consumeTokenFragment() {
   token = token.trim();
   const signedIn = getToken();
   if (!token || token === signedIn) return;
-  if (!signedIn) setToken(token);
-  else offerSwitch(token, signedIn).catch((error) => reportError(error, 'Checking the link'));
+  offerLink(token, signedIn).catch((error) => reportError(error, 'Checking the link'));
 }
 
 const teamLabel = (team) => (team.name && team.name !== team.team_id ? `${team.name} (${team.team_id})` : team.team_id);
 
 let linkCheck = 0; // the latest #token= link being checked: an earlier one's answers are dropped
-let switchPrompt = null; // its open dialog
+let linkPrompt = null; // its open dialog
 
-async function offerSwitch(linkToken, signedIn) {
+async function offerLink(linkToken, signedIn) {
   const check = ++linkCheck;
-  if (switchPrompt) switchPrompt.close('superseded');
+  if (linkPrompt) linkPrompt.close('superseded');
   const stale = () => check !== linkCheck;
   let linkTeam;
+  let linkInfo;
   try {
     linkTeam = await api('GET', 'v1/team', { token: linkToken });
+    linkInfo = await api('GET', 'v1/token', { token: linkToken }).catch((error) => {
+      if (error instanceof ApiError && error.status === 404) return null; // an API that cannot say
+      throw error;
+    });
   } catch (error) {
     if (stale()) return;
-    if (error instanceof SignedOut) {
-      announce('The API refused the token in the link. You are still signed in as before.', 'error');
-    } else reportError(error, 'Checking the link’s token');
+    if (error instanceof SignedOut) refusedLink(signedIn);
+    else reportError(error, 'Checking the link’s token');
     return;
   }
-  let currentTeam;
-  try {
-    currentTeam = await api('GET', 'v1/team');
-  } catch (error) {
-    // The tab's own token was refused (it expired): nobody is signed in, so the link signs in, as in a new tab.
-    if (stale() || !(error instanceof SignedOut) || getToken()) throw error;
-    switchTo(linkToken, linkTeam);
+  let currentTeam = null;
+  if (signedIn) {
+    try {
+      currentTeam = await api('GET', 'v1/team');
+    } catch (error) {
+      // The tab's own token was refused (it expired): nobody is signed in, so the link asks as in a new tab.
+      if (stale() || !(error instanceof SignedOut) || getToken()) throw error;
+    }
+  }
+  const expected = currentTeam ? signedIn : null; // the tab's token while the user is asked
+  if (stale() || getToken() !== expected) return;
+  const choice = await askAboutLink(currentTeam, linkTeam, linkInfo);
+  if (stale() || getToken() !== expected) return;
+  if (choice === 'switch' || choice === 'sign-in') switchTo(linkToken, linkTeam);
+  else if (currentTeam) announce(`You are still signed in to team ${teamLabel(currentTeam)}. The link was not used.`, 'info');
+  else {
+    announce('You are not signed in: the link was not used.', 'info');
+    $('#token-input').focus();
+  }
+}
+
+function refusedLink(signedIn) {
+  if (signedIn && getToken() === signedIn) {
+    announce('The API refused the token in the link. You are still signed in as before.', 'error');
     return;
   }
-  if (stale() || getToken() !== signedIn) return;
-  const choice = await askToSwitch(currentTeam, linkTeam);
-  if (stale() || getToken() !== signedIn) return;
-  if (choice === 'switch') switchTo(linkToken, linkTeam);
-  else announce(`You are still signed in to team ${teamLabel(currentTeam)}. The link was not used.`, 'info');
+  const message = 'The API refused the token in the link. You are not signed in.';
+  if (!getToken()) showSignIn(message);
+  announce(message, 'error');
 }
 
 function switchTo(token, team) {
@@ -305,25 +325,47 @@ function switchTo(token, team) {
   route({ focus: true });
 }
 
-// The "switch teams?" dialog: resolves to 'switch', 'stay' (also Escape) or 'superseded'.
-async function askToSwitch(currentTeam, linkTeam) {
-  const [from, to] = [teamLabel(currentTeam), teamLabel(linkTeam)];
-  const another = currentTeam.team_id === linkTeam.team_id;
+// The dialog a #token= link opens: with `currentTeam` (signed in), "Switch teams?", resolving to 'switch' or
+// 'stay' (also Escape); without, "Sign in with this link?", resolving to 'sign-in' or 'cancel' (also Escape);
+// either may resolve to 'superseded' (a newer link). Its first button, the safe choice, has the focus.
+async function askAboutLink(currentTeam, linkTeam, linkInfo) {
+  const to = teamLabel(linkTeam);
+  let question;
+  if (currentTeam) {
+    const from = teamLabel(currentTeam);
+    const another = currentTeam.team_id === linkTeam.team_id;
+    question = {
+      id: 'switch-team',
+      title: 'Switch teams?',
+      text: ['You are signed in to team ', el('strong', { text: from }), '. This link signs you in to team ',
+        el('strong', { text: to }), another ? ' with another of its tokens. Switch?' : ' instead. Switch?'],
+      hint: 'If you did not expect this link, stay: after a switch, what you enter goes to the link’s team.',
+      choices: [['stay', `Stay in ${from}`, 'button secondary'], ['switch', `Switch to ${to}`, 'button']],
+      fallback: 'stay',
+    };
+  } else {
+    const token = linkInfo
+      ? [' with its token ', el('strong', { class: 'token-name', text: linkInfo.name }), ' (scope ',
+        el('span', { class: 'scope-name', text: linkInfo.scope }), ')']
+      : [];
+    question = {
+      id: 'sign-in-link',
+      title: 'Sign in with this link?',
+      text: ['This link signs you in to team ', el('strong', { text: to }), ...token, '. Sign in?'],
+      hint: 'If you did not expect this link, cancel: once signed in, what you enter goes to the link’s team.',
+      choices: [['cancel', 'Cancel', 'button secondary'], ['sign-in', 'Sign in', 'button']],
+      fallback: 'cancel',
+    };
+  }
   let dialog = null;
   const choice = await ask({
-    id: 'switch-team',
-    title: 'Switch teams?',
-    text: ['You are signed in to team ', el('strong', { text: from }), '. This link signs you in to team ',
-      el('strong', { text: to }), another ? ' with another of its tokens. Switch?' : ' instead. Switch?'],
-    hint: 'If you did not expect this link, stay: after a switch, what you enter goes to the link’s team.',
-    choices: [['stay', `Stay in ${from}`, 'button secondary'], ['switch', `Switch to ${to}`, 'button']],
-    fallback: 'stay',
+    ...question,
     opened: (shown) => {
       dialog = shown;
-      switchPrompt = shown;
+      linkPrompt = shown;
     },
   });
-  if (switchPrompt === dialog) switchPrompt = null;
+  if (linkPrompt === dialog) linkPrompt = null;
   return choice;
 }
 
