@@ -48,6 +48,8 @@ OTHER_VARIABLES: dict[str, str] = {
     "`make run` and `make test` set it, production clients do without.",
     "DUETIME_DEPLOYED_PORT": "The port of the LocalStack `make deploy-local` deploys to (4610); the CLI's "
     "`--deployed-local` commands read it.",
+    "DUETIME_SECRET_": "A prefix: `duetime apply` fills a jobs file's `${DUETIME_SECRET_...}` header values "
+    "from the variables so named (any other variable only when named with `--secret-env`).",
 }
 
 # CDK flags whose field in config.py has no comment of its own (or shares one with the field above it).
