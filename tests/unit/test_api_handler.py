@@ -187,3 +187,51 @@ def test_what_the_document_allows_is_what_the_models_accept() -> None:
     rate = re.compile(schema("RateSchedule")["properties"]["rate"]["pattern"])
     assert rate.search("5 minutes") and rate.search("1 day") and not rate.search("0 minutes")
     assert not rate.search("-1 minutes")
+
+
+# --- the body as API Gateway hands it on: base64 when it took it for binary, any bytes a client sent ---------
+
+
+def body_event(body: str | None, base64_encoded: bool) -> dict[str, Any]:
+    return {
+        **api_event("/v1/openapi.json"),
+        "httpMethod": "POST",
+        "headers": {"Content-Type": "application/json"},
+        "body": body,
+        "isBase64Encoded": base64_encoded,
+    }
+
+
+@pytest.mark.parametrize(
+    ("body", "base64_encoded", "message"),
+    [
+        ("//79ew==", True, "the body is not UTF-8 text (JSON is UTF-8, RFC 8259)"),  # \xff\xfe{
+        ("\udcff{}", False, "the body is not UTF-8 text"),  # lone surrogates: what a lenient decoder makes
+        ("not base64!", True, "the body is marked base64 but is not base64"),
+    ],
+)
+def test_a_body_that_is_not_utf8_text_is_a_400_never_a_crash(
+    body: str, base64_encoded: bool, message: str
+) -> None:
+    response = load_handler("api").handler(body_event(body, base64_encoded), LambdaContext())
+    assert response["statusCode"] == 400, response
+    assert json.loads(response["body"])["error"] == {"code": "bad_request", "message": message}
+
+
+def test_a_base64_encoded_body_is_read_as_the_text_it_encodes() -> None:
+    """A JSON body API Gateway took for binary reaches the route as its text: here POST on a GET-only public
+    path, so the answer (405) shows the body passed the size, media type and UTF-8 checks."""
+    import base64
+
+    encoded = base64.b64encode(json.dumps({"name": "ü" * 10}).encode()).decode()
+    response = load_handler("api").handler(body_event(encoded, True), LambdaContext())
+    assert response["statusCode"] == 405, response
+
+
+def test_the_size_limit_counts_the_bytes_a_base64_body_decodes_to() -> None:
+    import base64
+
+    at_limit = base64.b64encode(b'"' + b"a" * (api.MAX_BODY_BYTES - 2) + b'"').decode()  # 4/3 longer as text
+    over = base64.b64encode(b"a" * (api.MAX_BODY_BYTES + 1)).decode()
+    assert load_handler("api").handler(body_event(at_limit, True), LambdaContext())["statusCode"] == 405
+    assert load_handler("api").handler(body_event(over, True), LambdaContext())["statusCode"] == 413
