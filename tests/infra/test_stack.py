@@ -1200,3 +1200,30 @@ def test_private_targets_outside_localstack_need_a_second_flag_that_says_so(tmp_
         {**built, "allow_private_targets": "true", "localstack": "true"}
     ).allow_private_targets
     assert not StackConfig.from_mapping(built).allow_private_targets
+
+
+def test_what_api_gateway_answers_by_itself_is_in_the_apis_error_shape(template: Template) -> None:
+    """API Gateway's own answers (the authorizer's 401 and 403, an unknown path or method, its throttle, a
+    body too large, any other 4xx or 5xx) carry {"error": {"code", "message"}} as the api function's do,
+    rendered as API Gateway renders the template ($context.error.messageString: the message as JSON text)."""
+    from duetime.api.schemas import ErrorOut
+
+    responses = {
+        r["Properties"]["ResponseType"]: r["Properties"]
+        for r in resources(template, "AWS::ApiGateway::GatewayResponse").values()
+    }
+    assert {
+        "DEFAULT_4XX",
+        "DEFAULT_5XX",
+        "UNAUTHORIZED",
+        "ACCESS_DENIED",
+        "MISSING_AUTHENTICATION_TOKEN",
+    } <= set(responses)
+    for kind, response in responses.items():
+        template_text = response["ResponseTemplates"]["application/json"]
+        rendered = template_text.replace("$context.error.messageString", json.dumps('say "why"\\n'))
+        shown = ErrorOut.model_validate_json(rendered)
+        assert shown.error.code and shown.error.message == 'say "why"\\n', kind
+    assert responses["MISSING_AUTHENTICATION_TOKEN"]["StatusCode"] == "404"
+    assert responses["UNAUTHORIZED"]["StatusCode"] == "401"
+    assert responses["THROTTLED"]["ResponseParameters"] == {"gatewayresponse.header.Retry-After": "'1'"}

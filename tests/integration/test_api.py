@@ -109,7 +109,9 @@ def test_jobs_are_listed_with_a_cursor(alpha: Call) -> None:
         if not cursor:
             break
     assert sorted(seen) == sorted(created)
-    assert alpha("GET", "/v1/jobs", query={"cursor": "garbage!"}).status == 422  # not base64: the document says
+    assert (
+        alpha("GET", "/v1/jobs", query={"cursor": "garbage!"}).status == 422
+    )  # not base64: the document says
     assert alpha("GET", "/v1/jobs", query={"cursor": "Z2FyYmFnZQ=="}).status == 400  # base64, not a cursor
     assert alpha("GET", "/v1/jobs", query={"limit": "0"}).status == 422
 

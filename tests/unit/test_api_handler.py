@@ -189,7 +189,7 @@ def test_what_the_document_allows_is_what_the_models_accept() -> None:
     assert not rate.search("-1 minutes")
 
 
-# --- the body as API Gateway hands it on: base64 when it took it for binary, any bytes a client sent ---------
+# --- the body as API Gateway hands it on: base64 when it took it for binary, any bytes a client sent -------
 
 
 def body_event(body: str | None, base64_encoded: bool) -> dict[str, Any]:

@@ -58,6 +58,41 @@ TOKENS_CHECKED_BY_THE_API_FUNCTION = [  # localstack=true
 ]
 
 
+# What API Gateway answers by itself (before or instead of the api function), in the API's own error shape
+# (``ErrorOut``: {"error": {"code", "message"}}) instead of its {"message": ...}: response type -> the
+# status (None: API Gateway's own), the code, and headers. A path no resource holds, or a method API Gateway
+# does not serve (TRACE, CONNECT), is MISSING_AUTHENTICATION_TOKEN, out of the box a 403 "Missing
+# Authentication Token": here a 404. Every other 4xx and 5xx falls to DEFAULT_4XX / DEFAULT_5XX.
+GATEWAY_ERRORS: dict[str, tuple[str | None, str, dict[str, str]]] = {
+    "UNAUTHORIZED": ("401", "unauthorized", {}),  # the TeamAuthorizer's refusal
+    "ACCESS_DENIED": ("403", "forbidden", {}),  # its Deny: a disabled team
+    "MISSING_AUTHENTICATION_TOKEN": ("404", "not_found", {}),
+    "THROTTLED": ("429", "rate_limited", {"Retry-After": "1"}),  # the stage's throttle
+    "REQUEST_TOO_LARGE": ("413", "payload_too_large", {}),
+    "UNSUPPORTED_MEDIA_TYPE": ("415", "unsupported_media_type", {}),
+    "BAD_REQUEST_BODY": ("400", "bad_request", {}),
+    "BAD_REQUEST_PARAMETERS": ("400", "bad_request", {}),
+    "DEFAULT_4XX": (None, "bad_request", {}),
+    "DEFAULT_5XX": (None, "internal", {}),
+}
+# API Gateway's own words for what went wrong, as a JSON string ($context.error.messageString is quoted)
+GATEWAY_ERROR_TEMPLATE = '{"error": {"code": "%s", "message": $context.error.messageString}}'
+
+
+def gateway_error_shapes(api: apigateway.RestApi) -> None:
+    """API Gateway's own answers (``GATEWAY_ERRORS``) in the API's error shape."""
+    for response_type, (status, code, headers) in GATEWAY_ERRORS.items():
+        api.add_gateway_response(
+            response_type.lower().replace("_", "-"),
+            type=getattr(
+                apigateway.ResponseType, response_type.replace("_4XX", "_4_XX").replace("_5XX", "_5_XX")
+            ),
+            status_code=status,
+            response_headers={name: f"'{value}'" for name, value in headers.items()},
+            templates={"application/json": GATEWAY_ERROR_TEMPLATE % code},
+        )
+
+
 class Api(Construct):
     """API Gateway (REST) -> the api function. ``/v1/{proxy+}`` is behind the ``TeamAuthorizer`` (a TOKEN
     authorizer, results cached ``authorizer_cache_seconds``, 5 minutes by default) unless the config leaves
@@ -162,6 +197,7 @@ class Api(Construct):
                 ),
             ),
         )
+        gateway_error_shapes(api)
         public, private = _routes(api, apigateway.LambdaIntegration(handler), authorizer)
         _suppress_with_reasons(api, public, private, team_authorizer=authorizer is not None)
         return api
