@@ -580,10 +580,24 @@ def test_api_has_the_team_authorizer_throttling_and_access_logs(template: Templa
     assert {m["HttpMethod"] for m in methods} == {"ANY"}
     public = [m for m in methods if m.get("AuthorizationType", "NONE") == "NONE"]
     paths = resources(template, "AWS::ApiGateway::Resource")
-    parts = {name: r["Properties"]["PathPart"] for name, r in paths.items()}
-    public_parts = sorted(parts[m["ResourceId"]["Ref"]] for m in public)
-    # /healthz, /v1/openapi.json, and the console's static files (/console, /console/{proxy+})
-    assert public_parts == ["console", "healthz", "openapi.json", "{proxy+}"]
+
+    def path_of(resource_id: Any) -> str:
+        if "Ref" not in resource_id:  # Fn::GetAtt [the API, RootResourceId]
+            return ""
+        resource = paths[resource_id["Ref"]]["Properties"]
+        return path_of(resource["ParentId"]) + "/" + resource["PathPart"]
+
+    # /healthz, /v1/openapi.json, the console's static files; every other path outside /v1 (the api function
+    # answers 401 or 404 there), so API Gateway's own "Missing Authentication Token" is left for methods it
+    # serves on no path. /v1/{proxy+} is behind the authorizer.
+    assert sorted(path_of(m["ResourceId"]) or "/" for m in public) == [
+        "/",
+        "/console",
+        "/console/{proxy+}",
+        "/healthz",
+        "/v1/openapi.json",
+        "/{proxy+}",
+    ]
 
 
 API = "functions/api/handler.handler"
@@ -1224,6 +1238,10 @@ def test_what_api_gateway_answers_by_itself_is_in_the_apis_error_shape(template:
         rendered = template_text.replace("$context.error.messageString", json.dumps('say "why"\\n'))
         shown = ErrorOut.model_validate_json(rendered)
         assert shown.error.code and shown.error.message == 'say "why"\\n', kind
-    assert responses["MISSING_AUTHENTICATION_TOKEN"]["StatusCode"] == "404"
+    unserved = responses["MISSING_AUTHENTICATION_TOKEN"]  # a method API Gateway serves on no path: TRACE
+    assert unserved["StatusCode"] == "405"
+    assert unserved["ResponseParameters"] == {
+        "gatewayresponse.header.Allow": "'DELETE, GET, PATCH, POST, PUT'"
+    }
     assert responses["UNAUTHORIZED"]["StatusCode"] == "401"
     assert responses["THROTTLED"]["ResponseParameters"] == {"gatewayresponse.header.Retry-After": "'1'"}

@@ -192,8 +192,9 @@ def test_through_the_deployed_api_gateway_a_hostile_request_is_refused_in_the_ap
     deployed: Deployed,
 ) -> None:
     """What only the stack's own API Gateway hands on: a body that is not UTF-8 (the function crashed on it:
-    502), a read token's path spellings of admin reads, a path no resource holds and a method API Gateway does
-    not serve (its 403 "Missing Authentication Token" out of the box: the stack answers 404). What LocalStack
+    502), a read token's path spellings of admin reads, a path of no route (the api function's 401, then 404)
+    and a method API Gateway serves on no path (its 403 "Missing Authentication Token" out of the box: 405
+    here). What LocalStack
     cannot show: it applies a gateway response's status but not its body template (the template's shape is
     checked on the synthesized stack:
     ``test_what_api_gateway_answers_by_itself_is_in_the_apis_error_shape``)."""
@@ -212,8 +213,9 @@ def test_through_the_deployed_api_gateway_a_hostile_request_is_refused_in_the_ap
     for spelled in ("/v1/tokens/", "/v1/tokens//", "/v1/tokens%2F", "/v1/jobs/x/signing-key/"):
         answer = http.request("GET", base + spelled, headers=reader)
         assert answer.status in {403, 404}, (spelled, answer.status, answer.data[:300])
-    for method, path in (("TRACE", "/healthz"), ("GET", "/nothing-here")):
-        assert http.request(method, base + path).status == 404, (method, path)
+    assert http.request("GET", base + "/nothing-here").status == 401  # the api function's: no token
+    assert http.request("GET", base + "/nothing-here", headers=reader).status == 404
+    assert http.request("TRACE", base + "/healthz").status == 405  # API Gateway serves TRACE on no path
     deployed.client.request("DELETE", f"/v1/tokens/{issued['token_id']}")
 
 

@@ -60,13 +60,17 @@ TOKENS_CHECKED_BY_THE_API_FUNCTION = [  # localstack=true
 
 # What API Gateway answers by itself (before or instead of the api function), in the API's own error shape
 # (``ErrorOut``: {"error": {"code", "message"}}) instead of its {"message": ...}: response type -> the
-# status (None: API Gateway's own), the code, and headers. A path no resource holds, or a method API Gateway
-# does not serve (TRACE, CONNECT), is MISSING_AUTHENTICATION_TOKEN, out of the box a 403 "Missing
-# Authentication Token": here a 404. Every other 4xx and 5xx falls to DEFAULT_4XX / DEFAULT_5XX.
+# status (None: API Gateway's own), the code, and headers. Every path reaches the api function (``_routes``:
+# a catch-all), so MISSING_AUTHENTICATION_TOKEN (out of the box a 403 "Missing Authentication Token") is
+# left only for a method API Gateway serves on no resource (TRACE, CONNECT, a made-up one): a 405, whose
+# Allow names every method the API serves somewhere (API Gateway cannot tell the path's own; the function
+# answers a served method the path does not take with the path's exact Allow). Every other 4xx and 5xx
+# falls to DEFAULT_4XX / DEFAULT_5XX.
+SERVED_METHODS = "DELETE, GET, PATCH, POST, PUT"
 GATEWAY_ERRORS: dict[str, tuple[str | None, str, dict[str, str]]] = {
     "UNAUTHORIZED": ("401", "unauthorized", {}),  # the TeamAuthorizer's refusal
     "ACCESS_DENIED": ("403", "forbidden", {}),  # its Deny: a disabled team
-    "MISSING_AUTHENTICATION_TOKEN": ("404", "not_found", {}),
+    "MISSING_AUTHENTICATION_TOKEN": ("405", "method_not_allowed", {"Allow": SERVED_METHODS}),
     "THROTTLED": ("429", "rate_limited", {"Retry-After": "1"}),  # the stage's throttle
     "REQUEST_TOO_LARGE": ("413", "payload_too_large", {}),
     "UNSUPPORTED_MEDIA_TYPE": ("415", "unsupported_media_type", {}),
@@ -270,6 +274,13 @@ def _routes(
     public += [
         console.add_method("ANY", integration, request_validator=validator),
         console.add_proxy(any_method=False).add_method("ANY", integration, request_validator=validator),
+    ]
+    # Every other path too (``/``, ``/anything``): the api function answers it (401 without a token, else 404
+    # or 405 with the path's Allow) in the API's error shape, so API Gateway's own "Missing Authentication
+    # Token" is left for methods it serves on no path (``GATEWAY_ERRORS``).
+    public += [
+        api.root.add_method("ANY", integration, request_validator=validator),
+        api.root.add_proxy(any_method=False).add_method("ANY", integration, request_validator=validator),
     ]
     # No validator on the proxy: it declares no models or parameters, so one would check nothing (and
     # CDK never applied the one given in its default method options).
