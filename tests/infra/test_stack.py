@@ -1025,8 +1025,8 @@ def test_a_localstack_stack_leaves_out_only_what_localstack_cannot_create(
     expected = {k: n - LEFT_OUT_ON_LOCALSTACK.get(k, 0) for k, n in counts(template).items()}
     assert counts(local) == {k: n for k, n in expected.items() if n}
     # Everything else is there: tables, queues, pollers and their rules, the worker and its event source, the
-    # prescaler and its rule, the API with its five methods (healthz, openapi.json, the proxy, the console's
-    # two) and stage, the alarms and the topic.
+    # prescaler and its rule, the API with its seven methods (healthz, openapi.json, the proxy, the console's
+    # two, the root and its catch-all) and stage, the alarms and the topic.
     for kind, count in {
         "AWS::DynamoDB::GlobalTable": 3,
         "AWS::SQS::Queue": 2,
@@ -1034,7 +1034,7 @@ def test_a_localstack_stack_leaves_out_only_what_localstack_cannot_create(
         "AWS::Events::Rule": 5,
         "AWS::Lambda::EventSourceMapping": 1,
         "AWS::ApiGateway::RestApi": 1,
-        "AWS::ApiGateway::Method": 5,
+        "AWS::ApiGateway::Method": 7,
         "AWS::ApiGateway::Stage": 1,
         "AWS::CloudWatch::Alarm": 8,
         "AWS::SNS::Topic": 1,
