@@ -161,7 +161,7 @@ def test_the_cli_cancels_a_running_run_whose_answer_is_then_discarded(local: Loc
     created = cli(
         local,
         *("jobs", "create", "--name", "slow", "--rate", "1 hour", "--json"),
-        *("--target-url", f"{local.url}/demo/target?sleep=3"),
+        *("--target-url", f"{local.url}/demo/target?sleep=8"),  # long enough for a CLI start on a busy host
     )
     job = json.loads(created.stdout)
     run_id = json.loads(cli(local, "jobs", "trigger", job["id"], "--json").stdout)["run_id"]
