@@ -75,17 +75,7 @@ mkdir -p "$tmp"
 remove_distributions "$tmp" $LEFT_TO_RUNTIME
 rm -rf "$tmp/bin"  # console scripts, pointing at this machine's Python
 cp -r "$ROOT/shared/duetime" "$tmp/duetime"
-# The commit the asset is built from, read by duetime.build_info (the asset has no .git): git's answer, by the
-# module's own rule (short sha, -dirty for uncommitted changes to tracked files), or "unknown".
-"$PY" - "$ROOT/shared" "$tmp/duetime/COMMIT" <<'PYEOF'
-import sys
-from pathlib import Path
-
-sys.path.insert(0, sys.argv[1])
-from duetime.build_info import UNKNOWN, commit_from_git
-
-Path(sys.argv[2]).write_text((commit_from_git(Path(sys.argv[1])) or UNKNOWN) + "\n", encoding="utf-8")
-PYEOF
+"$ROOT/scripts/stamp_commit.sh" "$tmp"  # the commit it is built from (duetime.build_info)
 for fn in "$ROOT"/functions/*/; do
   name="$(basename "$fn")"
   mkdir -p "$tmp/functions/$name"
