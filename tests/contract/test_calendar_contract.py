@@ -203,3 +203,20 @@ def test_a_calendar_written_before_days_were_stored_is_read_and_its_days_compute
         date(2031, 12, 25): "Office closed",
     }
     assert [c.name for c in store.team_calendars("team-a", 10, None).items] == ["office"]
+
+
+@pytest.mark.integration
+def test_the_release_before_stored_days_still_reads_a_calendar_this_one_writes(dynamodb_tables: Any) -> None:
+    """The release before stored days (484f692) reads an item's ``calendar`` JSON with a model that refuses
+    a field it does not know: the days are an attribute beside it, which that release never reads, and the
+    JSON holds only the fields that release wrote itself (docs/stored-formats.md, rule 3)."""
+    office = CalendarSource(ical=OLD_ITEM_CALENDAR["source"]["ical"])
+    calendar = a_calendar("office", source=office).model_copy(
+        update={"stored_days": days_to_store(office, at(0)), "created_at": at(0), "updated_at": at(0)}
+    )
+    store = DynamoCatalog(*dynamodb_tables)
+    assert create(store, calendar)
+    item = store.client.get_item(
+        TableName=store.names.control, Key={"pk": {"S": "calendar#team-a"}, "sk": {"S": "office"}}
+    )["Item"]
+    assert set(json.loads(item["calendar"]["S"])) <= set(OLD_ITEM_CALENDAR) and "days" in item

@@ -224,10 +224,15 @@ class Calendar(CalendarSpec):
         return (self.team, self.name, self.version)
 
     @classmethod
-    def from_stored(cls, text: str) -> Calendar:
-        """A calendar from the JSON a store kept: its source is not checked again (it was when written), so
-        reading one parses no iCalendar."""
-        return cls.model_validate_json(text, context=STORED)
+    def from_stored(cls, text: str, days: str | None = None) -> Calendar:
+        """A calendar from the JSON a store kept (and its stored days' JSON, kept beside it): its source is
+        not checked again (it was when written), so reading one parses no iCalendar."""
+        calendar = cls.model_validate_json(text, context=STORED)
+        if days is None:
+            return calendar
+        return calendar.model_copy(
+            update={"stored_days": StoredDays.model_validate_json(days, context=STORED)}
+        )
 
 
 def named_days_of_year(source: CalendarSource | CalendarSpec, year: int) -> dict[date, str | None]:

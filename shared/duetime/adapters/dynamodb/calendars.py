@@ -54,13 +54,20 @@ def _key(team_id: str, name: str) -> Item:
 
 
 def _stored(calendar: Calendar) -> str:
-    """The calendar's JSON, its instants to the second (as every row of the table keeps them)."""
+    """The calendar's JSON, its instants to the second (as every row of the table keeps them), without its
+    days: those are an attribute of their own (``days``), which the release before them, whose ``Calendar``
+    refuses a field it does not know, never reads (docs/stored-formats.md, rule 3)."""
     return calendar.model_copy(
         update={
             "created_at": datetime.fromisoformat(iso_z(calendar.created_at)),
             "updated_at": datetime.fromisoformat(iso_z(calendar.updated_at)),
         }
-    ).model_dump_json()
+    ).model_dump_json(exclude={"stored_days"})
+
+
+def _calendar(item: Item) -> Calendar:
+    """The calendar an item holds, with its stored days if it has them."""
+    return Calendar.from_stored(item["calendar"]["S"], item["days"]["S"] if "days" in item else None)
 
 
 class DynamoCalendars:
@@ -129,7 +136,7 @@ class DynamoCalendars:
         item = self.client.get_item(
             TableName=self.names.control, Key=_key(team_id, name), ConsistentRead=True
         ).get("Item")
-        return Calendar.from_stored(item["calendar"]["S"]) if item and "calendar" in item else None
+        return _calendar(item) if item and "calendar" in item else None
 
     def team_calendars(self, team_id: str, limit: int, cursor: str | None) -> Page:
         """One Query of the team's calendar items, by name; deleted names' items are filtered out (so a
@@ -146,7 +153,7 @@ class DynamoCalendars:
         if start:
             query["ExclusiveStartKey"] = start
         response = self.client.query(**query)
-        calendars = [Calendar.from_stored(item["calendar"]["S"]) for item in response.get("Items", [])]
+        calendars = [_calendar(item) for item in response.get("Items", [])]
         return Page(calendars, encode_cursor(response.get("LastEvaluatedKey")))
 
     def calendar_history(self, team_id: str, name: str, limit: int, cursor: str | None) -> Page:
@@ -169,11 +176,14 @@ class DynamoCalendars:
     # --- items ------------------------------------------------------------------------------------------
 
     def _item(self, calendar: Calendar) -> Item:
-        return {
+        item = {
             **_key(calendar.team, calendar.name),
             "calendar": string_attribute(_stored(calendar)),
             "version": number_attribute(calendar.version),
         }
+        if calendar.stored_days is not None:
+            item["days"] = string_attribute(calendar.stored_days.model_dump_json())
+        return item
 
     def _calendar_history_put(self, change: CalendarChange) -> TransactWriteItemTypeDef:
         """The change's row, keyed by its place in the history (``CalendarChange.order_key``): new by
