@@ -220,3 +220,17 @@ def test_the_release_before_stored_days_still_reads_a_calendar_this_one_writes(d
         TableName=store.names.control, Key={"pk": {"S": "calendar#team-a"}, "sk": {"S": "office"}}
     )["Item"]
     assert set(json.loads(item["calendar"]["S"])) <= set(OLD_ITEM_CALENDAR) and "days" in item
+
+
+def test_a_changed_calendar_s_stored_days_are_the_new_ones(store: Any) -> None:
+    office = CalendarSource(ical=OLD_ITEM_CALENDAR["source"]["ical"])
+    calendar = a_calendar("office", source=office).model_copy(
+        update={"stored_days": days_to_store(office, at(0)), "created_at": at(0), "updated_at": at(0)}
+    )
+    assert create(store, calendar)
+    changed = update(store, calendar, source=EVES, stored_days=days_to_store(EVES, at(5)))
+    assert changed is not None
+    read = store.get_calendar("team-a", "office")
+    assert read is not None and read.stored_days == changed.stored_days != calendar.stored_days
+    assert update(store, changed, stored_days=None) is not None  # a change without days leaves none stale
+    assert store.get_calendar("team-a", "office").stored_days is None

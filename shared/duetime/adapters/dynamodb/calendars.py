@@ -99,18 +99,26 @@ class DynamoCalendars:
 
     def replace_calendar(self, before: Calendar, after: Calendar, change: CalendarChange) -> bool:
         """Set ``after`` on ``before``'s item (CALENDAR_VERSION_IS), with its history row, in one transaction;
-        an update, not a put, so the item's count of the jobs using it (``jobs_using``) stays."""
+        an update, not a put, so the item's count of the jobs using it (``jobs_using``) stays. Its stored days
+        go with it (``days``: set, or removed when ``after`` has none)."""
+        values = {
+            ":expected_version": number_attribute(before.version),
+            ":calendar": string_attribute(_stored(after)),
+            ":version": number_attribute(after.version),
+        }
+        expression = "SET calendar = :calendar, version = :version"
+        if after.stored_days is not None:
+            expression += ", days = :days"
+            values[":days"] = string_attribute(after.stored_days.model_dump_json())
+        else:
+            expression += " REMOVE days"
         update: TransactWriteItemTypeDef = {
             "Update": {
                 "TableName": self.names.control,
                 "Key": _key(after.team, after.name),
-                "UpdateExpression": "SET calendar = :calendar, version = :version",
+                "UpdateExpression": expression,
                 "ConditionExpression": c.CALENDAR_VERSION_IS.expression,
-                "ExpressionAttributeValues": {
-                    ":expected_version": number_attribute(before.version),
-                    ":calendar": string_attribute(_stored(after)),
-                    ":version": number_attribute(after.version),
-                },
+                "ExpressionAttributeValues": values,
             }
         }
         return transaction_committed(self.client, [update, self._calendar_history_put(change)])
@@ -122,7 +130,7 @@ class DynamoCalendars:
             "Update": {
                 "TableName": self.names.control,
                 "Key": _key(calendar.team, calendar.name),
-                "UpdateExpression": "REMOVE calendar",
+                "UpdateExpression": "REMOVE calendar, days",
                 "ConditionExpression": c.CALENDAR_UNUSED.expression,
                 "ExpressionAttributeValues": {
                     ":expected_version": number_attribute(calendar.version),
