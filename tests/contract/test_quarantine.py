@@ -83,6 +83,27 @@ def test_a_sweep_claims_every_good_job_of_the_bucket_and_quarantines_the_bad_row
     assert subject.store.count_due(PARTITION, minute_bucket(T0)) == 1  # never deleted
 
 
+def test_a_page_of_unreadable_rows_only_does_not_hide_the_good_jobs_after_it(
+    subject: Subject, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Quarantined rows never leave their bucket: a sweep reads on past a page of them, and a settled
+    bucket's mark moves only once its good jobs are read."""
+    *bad, good = ids_in_partition(PARTITION, 5)
+    for n, job_id in enumerate(bad):
+        subject.put_unreadable(a_job(at(n), job_id), at(-30), "invalid JSON")
+    subject.put_job(a_job(at(20), good), at(-30))
+    clock = ManualClock(T0 + timedelta(minutes=2))  # the bucket settled: its mark may move this sweep
+    config = PollerConfig(partitions=[PARTITION], preload_lead=None, page_size=2)
+    poller = Poller(subject.store, subject.store, MemoryQueue(clock), MemoryAlerts(), clock, config)
+
+    with caplog.at_level(logging.WARNING, logger=QUARANTINE_LOG):
+        report = poller.claim()
+
+    assert (report.claimed_jobs, report.unreadable_rows) == (1, 4)
+    assert [run.job_id for run in report.runs] == [good]
+    assert len(quarantined(caplog)) == 4
+
+
 @pytest.mark.parametrize("how", ["invalid JSON", "a required field missing"])
 def test_the_minute_preload_fires_every_good_row_and_quarantines_the_bad_one(
     subject: Subject, how: str, caplog: pytest.LogCaptureFixture

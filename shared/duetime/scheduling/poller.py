@@ -147,23 +147,28 @@ def find_due_jobs(
         mark = marks.get(partition, current)
         bucket_start = parse_minute_bucket(mark)
         new_mark = mark
+        after: str | None = None  # within a bucket, past a page of rows that cannot be read only
         while minute_bucket(bucket_start) <= current and len(due) < config.max_claims_per_tick:
             bucket = minute_bucket(bucket_start)
             limit = min(config.page_size, config.max_claims_per_tick - len(due))  # a paced sweep reads less
             refused: list[UnreadableRow] = []
-            rows = store.due_jobs(partition, bucket, now, limit, unreadable=refused)
+            rows = store.due_jobs(partition, bucket, now, limit, after, unreadable=refused)
             report.queries += 1
             unreadable += refused
             for job in rows:
                 if skip is None or not skip(job):
                     due.setdefault(job.id, job)
+            if len(rows) + len(refused) == limit:
+                if not rows:  # quarantined rows only: they never leave the bucket, so read on past them
+                    after = refused[-1].due_key
+                    continue
+                break  # the bucket has more; the next tick reads on after these are claimed
             settled = bucket_start + MINUTE + config.bucket_settle <= now
             if not rows and settled and new_mark == bucket:
                 # empty for good but for rows that cannot be read (left there, quarantined): not read again
                 new_mark = minute_bucket(bucket_start + MINUTE)
-            if len(rows) + len(refused) == limit:
-                break  # the bucket has more; the next tick reads on after these are claimed
             bucket_start += MINUTE
+            after = None
         if new_mark != mark:
             advanced[partition] = new_mark
     if advanced:
