@@ -73,7 +73,9 @@ unit: venv
 $(ASSET)/.built: pyproject.toml scripts/build_lambda.sh $(shell find shared/duetime functions -name '*.py' -o -path '*/console/*' -type f) | venv
 	scripts/build_lambda.sh $(ASSET)
 
+# After a commit that changed no source, the built asset is only restamped with the commit (stamp_commit.sh).
 lambda-assets: $(ASSET)/.built
+	@scripts/stamp_commit.sh $(ASSET)
 
 # The same asset with wheels for this machine (build/lambda-local), for LocalStack's duetime-process executor,
 # which runs the functions as local processes on LocalStack's Python 3.13 (localstack/README.md).
@@ -82,6 +84,7 @@ $(LOCAL_ASSET)/.built: pyproject.toml scripts/build_lambda.sh $(shell find share
 	LAMBDA_ARCH=local scripts/build_lambda.sh $(LOCAL_ASSET)
 
 lambda-assets-local: $(LOCAL_ASSET)/.built
+	@scripts/stamp_commit.sh $(LOCAL_ASSET)
 
 # A second LocalStack to deploy the stack into (port DUETIME_DEPLOYED_PORT, default 4610): Lambda runs real
 # handlers without Docker, DynamoDB runs offline; see localstack/README.md.

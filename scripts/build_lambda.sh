@@ -75,6 +75,7 @@ mkdir -p "$tmp"
 remove_distributions "$tmp" $LEFT_TO_RUNTIME
 rm -rf "$tmp/bin"  # console scripts, pointing at this machine's Python
 cp -r "$ROOT/shared/duetime" "$tmp/duetime"
+"$ROOT/scripts/stamp_commit.sh" "$tmp"  # the commit it is built from (duetime.build_info)
 for fn in "$ROOT"/functions/*/; do
   name="$(basename "$fn")"
   mkdir -p "$tmp/functions/$name"

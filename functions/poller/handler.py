@@ -13,7 +13,7 @@ import time
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from duetime import wiring
+from duetime import build_info, wiring
 from duetime.scheduling.events import PollerTick
 from duetime.scheduling.poller_lease import invocation_id
 from duetime.tracing import TRACED_MODULES
@@ -23,6 +23,7 @@ RETURN_MARGIN_SECONDS = 10  # the run ends this long before Lambda's timeout: gi
 logger = Logger(service="duetime-poller")
 metrics = Metrics(namespace="duetime", service="poller")
 tracer = Tracer(service="duetime-poller", patch_modules=TRACED_MODULES)
+build_info.log_cold_start(logger)
 
 
 @logger.inject_lambda_context(log_event=False)

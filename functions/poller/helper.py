@@ -8,7 +8,7 @@ import time
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from duetime import wiring
+from duetime import build_info, wiring
 from duetime.scheduling.events import HelperEvent
 from duetime.scheduling.poller_lease import invocation_id
 from duetime.tracing import TRACED_MODULES
@@ -16,6 +16,7 @@ from duetime.tracing import TRACED_MODULES
 logger = Logger(service="duetime-poller-helper")
 metrics = Metrics(namespace="duetime", service="poller-helper")
 tracer = Tracer(service="duetime-poller-helper", patch_modules=TRACED_MODULES)
+build_info.log_cold_start(logger)
 
 
 @logger.inject_lambda_context(log_event=False)

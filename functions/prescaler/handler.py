@@ -7,11 +7,12 @@ looks again."""
 from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from duetime import wiring
+from duetime import build_info, wiring
 from duetime.tracing import TRACED_MODULES
 
 logger = Logger(service="duetime-prescaler")
 tracer = Tracer(service="duetime-prescaler", patch_modules=TRACED_MODULES)
+build_info.log_cold_start(logger)
 
 
 @logger.inject_lambda_context(log_event=False)

@@ -5,7 +5,7 @@ from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.utilities.data_classes import SQSEvent
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from duetime import wiring
+from duetime import build_info, wiring
 from duetime.execution.run_batch import work_batch
 from duetime.observability import record_work
 from duetime.scheduling.warmup import is_warmup
@@ -14,6 +14,7 @@ from duetime.tracing import TRACED_MODULES
 logger = Logger(service="duetime-worker")
 metrics = Metrics(namespace="duetime", service="worker")
 tracer = Tracer(service="duetime-worker", patch_modules=TRACED_MODULES)
+build_info.log_cold_start(logger)
 
 
 @logger.inject_lambda_context(log_event=False)

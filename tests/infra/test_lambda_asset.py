@@ -5,6 +5,7 @@ carry urllib3, which duetime calls untrusted targets with: one with the decompre
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
 import shutil
@@ -121,7 +122,11 @@ def test_the_handlers_import_from_the_asset_with_the_runtimes_sdk(tmp_path: Path
         [python_313(), "-I", "-S", "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120
     )
     assert result.returncode == 0, result.stderr
-    *sdk_modules, urllib3 = result.stdout.split()
+    # Each handler's cold-start line (powertools' JSON on stdout) names the commit the asset was built from.
+    logged = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    commit = (asset / "duetime" / "COMMIT").read_text(encoding="utf-8").strip()
+    assert [(line["message"], line["commit"]) for line in logged] == [("cold start", commit)] * len(HANDLERS)
+    *sdk_modules, urllib3 = [line for line in result.stdout.splitlines() if not line.startswith("{")]
     assert all(path.startswith(str(sdk)) for path in sdk_modules)
     assert urllib3.startswith(str(asset))
 
@@ -153,3 +158,22 @@ def test_the_cdk_app_imports_no_benchmark_code_by_any_chain() -> None:
     ).stdout.split("\n")
     assert out[0] == "[]", out[0]
     assert out[1] == "True"  # the probe did load the app's capacity model
+
+
+@pytest.mark.parametrize("asset", ASSETS.values(), ids=ASSETS.keys())
+def test_the_lambda_asset_carries_the_commit_it_was_built_from(asset: Path) -> None:
+    """scripts/build_lambda.sh writes the commit into the asset (duetime/COMMIT), which has no .git: duetime's
+    build_info, imported from the asset with no git to ask, answers it (issue 49, item 3)."""
+    written = (built(asset) / "duetime" / "COMMIT").read_text(encoding="utf-8").strip()
+    assert re.fullmatch(r"[0-9a-f]{7,40}(-dirty)?", written)
+    probe = "import sys; sys.path.insert(0, sys.argv[1]); import duetime.build_info as b; print(b.commit())"
+    answer = subprocess.run(
+        [sys.executable, "-c", probe, str(asset)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=asset,
+        env={"PATH": "", "PYTHONSAFEPATH": "1"},
+    )
+    assert answer.stdout.strip() == written
+    assert not (ROOT / "shared" / "duetime" / "COMMIT").exists()  # only the asset has one

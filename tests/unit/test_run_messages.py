@@ -57,7 +57,6 @@ def test_a_run_too_big_to_carry_travels_by_name_only() -> None:
         {"attempt": 2},  # the message names attempt 1
         {"run_id": "01JD0000000000000000000000@2026-12-01T10:00:00Z"},
         {"target": "https://example.com"},  # not a target
-        {"surprise": 1},  # runs forbid fields they do not have
         {"owner": "worker-x"},  # a waiting run has no owner, lease or result
         {"result": {"status_code": 200, "duration_ms": 1}},
     ],
@@ -67,6 +66,16 @@ def test_a_body_carrying_another_or_no_valid_run_is_not_a_run_message(change: di
     body["run"].update(change)
     with pytest.raises(ValueError):
         decode(json.dumps(body))
+
+
+def test_a_field_a_later_release_adds_to_a_carried_run_is_ignored() -> None:
+    """A newer poller's message read by this worker (docs/stored-formats.md): the run is read without it; the
+    lease still takes only the run the table holds (``RUN_AS_CARRIED``)."""
+    run = a_claimed_run()
+    body = json.loads(encode(RunMessage.carrying(run)))
+    body["run"].update({"surprise": 1})
+    body["run"]["target"].update({"surprise": {"nested": True}})
+    assert decode(json.dumps(body)).run == decode(encode(RunMessage.carrying(run))).run
 
 
 def test_a_carried_run_without_its_reap_entry_flag_is_not_a_run_message() -> None:

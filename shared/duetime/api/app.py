@@ -22,7 +22,7 @@ from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer, Tag
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path, Query
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
-from duetime import __version__
+from duetime import __version__, build_info
 from duetime.api.access import PUBLIC, RouteGuardedResolver, needs
 from duetime.api.authorizer import request_caller
 from duetime.api.calendar_schemas import CalendarChangeOut, CalendarHistory, CalendarList, CalendarOut
@@ -389,7 +389,7 @@ def allowed_methods(path: str) -> list[str]:
     security=PUBLIC,
 )
 def healthz() -> Health:
-    return Health(status="ok", version=__version__)
+    return Health(status="ok", version=build_info.version, commit=build_info.commit())
 
 
 @app.get(

@@ -345,7 +345,10 @@ class BackfillOut(Out):
 
 class Health(Out):
     status: str
-    version: str
+    version: str = Field(description="duetime's version (semantic versioning)")
+    commit: str = Field(
+        description="the commit it was built from: a git short sha, -dirty with uncommitted changes, unknown"
+    )
 
 
 class JobChangeOut(Out):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from duetime import build_info
 from duetime.cli import apply, calendars, jobs, plan, system, team, teams
 from duetime.cli.common import UsageError
 from duetime.cli.jobs import notify_channel, spec_from_args
@@ -23,10 +24,25 @@ GROUPS = (system, jobs, apply, calendars, team, teams, plan)  # in the order `du
 
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="duetime", description="A distributed job scheduler.")
+    root.add_argument("--version", action=VersionAction)
     commands = root.add_subparsers(dest="command", required=True)
     for group in GROUPS:
         group.add_commands(commands)
     return root
+
+
+class VersionAction(argparse.Action):
+    """``duetime --version``: ``duetime 0.1.0 (commit 1a2b3c4)``. The commit is asked for only here, so no
+    other command runs git."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: object) -> None:
+        super().__init__(
+            option_strings, dest, nargs=0, default=argparse.SUPPRESS, help="print the version and commit"
+        )
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
+        print(f"{parser.prog} {build_info.describe()}")
+        parser.exit()
 
 
 def main(argv: list[str] | None = None) -> int:

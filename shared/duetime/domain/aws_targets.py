@@ -25,8 +25,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, Literal, Self
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue, ValidationInfo, field_validator
+from pydantic import AfterValidator, ConfigDict, Field, JsonValue, ValidationInfo, field_validator
 
+from duetime.domain.stored_format import ReadsStoredTolerantly
 from duetime.domain.timeutil import iso_z
 
 MAX_PAYLOAD_BYTES = 64 * 1024  # as an HTTP target's body: runs carry their target (DynamoDB, SQS limits)
@@ -87,7 +88,7 @@ RoleArnField = Field(
 )
 
 
-class AwsTarget(BaseModel):
+class AwsTarget(ReadsStoredTolerantly):
     """What every AWS target has: its type, the role it is called under; nothing in it is secret."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)

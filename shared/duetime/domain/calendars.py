@@ -40,7 +40,6 @@ from datetime import date, datetime, timedelta
 from typing import Annotated, Any
 
 from pydantic import (
-    BaseModel,
     BeforeValidator,
     ConfigDict,
     Field,
@@ -51,6 +50,7 @@ from pydantic import (
 
 from duetime.domain.ical_days import Bounds, IcalRefused, check_ical, expanded_days, too_many_days
 from duetime.domain.stored_days import StoredDays
+from duetime.domain.stored_format import STORED, ReadsStoredTolerantly
 
 # holidays, icalendar and recurring_ical_events are imported where they are used: together about 100 ms,
 # which every function that imports the ports (the poller and worker too) would otherwise pay at a cold start.
@@ -74,10 +74,9 @@ READ_BOUNDS = Bounds(0.5, 1_000, 366)
 MAX_STORED_BYTES = 350_000  # the stored calendar's JSON, within DynamoDB's 400 KB item with the rest of it
 STORED_ROOM = 6 * MAX_DESCRIPTION + 1_000  # what a stored calendar holds besides its source and days, at most
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-STORED = {"stored": True}  # validation context of a calendar read from a store (``Calendar.from_stored``)
 
 
-class _Strict(BaseModel):
+class _Strict(ReadsStoredTolerantly):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 

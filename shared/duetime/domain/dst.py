@@ -26,7 +26,9 @@ from enum import StrEnum
 from typing import NamedTuple
 from zoneinfo import ZoneInfo
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
+
+from duetime.domain.stored_format import ReadsStoredTolerantly
 
 
 class DstGap(StrEnum):
@@ -44,7 +46,7 @@ class DstOverlap(StrEnum):
     BOTH = "both"  # runs at both
 
 
-class DstPolicy(BaseModel):
+class DstPolicy(ReadsStoredTolerantly):
     """A job's DST policy: frozen, so hashable (schedule math caches on it). A side left out follows Vixie
     cron for that side (see the module)."""
 

@@ -24,7 +24,6 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 from pydantic import (
     AfterValidator,
     AwareDatetime,
-    BaseModel,
     ConfigDict,
     Discriminator,
     Field,
@@ -49,13 +48,14 @@ from duetime.domain.calendar_rules import DaysOff, OnExcluded, RolledRuns
 from duetime.domain.calendars import CALENDAR_NAME_PATTERN
 from duetime.domain.dst import DstPolicy
 from duetime.domain.labels import Labels
+from duetime.domain.stored_format import STORED, ReadsStoredTolerantly
 from duetime.domain.timeutil import to_utc, whole_seconds
 from duetime.domain.url_secrets import REDACTED, holds_marker, redact_url, shown_origin, url_origin
 
 MAX_SQS_DELAY_SECONDS = 900  # a retry's backoff is carried by an SQS message delay
 
 
-class Strict(BaseModel):
+class Strict(ReadsStoredTolerantly):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
@@ -527,7 +527,7 @@ _TARGETS: TypeAdapter[Target] = TypeAdapter(Target)
 
 def parse_target(data: Any) -> Target:
     """A stored target (a run's copy of its job's): an ``HttpTarget`` or one of the AWS targets."""
-    return _TARGETS.validate_python(data)
+    return _TARGETS.validate_python(data, context=STORED)
 
 
 class MisfirePolicy(StrEnum):
@@ -820,7 +820,7 @@ class JobSpec(Strict):
         return self.model_copy(update={"target": self.target.redacted(), "notify": notify})
 
 
-class JobState(BaseModel):
+class JobState(ReadsStoredTolerantly):
     """Where a job is in its schedule. Written only by duetime (create, claim, pause/resume)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -916,7 +916,7 @@ TERMINAL_STATUSES = frozenset(
 )
 
 
-class RunResult(BaseModel):
+class RunResult(ReadsStoredTolerantly):
     model_config = ConfigDict(extra="forbid")
 
     status_code: int | None = None
@@ -926,7 +926,7 @@ class RunResult(BaseModel):
     retryable: bool = False
 
 
-class Run(BaseModel):
+class Run(ReadsStoredTolerantly):
     """One execution of a job for one nominal time. The run id is the target's idempotency key."""
 
     model_config = ConfigDict(extra="forbid")
@@ -965,7 +965,7 @@ class Run(BaseModel):
     in_reap_index: bool = Field(default=True, exclude=True)
 
 
-class Team(BaseModel):
+class Team(ReadsStoredTolerantly):
     model_config = ConfigDict(extra="forbid")
 
     team_id: str

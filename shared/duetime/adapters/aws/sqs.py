@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from duetime.adapters.aws.aws_limits import SQS_MAX_BATCH_BYTES, SQS_MAX_BATCH_ENTRIES
 from duetime.adapters.retrying import Backoff, Sleep, resend
 from duetime.domain.models import HttpTarget, Run
+from duetime.domain.stored_format import STORED
 from duetime.ports import RunMessage
 
 if TYPE_CHECKING:
@@ -61,7 +62,7 @@ def decode(body: str) -> RunMessage:
         raise ValueError("run message without a valid attempt")
     if "run" not in data:
         return RunMessage(run_id=data["run_id"], attempt=attempt)
-    run = Run.model_validate(data["run"])  # pydantic's ValidationError is a ValueError
+    run = Run.model_validate(data["run"], context=STORED)  # pydantic's ValidationError is a ValueError
     if (run.run_id, run.attempt) != (data["run_id"], attempt):
         raise ValueError("a run message carrying another run")
     if any(getattr(run, name) is not None for name in _NOT_CARRIED):

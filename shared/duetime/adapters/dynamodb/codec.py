@@ -21,6 +21,7 @@ from duetime.domain.models import (
     RunStatus,
     parse_target,
 )
+from duetime.domain.stored_format import STORED
 from duetime.domain.timeutil import iso_z, minute_bucket, parse_iso_z
 
 if TYPE_CHECKING:
@@ -116,7 +117,7 @@ def item_to_job(item: Item, parse_time: Callable[[str], datetime] = parse_iso_z)
                 "active_run": item["active_run"]["S"] if "active_run" in item else None,
             },
         },
-        context={"stored": True},
+        context=STORED,
     )
 
 
@@ -229,8 +230,8 @@ def item_to_run(item: Item) -> Run:
         success_by=parse_iso_z(payload["success_by"]) if "success_by" in payload else None,
         target=parse_target(payload["target"]),
         timeout_seconds=payload["timeout_seconds"],
-        retry=RetryPolicy.model_validate(payload["retry"]),
-        result=RunResult.model_validate(result) if result else None,
+        retry=RetryPolicy.model_validate(payload["retry"], context=STORED),
+        result=RunResult.model_validate(result, context=STORED) if result else None,
         created_at=parse_iso_z(item["created_at"]["S"]),
         started_at=_optional_time(item, "started_at"),
         finished_at=_optional_time(item, "finished_at"),

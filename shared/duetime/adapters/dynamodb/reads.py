@@ -10,6 +10,7 @@ from duetime.adapters.dynamodb.codec import Item, item_to_job, item_to_run, run_
 from duetime.adapters.dynamodb.tables import TableNames
 from duetime.adapters.retrying import UNPROCESSED, Sleep, resend
 from duetime.domain.models import Job, Run, Team
+from duetime.domain.stored_format import STORED
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
@@ -37,7 +38,7 @@ def read_run(client: DynamoDBClient, names: TableNames, run_id: str) -> Run | No
 
 def read_team(client: DynamoDBClient, names: TableNames, team_id: str) -> Team | None:
     item = client.get_item(TableName=names.control, Key=team_key(team_id)).get("Item")
-    return Team.model_validate_json(item["team"]["S"]) if item else None
+    return Team.model_validate_json(item["team"]["S"], context=STORED) if item else None
 
 
 def batch_get(

@@ -31,6 +31,7 @@ from duetime.adapters.dynamodb.reads import batch_get, read_team, team_key
 from duetime.adapters.dynamodb.tables import TableNames
 from duetime.domain.catalog import AuditEvent
 from duetime.domain.models import Team
+from duetime.domain.stored_format import STORED
 from duetime.domain.timeutil import iso_z
 from duetime.domain.tokens import LEGACY_TOKEN_NAME, ApiToken, TokenScope
 
@@ -100,7 +101,7 @@ class TeamRecords:
         if not item:
             return None
         revision = int(item["revision"]["N"]) if "revision" in item else 0
-        return Team.model_validate_json(item["team"]["S"]), revision
+        return Team.model_validate_json(item["team"]["S"], context=STORED), revision
 
     def list_teams(self) -> list[Team]:
         """Every team in the directory, by id: one Query for the ids, BatchGetItem for the teams."""
@@ -111,7 +112,7 @@ class TeamRecords:
         )
         ids = [item["sk"]["S"] for page in pages for item in page.get("Items", [])]
         items = batch_get(self.client, self.names.control, [team_key(i) for i in ids])
-        teams = [Team.model_validate_json(item["team"]["S"]) for item in items]
+        teams = [Team.model_validate_json(item["team"]["S"], context=STORED) for item in items]
         return sorted(teams, key=lambda team: team.team_id)
 
     def replace_team(

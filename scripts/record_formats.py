@@ -1,0 +1,99 @@
+"""Records the shapes this release stores and queues into tests/fixtures/formats/<its version>/ (run once per
+release, when it is cut; the folders of earlier releases are never rewritten). docs/stored-formats.md."""
+
+import json
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from duetime import __version__
+from duetime.adapters.aws.sqs import encode
+from duetime.adapters.dynamodb.codec import job_to_item, run_to_item
+from duetime.domain.claim_plan import PlannedRun, new_run
+from duetime.domain.models import Job, RunResult, RunStatus, Team
+from duetime.ports import RunMessage
+
+out = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "formats" / __version__
+out.mkdir(parents=True, exist_ok=True)
+now = datetime(2026, 12, 7, 3, 0, tzinfo=UTC)
+spec = {
+    "name": "nightly export",
+    "key": "billing/nightly-export",
+    "labels": {"env": "prod"},
+    "schedule": {"cron": "30 2 * * *", "timezone": "Europe/Paris"},
+    "dst": {"gap": "skip", "overlap": "both"},
+    "target": {
+        "url": "https://billing.example.com/export",
+        "method": "POST",
+        "headers": {"X-Key": "s3cret"},
+        "body": '{"a": 1}',
+    },
+    "retry": {"max_attempts": 3, "backoff_seconds": [10, 30]},
+    "misfire": "run_once",
+    "overlap": "allow",
+    "notify": [{"type": "webhook", "url": "https://hooks.example.com/x", "events": ["dead"]}],
+}
+job = Job.model_validate(
+    {
+        **spec,
+        "id": "01JDZ3K6R2V9Q8T7S6P5N4M3K2",
+        "team": "team-a",
+        "created_at": now,
+        "updated_at": now,
+        "state": {
+            "next_nominal_at": now + timedelta(hours=23, minutes=30),
+            "next_fire_at": now + timedelta(hours=23, minutes=31),
+            "last_scheduled_at": now - timedelta(minutes=30),
+            "version": 4,
+        },
+    }
+)
+sqs_spec = {
+    **spec,
+    "name": "queue ping",
+    "key": None,
+    "dst": None,
+    "notify": [],
+    "schedule": {"rate": "5 minutes"},
+    "target": {
+        "type": "sqs",
+        "queue_url": "https://sqs.eu-west-1.amazonaws.com/123456789012/pings",
+        "message": "ping",
+    },
+}
+sqs_job = Job.model_validate(
+    {**sqs_spec, "id": "01JDZ3K6R2V9Q8T7S6P5N4M3K3", "team": "team-a", "created_at": now, "updated_at": now}
+)
+(out / "job_item.json").write_text(json.dumps(job_to_item(job, now), indent=2, sort_keys=True) + "\n")
+(out / "job_item_aws_target.json").write_text(
+    json.dumps(job_to_item(sqs_job, now), indent=2, sort_keys=True) + "\n"
+)
+run = new_run(
+    job,
+    PlannedRun(now - timedelta(minutes=30), now - timedelta(minutes=29)),
+    now,
+    now + timedelta(minutes=10),
+)
+(out / "run_item_queued.json").write_text(json.dumps(run_to_item(run), indent=2, sort_keys=True) + "\n")
+done = run.model_copy(
+    update={
+        "status": RunStatus.SUCCEEDED,
+        "finished_at": now,
+        "queue_deadline": None,
+        "result": RunResult(status_code=200, duration_ms=412, body="ok"),
+    }
+)
+(out / "run_item_succeeded.json").write_text(json.dumps(run_to_item(done), indent=2, sort_keys=True) + "\n")
+carried = new_run(sqs_job, PlannedRun(now, now), now, now + timedelta(minutes=10))
+(out / "run_message_carrying.json").write_text(
+    json.dumps(json.loads(encode(RunMessage.carrying(carried))), indent=2, sort_keys=True) + "\n"
+)
+(out / "run_message_by_id.json").write_text(
+    json.dumps(json.loads(encode(RunMessage(run.run_id, 2))), indent=2, sort_keys=True) + "\n"
+)
+team = Team(team_id="team-a", name="Team A")
+(out / "team.json").write_text(
+    json.dumps(json.loads(team.model_dump_json()), indent=2, sort_keys=True) + "\n"
+)
+print(sorted(p.name for p in out.iterdir()))
