@@ -33,6 +33,7 @@ def record_poll(metrics: MetricsSink, claimed: ClaimReport, recovered: RecoveryR
             "RunRowsAlreadyThere": claimed.existing_runs,
             "MisfiredJobs": claimed.misfired_jobs,
             "DueIndexQueries": claimed.queries,
+            "UnreadableRows": claimed.unreadable_rows,
         },
     )
     if recovered is not None:
@@ -54,6 +55,7 @@ def record_fire(metrics: MetricsSink, fired: FireReport) -> None:
             "RunsClaimed": fired.runs_created,
             "ClaimsLostToRace": fired.lost_races,
             "RunRowsAlreadyThere": fired.existing_runs,
+            "UnreadableRows": fired.unreadable_rows,
         },
     )
 

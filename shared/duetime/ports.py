@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
+from pydantic import ValidationError
+
 from duetime.domain.aws_targets import AwsTarget, RunEnvelope
 from duetime.domain.calendars import Calendar, CalendarChange
 from duetime.domain.catalog import AuditEvent, IdempotencyRecord, Page
@@ -57,6 +59,30 @@ class ReapCandidate:
     reap_at: datetime
 
 
+@dataclass(frozen=True)
+class UnreadableRow:
+    """A due-index row that could not be read as a job (invalid JSON, a required field missing, a wrong type,
+    an unknown schedule kind): its key and why, never its payload (which may hold a secret). The row stays
+    where it is; the sweep claims the rest of its bucket and reports it (``UnreadableRows``)."""
+
+    job_id: str
+    partition: int
+    bucket: str  # the minute bucket, "YYYY-MM-DDTHH:MM"
+    due_key: str  # "<fire time>#<job id>"
+    error: str  # the exception's type and first line
+
+
+def unreadable_error(error: Exception) -> str:
+    """How an ``UnreadableRow`` names its error, without the input it refused (pydantic's message quotes
+    it): a validation error's first three fields and messages, any other error's type and first line."""
+    if isinstance(error, ValidationError):
+        fields = error.errors(include_input=False, include_url=False)[:3]
+        text = "; ".join(f"{'.'.join(str(part) for part in e['loc'])}: {e['msg']}" for e in fields)
+    else:
+        text = str(error).split("\n")[0]
+    return f"{type(error).__name__}: {text}"[:300]
+
+
 class DueRow(Protocol):
     """A due job as the minute preload holds it until its second, in a few hundred bytes: what firing and
     the sweep's ``holds`` look at (fire time, job id, version) at hand, and the job itself only when
@@ -84,10 +110,20 @@ class JobStore(Protocol):
     def get_job(self, job_id: str) -> Job | None: ...
 
     def due_jobs(
-        self, partition: int, bucket: str, until: datetime, limit: int, after: str | None = None
+        self,
+        partition: int,
+        bucket: str,
+        until: datetime,
+        limit: int,
+        after: str | None = None,
+        unreadable: list[UnreadableRow] | None = None,
     ) -> list[Job]:
         """Jobs in the due index for (partition, minute bucket) with fire time <= ``until``, oldest first,
         starting strictly after the due key ``after`` (``"<fire time>#<job id>"``) when given.
+
+        A row that cannot be read as a job is left out, never raised: one bad row is one bad job, not a
+        bucket's. It is appended to ``unreadable`` (its key and error) when given, and counts within
+        ``limit`` (a page of ``limit`` rows read is full, whatever could be read of it).
 
         Reads may be slightly stale (index reads are eventually consistent); the claim re-checks.
         """

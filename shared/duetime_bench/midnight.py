@@ -75,7 +75,15 @@ from duetime.domain.schedule import fire_time, next_nominal_after, rate_anchor
 from duetime.domain.timeutil import minute_bucket
 from duetime.execution.run_batch import work_batch
 from duetime.execution.worker import Flight, TargetCall, Worker, WorkReport
-from duetime.ports import ClaimOutcome, PollerLease, ResultWrite, RunMessage, TargetRequest, TargetResponse
+from duetime.ports import (
+    ClaimOutcome,
+    PollerLease,
+    ResultWrite,
+    RunMessage,
+    TargetRequest,
+    TargetResponse,
+    UnreadableRow,
+)
 from duetime.scheduling.fan_out import FanOutPolicy, HelperAssignment
 from duetime.scheduling.poller import Poller, PollerConfig
 from duetime.scheduling.poller_lease import LeaseTimings, PollerShift
@@ -171,9 +179,15 @@ class SimStore(MemoryStore):
         return rows
 
     def due_jobs(
-        self, partition: int, bucket: str, until: datetime, limit: int, after: str | None = None
+        self,
+        partition: int,
+        bucket: str,
+        until: datetime,
+        limit: int,
+        after: str | None = None,
+        unreadable: list[UnreadableRow] | None = None,
     ) -> list[Job]:
-        jobs = super().due_jobs(partition, bucket, until, limit, after)
+        jobs = super().due_jobs(partition, bucket, until, limit, after, unreadable)
         self._charge_read(len(jobs))
         return jobs
 

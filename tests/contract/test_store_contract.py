@@ -12,6 +12,7 @@ DynamoDB Local and of the benchmarks on AWS.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -28,7 +29,7 @@ from duetime.domain.claim_plan import make_claim, plan_claim
 from duetime.domain.ids import make_run_id, new_job_id, partition_of
 from duetime.domain.models import Job, Run, RunResult, RunStatus, Team
 from duetime.domain.timeutil import minute_bucket
-from duetime.ports import ClaimOutcome, Notice, ResultWrite, RunMessage
+from duetime.ports import ClaimOutcome, Notice, ResultWrite, RunMessage, UnreadableRow
 
 from ..twin_support import T0, a_job, at
 from .conftest import TWIN, against
@@ -44,11 +45,34 @@ class Subject:
 
     store: Any  # MemoryStore | DynamoStore
     put_job: Callable[[Job, datetime], None]
+    # Write ``job``'s row with a payload that cannot be read, corrupted as ``CORRUPTIONS[how]`` says.
+    put_unreadable: Callable[[Job, datetime, str], None]
+
+
+# Payloads no release reads (an extra field is not one: stored items tolerate unknown fields).
+CORRUPTIONS: dict[str, Callable[[dict[str, Any]], None]] = {
+    "invalid JSON": lambda item: item.update(spec={"S": '{"name": "half a spec'}),
+    "a required field missing": lambda item: item.pop("created_at"),
+    "a wrong type": lambda item: item.update(spec={"S": json.dumps({**_spec(item), "retry": "twice"})}),
+    "an unknown schedule kind": lambda item: item.update(
+        spec={"S": json.dumps({**_spec(item), "schedule": {"lunar": "full moon"}})}
+    ),
+}
+
+
+def _spec(item: dict[str, Any]) -> dict[str, Any]:
+    spec: dict[str, Any] = json.loads(item["spec"]["S"])
+    return spec
 
 
 def _memory() -> Iterator[Subject]:
     store = MemoryStore()
-    yield Subject(store, store.put_job)
+
+    def put_unreadable(job: Job, now: datetime, how: str) -> None:
+        store.ensure_low_water_mark(partition_of(job.id), minute_bucket(now))
+        store.put_unreadable_job(job, now, f"twin: {how}")
+
+    yield Subject(store, store.put_job, put_unreadable)
 
 
 def _dynamodb(client: Any, names: TableNames) -> Subject:
@@ -58,15 +82,26 @@ def _dynamodb(client: Any, names: TableNames) -> Subject:
         store.ensure_low_water_mark(partition_of(job.id), minute_bucket(now))
         client.put_item(TableName=names.jobs, Item=job_to_item(job, now))
 
-    return Subject(store, put_job)
+    def put_unreadable(job: Job, now: datetime, how: str) -> None:
+        store.ensure_low_water_mark(partition_of(job.id), minute_bucket(now))
+        item: dict[str, Any] = job_to_item(job, now)
+        CORRUPTIONS[how](item)
+        client.put_item(TableName=names.jobs, Item=item)
+
+    return Subject(store, put_job, put_unreadable)
 
 
-@pytest.fixture(params=against("dynamodb"))
-def subject(request: pytest.FixtureRequest) -> Iterator[Subject]:
+def subjects(request: pytest.FixtureRequest) -> Iterator[Subject]:
+    """The store ``request.param`` names (``against``): the twin or DynamoDB Local."""
     if request.param == TWIN:
         yield from _memory()
         return
     yield _dynamodb(*request.getfixturevalue("dynamodb_tables"))
+
+
+@pytest.fixture(params=against("dynamodb"))
+def subject(request: pytest.FixtureRequest) -> Iterator[Subject]:
+    yield from subjects(request)
 
 
 def ids_in_partition(partition: int, count: int) -> list[str]:
@@ -161,6 +196,31 @@ def test_due_jobs_read_up_to_until_after_a_key_and_within_the_limit(subject: Sub
     assert [j.id for j in subject.store.due_jobs(3, bucket, at(59), 1)] == [early]
     after = due_key(early, at(5))
     assert [j.id for j in subject.store.due_jobs(3, bucket, at(59), 10, after)] == [late]
+
+
+@pytest.mark.parametrize("how", list(CORRUPTIONS))
+def test_a_row_that_cannot_be_read_is_left_out_by_its_key_and_the_buckets_other_jobs_are_read(
+    subject: Subject, how: str
+) -> None:
+    """One bad row is one bad job (issue 49, item 2): the read neither raises nor stops at it."""
+    *good, bad = ids_in_partition(4, 6)
+    for n, job_id in enumerate(good):
+        subject.put_job(a_job(at(2 * n), job_id), at(-30))
+    subject.put_unreadable(a_job(at(5), bad), at(-30), how)
+    bucket = minute_bucket(T0)
+
+    unreadable: list[UnreadableRow] = []
+    jobs = subject.store.due_jobs(4, bucket, at(59), 10, unreadable=unreadable)
+
+    assert [job.id for job in jobs] == good
+    assert [(u.job_id, u.partition, u.bucket, u.due_key) for u in unreadable] == [
+        (bad, 4, bucket, due_key(bad, at(5)))
+    ]
+    assert unreadable[0].error
+    # Within the limit like any row: a page of 4 rows read holds the bad one and 3 good ones.
+    assert len(subject.store.due_jobs(4, bucket, at(59), 4)) == 3
+    # A reader that does not ask for them gets the readable jobs all the same.
+    assert [job.id for job in subject.store.due_jobs(4, bucket, at(59), 10)] == good
 
 
 def test_a_row_is_filed_under_the_minute_it_was_written_in_when_its_fire_time_is_older(

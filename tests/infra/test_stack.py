@@ -644,6 +644,9 @@ def test_the_authorizer_cache_keeps_a_decision_authorizer_cache_seconds(template
         StackConfig.from_context(cdk.App(context={"authorizer_cache_seconds": 7200}).node)
 
 
+UNREADABLE = "a due job row could not be read: quarantined, that job does not run, the others do"
+
+
 def test_alarms_cover_lateness_dead_runs_dlq_poller_errors_and_throttles(template: Template) -> None:
     alarms = {
         a["Properties"]["AlarmDescription"]: a["Properties"]
@@ -656,6 +659,7 @@ def test_alarms_cover_lateness_dead_runs_dlq_poller_errors_and_throttles(templat
         "a poller invocation or tick failed",
         "the prescaler failed: a busy minute may find no workers provisioned ahead",
         "a poller died and a standby took its partitions over",
+        UNREADABLE,
         "Lambda throttled a duetime function",
         "DynamoDB throttled duetime's tables",
     }
@@ -671,6 +675,20 @@ def test_alarms_cover_lateness_dead_runs_dlq_poller_errors_and_throttles(templat
     (prescaler,) = template.find_resources("AWS::Lambda::Function", {"Properties": {"Handler": PRESCALER}})
     failed = alarms["the prescaler failed: a busy minute may find no workers provisioned ahead"]
     assert (failed["MetricName"], failed["Dimensions"][0]["Value"]["Ref"]) == ("Errors", prescaler)
+    # Any unreadable row in a minute (issue 49, item 2); no data (no such row) is not breaching.
+    unreadable = alarms[UNREADABLE]
+    assert (unreadable["Namespace"], unreadable["MetricName"], unreadable["Statistic"]) == (
+        "duetime",
+        "UnreadableRows",
+        "Sum",
+    )
+    assert unreadable["Dimensions"] == [{"Name": "service", "Value": "poller"}]
+    assert (unreadable["Threshold"], unreadable["ComparisonOperator"], unreadable["Period"]) == (
+        0,
+        "GreaterThanThreshold",
+        60,
+    )
+    assert (unreadable["EvaluationPeriods"], unreadable["TreatMissingData"]) == (1, "notBreaching")
     assert all(a["AlarmActions"] for a in alarms.values())
     template.resource_count_is("AWS::CloudWatch::Dashboard", 1)
 

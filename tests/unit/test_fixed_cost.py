@@ -154,8 +154,8 @@ def test_the_event_source_in_provisioned_mode_bills_its_minimum_pollers_all_mont
 
 def test_cloudwatch_and_sqs_parts() -> None:
     parts = fixed_monthly_cost(64)["monthly_fixed_parts"]
-    assert DEFAULTS.alarm_metrics == 24  # the throttles alarm covers the pollers' helper too
-    assert parts["alarms"] == pytest.approx(24 * 0.10)
+    assert DEFAULTS.alarm_metrics == 25  # the throttles alarm covers the pollers' helper too
+    assert parts["alarms"] == pytest.approx(25 * 0.10)
     assert parts["dashboard"] == 3.0
     assert parts["poller_custom_metrics"] == pytest.approx(2 * 0.30)
     assert parts["sqs_idle_receives"] == pytest.approx(5 * 30 * 86_400 / 20 * 0.40 / 1e6, abs=0.01)

@@ -26,7 +26,7 @@ from duetime.domain.models import Job, JobSpec
 from duetime.domain.timeutil import minute_bucket
 from duetime.ports import ClaimOutcome, DueRow
 from duetime.scheduling.poller import Poller, PollerConfig
-from duetime.scheduling.preload import FireFailed, MinutePreload
+from duetime.scheduling.preload import MinutePreload
 
 from ..job_support import create_job
 from .test_poller_lease_loop import NoAlerts, Queue
@@ -334,19 +334,18 @@ def test_a_chunk_not_ours_to_claim_any_more_is_left_to_the_sweep(store: MemorySt
     assert all(preload.holds(job) for job in claimed)
 
 
-def test_a_row_whose_job_cannot_be_built_leaves_its_chunk_and_the_rest_to_the_sweep(
+def test_a_row_whose_job_cannot_be_built_is_quarantined_and_left_to_the_sweep_the_rest_fired(
     store: MemoryStore,
 ) -> None:
+    """One bad row is one bad job (issue 49, item 2): it failed its chunk and every chunk after it."""
     jobs = sorted(due_at(store, 0, 0, 0), key=lambda job: job.id)
     recording = Recording(store)
     recording.broken = {jobs[1].id}
     preload = preload_of(recording, jobs, chunk=1)
     preload.load_upcoming(LOAD_AT)
-    with pytest.raises(FireFailed) as failed:
-        preload.fire(at(0))
-    assert isinstance(failed.value.__cause__, ValueError)
-    assert failed.value.report.runs_created == 1  # the first chunk, claimed before
-    assert [preload.holds(job) for job in jobs] == [True, False, False]
+    report = preload.fire(at(0))
+    assert (report.runs_created, report.unreadable_rows) == (2, 1)
+    assert [preload.holds(job) for job in jobs] == [True, False, True]  # the sweep reads it whole
     assert preload.next_fire_at() is None  # nothing is fired twice by the preload
 
 

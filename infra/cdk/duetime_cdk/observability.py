@@ -76,8 +76,8 @@ def _total(label: str, metrics: Sequence[cloudwatch.IMetric]) -> cloudwatch.Math
 
 class Observability(Construct):
     """Alarms (to the alerts topic) on start lateness p99 > 5 s, dead runs, dead letters, poller errors,
-    prescaler errors (when there is one), poller takeovers (a holder died) and Lambda and DynamoDB
-    throttles; a dashboard of runs, lateness, failures and queues, unless left out."""
+    prescaler errors (when there is one), poller takeovers (a holder died), unreadable job rows (quarantined)
+    and Lambda and DynamoDB throttles; a dashboard of runs, lateness, failures and queues, unless left out."""
 
     def __init__(
         self,
@@ -132,7 +132,7 @@ class Observability(Construct):
     def _poller_alarms(
         self, pollers: list[lambda_.Function], prescaler: lambda_.Function | None
     ) -> list[cloudwatch.Alarm]:
-        """Poller errors, prescaler errors (when there is one), poller takeovers."""
+        """Poller errors, prescaler errors (when there is one), poller takeovers, unreadable job rows."""
         poller_errors = _totals(
             "poller errors", [*(p.metric_errors() for p in pollers), _metric("PollerErrors", "poller")]
         )
@@ -155,6 +155,11 @@ class Observability(Construct):
                 "PollerTakeovers",
                 _metric("PollerTakeovers", "poller"),
                 "a poller died and a standby took its partitions over",
+            ),
+            self._any_in(
+                "UnreadableRows",
+                _metric("UnreadableRows", "poller"),
+                "a due job row could not be read: quarantined, that job does not run, the others do",
             ),
         ]
 

@@ -117,10 +117,10 @@ class StackDefaults:
     poller_fan_out: bool = True
     dashboards: int = 1
     # Observability's alarms, each metric a metric-math alarm reads counted: latency p99 (1), dead runs
-    # (2), dead letters (1), poller takeovers (1), DynamoDB throttles (2 tables x 2), poller errors (the
-    # pollers' Errors + 1), prescaler errors (1), Lambda throttles (the pollers + their helper + worker +
-    # api + authorizer + prescaler).
-    alarm_metrics_besides_pollers: int = 16
+    # (2), dead letters (1), poller takeovers (1), unreadable rows (1), DynamoDB throttles (2 tables x 2),
+    # poller errors (the pollers' Errors + 1), prescaler errors (1), Lambda throttles (the pollers + their
+    # helper + worker + api + authorizer + prescaler).
+    alarm_metrics_besides_pollers: int = 17
     alarm_metrics_per_poller_group: int = 2
     # Custom metrics (namespace duetime, dimension service=poller) an idle poller publishes: zeros are not
     # published (observability.add_counts), so only DueIndexQueries and PollerHeldSeconds (11 when every

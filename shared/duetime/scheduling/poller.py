@@ -44,12 +44,14 @@ from duetime.ports import (
     RunQueue,
     RunStore,
     TeamStore,
+    UnreadableRow,
 )
 from duetime.scheduling.calendar_days import CalendarDays, CalendarReader, resolve_calendars
 from duetime.scheduling.claim_pace import ClaimPace
 from duetime.scheduling.fan_out import FanOut, FanOutPolicy, HelperLauncher
 from duetime.scheduling.low_water import LowWaterMarks
 from duetime.scheduling.preload import FireFailed, FireReport, MinutePreload
+from duetime.scheduling.quarantine import Quarantine
 
 log = logging.getLogger(__name__)
 MINUTE = timedelta(minutes=1)
@@ -95,6 +97,7 @@ class ClaimReport:
     runs_requeued: int = 0  # of those, rows whose claim moved the schedule: sent again
     runs_skipped: int = 0  # due times recorded as skipped runs (misfires, disabled teams): never sent
     disabled_team_jobs: int = 0  # due jobs of disabled teams: claimed without runs
+    unreadable_rows: int = 0  # due rows that could not be read, first reported by this sweep (quarantined)
     runs: list[Run] = field(default_factory=list)
 
 
@@ -123,11 +126,14 @@ def find_due_jobs(
     report: ClaimReport,
     skip: Callable[[Job], bool] | None = None,
     known_marks: LowWaterMarks | None = None,
+    quarantine: Quarantine | None = None,
 ) -> list[Job]:
     """Due rows of every partition, from its low-water mark to the current minute; advances the marks.
     Rows ``skip`` says someone else fires (the minute preload) count for the marks but are not returned.
     ``known_marks``: the poller's copy of the marks (``duetime.scheduling.low_water``), read from the store
-    only when it lacks one; without it, the marks are read at every call."""
+    only when it lacks one; without it, the marks are read at every call. A row that cannot be read is
+    quarantined (``duetime.scheduling.quarantine``: reported once by ``quarantine``, left in place) and
+    does not hold its bucket's mark back: a settled bucket of only such rows is done."""
     current = minute_bucket(now)
     if known_marks is None:
         marks, read = store.low_water_marks(config.partitions), True
@@ -135,25 +141,34 @@ def find_due_jobs(
         marks, read = known_marks.read(store, config.partitions)
     report.queries += read
     due: dict[str, Job] = {}
+    unreadable: list[UnreadableRow] = []
     advanced: dict[int, str] = {}
     for partition in config.partitions:
         mark = marks.get(partition, current)
         bucket_start = parse_minute_bucket(mark)
         new_mark = mark
+        after: str | None = None  # within a bucket, past a page of rows that cannot be read only
         while minute_bucket(bucket_start) <= current and len(due) < config.max_claims_per_tick:
             bucket = minute_bucket(bucket_start)
             limit = min(config.page_size, config.max_claims_per_tick - len(due))  # a paced sweep reads less
-            rows = store.due_jobs(partition, bucket, now, limit)
+            refused: list[UnreadableRow] = []
+            rows = store.due_jobs(partition, bucket, now, limit, after, unreadable=refused)
             report.queries += 1
+            unreadable += refused
             for job in rows:
                 if skip is None or not skip(job):
                     due.setdefault(job.id, job)
+            if len(rows) + len(refused) == limit:
+                if not rows:  # quarantined rows only: they never leave the bucket, so read on past them
+                    after = refused[-1].due_key
+                    continue
+                break  # the bucket has more; the next tick reads on after these are claimed
             settled = bucket_start + MINUTE + config.bucket_settle <= now
             if not rows and settled and new_mark == bucket:
-                new_mark = minute_bucket(bucket_start + MINUTE)  # empty for good: never read it again
-            if len(rows) == limit:
-                break  # the bucket has more; the next tick reads on after these are claimed
+                # empty for good but for rows that cannot be read (left there, quarantined): not read again
+                new_mark = minute_bucket(bucket_start + MINUTE)
             bucket_start += MINUTE
+            after = None
         if new_mark != mark:
             advanced[partition] = new_mark
     if advanced:
@@ -162,6 +177,7 @@ def find_due_jobs(
             for partition, new_mark in advanced.items():
                 known_marks.moved(partition, new_mark)
     report.due_rows = len(due)
+    report.unreadable_rows = (quarantine or Quarantine(remember=0)).note(unreadable)
     return list(due.values())
 
 
@@ -174,12 +190,13 @@ def claim_due_jobs(
     team_active: Callable[[str], bool] | None = None,
     known_marks: LowWaterMarks | None = None,
     calendars: CalendarDays | None = None,
+    quarantine: Quarantine | None = None,
 ) -> ClaimReport:
     """Claim every due job in the configured partitions and queue the runs the claims created. Jobs of
     teams ``team_active`` says are disabled are claimed without runs. Jobs that use calendars get their
     dates from ``calendars``, read after the jobs (``duetime.scheduling.calendar_days``)."""
     report = ClaimReport()
-    jobs = find_due_jobs(store, config, now, report, skip, known_marks)
+    jobs = find_due_jobs(store, config, now, report, skip, known_marks, quarantine)
     if not jobs:
         return report
     jobs = resolve_calendars(jobs, calendars)
@@ -355,6 +372,7 @@ class Poller:
         self._next_deadline_check: datetime | None = None  # the first reap pass checks deadlines
         self.team_active = TeamCache(teams, clock).active if teams is not None else None
         self.known_marks = LowWaterMarks()  # read once a reign (``duetime.scheduling.low_water``)
+        self.quarantine = Quarantine()  # unreadable rows reported, each once (the sweep's and the preload's)
         self._coming_count: tuple[str, int] | None = None  # (the coming minute's bucket, rows due in it)
         self.preload = (
             MinutePreload(
@@ -366,6 +384,7 @@ class Poller:
                 queue_deadline=config.queue_deadline,
                 team_active=self.team_active,
                 calendars=self.calendar_days,
+                quarantine=self.quarantine,
             )
             if config.preload_lead is not None
             else None
@@ -383,7 +402,15 @@ class Poller:
             allowance = self.pace.allowance(now)
             config = replace(config, max_claims_per_tick=max(1, min(config.max_claims_per_tick, allowance)))
         report = claim_due_jobs(
-            self.jobs, self.queue, config, now, skip, self.team_active, self.known_marks, self.calendar_days
+            self.jobs,
+            self.queue,
+            config,
+            now,
+            skip,
+            self.team_active,
+            self.known_marks,
+            self.calendar_days,
+            self.quarantine,
         )
         if self.pace is not None:
             self.pace.spend(report.claimed_jobs, now)

@@ -30,8 +30,17 @@ from duetime.domain.claim_plan import active_run_ids, make_claim, plan_claim
 from duetime.domain.ids import partition_of
 from duetime.domain.models import Job
 from duetime.domain.timeutil import iso_z, minute_bucket
-from duetime.ports import ClaimOutcome, DueRow, JobStore, RunMessage, RunQueue
+from duetime.ports import (
+    ClaimOutcome,
+    DueRow,
+    JobStore,
+    RunMessage,
+    RunQueue,
+    UnreadableRow,
+    unreadable_error,
+)
 from duetime.scheduling.calendar_days import CalendarDays, resolve_calendars
+from duetime.scheduling.quarantine import Quarantine
 
 MINUTE = timedelta(minutes=1)
 _BY_JOB_ID = attrgetter("job_id")
@@ -54,6 +63,7 @@ class FireReport:
     runs_skipped: int = 0  # due times recorded as skipped runs (misfires, disabled teams): never sent
     max_lateness_seconds: float = 0.0  # claim time minus the earliest fire time fired
     claim_seconds: float = 0.0  # time spent in the claims' writes themselves
+    unreadable_rows: int = 0  # rows fired that could not be read, first reported here (quarantined)
 
 
 @dataclass
@@ -107,6 +117,7 @@ class MinutePreload:
         chunk: int = 500,
         team_active: Callable[[str], bool] | None = None,
         calendars: CalendarDays | None = None,
+        quarantine: Quarantine | None = None,
     ) -> None:
         """``team_active``: whether a job's team may have runs (a disabled team's jobs get none).
         ``calendars``: the dates of the calendars jobs use, read as each chunk is claimed (after its rows
@@ -114,6 +125,7 @@ class MinutePreload:
         self.store = store
         self.team_active = team_active
         self.calendars = calendars
+        self.quarantine = quarantine or Quarantine()  # rows that cannot be read: reported, not claimed
         self.queue = queue
         self.partitions = partitions
         self.lead = lead
@@ -308,7 +320,7 @@ class MinutePreload:
                 self._unfire(due[start:])  # no longer ours to claim: left to the sweep
                 break
             try:
-                outcome, claim_seconds = self._claim_chunk(due[start : start + self.chunk], now)
+                outcome, claim_seconds = self._claim_chunk(due[start : start + self.chunk], now, report)
             except Exception as exc:
                 self._unfire(due[start:])  # the sweep claims these instead (re-checking each job's version)
                 error = exc
@@ -349,9 +361,26 @@ class MinutePreload:
             self._fired = {k: v for k, v in self._fired.items() if v.fire_at > recent}
         return due
 
-    def _claim_chunk(self, rows: list[DueRow], now: datetime) -> tuple[ClaimOutcome, float]:
-        """Build the jobs of ``rows`` and claim them; the outcome, and the seconds the claims' writes took."""
-        jobs = resolve_calendars([row.job() for row in rows], self.calendars)
+    def _claim_chunk(
+        self, rows: list[DueRow], now: datetime, report: FireReport
+    ) -> tuple[ClaimOutcome, float]:
+        """Build the jobs of ``rows`` and claim them; the outcome, and the seconds the claims' writes took.
+        A row that cannot be built is quarantined (reported once, not claimed) and the others claimed; it is
+        left to the sweep, which reads the whole item (claimed if that reads, else known to the quarantine
+        shared with this poller's sweep, so not reported twice)."""
+        readable, unreadable = [], []
+        for row in rows:
+            try:
+                readable.append(row.job())
+            except Exception as error:  # whatever a stored payload makes the reader raise
+                due = _instant(row.fire_at)
+                key, why = f"{iso_z(due)}#{row.job_id}", unreadable_error(error)
+                part = partition_of(row.job_id)
+                unreadable.append(UnreadableRow(row.job_id, part, minute_bucket(due), key, why))
+        if unreadable:
+            self._unfire([row for row in rows if row.job_id in {u.job_id for u in unreadable}])
+            report.unreadable_rows += self.quarantine.note(unreadable)
+        jobs = resolve_calendars(readable, self.calendars)
         running = self.store.active_runs(active_run_ids(jobs))
         claims = [
             make_claim(

@@ -16,6 +16,7 @@ from duetime.adapters.dynamodb.store_part import StorePart
 from duetime.adapters.dynamodb.tables import DUE_INDEX
 from duetime.domain.models import Job
 from duetime.domain.timeutil import iso_z
+from duetime.ports import UnreadableRow, unreadable_error
 
 
 class DynamoJobs(StorePart):
@@ -27,15 +28,34 @@ class DynamoJobs(StorePart):
         return read_job(self.client, self.names, job_id)
 
     def due_jobs(
-        self, partition: int, bucket: str, until: datetime, limit: int, after: str | None = None
+        self,
+        partition: int,
+        bucket: str,
+        until: datetime,
+        limit: int,
+        after: str | None = None,
+        unreadable: list[UnreadableRow] | None = None,
     ) -> list[Job]:
-        return [item_to_job(item) for item in self._due_items(partition, bucket, until, limit, after)]
+        jobs = []
+        for item in self._due_items(partition, bucket, until, limit, after):
+            try:  # each row on its own: one that cannot be read is one bad job, not a bad page
+                jobs.append(item_to_job(item))
+            except Exception as error:  # whatever a stored payload makes the reader raise
+                if unreadable is not None:
+                    unreadable.append(_unreadable(item, partition, bucket, error))
+        return jobs
 
     def due_rows(
         self, partition: int, bucket: str, until: datetime, limit: int, after: str | None = None
     ) -> list[CompactDueRow]:
         items = self._due_items(partition, bucket, until, limit, after, CompactDueRow.ATTRIBUTES)
-        return [CompactDueRow(item) for item in items]
+        rows = []
+        for item in items:
+            try:  # a row missing what a compact row keeps is left out here; the sweep quarantines it
+                rows.append(CompactDueRow(item))
+            except (KeyError, ValueError):
+                continue
+        return rows
 
     def _due_items(
         self,
@@ -113,6 +133,12 @@ class DynamoJobs(StorePart):
             for partition, bucket in marks.items()
         ]
         self._execute_in_parallel(statements)
+
+
+def _unreadable(item: Item, partition: int, bucket: str, error: Exception) -> UnreadableRow:
+    """An item ``item_to_job`` refused, by its keys (the table's and the due index's, always there)."""
+    job_id, key = item["job_id"].get("S", "?"), item.get("due_key", {}).get("S", "?")
+    return UnreadableRow(job_id, partition, bucket, key, unreadable_error(error))
 
 
 def _mark_key(partition: int) -> Item:

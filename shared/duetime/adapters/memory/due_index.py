@@ -22,14 +22,17 @@ class JobRow:
     job: Job
     bucket: str | None  # the due index's partition key, "<partition:02d>#<minute>"; None: not due
     key: str | None  # the due index's sort key, "<fire time>#<job id>"
+    # Set: the row's payload cannot be read (this error, as ``ports.unreadable_error`` names it); its due
+    # keys are those ``job`` gives (``MemoryStore.put_unreadable_job``, the twin of a corrupt item).
+    unreadable: str | None = None
 
 
-def job_row(job: Job, written_at: datetime) -> JobRow:
+def job_row(job: Job, written_at: datetime, unreadable: str | None = None) -> JobRow:
     """``job``'s row as a write at ``written_at`` leaves it (its due bucket depends on the write's time)."""
     fire_at = job.state.next_fire_at
     if fire_at is None or job.paused:
-        return JobRow(job, None, None)
-    return JobRow(job, due_bucket(job.id, fire_at, written_at), due_key(job.id, fire_at))
+        return JobRow(job, None, None, unreadable)
+    return JobRow(job, due_bucket(job.id, fire_at, written_at), due_key(job.id, fire_at), unreadable)
 
 
 @dataclass

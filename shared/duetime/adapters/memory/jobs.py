@@ -24,7 +24,7 @@ from duetime.domain.claim_plan import Claim, sets_active_run
 from duetime.domain.ids import partition_of
 from duetime.domain.models import Job, JobState, Run
 from duetime.domain.timeutil import iso_z, minute_bucket
-from duetime.ports import ClaimOutcome
+from duetime.ports import ClaimOutcome, UnreadableRow
 
 
 @dataclass(frozen=True)
@@ -36,8 +36,11 @@ class MemoryDueRow:
     version: int
     _job: Job
     copied: bool = True  # False: ``job()`` is the stored model itself (a ``copies=False`` store's)
+    unreadable: str | None = None  # set: the payload cannot be read, ``job()`` raises (a corrupt spec)
 
     def job(self) -> Job:
+        if self.unreadable is not None:
+            raise ValueError(self.unreadable)
         return self._job.model_copy(deep=True) if self.copied else self._job
 
 
@@ -86,11 +89,29 @@ class MemoryJobs(MemoryDeadlines):
             row = self._jobs.get(job_id)
             return row.job.model_copy(deep=True) if row else None
 
+    def put_unreadable_job(self, job: Job, now: datetime, error: str) -> None:
+        """Write ``job``'s row as one whose payload cannot be read (``error``): the twin of a corrupt item
+        (invalid JSON, a field missing), in the due index under ``job``'s keys."""
+        with self.lock:
+            self._jobs[job.id] = job_row(stored_job(job), now, unreadable=error)
+
     def due_jobs(
-        self, partition: int, bucket: str, until: datetime, limit: int, after: str | None = None
+        self,
+        partition: int,
+        bucket: str,
+        until: datetime,
+        limit: int,
+        after: str | None = None,
+        unreadable: list[UnreadableRow] | None = None,
     ) -> list[Job]:
-        rows = self._due(partition, bucket, until, limit, after)
-        return [row.job.model_copy(deep=True) if self.copies else row.job for row in rows]
+        jobs = []
+        for row in self._due(partition, bucket, until, limit, after):
+            if row.unreadable is None:
+                jobs.append(row.job.model_copy(deep=True) if self.copies else row.job)
+            elif unreadable is not None:
+                key = row.key or "?"
+                unreadable.append(UnreadableRow(row.job.id, partition, bucket, key, row.unreadable))
+        return jobs
 
     def due_rows(
         self, partition: int, bucket: str, until: datetime, limit: int, after: str | None = None
@@ -100,7 +121,8 @@ class MemoryJobs(MemoryDeadlines):
             fire_at = row.job.state.next_fire_at
             assert fire_at is not None  # only scheduled jobs are in the due index
             fire = int(fire_at.timestamp())
-            rows.append(MemoryDueRow(fire, row.job.id, row.job.state.version, row.job, self.copies))
+            version = row.job.state.version
+            rows.append(MemoryDueRow(fire, row.job.id, version, row.job, self.copies, row.unreadable))
         return rows
 
     def count_due(self, partition: int, bucket: str) -> int:

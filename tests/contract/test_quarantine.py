@@ -1,0 +1,124 @@
+"""One bad row is one bad job (issue 49, item 2): a due row that cannot be read is quarantined (reported
+once with its key, counted in ``UnreadableRows``, left where it is) and its bucket's other jobs are claimed,
+by the sweep and by the minute preload, on the twin and on DynamoDB Local alike."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from datetime import timedelta
+
+import pytest
+
+from duetime.adapters.dynamodb.codec import due_key
+from duetime.adapters.memory import MemoryAlerts, MemoryQueue
+from duetime.domain.clock import ManualClock
+from duetime.domain.timeutil import minute_bucket
+from duetime.observability import record_fire, record_poll
+from duetime.scheduling.poller import Poller, PollerConfig
+from duetime.scheduling.preload import MinutePreload
+
+from ..twin_support import T0, a_job, at
+from .conftest import against
+from .test_store_contract import CORRUPTIONS, Subject, ids_in_partition, subjects
+
+PARTITION = 4
+QUARANTINE_LOG = "duetime.scheduling.quarantine"
+
+
+@pytest.fixture(params=against("dynamodb"))
+def subject(request: pytest.FixtureRequest) -> Iterator[Subject]:
+    yield from subjects(request)
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.added: dict[str, float] = {}
+
+    def add_metric(self, name: str, unit: str, value: float) -> None:
+        self.added[name] = self.added.get(name, 0) + value
+
+
+def a_bucket_with_one_bad_row(subject: Subject, first: float, good: int, how: str) -> tuple[list[str], str]:
+    """``good`` jobs due a second apart from ``first`` seconds after T0, and one whose payload cannot be
+    read due 3 s after ``first``, all in one partition's bucket."""
+    *good_ids, bad = ids_in_partition(PARTITION, good + 1)
+    for n, job_id in enumerate(good_ids):
+        subject.put_job(a_job(at(first + n), job_id), at(-30))
+    subject.put_unreadable(a_job(at(first + 3), bad), at(-30), how)
+    return good_ids, bad
+
+
+def quarantined(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == QUARANTINE_LOG]
+
+
+@pytest.mark.parametrize("how", list(CORRUPTIONS))
+def test_a_sweep_claims_every_good_job_of_the_bucket_and_quarantines_the_bad_row_once(
+    subject: Subject, how: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    good, bad = a_bucket_with_one_bad_row(subject, 0, 8, how)
+    clock = ManualClock(at(10))
+    config = PollerConfig(partitions=[PARTITION], preload_lead=None)
+    poller = Poller(subject.store, subject.store, MemoryQueue(clock), MemoryAlerts(), clock, config)
+    metrics = Metrics()
+
+    with caplog.at_level(logging.WARNING, logger=QUARANTINE_LOG):
+        first = poller.claim()
+        record_poll(metrics, first, None)
+        clock.advance(1)
+        again = poller.claim()  # the bucket is not settled yet: read again, the row not reported again
+
+    assert (first.claimed_jobs, first.runs_created, first.unreadable_rows) == (8, 8, 1)
+    assert {run.job_id for run in first.runs} == set(good)
+    assert again.unreadable_rows == 0 and metrics.added["UnreadableRows"] == 1
+    (line,) = quarantined(caplog)
+    assert bad in line and due_key(bad, at(3)) in line and f"bucket {minute_bucket(T0)}" in line
+    assert "half a spec" not in line and "full moon" not in line and "twice" not in line  # no payload
+
+    # Once settled, the bucket is done though the row stays in it: the sweep reads on from the next minute.
+    clock.set(T0 + timedelta(minutes=1) + config.bucket_settle)
+    poller.claim()
+    assert subject.store.low_water_marks([PARTITION])[PARTITION] > minute_bucket(T0)
+    assert subject.store.count_due(PARTITION, minute_bucket(T0)) == 1  # never deleted
+
+
+def test_a_page_of_unreadable_rows_only_does_not_hide_the_good_jobs_after_it(
+    subject: Subject, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Quarantined rows never leave their bucket: a sweep reads on past a page of them, and a settled
+    bucket's mark moves only once its good jobs are read."""
+    *bad, good = ids_in_partition(PARTITION, 5)
+    for n, job_id in enumerate(bad):
+        subject.put_unreadable(a_job(at(n), job_id), at(-30), "invalid JSON")
+    subject.put_job(a_job(at(20), good), at(-30))
+    clock = ManualClock(T0 + timedelta(minutes=2))  # the bucket settled: its mark may move this sweep
+    config = PollerConfig(partitions=[PARTITION], preload_lead=None, page_size=2)
+    poller = Poller(subject.store, subject.store, MemoryQueue(clock), MemoryAlerts(), clock, config)
+
+    with caplog.at_level(logging.WARNING, logger=QUARANTINE_LOG):
+        report = poller.claim()
+
+    assert (report.claimed_jobs, report.unreadable_rows) == (1, 4)
+    assert [run.job_id for run in report.runs] == [good]
+    assert len(quarantined(caplog)) == 4
+
+
+@pytest.mark.parametrize("how", ["invalid JSON", "a required field missing"])
+def test_the_minute_preload_fires_every_good_row_and_quarantines_the_bad_one(
+    subject: Subject, how: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    _, bad = a_bucket_with_one_bad_row(subject, 60, 5, how)
+    clock = ManualClock(at(55))
+    preload = MinutePreload(subject.store, MemoryQueue(clock), [PARTITION], timedelta(seconds=10))
+    metrics = Metrics()
+    preload.load_upcoming(at(55))
+
+    with caplog.at_level(logging.WARNING, logger=QUARANTINE_LOG):
+        report = preload.fire(at(66))
+        record_fire(metrics, report)
+
+    assert (report.runs_created, report.unreadable_rows) == (5, 1)
+    assert metrics.added["UnreadableRows"] == 1
+    (line,) = quarantined(caplog)
+    assert bad in line and due_key(bad, at(63)) in line
