@@ -1054,7 +1054,7 @@ def test_a_localstack_stack_leaves_out_only_what_localstack_cannot_create(
         "AWS::ApiGateway::RestApi": 1,
         "AWS::ApiGateway::Method": 7,
         "AWS::ApiGateway::Stage": 1,
-        "AWS::CloudWatch::Alarm": 8,
+        "AWS::CloudWatch::Alarm": 9,
         "AWS::SNS::Topic": 1,
     }.items():
         local.resource_count_is(kind, count)
