@@ -11,9 +11,13 @@ import pytest
 
 from duetime.adapters.dynamodb.codec import job_to_item
 from duetime.adapters.dynamodb.installation import DynamoInstallation
+from duetime.adapters.dynamodb.store import DynamoStore
 from duetime.adapters.memory import MemoryStore
 from duetime.adapters.memory.installation import MemoryInstallation
+from duetime.domain.ids import partition_of
 from duetime.domain.installation import Installation
+from duetime.domain.models import Job
+from duetime.domain.timeutil import minute_bucket
 from duetime.ports import InstallationRecord
 
 from ..twin_support import a_job
@@ -37,10 +41,13 @@ def subject(request: pytest.FixtureRequest) -> Iterator[Subject]:
         yield Subject(MemoryInstallation(store), lambda job: store.put_job(job, T0))
         return
     client, names = request.getfixturevalue("dynamodb_tables")
-    yield Subject(
-        DynamoInstallation(client, names),
-        lambda job: client.put_item(TableName=names.jobs, Item=job_to_item(job, T0)),
-    )
+    store = DynamoStore(client, names)
+
+    def put_job(job: Job) -> None:  # as the API writes a job: its partition's mark first
+        store.ensure_low_water_mark(partition_of(job.id), minute_bucket(T0))
+        client.put_item(TableName=names.jobs, Item=job_to_item(job, T0))
+
+    yield Subject(DynamoInstallation(client, names), put_job)
 
 
 def test_an_installation_never_recorded_reads_as_finalized_at_format_one(subject: Subject) -> None:

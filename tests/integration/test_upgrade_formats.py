@@ -1,4 +1,4 @@
-"""Two phases on DynamoDB Local, through the wiring every function uses (docs/upgrading.md): a new
+"""Two phases on DynamoDB Local, through the wiring every function uses (docs/guide/upgrading.md): a new
 installation writes this release's stored format from its first item; one upgraded from a release before
 formats writes format 1 until the operator finalizes (``duetime system finalize``), and a rollback past the
 finalize is refused (``duetime system deploy-check``)."""
@@ -13,8 +13,9 @@ import pytest
 
 from duetime import cli, wiring
 from duetime.adapters.dynamodb.codec import job_to_item
+from duetime.domain.ids import partition_of
 from duetime.domain.stored_format import FORMAT, format_of
-from duetime.domain.timeutil import parse_iso_z
+from duetime.domain.timeutil import minute_bucket, parse_iso_z
 
 from ..twin_support import a_job
 from .conftest import Stack
@@ -87,7 +88,8 @@ def test_an_upgraded_installation_writes_the_old_format_until_finalized_then_ref
     wired: Stack, capsys: pytest.CaptureFixture[str]
 ) -> None:
     old = a_job(parse_iso_z("2026-12-07T03:00:00Z"))
-    wired.dynamodb.put_item(TableName=wired.names.jobs, Item=job_to_item(old, old.created_at))  # 0.1.0's
+    wired.store.ensure_low_water_mark(partition_of(old.id), minute_bucket(old.created_at))  # as 0.1.0 did
+    wired.dynamodb.put_item(TableName=wired.names.jobs, Item=job_to_item(old, old.created_at))
     job_id, run_id = a_job_created_and_triggered(wired)
     assert set(formats(wired, job_id, run_id).values()) == {1}  # what 0.1.0 reads, byte for byte the same
 

@@ -1,10 +1,11 @@
-"""Upgrades and rollbacks in two phases (docs/upgrading.md): what a release writes before and after the
+"""Upgrades and rollbacks in two phases (docs/guide/upgrading.md): what a release writes before and after the
 installation is finalized, when a finalize is allowed, and which deploys are refused."""
 
 from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +13,7 @@ from duetime.adapters.aws.sqs import decode, encode
 from duetime.adapters.dynamodb.codec import job_to_item, run_to_item
 from duetime.adapters.memory import MemoryStore
 from duetime.adapters.memory.installation import MemoryInstallation
+from duetime.cli.installation import assembly_stack
 from duetime.domain import stored_format
 from duetime.domain.claim_plan import PlannedRun, new_run
 from duetime.domain.installation import DRAIN, Installation, ReleaseSeen, deploy_refusal, finalize_refusal
@@ -215,3 +217,14 @@ def test_items_and_messages_of_format_two_carry_it() -> None:
     body = encode(RunMessage.carrying(run), 2)
     assert format_of(json.loads(body)) == 2
     assert decode(body) == decode(encode(RunMessage.carrying(run)))  # read alike
+
+
+def test_the_deploy_check_finds_the_stack_an_assembly_deploys(tmp_path: Path) -> None:
+    manifest = {
+        "artifacts": {
+            "Tree": {"type": "cdk:tree"},
+            "Duetime": {"type": "aws:cloudformation:stack", "properties": {"stackName": "Duetime-prod"}},
+        }
+    }
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    assert assembly_stack(tmp_path) == "Duetime-prod"

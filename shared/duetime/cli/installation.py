@@ -1,4 +1,4 @@
-"""``duetime system ...``: the installation across releases (docs/upgrading.md). Run by the operator against
+"""``duetime system ...``: the installation across releases (docs/guide/upgrading.md). Run by the operator against
 the tables directly, as ``duetime teams`` is: the deployed stack's (``--stack Duetime``, found by its
 CloudFormation outputs), the ones ``DUETIME_*_TABLE`` name, or ``duetime local``'s (``--local``).
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from duetime import build_info
@@ -40,6 +41,9 @@ def add_commands(commands: Any) -> None:
     )
     check = action("deploy-check", "may a release be deployed over the installation? (exit 0 or 1)")
     check.add_argument("--release", default=build_info.version, help="the release to deploy (default: this)")
+    check.add_argument(
+        "--assembly", help="the cloud assembly about to be deployed (cdk.out): its stack's name, for --stack"
+    )
 
 
 def run_system(args: argparse.Namespace) -> int:
@@ -50,6 +54,8 @@ def run_system(args: argparse.Namespace) -> int:
 
     if args.local:
         local_environment()
+    if getattr(args, "assembly", None):
+        args.stack = assembly_stack(Path(args.assembly))
     record = wiring.installation_record(wiring.settings(), args.stack)
     now = SystemClock().now()
     if record is None:  # no stack of that name: a first deploy
@@ -64,6 +70,19 @@ def run_system(args: argparse.Namespace) -> int:
     done = operations.finalize(record, build_info.version, now, force=args.force)
     answer = {"release": build_info.version, "finalized": done.done, "writes_format": done.stored_format}
     return _answer(args, answer, done.refusal)
+
+
+def assembly_stack(assembly: Path) -> str:
+    """The name of the one CloudFormation stack a cloud assembly holds (its ``manifest.json``)."""
+    artifacts = json.loads((assembly / "manifest.json").read_text())["artifacts"]
+    stacks = [
+        artifact.get("properties", {}).get("stackName", name)
+        for name, artifact in artifacts.items()
+        if artifact.get("type") == "aws:cloudformation:stack"
+    ]
+    if len(stacks) != 1:
+        raise SystemExit(f"duetime system deploy-check: {assembly} holds {len(stacks)} stacks, not one")
+    return str(stacks[0])
 
 
 def _answer(args: argparse.Namespace, data: dict[str, Any], refusal: str | None) -> int:

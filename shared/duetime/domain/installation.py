@@ -71,14 +71,14 @@ def deploy_refusal(installation: Installation, release: str) -> str | None:
             f"rollback refused: the installation was finalized at stored format {have}{by}, and release "
             f"{release} writes and reads format {wanted}. Items written since the finalize may be unreadable "
             "to it. Roll forward instead, or restore the tables to before the finalize "
-            "(docs/upgrading.md)."
+            "(docs/guide/upgrading.md)."
         )
     if have < wanted - 1:
         return (
             f"upgrade refused: release {release} writes stored format {wanted} and reads formats "
             f"{wanted - 1} and {wanted}, but the installation is finalized at format {have}{by}. Deploy the "
             f"release that writes format {wanted - 1} first, run `duetime system finalize` under it, then "
-            f"deploy {release} (docs/upgrading.md)."
+            f"deploy {release} (docs/guide/upgrading.md)."
         )
     return None
 

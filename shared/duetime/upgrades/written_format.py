@@ -43,6 +43,7 @@ class WrittenFormat:
         self._lock = threading.Lock()
         self._format: int | None = None
         self._asked_at = 0.0
+        self._new = True  # until the record or the tables say otherwise (never again after)
 
     def __call__(self) -> int:
         with self._lock:
@@ -53,7 +54,9 @@ class WrittenFormat:
 
     def _ask(self) -> int:
         installation = self.record.record_release(self.release, self.now())
-        if installation.finalized_release is None and self.record.holds_nothing():
+        self._new = self._new and installation.finalized_release is None and self.record.holds_nothing()
+        if self._new:
             self.record.start_installation(self.release_format, self.release, self.now())
             installation = self.record.read_installation()
+            self._new = False
         return write_format(installation.finalized_format, self.release_format)

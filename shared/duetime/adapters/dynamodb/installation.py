@@ -13,7 +13,10 @@ from typing import TYPE_CHECKING
 from duetime.adapters.dynamodb import conditions as c
 from duetime.adapters.dynamodb.codec import Item, number_attribute, string_attribute, time_attribute
 from duetime.adapters.dynamodb.conditional import conditional_write
+from duetime.adapters.dynamodb.jobs import mark_key
+from duetime.adapters.dynamodb.reads import batch_get
 from duetime.adapters.dynamodb.tables import TableNames
+from duetime.domain.ids import PARTITIONS
 from duetime.domain.installation import Installation, ReleaseSeen
 from duetime.domain.stored_format import FIRST_FORMAT
 from duetime.domain.timeutil import parse_iso_z
@@ -83,10 +86,11 @@ class DynamoInstallation:
         return written is not None
 
     def holds_nothing(self) -> bool:
-        return all(
-            not self.client.scan(TableName=table, Limit=1, ProjectionExpression="job_id").get("Items")
-            for table in (self.names.jobs, self.names.runs)
-        )
+        """No partition has a low-water mark: no job was ever written, by this release or an older one (the
+        first job of a partition sets its mark, ``ensure_low_water_mark``, and every run is a job's). One
+        read of the control table's 64 mark keys, which every function may read, rather than a scan of
+        the jobs, which none needs."""
+        return not batch_get(self.client, self.names.control, [mark_key(p) for p in range(PARTITIONS)])
 
 
 def installation_from_item(item: Item) -> Installation:

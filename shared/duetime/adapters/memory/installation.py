@@ -1,7 +1,7 @@
 """The twin's installation record (``InstallationRecord``): the record under a lock, each change one step
 with the condition ``conditions.py`` names (INSTALLATION_NEVER_FINALIZED, INSTALLATION_FINALIZED_AS_READ).
 Instants are kept to the whole second, as the DynamoDB record stores them. Whether the installation holds
-nothing is asked of the store it watches (``MemoryStore``: no job and no run)."""
+nothing is asked of the store it watches (``MemoryStore``: no partition has a low-water mark)."""
 
 from __future__ import annotations
 
@@ -61,5 +61,5 @@ class MemoryInstallation:
     def holds_nothing(self) -> bool:
         if self.store is None:
             return True
-        with self.store.lock:
-            return not self.store._jobs and not self.store._runs
+        with self.store.lock:  # no partition has a mark: no job was ever written (``DynamoInstallation``)
+            return not self.store._marks
