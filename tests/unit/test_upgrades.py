@@ -228,3 +228,16 @@ def test_the_deploy_check_finds_the_stack_an_assembly_deploys(tmp_path: Path) ->
     }
     (tmp_path / "manifest.json").write_text(json.dumps(manifest))
     assert assembly_stack(tmp_path) == "Duetime-prod"
+
+
+def test_a_client_reads_an_answer_to_which_a_later_server_added_fields() -> None:
+    from pydantic import ValidationError
+
+    from duetime.api.schemas import PreviewOut
+
+    answer = {"job_id": "01JDZ3K6R2V9Q8T7S6P5N4M3K2", "runs": [], "skipped": [], "shiny": True}
+    with pytest.raises(ValidationError, match="shiny"):
+        PreviewOut.model_validate(answer)  # the server's own answers hold exactly their fields
+    assert PreviewOut.model_validate(answer, context=stored_format.STORED) == PreviewOut.model_validate(
+        {k: v for k, v in answer.items() if k != "shiny"}
+    )
