@@ -241,3 +241,12 @@ def test_a_client_reads_an_answer_to_which_a_later_server_added_fields() -> None
     assert PreviewOut.model_validate(answer, context=stored_format.STORED) == PreviewOut.model_validate(
         {k: v for k, v in answer.items() if k != "shiny"}
     )
+
+
+def test_a_release_is_found_by_its_version_without_its_tag() -> None:
+    from duetime.upgrades.releases import release_commits, resolve_ref
+
+    root = Path(__file__).resolve().parents[2]
+    assert resolve_ref("v0.1.0", root) == resolve_ref("0.1.0", root) == release_commits(root)["0.1.0"]
+    assert resolve_ref("0.1.0", root).startswith("484f692")
+    assert resolve_ref("main~3", root) == "main~3"  # anything else is git's to resolve
