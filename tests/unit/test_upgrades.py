@@ -250,3 +250,24 @@ def test_a_release_is_found_by_its_version_without_its_tag() -> None:
     assert resolve_ref("v0.1.0", root) == resolve_ref("0.1.0", root) == release_commits(root)["0.1.0"]
     assert resolve_ref("0.1.0", root).startswith("484f692")
     assert resolve_ref("main~3", root) == "main~3"  # anything else is git's to resolve
+
+
+def test_a_record_that_cannot_be_read_never_fails_a_write() -> None:
+    class Unreachable(MemoryInstallation):
+        def record_release(self, release: str, now: datetime) -> Installation:
+            raise ConnectionError("throttled")
+
+    ticks = Ticks()
+    record = Unreachable()
+    written = WrittenFormat(record, "0.2.0", lambda: T0, monotonic=ticks)
+    assert written() == 1  # before any read: the format every release reads
+    ticks.seconds = 1
+    assert written() == 1  # not asked again before the refresh
+    healthy = MemoryInstallation()
+    healthy.finalize_installation(2, "0.2.0", T0, was=1)
+    written.record = healthy
+    ticks.seconds = 301
+    assert written() == 2
+    written.record = record
+    ticks.seconds = 700
+    assert written() == 2  # the format last read stands
