@@ -271,3 +271,14 @@ def test_a_record_that_cannot_be_read_never_fails_a_write() -> None:
     written.record = record
     ticks.seconds = 700
     assert written() == 2  # the format last read stands
+
+
+@pytest.mark.parametrize(
+    ("installation", "release", "written"), [(1, 2, 1), (2, 2, 2), (3, 2, 2), (1, 3, 2), (2, 3, 2), (3, 3, 3)]
+)
+def test_a_release_writes_the_finalized_format_within_the_two_it_can_write(
+    installation: int, release: int, written: int
+) -> None:
+    from duetime.domain.installation import write_format
+
+    assert write_format(installation, release) == written
