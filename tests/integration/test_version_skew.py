@@ -1,0 +1,439 @@
+"""Version skew (issue 49, item 5): the release before (git tag ``v0.1.0``) runs beside this one on the same
+tables and queue, as it does for a while after every deploy and after a rollback (docs/stored-formats.md).
+
+The release before cannot share a process with this one (both are the package ``duetime``): it is extracted
+from its tag and driven in a process of its own (``release_driver.py``, the same commands this release runs
+in-process). Pollers sweep at injected instants; workers call a target in this process that counts calls
+per run id, so a due time with no run (lost) or a run called twice (repeated) is counted exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from http.server import ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, Protocol
+
+import pytest
+
+from duetime.domain.models import RunStatus
+from duetime.local.demo_target import Answer, JsonRequestHandler
+
+from ..job_support import create_job
+from . import release_driver
+from .conftest import Stack
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+DRIVER = Path(release_driver.__file__).resolve()
+PREVIOUS_RELEASE = "v0.1.0"
+
+
+# --- the two releases -----------------------------------------------------------------------------------
+
+
+class Release(Protocol):
+    name: str
+
+    def call(self, command: str, **args: Any) -> Any: ...
+
+
+class ReleaseFailed(Exception):
+    """A command the release answered with an error (its traceback in the message)."""
+
+
+class OldRelease:
+    """The release before, in a process of its own serving ``release_driver``'s commands."""
+
+    name = "old"
+
+    def __init__(self, shared: Path) -> None:
+        env = {**os.environ, "PYTHONPATH": str(shared)}
+        self.process = subprocess.Popen(
+            [sys.executable, str(DRIVER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+        )
+        self.lock = threading.Lock()
+
+    def call(self, command: str, **args: Any) -> Any:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        with self.lock:
+            self.process.stdin.write(json.dumps({"command": command, "args": args}) + "\n")
+            self.process.stdin.flush()
+            line = self.process.stdout.readline()
+        if not line:
+            raise ReleaseFailed(f"the old release's driver exited ({self.process.poll()})")
+        answer = json.loads(line)
+        if "error" in answer:
+            raise ReleaseFailed(f"{answer['error']}\n{answer['traceback']}")
+        return answer["ok"]
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait(timeout=10)
+
+
+class NewRelease:
+    """This release, running the same commands in this process (arguments and answers through JSON, as the
+    old one's)."""
+
+    name = "new"
+
+    def call(self, command: str, **args: Any) -> Any:
+        try:
+            answer = release_driver.COMMANDS[command](**json.loads(json.dumps(args)))
+        except Exception as error:
+            raise ReleaseFailed(f"{type(error).__name__}: {error}") from error
+        return json.loads(json.dumps(answer, default=str))
+
+
+def extracted(tag: str) -> Path:
+    """``shared`` and ``functions`` of ``tag``, extracted once per commit under .cache/releases/."""
+    commit = subprocess.run(
+        ["git", "rev-parse", f"{tag}^{{commit}}"], cwd=ROOT, check=True, capture_output=True, text=True
+    ).stdout.strip()
+    folder = ROOT / ".cache" / "releases" / commit
+    if not (folder / "shared" / "duetime" / "__init__.py").exists():
+        partial = folder.with_name(f"{commit}.{os.getpid()}.partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        partial.mkdir(parents=True)
+        archive = subprocess.run(
+            ["git", "archive", commit, "shared", "functions"], cwd=ROOT, check=True, capture_output=True
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(partial)], input=archive, check=True)
+        try:
+            partial.rename(folder)
+        except OSError:  # another worker extracted it meanwhile
+            shutil.rmtree(partial, ignore_errors=True)
+    return folder / "shared"
+
+
+@pytest.fixture(scope="session")
+def old() -> Iterator[OldRelease]:
+    shared = extracted(PREVIOUS_RELEASE)
+    release = OldRelease(shared)
+    where = release.call("where")
+    assert Path(where["file"]).resolve().is_relative_to(shared.resolve()), where  # the old code, not ours
+    yield release
+    release.close()
+
+
+@pytest.fixture
+def new() -> NewRelease:
+    return NewRelease()
+
+
+def tables_of(stack: Stack) -> list[str]:
+    return [stack.names.jobs, stack.names.runs, stack.names.control, stack.queue_url]
+
+
+# --- the target -----------------------------------------------------------------------------------------
+
+
+class _CountingHandler(JsonRequestHandler):
+    server: CountingTarget
+
+    def answer(self, method: str, body: str) -> Answer:
+        run_id = self.headers.get("Idempotency-Key", "")
+        attempt = int(self.headers.get("X-Duetime-Attempt", "0"))
+        status = 500 if "flaky" in self.path and attempt == 1 else 200
+        with self.server.lock:
+            self.server.calls.append((run_id, attempt, status))
+        return status, json.dumps({"ok": status == 200}), {}
+
+
+class CountingTarget(ThreadingHTTPServer):
+    """Answers 200, or 500 to the first attempt on a path with ``flaky`` in it; keeps every call."""
+
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _CountingHandler)
+        self.calls: list[tuple[str, int, int]] = []  # (run id, attempt, status)
+        self.lock = threading.Lock()
+
+    def url(self, path: str = "/target") -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}{path}"
+
+    def by_run(self) -> dict[str, list[tuple[int, int]]]:
+        with self.lock:
+            calls: dict[str, list[tuple[int, int]]] = {}
+            for run_id, attempt, status in self.calls:
+                calls.setdefault(run_id, []).append((attempt, status))
+            return calls
+
+
+@pytest.fixture
+def target() -> Iterator[CountingTarget]:
+    server = CountingTarget()
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+# --- helpers --------------------------------------------------------------------------------------------
+
+
+def iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat()
+
+
+def run_id_of(job_id: str, nominal: datetime) -> str:
+    return f"{job_id}@{nominal:%Y-%m-%dT%H:%M:%SZ}"
+
+
+def deliver(
+    stack: Stack, worker: Release, owner: str, until: Callable[[], bool], timeout: float = 40.0
+) -> list[dict[str, Any]]:
+    """Hand the queue's messages, a batch of up to 10 at a time, to ``worker`` as the event source mapping
+    does (a message whose run stopped with an error comes back) until ``until()``; every answer."""
+    answers: list[dict[str, Any]] = []
+    deadline = time.monotonic() + timeout
+    while not until():
+        assert time.monotonic() < deadline, f"timed out; answers so far: {answers}"
+        batch = stack.consumer.receive(10, wait_seconds=1)
+        if not batch:
+            continue
+        worked = worker.call("work", tables=tables_of(stack), bodies=[m.body for m in batch], owner=owner)
+        answers.extend(worked)
+        done = [m.receipt_handle for m, answer in zip(batch, worked, strict=True) if "error" not in answer]
+        if done:
+            stack.consumer.delete(done)
+    return answers
+
+
+def peek(stack: Stack, count: int, timeout: float = 15.0) -> list[str]:
+    """The bodies of the ``count`` messages on the queue (waiting for those delayed), left there: each is
+    visible again a second after it was seen."""
+    bodies: dict[str, str] = {}
+    deadline = time.monotonic() + timeout
+    while len(bodies) < count:
+        assert time.monotonic() < deadline, f"{len(bodies)} messages of {count}: {list(bodies.values())}"
+        for message in stack.sqs.receive_message(
+            QueueUrl=stack.queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=1, VisibilityTimeout=1
+        ).get("Messages", []):
+            bodies[message["MessageId"]] = message["Body"]
+    return list(bodies.values())
+
+
+def succeeded(stack: Stack, run_ids: set[str]) -> Callable[[], bool]:
+    def check() -> bool:
+        runs = stack.store.get_runs(sorted(run_ids))
+        return len(runs) == len(run_ids) and all(r.status is RunStatus.SUCCEEDED for r in runs.values())
+
+    return check
+
+
+# --- runs across the releases ---------------------------------------------------------------------------
+
+KINDS: dict[str, dict[str, Any]] = {
+    "cron": {"schedule": {"cron": "* * * * *", "timezone": "Europe/Berlin"}, "jitter_seconds": 0},
+    "rate": {"schedule": {"rate": "1 minute"}, "jitter_seconds": 0},
+    "once": {"schedule": {"at": "{base+50s}"}, "jitter_seconds": 0},
+    "jittered": {"schedule": {"cron": "* * * * *", "timezone": "UTC"}, "jitter_seconds": 30},
+    "retried": {
+        "schedule": {"rate": "1 minute"},
+        "jitter_seconds": 0,
+        "retry": {"max_attempts": 2, "backoff_seconds": [1]},
+        "target": "flaky",
+    },
+}
+PER_KIND = 4
+SWEEPS = 2
+
+
+def claim_and_run(stack: Stack, poller: Release, worker: Release, target: CountingTarget) -> dict[str, Any]:
+    """Jobs of every kind (PER_KIND each) created by this release a few minutes ago, then SWEEPS sweeps by
+    ``poller`` at injected instants a minute apart, each catching exactly one due time of each job, every run
+    worked by ``worker`` from the queue. Asserts each sweep created exactly the runs due (none lost, none
+    more) and every run succeeded with one successful call (the retried ones after a 500); the figures."""
+    started = time.monotonic()
+    base = stack.clock.now().replace(second=0, microsecond=0) - timedelta(minutes=10)
+    jobs = []
+    for kind, spec in KINDS.items():
+        body = json.loads(json.dumps(spec).replace("{base+50s}", iso(base + timedelta(seconds=50))))
+        path = body.pop("target", "target")
+        for i in range(PER_KIND):
+            job_body = {"name": f"{kind} {i}", "target": {"url": target.url(f"/{path}")}, **body}
+            jobs.append(create_job(stack.store, "team-a", job_body, base + timedelta(seconds=1)))
+    expected_all: set[str] = set()
+    lost = extra = 0
+    for k in range(SWEEPS):
+        now = base + timedelta(seconds=119.5 + 60 * k)
+        expected = set()
+        for job in jobs:
+            stored = stack.store.get_job(job.id)
+            assert stored is not None
+            fire, nominal = stored.state.next_fire_at, stored.state.next_nominal_at
+            if fire is not None and nominal is not None and fire <= now:
+                expected.add(run_id_of(job.id, nominal))
+        report = poller.call("sweep", tables=tables_of(stack), now=iso(now))
+        created = set(report["run_ids"])
+        lost += len(expected - created)
+        extra += len(created - expected)
+        assert created == expected, (k, report)
+        expected_all |= created
+        deliver(stack, worker, f"{worker.name}-worker", succeeded(stack, expected_all))
+    # one run per periodic job and sweep, the one-time jobs' once
+    per_job = Counter(r.split("@")[0] for r in expected_all)
+    assert all(per_job[j.id] == (1 if j.name.startswith("once") else SWEEPS) for j in jobs), [
+        (j.name, per_job[j.id], j.state, sorted(r for r in expected_all if r.startswith(j.id))) for j in jobs
+    ]
+    assert len(expected_all) == (len(KINDS) - 1) * PER_KIND * SWEEPS + PER_KIND
+    calls = target.by_run()
+    repeated = sum(1 for run_id in expected_all if sum(s == 200 for _, s in calls.get(run_id, [])) > 1)
+    uncalled = sum(1 for run_id in expected_all if not any(s == 200 for _, s in calls.get(run_id, [])))
+    retried = {
+        r for r in expected_all if r.split("@")[0] in {j.id for j in jobs if j.name.startswith("retried")}
+    }
+    for run_id in expected_all:
+        wanted = [(1, 500), (2, 200)] if run_id in retried else [(1, 200)]
+        assert calls.get(run_id) == wanted, (run_id, calls.get(run_id))
+    assert set(calls) == expected_all  # no call for a run that is not one of them
+    assert stack.messages() == []
+    rows = {
+        i["run_id"]["S"] for i in stack.dynamodb.scan(TableName=stack.names.runs)["Items"] if "payload" in i
+    }
+    assert rows == expected_all  # no run row besides them: none skipped, none made twice
+    figures = {
+        "poller": poller.name,
+        "worker": worker.name,
+        "runs": len(expected_all),
+        "calls": sum(len(c) for c in calls.values()),
+        "lost": lost + uncalled,
+        "extra_runs": extra,
+        "repeated": repeated,
+        "run_rows": len(rows),
+        "seconds": round(time.monotonic() - started, 1),
+    }
+    print("skew figures:", figures)
+    assert figures["lost"] == 0 and figures["repeated"] == 0 and figures["extra_runs"] == 0
+    return figures
+
+
+def test_old_poller_claims_and_new_worker_runs_every_job(
+    stack: Stack, old: OldRelease, new: NewRelease, target: CountingTarget
+) -> None:
+    claim_and_run(stack, old, new, target)
+
+
+def test_new_poller_claims_and_old_worker_runs_every_job(
+    stack: Stack, old: OldRelease, new: NewRelease, target: CountingTarget
+) -> None:
+    claim_and_run(stack, new, old, target)
+
+
+# --- what one release writes, the other reads -----------------------------------------------------------
+
+KEYS = {"jobs": ("job_id",), "runs": ("job_id", "occurrence"), "control": ("pk", "sk")}
+SETTLED = {RunStatus.SUCCEEDED, RunStatus.CANCELLED, RunStatus.RETRY_WAIT, RunStatus.SKIPPED}
+
+
+def with_format_marks(stack: Stack, bodies: list[str]) -> list[str]:
+    """Give every item of the three tables a top-level number ``fmt`` (where it has none), as the release
+    after this one is to write; the bodies, each with a top-level ``"fmt"`` the same way."""
+    for family, table in (
+        ("jobs", stack.names.jobs),
+        ("runs", stack.names.runs),
+        ("control", stack.names.control),
+    ):
+        for page in stack.dynamodb.get_paginator("scan").paginate(TableName=table):
+            for item in page.get("Items", []):
+                stack.dynamodb.update_item(
+                    TableName=table,
+                    Key={name: item[name] for name in KEYS[family]},
+                    UpdateExpression="SET fmt = if_not_exists(fmt, :one)",
+                    ExpressionAttributeValues={":one": {"N": "1"}},
+                )
+    return [json.dumps({"fmt": 1, **json.loads(body)}) for body in bodies]
+
+
+def writes_then_reads(
+    stack: Stack, writer: Release, reader: Release, target: CountingTarget
+) -> dict[str, Any]:
+    """``writer`` writes every family of item it has (``release_driver.write_everything``: its first run's
+    target answers 500) and works the runs that made; ``reader`` reads every item and every message body
+    ``writer`` queued (the poller's and the API's, a worker's retry), as written and again with a format
+    mark added everywhere, without one failure; then ``reader``'s worker runs the retry ``writer`` left."""
+    tables = tables_of(stack)
+    now = stack.clock.now()
+    written = writer.call(
+        "write_everything",
+        tables=tables,
+        target_url=target.url("/ok"),
+        flaky_url=target.url("/flaky"),
+        now=iso(now),
+    )
+    # the runs written, and any due time the sweep recorded as skipped (the jittered job's first, when its
+    # second was due too: misfire run_once)
+    rows = {
+        i["run_id"]["S"] for i in stack.dynamodb.scan(TableName=stack.names.runs)["Items"] if "payload" in i
+    }
+    assert set(written["runs"]) <= rows
+    run_ids = rows
+    skipped = {
+        run_id
+        for run_id, run in stack.store.get_runs(sorted(rows)).items()
+        if run.status is RunStatus.SKIPPED
+    }
+    bodies = peek(stack, len(rows - skipped))  # the triggers' messages (carrying their runs) and the sweep's
+
+    def settled() -> bool:
+        runs = stack.store.get_runs(sorted(run_ids))
+        return len(runs) == len(run_ids) and all(run.status in SETTLED for run in runs.values())
+
+    deliver(stack, writer, f"{writer.name}-worker", settled)
+    runs = stack.store.get_runs(sorted(run_ids))
+    # the jittered job's trigger succeeded (and its swept run, if it was due), the cron job's trigger and the
+    # swept rate run were answered 500: a retry waits
+    statuses = Counter(run.status for run in runs.values())
+    assert statuses[RunStatus.SUCCEEDED] >= 1 and statuses[RunStatus.RETRY_WAIT] == 2, runs
+    assert statuses[RunStatus.CANCELLED] == 1
+    bodies += peek(
+        stack, statuses[RunStatus.RETRY_WAIT]
+    )  # the retries' messages, sent by the writer's worker
+
+    first = reader.call("read_everything", tables=tables, bodies=bodies)
+    assert first["failures"] == [], first["failures"]
+    marked = reader.call("read_everything", tables=tables, bodies=with_format_marks(stack, bodies))
+    assert marked["failures"] == [], marked["failures"]
+    assert marked["read"] == first["read"]
+    read = first["read"]
+    assert (
+        read["job_item"] == len(written["jobs"]) and read["jobs"] == 1 and read["job"] == len(written["jobs"])
+    )
+    assert read["run_item"] == read["run"] == len(run_ids)
+    assert read["team_item"] >= 1 and read["calendar_item"] == len(written["calendars"])
+    assert read["calendar"] == read["calendar_days"] == read["calendar_history"] == len(written["calendars"])
+    assert read["message"] == len(bodies)
+
+    retries = {run_id for run_id, run in runs.items() if run.status is RunStatus.RETRY_WAIT}
+    deliver(stack, reader, f"{reader.name}-worker", succeeded(stack, retries))
+    calls = target.by_run()
+    assert all(calls[run_id] == [(1, 500), (2, 200)] for run_id in retries), calls
+    figures = {"writer": writer.name, "reader": reader.name, "read": read, "unread": first["unread"]}
+    print("skew read figures:", figures)
+    return figures
+
+
+def test_old_release_reads_every_item_the_new_release_writes(
+    stack: Stack, old: OldRelease, new: NewRelease, target: CountingTarget
+) -> None:
+    writes_then_reads(stack, new, old, target)
+
+
+def test_new_release_reads_every_item_the_old_release_writes(
+    stack: Stack, old: OldRelease, new: NewRelease, target: CountingTarget
+) -> None:
+    writes_then_reads(stack, old, new, target)
