@@ -291,6 +291,11 @@ def claim_and_run(stack: Stack, poller: Release, worker: Release, target: Counti
         (j.name, per_job[j.id], j.state, sorted(r for r in expected_all if r.startswith(j.id))) for j in jobs
     ]
     assert len(expected_all) == (len(KINDS) - 1) * PER_KIND * SWEEPS + PER_KIND
+    # what is left on the queue (a run a racing poller sent again) is a duplicate: dropped, never called
+    while batch := stack.consumer.receive(10, wait_seconds=1):
+        leftover = worker.call("work", tables=tables_of(stack), bodies=[m.body for m in batch], owner="late")
+        assert all(answer.get("outcome") == "duplicate" for answer in leftover), leftover
+        stack.consumer.delete([m.receipt_handle for m in batch])
     calls = target.by_run()
     repeated = sum(1 for run_id in expected_all if sum(s == 200 for _, s in calls.get(run_id, [])) > 1)
     uncalled = sum(1 for run_id in expected_all if not any(s == 200 for _, s in calls.get(run_id, [])))
@@ -301,7 +306,6 @@ def claim_and_run(stack: Stack, poller: Release, worker: Release, target: Counti
         wanted = [(1, 500), (2, 200)] if run_id in retried else [(1, 200)]
         assert calls.get(run_id) == wanted, (run_id, calls.get(run_id))
     assert set(calls) == expected_all  # no call for a run that is not one of them
-    assert stack.messages() == []
     rows = {
         i["run_id"]["S"] for i in stack.dynamodb.scan(TableName=stack.names.runs)["Items"] if "payload" in i
     }
@@ -320,6 +324,41 @@ def claim_and_run(stack: Stack, poller: Release, worker: Release, target: Counti
     print("skew figures:", figures)
     assert figures["lost"] == 0 and figures["repeated"] == 0 and figures["extra_runs"] == 0
     return figures
+
+
+class BothReleases:
+    """Both releases at once: each sweep is the two pollers' at the same instant, on two threads (the
+    worst case for their races); the batches go to the two workers in turn."""
+
+    name = "both"
+
+    def __init__(self, old: OldRelease, new: NewRelease) -> None:
+        self.releases: list[Release] = [old, new]
+        self.batches = 0
+        self.races = 0
+
+    def call(self, command: str, **args: Any) -> Any:
+        if command == "work":
+            self.batches += 1
+            release = self.releases[self.batches % 2]
+            return release.call(command, **{**args, "owner": f"{release.name}-worker"})
+        assert command == "sweep"
+        reports: list[Any] = [None, None]
+        barrier = threading.Barrier(2)
+
+        def sweep(i: int) -> None:
+            barrier.wait()
+            reports[i] = self.releases[i].call(command, **args)
+
+        threads = [threading.Thread(target=sweep, args=(i,)) for i in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        old_runs, new_runs = (set(report["run_ids"]) for report in reports)
+        assert not old_runs & new_runs, old_runs & new_runs  # no run made by both
+        self.races += sum(report["lost_races"] for report in reports)
+        return {"run_ids": sorted(old_runs | new_runs), "reports": reports}
 
 
 def test_old_poller_claims_and_new_worker_runs_every_job(
@@ -437,3 +476,151 @@ def test_new_release_reads_every_item_the_old_release_writes(
     stack: Stack, old: OldRelease, new: NewRelease, target: CountingTarget
 ) -> None:
     writes_then_reads(stack, old, new, target)
+
+
+# --- fencing across the releases ------------------------------------------------------------------------
+
+
+def fencing(stack: Stack, stale: Release, current: Release, target: CountingTarget) -> None:
+    """A run ``stale``'s worker leased and lost (its lease expired and ``current``'s reaper queued the next
+    attempt), then leased by ``current``'s worker: the stale owner can neither record a result, keep its
+    lease nor take the run again, while the current owner holds it (also once the row carries a format mark a
+    later release may write) and after it recorded its result; its old message is a duplicate."""
+    tables = tables_of(stack)
+    job = stack.job_due_now("team-a", target.url("/target"))
+    now = stack.clock.now()
+    (run_id,) = current.call("sweep", tables=tables, now=iso(now))["run_ids"]
+    (first_message,) = [m.body for m in stack.consumer.receive(10, wait_seconds=1)]
+    assert json.loads(first_message)["attempt"] == 1
+
+    taken = stale.call(
+        "lease",
+        tables=tables,
+        run_id=run_id,
+        attempt=1,
+        owner="stale",
+        now=iso(now),
+        lease_until=iso(now + timedelta(seconds=1)),
+    )
+    assert taken is not None and taken["status"] == "running" and taken["attempt"] == 1
+    reaped = current.call("recover", tables=tables, now=iso(now + timedelta(minutes=5)))
+    assert reaped["leases_expired"] == 1
+    later = stack.clock.now()
+    assert not stale.call(
+        "record",
+        tables=tables,
+        run_id=run_id,
+        owner="stale",
+        status="succeeded",
+        status_code=200,
+        now=iso(later),
+    )
+    held = current.call(
+        "lease",
+        tables=tables,
+        run_id=run_id,
+        attempt=2,
+        owner="current",
+        now=iso(later),
+        lease_until=iso(later + timedelta(minutes=1)),
+    )
+    assert held is not None and held["attempt"] == 2 and held["owner"] == "current"
+
+    def stale_is_refused() -> None:
+        moment = iso(stack.clock.now())
+        until = iso(stack.clock.now() + timedelta(minutes=1))
+        for status in ("succeeded", "failed", "dead"):
+            assert not stale.call(
+                "record",
+                tables=tables,
+                run_id=run_id,
+                owner="stale",
+                status=status,
+                status_code=200,
+                now=moment,
+            )
+        for attempt in (1, 2):
+            assert not stale.call(
+                "extend",
+                tables=tables,
+                run_id=run_id,
+                attempt=attempt,
+                owner="stale",
+                now=moment,
+                lease_until=until,
+            )
+            assert (
+                stale.call(
+                    "lease",
+                    tables=tables,
+                    run_id=run_id,
+                    attempt=attempt,
+                    owner="stale",
+                    now=moment,
+                    lease_until=until,
+                )
+                is None
+            )
+        (answer,) = stale.call("work", tables=tables, bodies=[first_message], owner="stale")
+        assert answer == {"outcome": "duplicate", "run_id": run_id, "attempt": 1}
+
+    stale_is_refused()
+    run = stack.store.get_run(run_id)
+    assert run is not None and (run.status, run.owner, run.attempt, run.result) == (
+        RunStatus.RUNNING,
+        "current",
+        2,
+        None,
+    )
+    stack.dynamodb.update_item(  # the row as the release after may write it
+        TableName=stack.names.runs,
+        Key={"job_id": {"S": job.id}, "occurrence": {"S": run_id.split("@", 1)[1]}},
+        UpdateExpression="SET fmt = :one",
+        ExpressionAttributeValues={":one": {"N": "1"}},
+    )
+    stale_is_refused()
+    assert current.call(
+        "extend",
+        tables=tables,
+        run_id=run_id,
+        attempt=2,
+        owner="current",
+        now=iso(stack.clock.now()),
+        lease_until=iso(stack.clock.now() + timedelta(minutes=1)),
+    )
+    assert current.call(
+        "record",
+        tables=tables,
+        run_id=run_id,
+        owner="current",
+        status="succeeded",
+        status_code=201,
+        now=iso(stack.clock.now()),
+    )
+    stale_is_refused()
+    run = stack.store.get_run(run_id)
+    assert run is not None and run.status is RunStatus.SUCCEEDED and run.attempt == 2
+    assert (
+        run.result is not None and run.result.status_code == 201
+    )  # the current owner's, never the stale one's
+    assert target.by_run() == {}  # the stale message called nothing
+
+
+def test_old_worker_cannot_record_after_new_worker_took_the_lease(
+    stack: Stack, old: OldRelease, new: NewRelease, target: CountingTarget
+) -> None:
+    fencing(stack, stale=old, current=new, target=target)
+
+
+def test_new_worker_cannot_record_after_old_worker_took_the_lease(
+    stack: Stack, old: OldRelease, new: NewRelease, target: CountingTarget
+) -> None:
+    fencing(stack, stale=new, current=old, target=target)
+
+
+def test_both_releases_polling_and_working_at_once_lose_and_repeat_nothing(
+    stack: Stack, old: OldRelease, new: NewRelease, target: CountingTarget
+) -> None:
+    both = BothReleases(old, new)
+    claim_and_run(stack, both, both, target)
+    print("skew races lost by one poller to the other:", both.races, "batches:", both.batches)
