@@ -493,85 +493,35 @@ def fencing(stack: Stack, stale: Release, current: Release, target: CountingTarg
     (first_message,) = [m.body for m in stack.consumer.receive(10, wait_seconds=1)]
     assert json.loads(first_message)["attempt"] == 1
 
-    taken = stale.call(
-        "lease",
-        tables=tables,
-        run_id=run_id,
-        attempt=1,
-        owner="stale",
-        now=iso(now),
-        lease_until=iso(now + timedelta(seconds=1)),
-    )
+    def on_run(release: Release, command: str, owner: str, **args: Any) -> Any:
+        """``command`` on the run as ``owner``, at the store's now (a lease or heartbeat for a minute)."""
+        moment = stack.clock.now()
+        if command in ("lease", "extend"):
+            args.setdefault("lease_until", iso(moment + timedelta(minutes=1)))
+        if command == "record":
+            args.setdefault("status_code", 200)
+        return release.call(command, tables=tables, run_id=run_id, owner=owner, now=iso(moment), **args)
+
+    taken = on_run(stale, "lease", "stale", attempt=1, lease_until=iso(now + timedelta(seconds=1)))
     assert taken is not None and taken["status"] == "running" and taken["attempt"] == 1
     reaped = current.call("recover", tables=tables, now=iso(now + timedelta(minutes=5)))
     assert reaped["leases_expired"] == 1
-    later = stack.clock.now()
-    assert not stale.call(
-        "record",
-        tables=tables,
-        run_id=run_id,
-        owner="stale",
-        status="succeeded",
-        status_code=200,
-        now=iso(later),
-    )
-    held = current.call(
-        "lease",
-        tables=tables,
-        run_id=run_id,
-        attempt=2,
-        owner="current",
-        now=iso(later),
-        lease_until=iso(later + timedelta(minutes=1)),
-    )
+    assert not on_run(stale, "record", "stale", status="succeeded")
+    held = on_run(current, "lease", "current", attempt=2)
     assert held is not None and held["attempt"] == 2 and held["owner"] == "current"
 
     def stale_is_refused() -> None:
-        moment = iso(stack.clock.now())
-        until = iso(stack.clock.now() + timedelta(minutes=1))
         for status in ("succeeded", "failed", "dead"):
-            assert not stale.call(
-                "record",
-                tables=tables,
-                run_id=run_id,
-                owner="stale",
-                status=status,
-                status_code=200,
-                now=moment,
-            )
+            assert not on_run(stale, "record", "stale", status=status)
         for attempt in (1, 2):
-            assert not stale.call(
-                "extend",
-                tables=tables,
-                run_id=run_id,
-                attempt=attempt,
-                owner="stale",
-                now=moment,
-                lease_until=until,
-            )
-            assert (
-                stale.call(
-                    "lease",
-                    tables=tables,
-                    run_id=run_id,
-                    attempt=attempt,
-                    owner="stale",
-                    now=moment,
-                    lease_until=until,
-                )
-                is None
-            )
+            assert not on_run(stale, "extend", "stale", attempt=attempt)
+            assert on_run(stale, "lease", "stale", attempt=attempt) is None
         (answer,) = stale.call("work", tables=tables, bodies=[first_message], owner="stale")
         assert answer == {"outcome": "duplicate", "run_id": run_id, "attempt": 1}
 
     stale_is_refused()
     run = stack.store.get_run(run_id)
-    assert run is not None and (run.status, run.owner, run.attempt, run.result) == (
-        RunStatus.RUNNING,
-        "current",
-        2,
-        None,
-    )
+    assert run is not None and (run.status, run.owner, run.attempt) == (RunStatus.RUNNING, "current", 2)
     stack.dynamodb.update_item(  # the row as the release after may write it
         TableName=stack.names.runs,
         Key={"job_id": {"S": job.id}, "occurrence": {"S": run_id.split("@", 1)[1]}},
@@ -579,24 +529,8 @@ def fencing(stack: Stack, stale: Release, current: Release, target: CountingTarg
         ExpressionAttributeValues={":one": {"N": "1"}},
     )
     stale_is_refused()
-    assert current.call(
-        "extend",
-        tables=tables,
-        run_id=run_id,
-        attempt=2,
-        owner="current",
-        now=iso(stack.clock.now()),
-        lease_until=iso(stack.clock.now() + timedelta(minutes=1)),
-    )
-    assert current.call(
-        "record",
-        tables=tables,
-        run_id=run_id,
-        owner="current",
-        status="succeeded",
-        status_code=201,
-        now=iso(stack.clock.now()),
-    )
+    assert on_run(current, "extend", "current", attempt=2)
+    assert on_run(current, "record", "current", status="succeeded", status_code=201)
     stale_is_refused()
     run = stack.store.get_run(run_id)
     assert run is not None and run.status is RunStatus.SUCCEEDED and run.attempt == 2
