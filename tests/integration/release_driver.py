@@ -355,13 +355,14 @@ def read_everything(tables: list[str], bodies: list[str], team_id: str = TEAM) -
         )
     attempt("labelled", lambda: service.list_jobs(team, 100, None, label="env:skew"))
     attempt("named", lambda: service.list_jobs(team, 100, None, q="skew"))
-    attempt("keyed", lambda: service.job_id_by_key(team, "skew/keyed"))
     attempt("marks", lambda: s.store.low_water_marks(range(PARTITIONS)))
     page = attempt("jobs", lambda: service.list_jobs(team, 100, None))
     for job in page.items if page else []:
         attempt(f"job {job.id}", lambda j=job: service.get_job(team, j.id))
         attempt(f"job_history {job.id}", lambda j=job: service.job_history(team, j.id, 100, None))
         attempt(f"preview {job.id}", lambda j=job: service.preview(team, j.id, 3))
+        if job.key is not None:
+            attempt(f"keyed {job.id}", lambda j=job: service.job_id_by_key(team, j.key))
         runs = attempt(f"job_runs {job.id}", lambda j=job: service.list_runs(team, j.id, 100, None))
         for run in runs.items if runs else []:
             attempt(f"run {run.run_id}", lambda r=run: service.get_run(team, r.run_id))

@@ -558,3 +558,42 @@ def test_both_releases_polling_and_working_at_once_lose_and_repeat_nothing(
     both = BothReleases(old, new)
     claim_and_run(stack, both, both, target)
     print("skew races lost by one poller to the other:", both.races, "batches:", both.batches)
+
+
+def test_a_field_the_old_release_does_not_know_inside_stored_json_fails_only_its_reads(
+    stack: Stack, old: OldRelease, new: NewRelease, target: CountingTarget
+) -> None:
+    """The control of the readers above (they would see an incompatibility), and why a new field is written
+    only once the upgrade is finalized (docs/stored-formats.md, rule 3): v0.1.0 refuses a field it does not
+    know inside a job's spec or a carried run, where this release ignores it; a top-level one (a ``fmt``
+    attribute or key) neither refuses."""
+    tables = tables_of(stack)
+    job = stack.job_due_now("team-a", target.url("/target"))
+    key = {"job_id": {"S": job.id}}
+    spec = json.loads(stack.dynamodb.get_item(TableName=stack.names.jobs, Key=key)["Item"]["spec"]["S"])
+    stack.dynamodb.update_item(
+        TableName=stack.names.jobs,
+        Key=key,
+        UpdateExpression="SET spec = :spec, fmt = :one",
+        ExpressionAttributeValues={":spec": {"S": json.dumps({**spec, "later": 1})}, ":one": {"N": "1"}},
+    )
+    assert len(new.call("sweep", tables=tables, now=iso(stack.clock.now()))["run_ids"]) == 1
+    (body,) = peek(stack, 1)
+    message = json.loads(body)
+    assert "run" in message  # a poller's message carries its run
+    bodies = [
+        json.dumps({**message, "fmt": 1}),
+        json.dumps({**message, "run": {**message["run"], "later": 1}}),
+    ]
+
+    assert new.call("read_everything", tables=tables, bodies=bodies, team_id="team-a")["failures"] == []
+    failures = old.call("read_everything", tables=tables, bodies=bodies, team_id="team-a")["failures"]
+    # the job's item, the team's listing it is in (one job the release cannot read fails the page) and the
+    # message whose carried run has the field; the run row and the message with a top-level field are read
+    assert {failure.split(":")[0] for failure in failures} == {
+        f"job_item job_id={job.id}",
+        "jobs",
+        "message 1",
+    }
+    assert all("Extra inputs are not permitted" in failure for failure in failures), failures
+    print("skew control, what v0.1.0 refuses:", [failure.split("\n")[0] for failure in failures])
