@@ -138,6 +138,17 @@ def where() -> dict[str, Any]:
     return {"file": duetime.__file__, "version": getattr(duetime, "__version__", None)}
 
 
+def write_in_format(tables: list[str], stored_format: int) -> int:
+    """Write every item and message in ``stored_format`` from now on (as an installation finalized at it
+    does): for a release with stored formats only; the one before them has no such choice and refuses."""
+    s = side(tables)
+    for part in (s.store, s.catalog, s.queue):
+        if not hasattr(part, "write_format"):
+            raise TypeError(f"{type(part).__name__} of this release writes no stored format")
+        part.write_format = lambda: stored_format
+    return stored_format
+
+
 def sweep(tables: list[str], now: str) -> dict[str, Any]:
     """One sweep of every partition at ``now``: the claim report, and the ids of the runs it created."""
     report = side(tables).poller(instant(now)).claim(instant(now))
@@ -377,6 +388,7 @@ def read_everything(tables: list[str], bodies: list[str], team_id: str = TEAM) -
 
 COMMANDS: dict[str, Callable[..., Any]] = {
     "where": where,
+    "write_in_format": write_in_format,
     "sweep": sweep,
     "recover": recover,
     "work": work,

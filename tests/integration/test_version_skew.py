@@ -27,6 +27,7 @@ import pytest
 
 from duetime.domain.models import RunStatus
 from duetime.local.demo_target import Answer, JsonRequestHandler
+from duetime.upgrades.releases import resolve_ref
 
 from ..job_support import create_job
 from . import release_driver
@@ -97,10 +98,15 @@ class NewRelease:
         return json.loads(json.dumps(answer, default=str))
 
 
-def extracted(tag: str) -> Path:
-    """``shared`` and ``functions`` of ``tag``, extracted once per commit under .cache/releases/."""
+def extracted(release: str) -> Path:
+    """``shared`` and ``functions`` of ``release`` (its commit from releases.json: a clone without tags has
+    it too), extracted once per commit under .cache/releases/."""
     commit = subprocess.run(
-        ["git", "rev-parse", f"{tag}^{{commit}}"], cwd=ROOT, check=True, capture_output=True, text=True
+        ["git", "rev-parse", f"{resolve_ref(release, ROOT)}^{{commit}}"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout.strip()
     folder = ROOT / ".cache" / "releases" / commit
     if not (folder / "shared" / "duetime" / "__init__.py").exists():
@@ -367,10 +373,17 @@ def test_old_poller_claims_and_new_worker_runs_every_job(
     claim_and_run(stack, old, new, target)
 
 
+@pytest.mark.parametrize("stored_format", [1, 2], ids=["format1", "format2"])
 def test_new_poller_claims_and_old_worker_runs_every_job(
-    stack: Stack, old: OldRelease, new: NewRelease, target: CountingTarget
+    stack: Stack, old: OldRelease, new: NewRelease, target: CountingTarget, stored_format: int
 ) -> None:
+    """In format 1, what this release writes until the installation is finalized; in format 2 too (once
+    finalized no release before may run, but one that still did would read its messages and rows)."""
+    new.call("write_in_format", tables=tables_of(stack), stored_format=stored_format)
     claim_and_run(stack, new, old, target)
+    runs = [item for item in scanned(stack, stack.names.runs) if "payload" in item]
+    mark = {str(stored_format)} if stored_format > 1 else set()  # format 1 is what the release before wrote
+    assert {item["fmt"]["N"] for item in runs if "fmt" in item} == mark
 
 
 # --- what one release writes, the other reads -----------------------------------------------------------
@@ -379,22 +392,29 @@ KEYS = {"jobs": ("job_id",), "runs": ("job_id", "occurrence"), "control": ("pk",
 SETTLED = {RunStatus.SUCCEEDED, RunStatus.CANCELLED, RunStatus.RETRY_WAIT, RunStatus.SKIPPED}
 
 
+def families(stack: Stack) -> list[tuple[str, str]]:
+    return [("jobs", stack.names.jobs), ("runs", stack.names.runs), ("control", stack.names.control)]
+
+
+def scanned(stack: Stack, table: str) -> list[dict[str, Any]]:
+    return [
+        item
+        for page in stack.dynamodb.get_paginator("scan").paginate(TableName=table)
+        for item in page["Items"]
+    ]
+
+
 def with_format_marks(stack: Stack, bodies: list[str]) -> list[str]:
     """Give every item of the three tables a top-level number ``fmt`` (where it has none), as the release
     after this one is to write; the bodies, each with a top-level ``"fmt"`` the same way."""
-    for family, table in (
-        ("jobs", stack.names.jobs),
-        ("runs", stack.names.runs),
-        ("control", stack.names.control),
-    ):
-        for page in stack.dynamodb.get_paginator("scan").paginate(TableName=table):
-            for item in page.get("Items", []):
-                stack.dynamodb.update_item(
-                    TableName=table,
-                    Key={name: item[name] for name in KEYS[family]},
-                    UpdateExpression="SET fmt = if_not_exists(fmt, :one)",
-                    ExpressionAttributeValues={":one": {"N": "1"}},
-                )
+    for family, table in families(stack):
+        for item in scanned(stack, table):
+            stack.dynamodb.update_item(
+                TableName=table,
+                Key={name: item[name] for name in KEYS[family]},
+                UpdateExpression="SET fmt = if_not_exists(fmt, :one)",
+                ExpressionAttributeValues={":one": {"N": "1"}},
+            )
     return [json.dumps({"fmt": 1, **json.loads(body)}) for body in bodies]
 
 
@@ -445,6 +465,11 @@ def writes_then_reads(
 
     first = reader.call("read_everything", tables=tables, bodies=bodies)
     assert first["failures"] == [], first["failures"]
+    formats = {  # the stored formats of the items as written (0: none), by table
+        family: Counter(int(item["fmt"]["N"]) if "fmt" in item else 0 for item in scanned(stack, table))
+        for family, table in families(stack)
+    }
+    message_formats = Counter(json.loads(body).get("fmt", 1) for body in bodies)
     marked = reader.call("read_everything", tables=tables, bodies=with_format_marks(stack, bodies))
     assert marked["failures"] == [], marked["failures"]
     assert marked["read"] == first["read"]
@@ -461,15 +486,30 @@ def writes_then_reads(
     deliver(stack, reader, f"{reader.name}-worker", succeeded(stack, retries))
     calls = target.by_run()
     assert all(calls[run_id] == [(1, 500), (2, 200)] for run_id in retries), calls
-    figures = {"writer": writer.name, "reader": reader.name, "read": read, "unread": first["unread"]}
+    figures = {
+        "writer": writer.name,
+        "reader": reader.name,
+        "read": read,
+        "unread": first["unread"],
+        "formats": formats,
+        "message_formats": message_formats,
+        "written": written,
+    }
     print("skew read figures:", figures)
     return figures
 
 
+@pytest.mark.parametrize("stored_format", [1, 2], ids=["format1", "format2"])
 def test_old_release_reads_every_item_the_new_release_writes(
-    stack: Stack, old: OldRelease, new: NewRelease, target: CountingTarget
+    stack: Stack, old: OldRelease, new: NewRelease, target: CountingTarget, stored_format: int
 ) -> None:
-    writes_then_reads(stack, new, old, target)
+    new.call("write_in_format", tables=tables_of(stack), stored_format=stored_format)
+    figures = writes_then_reads(stack, new, old, target)
+    formats, bodies = figures["formats"], figures["message_formats"]
+    mark = stored_format if stored_format > 1 else 0  # format 1 is what the release before wrote: no mark
+    assert formats["jobs"] == {mark: len(figures["written"]["jobs"])}  # the format asked for was written
+    assert set(formats["runs"]) == {mark} and mark in formats["control"]
+    assert set(bodies) == {stored_format}
 
 
 def test_new_release_reads_every_item_the_old_release_writes(
