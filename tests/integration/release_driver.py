@@ -149,6 +149,14 @@ def write_in_format(tables: list[str], stored_format: int) -> int:
     return stored_format
 
 
+def create_job(tables: list[str], team_id: str, body: dict[str, Any], now: str) -> str:
+    """The job ``POST /v1/jobs`` creates for the team at ``now``: its id."""
+    s = side(tables)
+    team = s.store.get_team(team_id)
+    assert team is not None, f"no team {team_id}"
+    return s.service(instant(now)).create_job(team, body).id
+
+
 def sweep(tables: list[str], now: str) -> dict[str, Any]:
     """One sweep of every partition at ``now``: the claim report, and the ids of the runs it created."""
     report = side(tables).poller(instant(now)).claim(instant(now))
@@ -389,6 +397,7 @@ def read_everything(tables: list[str], bodies: list[str], team_id: str = TEAM) -
 COMMANDS: dict[str, Callable[..., Any]] = {
     "where": where,
     "write_in_format": write_in_format,
+    "create_job": create_job,
     "sweep": sweep,
     "recover": recover,
     "work": work,

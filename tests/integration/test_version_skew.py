@@ -29,7 +29,6 @@ from duetime.domain.models import RunStatus
 from duetime.local.demo_target import Answer, JsonRequestHandler
 from duetime.upgrades.releases import resolve_ref
 
-from ..job_support import create_job
 from . import release_driver
 from .conftest import Stack
 
@@ -259,20 +258,26 @@ PER_KIND = 4
 SWEEPS = 2
 
 
-def claim_and_run(stack: Stack, poller: Release, worker: Release, target: CountingTarget) -> dict[str, Any]:
-    """Jobs of every kind (PER_KIND each) created by this release a few minutes ago, then SWEEPS sweeps by
-    ``poller`` at injected instants a minute apart, each catching exactly one due time of each job, every run
-    worked by ``worker`` from the queue. Asserts each sweep created exactly the runs due (none lost, none
+def claim_and_run(
+    stack: Stack, poller: Release, worker: Release, target: CountingTarget, creator: Release
+) -> dict[str, Any]:
+    """Jobs of every kind (PER_KIND each) created by ``creator``'s API a few minutes ago, then SWEEPS sweeps
+    by ``poller`` at injected instants a minute apart, each catching exactly one due time of each job, every
+    run worked by ``worker`` from the queue. Asserts each sweep created exactly the runs due (none lost, none
     more) and every run succeeded with one successful call (the retried ones after a 500); the figures."""
     started = time.monotonic()
     base = stack.clock.now().replace(second=0, microsecond=0) - timedelta(minutes=10)
-    jobs = []
+    jobs: list[Any] = []
+    second = timedelta(seconds=1)
     for kind, spec in KINDS.items():
         body = json.loads(json.dumps(spec).replace("{base+50s}", iso(base + timedelta(seconds=50))))
         path = body.pop("target", "target")
         for i in range(PER_KIND):
             job_body = {"name": f"{kind} {i}", "target": {"url": target.url(f"/{path}")}, **body}
-            jobs.append(create_job(stack.store, "team-a", job_body, base + timedelta(seconds=1)))
+            created = creator.call(
+                "create_job", tables=tables_of(stack), team_id="team-a", body=job_body, now=iso(base + second)
+            )
+            jobs.append(stack.store.get_job(created))
     expected_all: set[str] = set()
     lost = extra = 0
     for k in range(SWEEPS):
@@ -317,6 +322,7 @@ def claim_and_run(stack: Stack, poller: Release, worker: Release, target: Counti
     }
     assert rows == expected_all  # no run row besides them: none skipped, none made twice
     figures = {
+        "creator": creator.name,
         "poller": poller.name,
         "worker": worker.name,
         "runs": len(expected_all),
@@ -334,16 +340,21 @@ def claim_and_run(stack: Stack, poller: Release, worker: Release, target: Counti
 
 class BothReleases:
     """Both releases at once: each sweep is the two pollers' at the same instant, on two threads (the
-    worst case for their races); the batches go to the two workers in turn."""
+    worst case for their races); the jobs are created by the two APIs in turn, and the batches go to the
+    two workers in turn."""
 
     name = "both"
 
     def __init__(self, old: OldRelease, new: NewRelease) -> None:
         self.releases: list[Release] = [old, new]
         self.batches = 0
+        self.created = 0
         self.races = 0
 
     def call(self, command: str, **args: Any) -> Any:
+        if command == "create_job":
+            self.created += 1
+            return self.releases[self.created % 2].call(command, **args)
         if command == "work":
             self.batches += 1
             release = self.releases[self.batches % 2]
@@ -367,20 +378,25 @@ class BothReleases:
         return {"run_ids": sorted(old_runs | new_runs), "reports": reports}
 
 
+@pytest.mark.parametrize("creator", ["new", "old"], ids=["jobs-by-new", "jobs-by-old"])
 def test_old_poller_claims_and_new_worker_runs_every_job(
-    stack: Stack, old: OldRelease, new: NewRelease, target: CountingTarget
+    stack: Stack, old: OldRelease, new: NewRelease, target: CountingTarget, creator: str
 ) -> None:
-    claim_and_run(stack, old, new, target)
+    claim_and_run(stack, old, new, target, creator=new if creator == "new" else old)
 
 
-@pytest.mark.parametrize("stored_format", [1, 2], ids=["format1", "format2"])
+@pytest.mark.parametrize(
+    ("stored_format", "creator"),
+    [(1, "new"), (2, "new"), (1, "old")],
+    ids=["format1-jobs-by-new", "format2-jobs-by-new", "format1-jobs-by-old"],
+)
 def test_new_poller_claims_and_old_worker_runs_every_job(
-    stack: Stack, old: OldRelease, new: NewRelease, target: CountingTarget, stored_format: int
+    stack: Stack, old: OldRelease, new: NewRelease, target: CountingTarget, stored_format: int, creator: str
 ) -> None:
     """In format 1, what this release writes until the installation is finalized; in format 2 too (once
     finalized no release before may run, but one that still did would read its messages and rows)."""
     new.call("write_in_format", tables=tables_of(stack), stored_format=stored_format)
-    claim_and_run(stack, new, old, target)
+    claim_and_run(stack, new, old, target, creator=new if creator == "new" else old)
     runs = [item for item in scanned(stack, stack.names.runs) if "payload" in item]
     mark = {str(stored_format)} if stored_format > 1 else set()  # format 1 is what the release before wrote
     assert {item["fmt"]["N"] for item in runs if "fmt" in item} == mark
@@ -596,7 +612,7 @@ def test_both_releases_polling_and_working_at_once_lose_and_repeat_nothing(
     stack: Stack, old: OldRelease, new: NewRelease, target: CountingTarget
 ) -> None:
     both = BothReleases(old, new)
-    claim_and_run(stack, both, both, target)
+    claim_and_run(stack, both, both, target, creator=both)
     print("skew races lost by one poller to the other:", both.races, "batches:", both.batches)
 
 
