@@ -142,7 +142,8 @@ def write_in_format(tables: list[str], stored_format: int) -> int:
     """Write every item and message in ``stored_format`` from now on (as an installation finalized at it
     does): for a release with stored formats only; the one before them has no such choice and refuses."""
     s = side(tables)
-    for part in (s.store, s.catalog, s.queue):
+    parts: list[Any] = [s.store, s.catalog, s.queue]
+    for part in parts:
         if not hasattr(part, "write_format"):
             raise TypeError(f"{type(part).__name__} of this release writes no stored format")
         part.write_format = lambda: stored_format
@@ -243,7 +244,9 @@ def write_everything(tables: list[str], target_url: str, flaky_url: str, now: st
     service = s.service(start)
     team, token = service.create_team(TEAM, max_concurrency=10, exact_quota=5)
     caller = service.authenticate(f"Bearer {token}")
-    service.issue_token_for(caller, TokenIn.model_validate({"name": "ci-read", "scope": "read"}))
+    _, read_token = service.issue_token_for(
+        caller, TokenIn.model_validate({"name": "ci-read", "scope": "read"})
+    )
     closed = (start.date() + timedelta(days=20)).isoformat()
     service.calendars.create(TEAM, {"name": "closed", "source": {"dates": [closed]}}, actor="skew")
     service.calendars.create(
@@ -305,30 +308,35 @@ def write_everything(tables: list[str], target_url: str, flaky_url: str, now: st
         "jobs": {kind: job.id for kind, job in {**jobs, "keyed": keyed}.items()},
         "runs": [triggered.run_id, own_body.run_id, cancelled.run_id, *swept["run_ids"]],
         "calendars": ["closed", "fr"],
+        "tokens": [token, read_token],
     }
 
 
-def read_everything(tables: list[str], bodies: list[str], team_id: str = TEAM) -> dict[str, Any]:
+def read_everything(
+    tables: list[str], bodies: list[str], team_id: str = TEAM, tokens: list[str] | None = None
+) -> dict[str, Any]:
     """Read every item of the three tables and every message body given, as this release reads them: each job
     and run item with its codec, each team and calendar item's JSON with its model, and the team's jobs, runs,
-    calendars, tokens, labels, name words, key and history through the API's logic, the low-water marks and
-    the due rows through the poller's reads. What was
-    read, by family, and every failure (``failures``: "what: error"); the control items no reader here reads,
-    by the prefix of their key (``unread``)."""
+    calendars (and their users), tokens (and ``tokens`` as the authorizer reads them), labels, name words,
+    keys, history and audit trail through the API's logic, the low-water marks and the due rows through the
+    poller's reads. What was read, by family, and every failure (``failures``: "what: error"); the items
+    read only through those paths (history, tokens, marks, indexes), by table and key prefix
+    (``other_items``)."""
     s = side(tables)
     read: Counter[str] = Counter()
     failures: list[str] = []
+    other_items: Counter[str] = Counter()
 
-    def attempt(what: str, reader: Callable[[], Any]) -> Any:
+    def attempt(what: str, reader: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``reader(*args, **kwargs)``, counted under the first word of ``what``; None if it failed."""
         try:
-            value = reader()
+            value = reader(*args, **kwargs)
         except Exception as error:
             failures.append(f"{what}: {type(error).__name__}: {error}")
             return None
         read[what.split(" ")[0]] += 1
         return value
 
-    unread: Counter[str] = Counter()
     for table in (s.names.jobs, s.names.runs, s.names.control):
         for page in s.dynamodb.get_paginator("scan").paginate(TableName=table, ConsistentRead=True):
             for item in page.get("Items", []):
@@ -337,61 +345,56 @@ def read_everything(tables: list[str], bodies: list[str], team_id: str = TEAM) -
                     for k, v in sorted(item.items())
                     if k in ("job_id", "run_id", "pk", "sk")
                 )
+                team_json = item.get("team", {}).get("S", "")
                 if table == s.names.jobs and "spec" in item:
-                    attempt(f"job_item {key}", lambda item=item: item_to_job(item))
+                    attempt(f"job_item {key}", item_to_job, item)
                 elif table == s.names.runs and "payload" in item:
-                    attempt(f"run_item {key}", lambda item=item: item_to_run(item))
-                elif "team" in item and "S" in item["team"] and item["team"]["S"].startswith("{"):
-                    attempt(f"team_item {key}", lambda item=item: Team.model_validate_json(item["team"]["S"]))
+                    attempt(f"run_item {key}", item_to_run, item)
+                elif team_json.startswith("{"):
+                    attempt(f"team_item {key}", Team.model_validate_json, team_json)
                 elif "calendar" in item:
-                    attempt(
-                        f"calendar_item {key}",
-                        lambda item=item: Calendar.model_validate_json(item["calendar"]["S"]),
-                    )
+                    attempt(f"calendar_item {key}", Calendar.model_validate_json, item["calendar"]["S"])
                 else:
-                    prefix = (
-                        item.get("pk", item.get("job_id", item.get("run_id", {}))).get("S", "?").split("#")[0]
-                    )
-                    unread[f"{table.rsplit('-', 1)[-1]}:{prefix}"] += 1
+                    named = item.get("pk", item.get("job_id", item.get("run_id", {})))
+                    other_items[f"{table.rsplit('-', 1)[-1]}:{named.get('S', '?').split('#')[0]}"] += 1
     for index, body in enumerate(bodies):
-        attempt(f"message {index}", lambda body=body: decode(body))
+        attempt(f"message {index}", decode, body)
 
     service = s.service(s.clock.now())
-    team = attempt("team", lambda: service.team(team_id))
+    team = attempt("team", service.team, team_id)
     if team is None:
-        return {"read": dict(read), "failures": failures, "unread": dict(unread)}
-    attempt("teams", lambda: s.catalog.list_teams())
-    attempt("tokens", lambda: service.teams.list_tokens(team_id))
-    calendars = attempt("calendars", lambda: service.calendars.list(team_id, 100, None))
+        return {"read": dict(read), "failures": failures, "other_items": dict(other_items)}
+    attempt("teams", s.catalog.list_teams)
+    attempt("tokens", service.teams.list_tokens, team_id)
+    for token in tokens or []:
+        attempt("authenticated", service.authenticate, f"Bearer {token}")
+    attempt("audit", service.teams.audit, team_id)
+    calendars = attempt("calendars", service.calendars.list, team_id, 100, None)
     for calendar in calendars.items if calendars else []:
-        attempt(f"calendar {calendar.name}", lambda c=calendar: service.calendars.get(team_id, c.name))
+        attempt(f"calendar {calendar.name}", service.calendars.get, team_id, calendar.name)
+        attempt(f"calendar_days {calendar.name}", service.calendars.days, team_id, calendar.name, 2027)
         attempt(
-            f"calendar_days {calendar.name}", lambda c=calendar: service.calendars.days(team_id, c.name, 2027)
+            f"calendar_history {calendar.name}", service.calendars.history, team_id, calendar.name, 100, None
         )
-        attempt(
-            f"calendar_history {calendar.name}",
-            lambda c=calendar: service.calendars.history(team_id, c.name, 100, None),
-        )
-    attempt("labelled", lambda: service.list_jobs(team, 100, None, label="env:skew"))
-    attempt("named", lambda: service.list_jobs(team, 100, None, q="skew"))
-    attempt("marks", lambda: s.store.low_water_marks(range(PARTITIONS)))
-    page = attempt("jobs", lambda: service.list_jobs(team, 100, None))
+        attempt(f"calendar_users {calendar.name}", service.calendars.users, team_id, calendar.name)
+    attempt("labelled", service.list_jobs, team, 100, None, label="env:skew")
+    attempt("named", service.list_jobs, team, 100, None, q="skew")
+    attempt("marks", s.store.low_water_marks, range(PARTITIONS))
+    page = attempt("jobs", service.list_jobs, team, 100, None)
     for job in page.items if page else []:
-        attempt(f"job {job.id}", lambda j=job: service.get_job(team, j.id))
-        attempt(f"job_history {job.id}", lambda j=job: service.job_history(team, j.id, 100, None))
-        attempt(f"preview {job.id}", lambda j=job: service.preview(team, j.id, 3))
+        attempt(f"job {job.id}", service.get_job, team, job.id)
+        attempt(f"job_history {job.id}", service.job_history, team, job.id, 100, None)
+        attempt(f"preview {job.id}", service.preview, team, job.id, 3)
         if job.key is not None:
-            attempt(f"keyed {job.id}", lambda j=job: service.job_id_by_key(team, j.key))
-        runs = attempt(f"job_runs {job.id}", lambda j=job: service.list_runs(team, j.id, 100, None))
+            attempt(f"keyed {job.id}", service.job_id_by_key, team, job.key)
+        runs = attempt(f"job_runs {job.id}", service.list_runs, team, job.id, 100, None)
         for run in runs.items if runs else []:
-            attempt(f"run {run.run_id}", lambda r=run: service.get_run(team, r.run_id))
-        if job.state.next_fire_at is not None:
-            fire = job.state.next_fire_at
-            attempt(
-                f"due_jobs {job.id}",
-                lambda fire=fire, j=job: s.store.due_jobs(partition_of(j.id), minute_bucket(fire), fire, 100),
-            )
-    return {"read": dict(read), "failures": failures, "unread": dict(unread)}
+            attempt(f"run {run.run_id}", service.get_run, team, run.run_id)
+        fire = job.state.next_fire_at
+        if fire is not None:
+            due = (partition_of(job.id), minute_bucket(fire), fire, 100)
+            attempt(f"due_jobs {job.id}", s.store.due_jobs, *due)
+    return {"read": dict(read), "failures": failures, "other_items": dict(other_items)}
 
 
 COMMANDS: dict[str, Callable[..., Any]] = {
