@@ -261,6 +261,7 @@ def write_everything(tables: list[str], target_url: str, flaky_url: str, now: st
             "exclude": {"calendars": ["closed"]},
             "target": {"url": flaky_url, "method": "PUT", "headers": {"X-Key": "s3cret"}, "body": '{"a": 1}'},
             "labels": {"env": "skew"},
+            "retry": {"max_attempts": 3, "backoff_seconds": [1, 2]},
             "notify": [{"type": "webhook", "url": target_url, "events": ["dead"]}],
         },
         "rate": {
