@@ -379,11 +379,21 @@ class BothReleases:
         return {"run_ids": sorted(old_runs | new_runs), "reports": reports}
 
 
-@pytest.mark.parametrize("creator", ["new", "old"], ids=["jobs-by-new", "jobs-by-old"])
+@pytest.mark.parametrize(
+    ("stored_format", "creator"),
+    [(1, "new"), (2, "new"), (1, "old")],
+    ids=["format1-jobs-by-new", "format2-jobs-by-new", "format1-jobs-by-old"],
+)
 def test_old_poller_claims_and_new_worker_runs_every_job(
-    stack: Stack, old: OldRelease, new: NewRelease, target: CountingTarget, creator: str
+    stack: Stack, old: OldRelease, new: NewRelease, target: CountingTarget, stored_format: int, creator: str
 ) -> None:
+    """The new release's jobs and retries in format 1 (before the finalize) and format 2 (after it)."""
+    new.call("write_in_format", tables=tables_of(stack), stored_format=stored_format)
     claim_and_run(stack, old, new, target, creator=new if creator == "new" else old)
+    if creator == "new":
+        jobs = scanned(stack, stack.names.jobs)
+        mark = {str(stored_format)} if stored_format > 1 else set()  # format 1: what the release before wrote
+        assert {item["fmt"]["N"] for item in jobs if "fmt" in item} == mark
 
 
 @pytest.mark.parametrize(
@@ -582,10 +592,10 @@ def fencing(stack: Stack, stale: Release, current: Release, target: CountingTarg
     stale_is_refused()
     run = stack.store.get_run(run_id)
     assert run is not None and (run.status, run.owner, run.attempt) == (RunStatus.RUNNING, "current", 2)
-    stack.dynamodb.update_item(  # the row as the release after may write it
+    stack.dynamodb.update_item(  # a format mark on the row, if the sweep wrote none (format 1)
         TableName=stack.names.runs,
         Key={"job_id": {"S": job.id}, "occurrence": {"S": run_id.split("@", 1)[1]}},
-        UpdateExpression="SET fmt = :one",
+        UpdateExpression="SET fmt = if_not_exists(fmt, :one)",
         ExpressionAttributeValues={":one": {"N": "1"}},
     )
     stale_is_refused()
@@ -600,9 +610,11 @@ def fencing(stack: Stack, stale: Release, current: Release, target: CountingTarg
     assert target.by_run() == {}  # the stale message called nothing
 
 
+@pytest.mark.parametrize("stored_format", [1, 2], ids=["format1", "format2"])
 def test_old_worker_cannot_record_after_new_worker_took_the_lease(
-    stack: Stack, old: OldRelease, new: NewRelease, target: CountingTarget
+    stack: Stack, old: OldRelease, new: NewRelease, target: CountingTarget, stored_format: int
 ) -> None:
+    new.call("write_in_format", tables=tables_of(stack), stored_format=stored_format)
     fencing(stack, stale=old, current=new, target=target)
 
 
