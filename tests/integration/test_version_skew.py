@@ -101,13 +101,15 @@ class NewRelease:
 def extracted(release: str) -> Path:
     """``shared`` and ``functions`` of ``release`` (its commit from releases.json: a clone without tags has
     it too), extracted once per commit under .cache/releases/."""
-    commit = subprocess.run(
-        ["git", "rev-parse", f"{resolve_ref(release, ROOT)}^{{commit}}"],
-        cwd=ROOT,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
+    ref = resolve_ref(release, ROOT)
+    found = subprocess.run(
+        ["git", "rev-parse", "--verify", f"{ref}^{{commit}}"], cwd=ROOT, capture_output=True, text=True
+    )
+    if found.returncode != 0:
+        pytest.fail(
+            f"release {release} ({ref}) is not in this clone (a shallow one?): {found.stderr.strip()}"
+        )
+    commit = found.stdout.strip()
     folder = ROOT / ".cache" / "releases" / commit
     if not (folder / "shared" / "duetime" / "__init__.py").exists():
         partial = folder.with_name(f"{commit}.{os.getpid()}.partial")
@@ -130,6 +132,7 @@ def old() -> Iterator[OldRelease]:
     release = OldRelease(shared)
     where = release.call("where")
     assert Path(where["file"]).resolve().is_relative_to(shared.resolve()), where  # the old code, not ours
+    assert where["version"] == PREVIOUS_RELEASE.removeprefix("v"), where
     yield release
     release.close()
 
@@ -203,7 +206,8 @@ def deliver(
     stack: Stack, worker: Release, owner: str, until: Callable[[], bool], timeout: float = 40.0
 ) -> list[dict[str, Any]]:
     """Hand the queue's messages, a batch of up to 10 at a time, to ``worker`` as the event source mapping
-    does (a message whose run stopped with an error comes back) until ``until()``; every answer."""
+    does, until ``until()``; every answer. A message the worker fails on (one it cannot decode, a run it
+    cannot read or record) fails the test at once: nothing here should."""
     answers: list[dict[str, Any]] = []
     deadline = time.monotonic() + timeout
     while not until():
@@ -213,9 +217,8 @@ def deliver(
             continue
         worked = worker.call("work", tables=tables_of(stack), bodies=[m.body for m in batch], owner=owner)
         answers.extend(worked)
-        done = [m.receipt_handle for m, answer in zip(batch, worked, strict=True) if "error" not in answer]
-        if done:
-            stack.consumer.delete(done)
+        assert not [answer for answer in worked if "error" in answer], worked
+        stack.consumer.delete([m.receipt_handle for m in batch])
     return answers
 
 
@@ -339,6 +342,22 @@ def claim_and_run(
     return figures
 
 
+# This release writing format 1 (what it writes until the installation is finalized: what the release before
+# wrote) or format 2 (after: no release before may run then, but one that still did must not fail), the jobs
+# created by its API or by the release before's.
+FORMATS_AND_CREATORS = pytest.mark.parametrize(
+    ("stored_format", "creator"),
+    [(1, "new"), (2, "new"), (1, "old")],
+    ids=["format1-jobs-by-new", "format2-jobs-by-new", "format1-jobs-by-old"],
+)
+
+
+def assert_written_in(stack: Stack, table: str, stored_format: int) -> None:
+    """The items of ``table`` that carry a stored format carry ``stored_format`` (format 1 carries none)."""
+    marks = {item["fmt"]["N"] for item in scanned(stack, table) if "fmt" in item}
+    assert marks == ({str(stored_format)} if stored_format > 1 else set()), marks
+
+
 class BothReleases:
     """Both releases at once: each sweep is the two pollers' at the same instant, on two threads (the
     worst case for their races); the jobs are created by the two APIs in turn, and the batches go to the
@@ -379,38 +398,23 @@ class BothReleases:
         return {"run_ids": sorted(old_runs | new_runs), "reports": reports}
 
 
-@pytest.mark.parametrize(
-    ("stored_format", "creator"),
-    [(1, "new"), (2, "new"), (1, "old")],
-    ids=["format1-jobs-by-new", "format2-jobs-by-new", "format1-jobs-by-old"],
-)
+@FORMATS_AND_CREATORS
 def test_old_poller_claims_and_new_worker_runs_every_job(
     stack: Stack, old: OldRelease, new: NewRelease, target: CountingTarget, stored_format: int, creator: str
 ) -> None:
-    """The new release's jobs and retries in format 1 (before the finalize) and format 2 (after it)."""
     new.call("write_in_format", tables=tables_of(stack), stored_format=stored_format)
     claim_and_run(stack, old, new, target, creator=new if creator == "new" else old)
     if creator == "new":
-        jobs = scanned(stack, stack.names.jobs)
-        mark = {str(stored_format)} if stored_format > 1 else set()  # format 1: what the release before wrote
-        assert {item["fmt"]["N"] for item in jobs if "fmt" in item} == mark
+        assert_written_in(stack, stack.names.jobs, stored_format)
 
 
-@pytest.mark.parametrize(
-    ("stored_format", "creator"),
-    [(1, "new"), (2, "new"), (1, "old")],
-    ids=["format1-jobs-by-new", "format2-jobs-by-new", "format1-jobs-by-old"],
-)
+@FORMATS_AND_CREATORS
 def test_new_poller_claims_and_old_worker_runs_every_job(
     stack: Stack, old: OldRelease, new: NewRelease, target: CountingTarget, stored_format: int, creator: str
 ) -> None:
-    """In format 1, what this release writes until the installation is finalized; in format 2 too (once
-    finalized no release before may run, but one that still did would read its messages and rows)."""
     new.call("write_in_format", tables=tables_of(stack), stored_format=stored_format)
     claim_and_run(stack, new, old, target, creator=new if creator == "new" else old)
-    runs = [item for item in scanned(stack, stack.names.runs) if "payload" in item]
-    mark = {str(stored_format)} if stored_format > 1 else set()  # format 1 is what the release before wrote
-    assert {item["fmt"]["N"] for item in runs if "fmt" in item} == mark
+    assert_written_in(stack, stack.names.runs, stored_format)
 
 
 # --- what one release writes, the other reads -----------------------------------------------------------
@@ -448,10 +452,11 @@ def with_format_marks(stack: Stack, bodies: list[str]) -> list[str]:
 def writes_then_reads(
     stack: Stack, writer: Release, reader: Release, target: CountingTarget
 ) -> dict[str, Any]:
-    """``writer`` writes every family of item it has (``release_driver.write_everything``: its first run's
-    target answers 500) and works the runs that made; ``reader`` reads every item and every message body
-    ``writer`` queued (the poller's and the API's, a worker's retry), as written and again with a format
-    mark added everywhere, without one failure; then ``reader``'s worker runs the retry ``writer`` left."""
+    """``writer`` writes every family of item it has (``release_driver.write_everything``: the cron and rate
+    jobs' targets answer 500 at first) and works the runs that made; ``reader`` reads every item, and every
+    message ``writer`` queued (the poller's and the API's, a worker's retries), as written and again with a
+    format mark added everywhere, without one failure; then ``reader``'s worker runs the retries ``writer``
+    left."""
     tables = tables_of(stack)
     now = stack.clock.now()
     written = writer.call(
@@ -463,17 +468,13 @@ def writes_then_reads(
     )
     # the runs written, and any due time the sweep recorded as skipped (the jittered job's first, when its
     # second was due too: misfire run_once)
-    rows = {
-        i["run_id"]["S"] for i in stack.dynamodb.scan(TableName=stack.names.runs)["Items"] if "payload" in i
-    }
-    assert set(written["runs"]) <= rows
-    run_ids = rows
+    run_ids = {item["run_id"]["S"] for item in scanned(stack, stack.names.runs) if "payload" in item}
+    assert set(written["runs"]) <= run_ids
     skipped = {
-        run_id
-        for run_id, run in stack.store.get_runs(sorted(rows)).items()
-        if run.status is RunStatus.SKIPPED
+        i for i, run in stack.store.get_runs(sorted(run_ids)).items() if run.status is RunStatus.SKIPPED
     }
-    bodies = peek(stack, len(rows - skipped))  # the triggers' messages (carrying their runs) and the sweep's
+    # the triggers' messages (carrying their runs) and the sweep's
+    bodies = peek(stack, len(run_ids - skipped))
 
     def settled() -> bool:
         runs = stack.store.get_runs(sorted(run_ids))
@@ -481,14 +482,13 @@ def writes_then_reads(
 
     deliver(stack, writer, f"{writer.name}-worker", settled)
     runs = stack.store.get_runs(sorted(run_ids))
-    # the jittered job's trigger succeeded (and its swept run, if it was due), the cron job's trigger and the
-    # swept rate run were answered 500: a retry waits
+    # the jittered job's trigger succeeded (and its swept run, if one was due), the cron job's trigger and the
+    # swept rate run (and the cron's, if one was due) were answered 500: their retries wait
     statuses = Counter(run.status for run in runs.values())
-    assert statuses[RunStatus.SUCCEEDED] >= 1 and statuses[RunStatus.RETRY_WAIT] == 2, runs
+    assert statuses[RunStatus.SUCCEEDED] >= 1 and statuses[RunStatus.RETRY_WAIT] >= 2, runs
     assert statuses[RunStatus.CANCELLED] == 1
-    bodies += peek(
-        stack, statuses[RunStatus.RETRY_WAIT]
-    )  # the retries' messages, sent by the writer's worker
+    # the retries' messages, sent by the writer's worker
+    bodies += peek(stack, statuses[RunStatus.RETRY_WAIT])
 
     first = reader.call("read_everything", tables=tables, bodies=bodies, tokens=written["tokens"])
     assert first["failures"] == [], first["failures"]
@@ -604,9 +604,8 @@ def fencing(stack: Stack, stale: Release, current: Release, target: CountingTarg
     stale_is_refused()
     run = stack.store.get_run(run_id)
     assert run is not None and run.status is RunStatus.SUCCEEDED and run.attempt == 2
-    assert (
-        run.result is not None and run.result.status_code == 201
-    )  # the current owner's, never the stale one's
+    # the current owner's result, never the stale one's
+    assert run.result is not None and run.result.status_code == 201
     assert target.by_run() == {}  # the stale message called nothing
 
 
