@@ -4,15 +4,19 @@ by the sweep and by the minute preload, on the twin and on DynamoDB Local alike.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterator
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
-from duetime.adapters.dynamodb.codec import due_key
+from duetime.adapters.dynamodb.codec import due_key, job_to_item
+from duetime.adapters.dynamodb.store import DynamoStore
 from duetime.adapters.memory import MemoryAlerts, MemoryQueue
 from duetime.domain.clock import ManualClock
+from duetime.domain.ids import partition_of
 from duetime.domain.timeutil import minute_bucket
 from duetime.observability import record_fire, record_poll
 from duetime.scheduling.poller import Poller, PollerConfig
@@ -151,3 +155,46 @@ def test_the_bad_row_is_kept_once_for_the_operator_with_its_first_report(subject
     assert (kept.row.job_id, kept.row.due_key, kept.row.partition) == (bad, due_key(bad, at(3)), PARTITION)
     assert kept.row.bucket == minute_bucket(T0) and kept.first_seen == at(10)
     assert "JSON" in kept.row.error and "half a spec" not in kept.row.error  # the error, not the payload
+
+
+def test_a_row_a_later_release_wrote_runs_and_a_corrupt_one_is_quarantined_and_counted(
+    subject: Subject, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 49's check: a bucket of good jobs, one whose item holds fields this release does not know (a
+    top-level attribute and one inside its spec, as a later release may write them) and one whose payload
+    cannot be read. Every good job and the later release's job run; the corrupt row is quarantined, counted
+    in ``UnreadableRows`` (which the stack alarms on) and kept for the operator."""
+    *good, later, bad = ids_in_partition(PARTITION, 6)
+    for n, job_id in enumerate(good):
+        subject.put_job(a_job(at(n), job_id), at(-30))
+    put_as_a_later_release(subject, a_job(at(2), later), at(-30))
+    subject.put_unreadable(a_job(at(3), bad), at(-30), "a wrong type")
+    clock = ManualClock(at(10))
+    config = PollerConfig(partitions=[PARTITION], preload_lead=None)
+    store = subject.store
+    poller = Poller(store, store, MemoryQueue(clock), MemoryAlerts(), clock, config, quarantine_record=store)
+    metrics = Metrics()
+
+    with caplog.at_level(logging.WARNING, logger=QUARANTINE_LOG):
+        report = poller.claim()
+        record_poll(metrics, report, None)
+
+    assert {run.job_id for run in report.runs} == {*good, later}
+    assert metrics.added["UnreadableRows"] == 1
+    assert [q.row.job_id for q in store.quarantined_rows()] == [bad]
+    assert len(quarantined(caplog)) == 1
+
+
+def put_as_a_later_release(subject: Subject, job: Any, now: Any) -> None:
+    """``job`` as a later release may store it: on DynamoDB, with a top-level attribute and a spec field this
+    release does not know (the twin stores models, which have no such fields: the job as it is)."""
+    if not isinstance(subject.store, DynamoStore):
+        subject.put_job(job, now)
+        return
+    store = subject.store
+    store.ensure_low_water_mark(partition_of(job.id), minute_bucket(now))
+    item = job_to_item(job, now, 3)
+    spec = json.loads(item["spec"]["S"])
+    item["spec"] = {"S": json.dumps({**spec, "priority": "high", "target": {**spec["target"], "proxy": "x"}})}
+    item["shard_hint"] = {"N": "7"}
+    store.client.put_item(TableName=store.names.jobs, Item=item)
