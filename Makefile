@@ -118,8 +118,10 @@ synth: lambda-assets
 diff: synth
 	$(CDK) diff $(CDK_OUT) $(DIFF_ARGS)
 
-# Deploy to the account of the current credentials (infra/cdk/README.md).
+# Deploy to the account of the current credentials (infra/cdk/README.md), once the installation's record says
+# this release may replace the one it runs (docs/guide/upgrading.md: no skipped finalize, no rollback past one).
 deploy: synth
+	$(BIN)/duetime system deploy-check --assembly $(CDK_OUT)
 	$(CDK) deploy $(CDK_OUT) $(DEPLOY_ARGS)
 
 emulators-fetch:

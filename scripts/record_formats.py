@@ -1,5 +1,6 @@
-"""Records the shapes this release stores and queues into tests/fixtures/formats/<its version>/ (run once per
-release, when it is cut; the folders of earlier releases are never rewritten). docs/stored-formats.md."""
+"""Records the shapes this release stores and queues, in the stored format it writes once finalized, into
+tests/fixtures/formats/<its version>/ (run once per release, when it is cut; the folders of earlier releases are
+never rewritten). docs/stored-formats.md."""
 
 import json
 import sys
@@ -12,6 +13,7 @@ from duetime.adapters.aws.sqs import encode
 from duetime.adapters.dynamodb.codec import job_to_item, run_to_item
 from duetime.domain.claim_plan import PlannedRun, new_run
 from duetime.domain.models import Job, RunResult, RunStatus, Team
+from duetime.domain.stored_format import FORMAT
 from duetime.ports import RunMessage
 
 out = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "formats" / __version__
@@ -65,9 +67,9 @@ sqs_spec = {
 sqs_job = Job.model_validate(
     {**sqs_spec, "id": "01JDZ3K6R2V9Q8T7S6P5N4M3K3", "team": "team-a", "created_at": now, "updated_at": now}
 )
-(out / "job_item.json").write_text(json.dumps(job_to_item(job, now), indent=2, sort_keys=True) + "\n")
+(out / "job_item.json").write_text(json.dumps(job_to_item(job, now, FORMAT), indent=2, sort_keys=True) + "\n")
 (out / "job_item_aws_target.json").write_text(
-    json.dumps(job_to_item(sqs_job, now), indent=2, sort_keys=True) + "\n"
+    json.dumps(job_to_item(sqs_job, now, FORMAT), indent=2, sort_keys=True) + "\n"
 )
 run = new_run(
     job,
@@ -75,7 +77,7 @@ run = new_run(
     now,
     now + timedelta(minutes=10),
 )
-(out / "run_item_queued.json").write_text(json.dumps(run_to_item(run), indent=2, sort_keys=True) + "\n")
+(out / "run_item_queued.json").write_text(json.dumps(run_to_item(run, stored_format=FORMAT), indent=2, sort_keys=True) + "\n")
 done = run.model_copy(
     update={
         "status": RunStatus.SUCCEEDED,
@@ -84,13 +86,13 @@ done = run.model_copy(
         "result": RunResult(status_code=200, duration_ms=412, body="ok"),
     }
 )
-(out / "run_item_succeeded.json").write_text(json.dumps(run_to_item(done), indent=2, sort_keys=True) + "\n")
+(out / "run_item_succeeded.json").write_text(json.dumps(run_to_item(done, stored_format=FORMAT), indent=2, sort_keys=True) + "\n")
 carried = new_run(sqs_job, PlannedRun(now, now), now, now + timedelta(minutes=10))
 (out / "run_message_carrying.json").write_text(
-    json.dumps(json.loads(encode(RunMessage.carrying(carried))), indent=2, sort_keys=True) + "\n"
+    json.dumps(json.loads(encode(RunMessage.carrying(carried), FORMAT)), indent=2, sort_keys=True) + "\n"
 )
 (out / "run_message_by_id.json").write_text(
-    json.dumps(json.loads(encode(RunMessage(run.run_id, 2))), indent=2, sort_keys=True) + "\n"
+    json.dumps(json.loads(encode(RunMessage(run.run_id, 2), FORMAT)), indent=2, sort_keys=True) + "\n"
 )
 team = Team(team_id="team-a", name="Team A")
 (out / "team.json").write_text(

@@ -4,4 +4,4 @@ Dependencies point one way: handlers (functions/) -> logic (poller, worker, jobs
 (interfaces in ``duetime.ports``) implemented by adapters (``duetime.adapters``, the only place boto3 lives).
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

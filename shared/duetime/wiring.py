@@ -10,9 +10,10 @@ from datetime import timedelta
 from types import ModuleType
 from typing import TYPE_CHECKING
 
+from duetime import build_info
 from duetime.adapters.aws.alerts import SnsAlerts, StoredAlerts
 from duetime.adapters.aws.aws_target_caller import Boto3AwsTargetCaller
-from duetime.adapters.aws.clients import client
+from duetime.adapters.aws.clients import client, new_client
 from duetime.adapters.aws.lambda_helpers import LambdaHelperLauncher
 from duetime.adapters.aws.lambda_provisioning import LambdaEventPollers, LambdaProvisionedWorkers
 from duetime.adapters.aws.lambda_starter import LambdaPollerStarter
@@ -20,8 +21,10 @@ from duetime.adapters.aws.lambda_warmer import LambdaWorkerWarmer
 from duetime.adapters.aws.notify_channels import ChannelSender, SnsTopics, WebhookSender
 from duetime.adapters.aws.role_trust_probe import Boto3RoleTrustProbe
 from duetime.adapters.aws.sqs import SqsRunBacklog, SqsRunQueue
+from duetime.adapters.aws.stack_outputs import stack_tables
 from duetime.adapters.aws.store_clock import StoreClock
 from duetime.adapters.dynamodb.catalog import DynamoCatalog
+from duetime.adapters.dynamodb.installation import DynamoInstallation
 from duetime.adapters.dynamodb.rate_limits import DynamoRateLimiter
 from duetime.adapters.dynamodb.run_budgets import DynamoRunBudget
 from duetime.adapters.dynamodb.store import DynamoStore
@@ -41,6 +44,7 @@ from duetime.scheduling.prescale import PrescalePolicy, Prescaler
 from duetime.scheduling.quiet import QuietTimings
 from duetime.scheduling.wake import GroupWaker, PollerStarter, partition_groups
 from duetime.settings import Settings
+from duetime.upgrades.written_format import WrittenFormat
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
@@ -53,11 +57,31 @@ def settings() -> Settings:
 
 
 def make_store(s: Settings, dynamodb: DynamoDBClient | None = None) -> DynamoStore:
+    """The store; it writes items in the installation's format (``written_format``)."""
+    dynamodb = dynamodb or client("dynamodb")
+    names = TableNames(s.jobs_table, s.runs_table, s.control_table)
     return DynamoStore(
-        dynamodb or client("dynamodb"),
-        TableNames(s.jobs_table, s.runs_table, s.control_table),
+        dynamodb,
+        names,
         lease_check=timedelta(seconds=s.lease_seconds),
+        write_format=written_format(dynamodb, names),
     )
+
+
+def written_format(dynamodb: DynamoDBClient, names: TableNames) -> WrittenFormat:
+    """The stored format this process writes, from the installation's record on ``names``' control table
+    (which also learns that this release runs: ``duetime.upgrades.written_format``)."""
+    return WrittenFormat(DynamoInstallation(dynamodb, names), build_info.version, SystemClock().now)
+
+
+def installation_record(s: Settings, stack: str | None = None) -> DynamoInstallation | None:
+    """The installation's record (``duetime system installation``, ``finalize``, ``deploy-check``): on the
+    tables of the deployed ``stack`` (None when there is no such stack yet), else on the settings' tables."""
+    if stack is None:
+        names: TableNames | None = TableNames(s.jobs_table, s.runs_table, s.control_table)
+    else:
+        names = stack_tables(new_client("cloudformation"), stack)
+    return DynamoInstallation(client("dynamodb"), names) if names is not None else None
 
 
 _REFINING: list[StoreClock] = []  # the clocks ``make_store_clock`` keeps refined, until ``forget``
@@ -130,7 +154,7 @@ def poller_shift() -> PollerShift:
     """The poller and its group lease (each invocation serves one group: ``PollerShift.serve``)."""
     s = settings()
     store = make_store(s)
-    queue = SqsRunQueue(client("sqs"), s.run_queue_url)
+    queue = SqsRunQueue(client("sqs"), s.run_queue_url, write_format=store.write_format)
     clock = make_store_clock(store)
     alerts = JobNotifier(make_alerts(s, store), store, store)
     caller = http_caller(s)
@@ -166,7 +190,7 @@ def poller_shift() -> PollerShift:
 def worker() -> Worker:
     s = settings()
     store = make_store(s)
-    queue = SqsRunQueue(client("sqs"), s.run_queue_url)
+    queue = SqsRunQueue(client("sqs"), s.run_queue_url, write_format=store.write_format)
     made = Worker(
         store,
         store,
@@ -220,7 +244,7 @@ def prescaler() -> Prescaler:
 
 def make_catalog(store: DynamoStore) -> DynamoCatalog:
     """The API's catalog (``duetime.ports.Catalog``) on the store's tables and client."""
-    return DynamoCatalog(store.client, store.names, store.lease_check)
+    return DynamoCatalog(store.client, store.names, store.lease_check, store.write_format)
 
 
 def run_budget(catalog: DynamoCatalog) -> DynamoRunBudget:
@@ -234,7 +258,7 @@ def make_job_service(s: Settings, store: DynamoStore, sqs: SQSClient | None = No
     return JobService(
         catalog,
         store,
-        SqsRunQueue(sqs or client("sqs"), s.run_queue_url),
+        SqsRunQueue(sqs or client("sqs"), s.run_queue_url, write_format=store.write_format),
         make_store_clock(store),
         allow_private_targets=s.allow_private_targets,
         allowed_target_ports=s.allowed_target_ports,

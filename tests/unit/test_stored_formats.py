@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from duetime.adapters.aws.sqs import decode
 from duetime.adapters.dynamodb.codec import item_to_job, item_to_run
 from duetime.domain.models import JobSpec, Team
-from duetime.domain.stored_format import STORED
+from duetime.domain.stored_format import STORED, format_of, release_format
 
 FORMATS = Path(__file__).parents[1] / "fixtures" / "formats"
 ADDED = "added_by_a_later_release"
@@ -78,7 +78,7 @@ def _is_item(value: dict[str, Any]) -> bool:
 
 
 def test_a_shape_of_every_release_is_recorded() -> None:
-    assert [p.name for p in FORMATS.iterdir()] == ["0.1.0"]  # the releases so far: one folder each
+    assert sorted(p.name for p in FORMATS.iterdir()) == ["0.1.0", "0.2.0"]  # the releases so far: one each
     assert {next(prefix for prefix in READERS if p.name.startswith(prefix)) for p in recorded()} == set(
         READERS
     )
@@ -113,3 +113,11 @@ def test_what_this_release_cannot_read_at_all_still_fails_the_read() -> None:
     item["spec"]["S"] = json.dumps({**spec, "schedule": {"every_other_full_moon": True}})
     with pytest.raises(ValidationError):
         item_to_job(item)
+
+
+def test_each_release_recorded_its_items_and_messages_in_the_format_it_writes() -> None:
+    for path in recorded():
+        written = format_of(json.loads(path.read_text()))
+        expected = release_format(path.parent.name)
+        if path.stem != "team":  # a team's JSON alone: the format is on the item that holds it
+            assert written == expected, path

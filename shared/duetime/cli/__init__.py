@@ -12,14 +12,23 @@ import argparse
 import sys
 
 from duetime import build_info
-from duetime.cli import apply, calendars, jobs, plan, system, team, teams
+from duetime.cli import apply, calendars, installation, jobs, plan, system, team, teams
 from duetime.cli.common import UsageError
 from duetime.cli.jobs import notify_channel, spec_from_args
 from duetime.client import ApiFailure
 
 __all__ = ["UsageError", "main", "notify_channel", "parser", "spec_from_args"]
 
-GROUPS = (system, jobs, apply, calendars, team, teams, plan)  # in the order `duetime --help` lists them
+GROUPS = (  # in the order `duetime --help` lists them
+    system,
+    installation,
+    jobs,
+    apply,
+    calendars,
+    team,
+    teams,
+    plan,
+)
 
 
 def parser() -> argparse.ArgumentParser:

@@ -26,7 +26,7 @@ from duetime.api.service import JobService
 from duetime.client import ApiFailure, DuetimeClient
 from duetime.domain.clock import SystemClock
 from duetime.domain.errors import Conflict
-from duetime.wiring import run_budget
+from duetime.wiring import run_budget, written_format
 
 STACK = "Duetime"
 _API_HOST = re.compile(r"^(?P<api>[a-z0-9]+)\.execute-api\.")
@@ -84,11 +84,12 @@ def stack_service(stack: DeployedStack, allow_private_targets: bool = False) -> 
     ``allow_private_targets`` as the stack's API function has it on LocalStack."""
     names = TableNames(stack.jobs_table, stack.runs_table, stack.control_table)
     dynamodb = new_client("dynamodb", stack.endpoint)
-    queue = SqsRunQueue(new_client("sqs", stack.endpoint), stack.queue_url)
-    catalog = DynamoCatalog(dynamodb, names)
+    stored_format = written_format(dynamodb, names)
+    queue = SqsRunQueue(new_client("sqs", stack.endpoint), stack.queue_url, write_format=stored_format)
+    catalog = DynamoCatalog(dynamodb, names, write_format=stored_format)
     return JobService(
         catalog,
-        DynamoStore(dynamodb, names),
+        DynamoStore(dynamodb, names, write_format=stored_format),
         queue,
         SystemClock(),
         allow_private_targets=allow_private_targets,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from duetime.adapters.aws.aws_limits import SQS_MAX_BATCH_BYTES, SQS_MAX_BATCH_ENTRIES
 from duetime.adapters.retrying import Backoff, Sleep, resend
 from duetime.domain.models import HttpTarget, Run
-from duetime.domain.stored_format import STORED
+from duetime.domain.stored_format import FIRST_FORMAT, FORMAT_ATTRIBUTE, STORED, first_format
 from duetime.ports import RunMessage
 
 if TYPE_CHECKING:
@@ -40,8 +40,12 @@ def _has_secret_headers(run: Run) -> bool:
     return isinstance(run.target, HttpTarget) and bool(run.target.headers)
 
 
-def encode(message: RunMessage) -> str:
+def encode(message: RunMessage, stored_format: int = FIRST_FORMAT) -> str:
+    """The message's body; from format 2 on with ``"fmt"``, its stored format (which format 1 never wrote,
+    and releases that read format 1 ignore: they read the keys they know)."""
     head = f'{{"run_id":{json.dumps(message.run_id)},"attempt":{int(message.attempt)}'
+    if stored_format > FIRST_FORMAT:
+        head += f',"{FORMAT_ATTRIBUTE}":{int(stored_format)}'
     if message.run is None or _has_secret_headers(message.run):
         return head + "}"
     run = message.run.model_dump_json(exclude=_NOT_CARRIED, exclude_none=True)  # in_reap_index is excluded
@@ -76,17 +80,25 @@ def decode(body: str) -> RunMessage:
 class SqsRunQueue:
     """Implements ``duetime.ports.RunQueue``."""
 
-    def __init__(self, client: SQSClient, queue_url: str, sleep: Sleep = time.sleep) -> None:
+    def __init__(
+        self,
+        client: SQSClient,
+        queue_url: str,
+        sleep: Sleep = time.sleep,
+        write_format: Callable[[], int] = first_format,
+    ) -> None:
         self.client = client
         self.queue_url = queue_url
         self.sleep = sleep
+        self.write_format = write_format  # a message's stored format, asked as a batch is sent
 
     def send(self, messages: Sequence[RunMessage], delay_seconds: int = 0) -> None:
         """Each batch of 10 in one SendMessageBatch; the entries SQS answers as failed are sent again after a
         backoff, up to ``SEND_BACKOFF.attempts`` requests in all, and raise if some still fail."""
+        stored_format = self.write_format()
         for start in range(0, len(messages), SQS_BATCH):
             entries: list[SendMessageBatchRequestEntryTypeDef] = [
-                {"Id": str(i), "MessageBody": encode(m), "DelaySeconds": delay_seconds}
+                {"Id": str(i), "MessageBody": encode(m, stored_format), "DelaySeconds": delay_seconds}
                 for i, m in enumerate(messages[start : start + SQS_BATCH])
             ]
             left = resend(self._send_batch, entries, SEND_BACKOFF, sleep=self.sleep)

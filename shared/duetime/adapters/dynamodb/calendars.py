@@ -23,11 +23,12 @@ again on a read.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 from duetime.adapters.dynamodb import conditions as c
-from duetime.adapters.dynamodb.codec import Item, number_attribute, string_attribute
+from duetime.adapters.dynamodb.codec import Item, number_attribute, stamped, string_attribute
 from duetime.adapters.dynamodb.conditional import transaction_committed
 from duetime.adapters.dynamodb.cursors import CONTROL_KEY, decode_cursor, encode_cursor
 from duetime.adapters.dynamodb.job_index import change_item
@@ -75,6 +76,7 @@ class DynamoCalendars:
 
     client: DynamoDBClient
     names: TableNames
+    write_format: Callable[[], int]  # the stored format a new item is written in (``DynamoCatalog``)
 
     def last_version(self, team_id: str, name: str) -> int:
         item = self.client.get_item(
@@ -191,7 +193,7 @@ class DynamoCalendars:
         }
         if calendar.stored_days is not None:
             item["days"] = string_attribute(calendar.stored_days.model_dump_json())
-        return item
+        return stamped(item, self.write_format())
 
     def _calendar_history_put(self, change: CalendarChange) -> TransactWriteItemTypeDef:
         """The change's row, keyed by its place in the history (``CalendarChange.order_key``): new by
@@ -204,7 +206,7 @@ class DynamoCalendars:
             "sk": string_attribute(change.order_key),
             "version": number_attribute(change.version),
         }
-        return {"Put": {"TableName": self.names.control, "Item": keyed}}
+        return {"Put": {"TableName": self.names.control, "Item": stamped(keyed, self.write_format())}}
 
 
 def _change(team_id: str, name: str, item: Item) -> CalendarChange:

@@ -49,6 +49,7 @@ from duetime.domain.catalog import (
 from duetime.domain.job_history import JobChange
 from duetime.domain.labels import matches_words
 from duetime.domain.models import Job, Run, RunStatus, Team
+from duetime.domain.stored_format import first_format
 from duetime.ports import Catalog
 
 if TYPE_CHECKING:
@@ -86,10 +87,12 @@ class DynamoCatalog(TeamRecords, DynamoCalendars, JobIndex):
         client: DynamoDBClient,
         names: TableNames | None = None,
         lease_check: timedelta = DEFAULT_LEASE_CHECK,
+        write_format: Callable[[], int] = first_format,
     ) -> None:
         self.client = client
         self.names = names or TableNames()
         self.lease_check = lease_check  # a waiting run's reap check: its message visible + this
+        self.write_format = write_format  # an item's stored format, asked as it is written
 
     # --- teams and tokens: team_records.TeamRecords ------------------------------------------------------
 
@@ -165,7 +168,7 @@ class DynamoCatalog(TeamRecords, DynamoCalendars, JobIndex):
             {
                 "Put": {
                     "TableName": self.names.jobs,
-                    "Item": job_to_item(job, now),
+                    "Item": job_to_item(job, now, self.write_format()),
                     "ConditionExpression": c.JOB_IS_NEW.expression,
                 }
             }
@@ -237,7 +240,7 @@ class DynamoCatalog(TeamRecords, DynamoCalendars, JobIndex):
             {
                 "Put": {
                     "TableName": self.names.jobs,
-                    "Item": job_to_item(after, now),
+                    "Item": job_to_item(after, now, self.write_format()),
                     "ConditionExpression": c.JOB_VERSION_IS.expression,
                     "ExpressionAttributeValues": {
                         ":expected_version": number_attribute(before.state.version),
@@ -391,7 +394,7 @@ class DynamoCatalog(TeamRecords, DynamoCalendars, JobIndex):
             conditional_write(
                 self.client.put_item,
                 TableName=self.names.runs,
-                Item=run_to_item(run, self.lease_check),
+                Item=run_to_item(run, self.lease_check, stored_format=self.write_format()),
                 ConditionExpression=c.RUN_IS_NEW.expression,
             )
             is not None
@@ -408,7 +411,12 @@ class DynamoCatalog(TeamRecords, DynamoCalendars, JobIndex):
         statements = [
             partiql.insert(
                 self.names.runs,
-                run_to_item(run, self.lease_check, visible_at=max(run.created_at, run.fire_at)),
+                run_to_item(
+                    run,
+                    self.lease_check,
+                    visible_at=max(run.created_at, run.fire_at),
+                    stored_format=self.write_format(),
+                ),
                 c.RUN_IS_NEW,
             )
             for run in runs

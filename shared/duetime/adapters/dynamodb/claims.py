@@ -102,7 +102,11 @@ class DynamoClaims(DeadlineWatches):
         done = _GuardedClaims()
         for claim in claims:
             rows = [
-                partiql.insert(self.names.runs, run_to_item(run, self.lease_check), c.RUN_IS_NEW)
+                partiql.insert(
+                    self.names.runs,
+                    run_to_item(run, self.lease_check, stored_format=self.write_format()),
+                    c.RUN_IS_NEW,
+                )
                 for run in claim.runs
             ]
             pending = list(zip(claim.runs, rows, strict=True))
@@ -135,7 +139,11 @@ class DynamoClaims(DeadlineWatches):
         only the winner of a race records its decision; a claim cut before this step loses only the record
         (nothing was to run)."""
         runs = [run for claim in claims for run in claim.skipped]
-        statements = [partiql.insert(self.names.runs, run_to_item(run), c.RUN_IS_NEW) for run in runs]
+        stored_format = self.write_format()
+        statements = [
+            partiql.insert(self.names.runs, run_to_item(run, stored_format=stored_format), c.RUN_IS_NEW)
+            for run in runs
+        ]
         written = self._execute_in_parallel(statements)
         return [run for run, new in zip(runs, written, strict=True) if new]
 
@@ -168,9 +176,12 @@ class DynamoClaims(DeadlineWatches):
     ) -> tuple[list[partiql.Statement], list[partiql.Statement]]:
         """The claims' writes, in the order ``claim`` makes them: every run row (claim by claim; those in
         ``ticketed`` without a reap entry of their own), then every schedule move (one a claim)."""
+        stored_format = self.write_format()
         rows = [
             partiql.insert(
-                self.names.runs, run_to_item(run, self.lease_check, run.run_id not in ticketed), c.RUN_IS_NEW
+                self.names.runs,
+                run_to_item(run, self.lease_check, run.run_id not in ticketed, stored_format=stored_format),
+                c.RUN_IS_NEW,
             )
             for claim in claims
             for run in claim.runs

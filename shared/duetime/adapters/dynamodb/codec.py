@@ -21,7 +21,7 @@ from duetime.domain.models import (
     RunStatus,
     parse_target,
 )
-from duetime.domain.stored_format import STORED
+from duetime.domain.stored_format import FIRST_FORMAT, FORMAT_ATTRIBUTE, STORED
 from duetime.domain.timeutil import iso_z, minute_bucket, parse_iso_z
 
 if TYPE_CHECKING:
@@ -51,6 +51,13 @@ def time_attribute(value: datetime) -> AttributeValueTypeDef:
 def _optional_time(item: Item, name: str, parse: Callable[[str], datetime] = parse_iso_z) -> datetime | None:
     """The time attribute ``name`` of ``item``, None when the item has none."""
     return parse(item[name]["S"]) if name in item else None
+
+
+def stamped(item: Item, stored_format: int) -> Item:
+    """``item`` with its stored format (``fmt``), which format 1 (the releases before formats) never wrote."""
+    if stored_format > FIRST_FORMAT:
+        item[FORMAT_ATTRIBUTE] = number_attribute(stored_format)
+    return item
 
 
 def due_bucket(job_id: str, fire_at: datetime, written_at: datetime) -> str:
@@ -85,7 +92,7 @@ def scheduling_attributes(job: Job, state: JobState, now: datetime) -> tuple[Ite
     return values, removes
 
 
-def job_to_item(job: Job, now: datetime) -> Item:
+def job_to_item(job: Job, now: datetime, stored_format: int = FIRST_FORMAT) -> Item:
     item: Item = {
         "job_id": string_attribute(job.id),
         "team": string_attribute(job.team),
@@ -96,7 +103,7 @@ def job_to_item(job: Job, now: datetime) -> Item:
     }
     values, _ = scheduling_attributes(job, job.state, now)
     item.update(values)
-    return item
+    return stamped(item, stored_format)
 
 
 def item_to_job(item: Item, parse_time: Callable[[str], datetime] = parse_iso_z) -> Job:
@@ -174,6 +181,7 @@ def run_to_item(
     lease_check: timedelta = DEFAULT_LEASE_CHECK,
     own_reap_entry: bool = True,
     visible_at: datetime | None = None,
+    stored_format: int = FIRST_FORMAT,
 ) -> Item:
     """A new run row: queued (claims, triggers and backfills create runs), in the reap index at its first
     check (``reap_checks``): its message is sent as it is created, visible then or at ``visible_at`` (a
@@ -206,7 +214,7 @@ def run_to_item(
         item["reap_at"] = time_attribute(
             waiting_check(visible_at or run.created_at, run.queue_deadline, lease_check)
         )
-    return item
+    return stamped(item, stored_format)
 
 
 def item_to_run(item: Item) -> Run:

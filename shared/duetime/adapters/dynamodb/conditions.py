@@ -252,6 +252,22 @@ WATERMARK_MISSING = Condition(
 )
 
 
+INSTALLATION_NEVER_FINALIZED = Condition(
+    "INSTALLATION_NEVER_FINALIZED",
+    "attribute_not_exists(finalized_format)",
+    "A new installation is finalized at its first release's format once, by whichever process sees first "
+    "that its tables hold nothing; one that ran an older release, or that another process started, is left "
+    "as it is.",
+)
+
+INSTALLATION_FINALIZED_AS_READ = Condition(
+    "INSTALLATION_FINALIZED_AS_READ",
+    "(attribute_not_exists(finalized_format) AND :was = :first) OR finalized_format = :was",
+    "A finalize judged the record it read (which releases still run, the format it holds): it lands only if "
+    "no other finalize moved the format since; an installation never finalized holds format 1.",
+)
+
+
 TEAM_IS_NEW = Condition(
     "TEAM_IS_NEW",
     "attribute_not_exists(pk)",
@@ -503,6 +519,8 @@ ALL_CONDITIONS = (
     SLOT_HELD,
     WATERMARK_BEHIND,
     WATERMARK_MISSING,
+    INSTALLATION_NEVER_FINALIZED,
+    INSTALLATION_FINALIZED_AS_READ,
     TEAM_IS_NEW,
     TOKEN_EXISTS,
     EXACT_QUOTA_LEFT,

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import json
 import secrets
+from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from duetime.adapters.dynamodb import conditions as c
-from duetime.adapters.dynamodb.codec import Item, number_attribute, string_attribute
+from duetime.adapters.dynamodb.codec import Item, number_attribute, stamped, string_attribute
 from duetime.adapters.dynamodb.tables import TableNames
 from duetime.domain.catalog import CalendarGone, KeyTaken
 from duetime.domain.job_history import HISTORY_KEPT, JobChange
@@ -84,6 +85,7 @@ class JobIndex:
 
     client: DynamoDBClient
     names: TableNames
+    write_format: Callable[[], int]  # the stored format a new item is written in (``DynamoCatalog``)
 
     def _index_writes(self, before: Job | None, after: Job | None) -> list[TransactWriteItemTypeDef]:
         """The transaction items that take the index from ``before``'s items to ``after``'s: a Delete for
@@ -113,9 +115,8 @@ class JobIndex:
 
     def _history_put(self, change: JobChange) -> TransactWriteItemTypeDef:
         item = change_item(history_pk(change.job_id), change.at, change.action, change.actor, change.fields)
-        return {
-            "Put": {"TableName": self.names.control, "Item": {**item, "team": string_attribute(change.team)}}
-        }
+        item = stamped({**item, "team": string_attribute(change.team)}, self.write_format())
+        return {"Put": {"TableName": self.names.control, "Item": item}}
 
     def _query_control(
         self, key_condition: str, values: Item, limit: int, start: Item | None

@@ -8,7 +8,7 @@ from typing import Any
 
 from duetime.adapters.dynamodb import conditions as c
 from duetime.adapters.dynamodb import partiql
-from duetime.adapters.dynamodb.codec import Item, item_to_job, string_attribute
+from duetime.adapters.dynamodb.codec import Item, item_to_job, stamped, string_attribute
 from duetime.adapters.dynamodb.conditional import conditional_write
 from duetime.adapters.dynamodb.due_rows import CompactDueRow
 from duetime.adapters.dynamodb.reads import batch_get, read_job
@@ -105,7 +105,7 @@ class DynamoJobs(StorePart):
         return sum(int(page.get("Count", 0)) for page in pages)
 
     def low_water_marks(self, partitions: Sequence[int]) -> dict[int, str]:
-        items = batch_get(self.client, self.names.control, [_mark_key(p) for p in partitions])
+        items = batch_get(self.client, self.names.control, [mark_key(p) for p in partitions])
         return {int(item["pk"]["S"].split("#")[1]): item["low_water"]["S"] for item in items}
 
     def ensure_low_water_mark(self, partition: int, bucket: str) -> None:
@@ -114,7 +114,9 @@ class DynamoJobs(StorePart):
         conditional_write(
             self.client.put_item,
             TableName=self.names.control,
-            Item={**_mark_key(partition), "low_water": string_attribute(bucket)},
+            # Asked before the first mark is written: an installation with no mark yet holds no job (a new
+            # one, ``DynamoInstallation.holds_nothing``), and its marks are stamped like its other items.
+            Item=stamped({**mark_key(partition), "low_water": string_attribute(bucket)}, self.write_format()),
             ConditionExpression=c.WATERMARK_MISSING.expression,
         )
         self._marks_known.add(partition)
@@ -125,7 +127,7 @@ class DynamoJobs(StorePart):
         statements = [
             partiql.update(
                 self.names.control,
-                _mark_key(partition),
+                mark_key(partition),
                 c.WATERMARK_BEHIND,
                 {":low_water": string_attribute(bucket), ":bucket": string_attribute(bucket)},
                 sets=("low_water",),
@@ -141,5 +143,5 @@ def _unreadable(item: Item, partition: int, bucket: str, error: Exception) -> Un
     return UnreadableRow(job_id, partition, bucket, key, unreadable_error(error))
 
 
-def _mark_key(partition: int) -> Item:
+def mark_key(partition: int) -> Item:
     return {"pk": string_attribute(f"partition#{partition:02d}"), "sk": string_attribute("watermark")}

@@ -8,6 +8,7 @@ back as ``False``/``None``; anything else is a real error and propagates.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import TYPE_CHECKING
@@ -22,6 +23,7 @@ from duetime.adapters.dynamodb.reap_index import DynamoReapIndex
 from duetime.adapters.dynamodb.runs import DynamoRuns
 from duetime.adapters.dynamodb.tables import TableNames
 from duetime.adapters.dynamodb.teams import DynamoTeams
+from duetime.domain.stored_format import first_format
 from duetime.ports import (
     DeadlineStore,
     JobStore,
@@ -56,10 +58,12 @@ class DynamoStore(
         names: TableNames | None = None,
         claim_concurrency: int = 4,
         lease_check: timedelta = DEFAULT_LEASE_CHECK,
+        write_format: Callable[[], int] = first_format,
     ) -> None:
         self.client = client
         self.names = names or TableNames()
         self.lease_check = lease_check  # a waiting run's reap check: its message visible + this
+        self.write_format = write_format  # an item's stored format, asked as it is written
         self._marks_known: set[int] = set()  # partitions whose low-water mark is known to exist
         # A midnight second holds thousands of claims: their batched writes go out a few requests at a time.
         self._claim_pool = ThreadPoolExecutor(max_workers=claim_concurrency, thread_name_prefix="claim")

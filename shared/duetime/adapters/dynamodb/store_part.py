@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import TYPE_CHECKING
@@ -23,6 +23,8 @@ class StorePart:
     names: TableNames
     lease_check: timedelta  # reap_checks: a waiting run's check after its message is visible
     _claim_pool: ThreadPoolExecutor  # a few batched writes at once (claims, low-water marks)
+    # The stored format to write an item in now (``duetime.upgrades.written_format``: the installation's).
+    write_format: Callable[[], int]
 
     def _execute_in_parallel(self, statements: Sequence[partiql.Statement]) -> list[bool]:
         """``partiql.execute`` for many statements, a request of 25 per thread of the claim pool."""

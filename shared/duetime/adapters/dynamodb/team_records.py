@@ -21,17 +21,18 @@ Rows (``pk`` / ``sk``):
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from duetime.adapters.dynamodb import conditions as c
-from duetime.adapters.dynamodb.codec import Item, number_attribute, string_attribute
+from duetime.adapters.dynamodb.codec import Item, number_attribute, stamped, string_attribute
 from duetime.adapters.dynamodb.conditional import transaction_committed
 from duetime.adapters.dynamodb.reads import batch_get, read_team, team_key
 from duetime.adapters.dynamodb.tables import TableNames
 from duetime.domain.catalog import AuditEvent
 from duetime.domain.models import Team
-from duetime.domain.stored_format import STORED
+from duetime.domain.stored_format import FIRST_FORMAT, STORED
 from duetime.domain.timeutil import iso_z
 from duetime.domain.tokens import LEGACY_TOKEN_NAME, ApiToken, TokenScope
 
@@ -50,6 +51,7 @@ class TeamRecords:
 
     client: DynamoDBClient
     names: TableNames
+    write_format: Callable[[], int]  # the stored format a new item is written in (``DynamoCatalog``)
 
     def create_team(self, team: Team, token: ApiToken, audit: AuditEvent | None = None) -> bool:
         """Write a new team, its first token, its directory row (and the audit event) together; False when the
@@ -129,17 +131,21 @@ class TeamRecords:
         back to the same settings, or another token's issue or revocation, is caught there), the rows of a
         token issued (``issue``) and the deletion of a token revoked (``revoke``, TOKEN_EXISTS). False on a
         lost race."""
+        stored_format = self.write_format()
         items: list[TransactWriteItemTypeDef] = [
             {
                 "Update": {
                     "TableName": self.names.control,
                     "Key": team_key(before.team_id),
-                    "UpdateExpression": "SET team = :after, revision = :revision",
+                    "UpdateExpression": "SET team = :after, revision = :revision, fmt = :fmt"
+                    if stored_format > FIRST_FORMAT
+                    else "SET team = :after, revision = :revision",
                     "ConditionExpression": c.TEAM_UNCHANGED_SINCE_READ.expression,
                     "ExpressionAttributeValues": {
                         ":after": string_attribute(after.model_dump_json()),
                         ":before": string_attribute(before.model_dump_json()),
                         ":revision": number_attribute(revision + 1),
+                        **({":fmt": number_attribute(stored_format)} if stored_format > FIRST_FORMAT else {}),
                     },
                 }
             },
@@ -199,7 +205,7 @@ class TeamRecords:
         return {
             "Put": {
                 "TableName": self.names.control,
-                "Item": item,
+                "Item": stamped(item, self.write_format()),
                 "ConditionExpression": c.TEAM_IS_NEW.expression,
             }
         }

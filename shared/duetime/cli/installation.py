@@ -1,0 +1,97 @@
+"""``duetime system ...``: the installation across releases (docs/guide/upgrading.md). Run by the operator against
+the tables directly, as ``duetime teams`` is: the deployed stack's (``--stack Duetime``, found by its
+CloudFormation outputs), the ones ``DUETIME_*_TABLE`` name, or ``duetime local``'s (``--local``).
+
+- ``installation``: the finalized format, every release that has run against the tables (first and last
+  seen), and whether this release may finalize now.
+- ``finalize``: this release's format becomes the one written; refused (exit 1, the reason on stderr) while
+  an older release may still run, unless ``--force``.
+- ``deploy-check --release R``: exit 0 when release R may be deployed over the installation, else 1 with
+  why (a skipped finalize, a rollback past one). ``make deploy`` and the local deploy run it first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from duetime import build_info
+
+
+def add_commands(commands: Any) -> None:
+    group = commands.add_parser("system", help="the installation across releases: upgrade, finalize")
+    group.set_defaults(run=run_system)
+    actions = group.add_subparsers(dest="action", required=True)
+
+    def action(name: str, help: str) -> argparse.ArgumentParser:
+        sub: argparse.ArgumentParser = actions.add_parser(name, help=help)
+        where = sub.add_mutually_exclusive_group()
+        where.add_argument("--stack", help="the deployed stack's name (its outputs name the tables)")
+        where.add_argument("--local", action="store_true", help="the tables of `duetime local`")
+        sub.add_argument("--json", action="store_true")
+        return sub
+
+    action("installation", "the finalized format and the releases that have run against the tables")
+    finalize = action("finalize", "write this release's stored format from now on (after an upgrade)")
+    finalize.add_argument(
+        "--force", action="store_true", help="even while an older release may still run (not for rollback)"
+    )
+    check = action("deploy-check", "may a release be deployed over the installation? (exit 0 or 1)")
+    check.add_argument("--release", default=build_info.version, help="the release to deploy (default: this)")
+    check.add_argument(
+        "--assembly", help="the cloud assembly about to be deployed (cdk.out): its stack's name, for --stack"
+    )
+
+
+def run_system(args: argparse.Namespace) -> int:
+    from duetime import wiring
+    from duetime.domain.clock import SystemClock
+    from duetime.local.system import local_environment
+    from duetime.upgrades import operations
+
+    if args.local:
+        local_environment()
+    if getattr(args, "assembly", None):
+        args.stack = assembly_stack(Path(args.assembly))
+    record = wiring.installation_record(wiring.settings(), args.stack)
+    now = SystemClock().now()
+    if record is None:  # no stack of that name: a first deploy
+        return _answer(args, {"stack": args.stack, "exists": False, "deploy": "allowed"}, None)
+    if args.action == "installation":
+        return _answer(args, operations.describe(record.read_installation(), build_info.version, now), None)
+    if args.action == "deploy-check":
+        refusal = operations.deploy_check(record, args.release)
+        return _answer(
+            args, {"release": args.release, "deploy": "refused" if refusal else "allowed"}, refusal
+        )
+    done = operations.finalize(record, build_info.version, now, force=args.force)
+    answer = {"release": build_info.version, "finalized": done.done, "writes_format": done.stored_format}
+    return _answer(args, answer, done.refusal)
+
+
+def assembly_stack(assembly: Path) -> str:
+    """The name of the one CloudFormation stack a cloud assembly holds (its ``manifest.json``)."""
+    artifacts = json.loads((assembly / "manifest.json").read_text())["artifacts"]
+    stacks = [
+        artifact.get("properties", {}).get("stackName", name)
+        for name, artifact in artifacts.items()
+        if artifact.get("type") == "aws:cloudformation:stack"
+    ]
+    if len(stacks) != 1:
+        raise SystemExit(f"duetime system deploy-check: {assembly} holds {len(stacks)} stacks, not one")
+    return str(stacks[0])
+
+
+def _answer(args: argparse.Namespace, data: dict[str, Any], refusal: str | None) -> int:
+    if args.json:
+        print(json.dumps({**data, **({"refusal": refusal} if refusal else {})}))
+    else:
+        for key, value in data.items():
+            print(f"{key}: {json.dumps(value) if isinstance(value, dict | list) else value}")
+    if refusal:
+        print(f"duetime system {args.action}: {refusal}", file=sys.stderr)
+        return 1
+    return 0
