@@ -36,6 +36,13 @@ def add_commands(commands: Any) -> None:
         default=100.0,
         help="seconds after the cut-off for calls in flight and retries",
     )
+    upgrade.add_argument(
+        "--redelivery",
+        type=float,
+        default=720.0,
+        help="at most this long after the settle, wait for the queue deadline of fires claimed but never "
+        "sent (re-sent 10 minutes after their claim); 0: do not wait",
+    )
     upgrade.add_argument("--json", action="store_true")
 
 
@@ -43,7 +50,12 @@ def run_upgrade(args: argparse.Namespace) -> int:
     from duetime_bench.drill.upgrade import report, run_upgrade_drill
 
     result = run_upgrade_drill(
-        args.from_ref, args.port, dwell=args.dwell, old_seconds=args.old_seconds, settle=args.settle
+        args.from_ref,
+        args.port,
+        dwell=args.dwell,
+        old_seconds=args.old_seconds,
+        settle=args.settle,
+        redelivery=args.redelivery,
     )
     print(json.dumps(result) if args.json else report(result))
     return 1 if result["lost"] else 0

@@ -56,6 +56,7 @@ class Tally:
     repeated: dict[str, int] = field(default_factory=dict)  # run id -> calls, for runs repeated in the window
     late_max_s: float | None = None
     late_p50_s: float | None = None
+    latest: list[tuple[float, str, str]] = field(default_factory=list)  # (seconds late, job, run id), top 3
     jobs: dict[str, int] = field(default_factory=dict)  # expected fires due, per drill job
 
     def as_dict(self) -> dict[str, Any]:
@@ -69,6 +70,7 @@ class Tally:
             "repeated_runs": dict(sorted(self.repeated.items())),
             "late_max_s": self.late_max_s,
             "late_p50_s": self.late_p50_s,
+            "latest": [{"late_s": late, "job": job, "run_id": run} for late, job, run in self.latest],
             "due_by_job": dict(sorted(self.jobs.items())),
         }
 
@@ -110,6 +112,7 @@ def tally(
             continue
         result.called += 1
         lateness.append(min(c.received_at for c in seen) - fire.due_at)
+        result.latest = sorted([*result.latest, (round(lateness[-1], 3), fire.job, fire.run_id)])[::-1][:3]
     result.calls = sum(1 for c in all_calls if start <= c.received_at < end)
     for run_id, seen in by_run.items():
         # a repeat belongs to the window of the call that made it one

@@ -289,6 +289,42 @@ class Drill:
         self.progress(f"{phase.name}: running for {seconds:.0f} s")
         time.sleep(seconds)
 
+    def run(self, run_id: str) -> dict[str, Any] | None:
+        """A run as the API shows it; None: it has none (a fire with no run)."""
+        assert self.client is not None
+        try:
+            return dict(self.client.request("GET", self.client.run_path(run_id)))
+        except ApiFailure as exc:
+            if exc.status == 404:
+                return None
+            return {"status": f"unreadable: {exc}"}
+
+    def run_status(self, run_id: str) -> str:
+        run = self.run(run_id)
+        if run is None:
+            return "no run"
+        keys = ("created_at", "queue_deadline", "started_at", "finished_at")
+        times = ", ".join(f"{k} {run[k]}" for k in keys if run.get(k))
+        return f"{run.get('status')} (attempt {run.get('attempt')}; {times})"
+
+    def await_redelivery(self, lost: list[str], most: float) -> float:
+        """Lost fires whose run is queued with no message (a poller stopped between its claim and its send):
+        wait until their queue deadline has passed (the re-send), at most ``most`` s; the seconds waited."""
+        deadlines = []
+        for run_id in lost:
+            run = self.run(run_id)
+            if run and run.get("status") == "queued" and run.get("queue_deadline"):
+                deadlines.append(instant(run["queue_deadline"]).timestamp())
+        if not deadlines:
+            return 0.0
+        wait = max(0.0, min(max(deadlines) + 45 - time.time(), most))
+        self.progress(
+            f"{len(deadlines)} of the {len(lost)} fires with no call have a queued run: waiting {wait:.0f} s "
+            "for their queue deadline (the run is sent again then)"
+        )
+        time.sleep(wait)
+        return wait
+
     def statuses(self) -> dict[str, int]:
         """The runs' statuses the API lists, over the drill's jobs."""
         assert self.client is not None
@@ -389,6 +425,10 @@ def put_stage_on_template_deployment(endpoint: str) -> dict[str, Any] | None:
     }
 
 
+def iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds")
+
+
 def instant(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
 
@@ -477,9 +517,11 @@ def run_upgrade_drill(
     dwell: float = 75.0,
     old_seconds: float = 100.0,
     settle: float = 100.0,
+    redelivery: float = 720.0,
     progress: Progress = _progress,
 ) -> dict[str, Any]:
-    """The drill from ``from_ref`` to this checkout: its report (``report`` for people)."""
+    """The drill from ``from_ref`` to this checkout: its report (``report`` for people). ``redelivery``: how
+    long to wait at most, after ``settle``, for the queue deadline of fires claimed, never sent (0: not)."""
     for name, value in (("AWS_ACCESS_KEY_ID", "test"), ("AWS_SECRET_ACCESS_KEY", "test")):
         os.environ.setdefault(name, value)
     os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
@@ -497,7 +539,7 @@ def run_upgrade_drill(
         subprocess.run([str(EMULATORS_SCRIPT), "start-deployed"], env=env, check=True)
     drill = Drill(endpoint, older, current, logs, progress)
     try:
-        return _run(drill, dwell, old_seconds, settle)
+        return _run(drill, dwell, old_seconds, settle, redelivery)
     finally:
         if drill.target is not None:
             drill.target.shutdown()
@@ -507,7 +549,7 @@ def run_upgrade_drill(
             subprocess.run([str(EMULATORS_SCRIPT), "stop-deployed"], env=env, check=False)
 
 
-def _run(drill: Drill, dwell: float, old_seconds: float, settle: float) -> dict[str, Any]:
+def _run(drill: Drill, dwell: float, old_seconds: float, settle: float, redelivery: float) -> dict[str, Any]:
     progress, older, current = drill.progress, drill.older, drill.current
     if not drill.stack_status().startswith("none"):
         progress(
@@ -546,13 +588,28 @@ def _run(drill: Drill, dwell: float, old_seconds: float, settle: float) -> dict[
     cutoff = time.time()
     progress(f"cut-off; waiting {settle:.0f} s for calls in flight and retries")
     time.sleep(settle)
-    calls = drill.calls()
     expected = drill.expected(cutoff)
     windows = [
         PhaseWindow(p.name, p.started, nxt.started if nxt else float("inf"))
         for p, nxt in zip(drill.phases, [*drill.phases[1:], None], strict=True)
     ]
+    figures = account(expected, drill.calls(), windows, cutoff)
+    lost_at_settle = figures["overall"]["lost_runs"]
+    waited = drill.await_redelivery(lost_at_settle, redelivery) if lost_at_settle and redelivery else 0.0
+    calls = drill.calls()
     figures = account(expected, calls, windows, cutoff)
+    figures["lost_at_settle"] = lost_at_settle
+    figures["waited_for_redelivery_s"] = round(waited)
+    figures["lost_detail"] = {run: drill.run_status(run) for run in figures["overall"]["lost_runs"]}
+    figures["repeated_detail"] = {
+        run: [
+            f"attempt {c.attempt} at {iso(c.received_at)} answered {c.status or 'nothing'}"
+            + (" (replayed)" if c.replayed else "")
+            for c in sorted(calls, key=lambda c: c.received_at)
+            if c.run_id == run
+        ]
+        for run in figures["overall"]["repeated_runs"]
+    }
     statuses = drill.statuses()
     found = function_logs(drill.endpoint, drill.started_ms)
     drill.cleanup()
@@ -590,10 +647,15 @@ def _report(
         "cutoff": datetime.fromtimestamp(cutoff, UTC).isoformat(timespec="seconds"),
         "lost": overall["lost"],
         "lost_runs": overall["lost_runs"],
+        "lost_detail": figures["lost_detail"],
+        "lost_at_settle": len(figures["lost_at_settle"]),
+        "waited_for_redelivery_s": figures["waited_for_redelivery_s"],
         "repeated": overall["repeated"],
         "repeated_runs": overall["repeated_runs"],
+        "repeated_detail": figures["repeated_detail"],
         "late_max_s": overall["late_max_s"],
         "late_p50_s": overall["late_p50_s"],
+        "latest": overall["latest"],
         "fires_due": overall["due"],
         "calls": overall["calls"],
         "unreadable_rows": found["unreadable_rows_logged"] + found["unreadable_rows_emf"],
@@ -621,6 +683,8 @@ def report(result: dict[str, Any]) -> str:
         deploy = phase["deploy"]
         health = phase["release_answering"]
         answering = f"{health.get('version', '?')} {health.get('commit', '')}".strip() if health else "-"
+        if phase["phase"] == "finalize":
+            answering = "(as forward)"
         late = "-" if phase["late_max_s"] is None else f"{phase['late_max_s']:.1f} s"
         took = f"{deploy['seconds']} s" if deploy else "-"
         ok = ("yes" if deploy["ok"] else "NO") if deploy else "-"
@@ -637,14 +701,13 @@ def report(result: dict[str, Any]) -> str:
     lines += [
         "",
         f"fires due {result['fires_due']}, target calls {result['calls']}",
-        f"lost {result['lost']}" + (f": {', '.join(result['lost_runs'])}" if result["lost"] else ""),
-        f"repeated {result['repeated']}"
-        + (
-            ": " + ", ".join(f"{run} ({n} calls)" for run, n in result["repeated_runs"].items())
-            if result["repeated"]
-            else ""
-        ),
-        f"late max {result['late_max_s']} s (median {result['late_p50_s']} s)",
+        f"lost {result['lost']} (no call by the end; {result['lost_at_settle']} at the settle, then "
+        f"{result['waited_for_redelivery_s']} s waited for queue deadlines)",
+        *(f"  {run}: {detail}" for run, detail in result["lost_detail"].items()),
+        f"repeated {result['repeated']} (called again after a success, or an attempt called twice)",
+        *(f"  {run}: {'; '.join(calls)}" for run, calls in result["repeated_detail"].items()),
+        f"late max {result['late_max_s']} s (median {result['late_p50_s']} s); latest: "
+        + ", ".join(f"{x['job']} {x['late_s']} s" for x in result["latest"]),
         f"unreadable rows {result['unreadable_rows']} ({result['unreadable_rows_detail']})",
         f"deploy seconds {result['deploy_seconds']}; in place: {'yes' if result['in_place'] else 'NO'}; "
         f"tables kept: {'yes' if result['tables_kept'] else 'NO'}; API stage put back by the drill after: "

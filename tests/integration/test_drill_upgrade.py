@@ -1,0 +1,55 @@
+"""A short upgrade drill (``duetime drill upgrade``): v0.1.0 deployed into a deployed-stack LocalStack of its
+own, updated in place to this checkout, rolled back and forward, finalized, with jobs due throughout. About
+6 minutes on an idle machine (four deploys of 30-45 s, 10 s phases, a minute to settle), plus the builds of
+v0.1.0's asset and template the first time (about 30 s; kept under .cache/drill).
+
+What it holds: every deploy updates the stack in place (no failed resource), the tables and their jobs stay,
+each phase is answered by the release it deployed, no fire due is lost, and a repeat (at-least-once) is
+only ever a run the drill expected, under its own id.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+
+import pytest
+
+from duetime_bench.drill.release import git
+from duetime_bench.drill.upgrade import run_upgrade_drill
+
+from .processes import distinct_free_ports
+
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("drill-upgrade")]
+
+FROM = "v0.1.0"
+
+
+@pytest.mark.timeout(1500)
+def test_a_short_drill_from_v0_1_0_loses_no_fire_and_updates_in_place() -> None:
+    try:
+        old_commit = git("rev-parse", "--verify", f"{FROM}^{{commit}}")
+    except subprocess.CalledProcessError:
+        pytest.skip(f"no {FROM} in this clone (fetch its tags)")
+    (port,) = distinct_free_ports(1)
+    try:
+        result = run_upgrade_drill(FROM, port, dwell=10, old_seconds=15, settle=60)
+    finally:
+        # the drill stops the LocalStack it started; its runtimes too, even if it was interrupted
+        pidfile = f"{os.environ.get('DUETIME_CACHE', '.cache')}/run/localstack-deployed-{port}.pid"
+        with contextlib.suppress(OSError, ValueError), open(pidfile) as pid:
+            os.killpg(int(pid.read()), signal.SIGKILL)
+    phases = {p["phase"]: p for p in result["phases"]}
+    assert list(phases) == ["old", "upgrade", "rollback", "forward", "finalize"]
+    assert result["in_place"], [p["deploy"] for p in result["phases"]]
+    assert result["tables_kept"]
+    assert all(p["jobs_listed"] == phases["old"]["jobs_listed"] for p in phases.values())
+    for name in ("old", "rollback"):
+        assert phases[name]["release_answering"]["commit"].startswith(old_commit[:7]), phases[name]
+    for name in ("upgrade", "forward"):
+        assert not phases[name]["release_answering"]["commit"].startswith(old_commit[:7]), phases[name]
+    assert result["lost"] == 0, result["lost_runs"]
+    assert result["fires_due"] >= 20
+    print({k: result[k] for k in ("repeated_runs", "late_max_s", "deploy_seconds", "unreadable_rows")})
