@@ -1,6 +1,6 @@
 """Records the shapes this release stores and queues, in the stored format it writes once finalized, into
-tests/fixtures/formats/<its version>/ (run once per release, when it is cut; the folders of earlier releases are
-never rewritten). docs/stored-formats.md."""
+tests/fixtures/formats/<its version>/ (run once per release, when it is cut; the folders of earlier releases
+are never rewritten). docs/stored-formats.md."""
 
 import json
 import sys
@@ -77,7 +77,8 @@ run = new_run(
     now,
     now + timedelta(minutes=10),
 )
-(out / "run_item_queued.json").write_text(json.dumps(run_to_item(run, stored_format=FORMAT), indent=2, sort_keys=True) + "\n")
+queued_item = run_to_item(run, stored_format=FORMAT)
+(out / "run_item_queued.json").write_text(json.dumps(queued_item, indent=2, sort_keys=True) + "\n")
 done = run.model_copy(
     update={
         "status": RunStatus.SUCCEEDED,
@@ -86,7 +87,8 @@ done = run.model_copy(
         "result": RunResult(status_code=200, duration_ms=412, body="ok"),
     }
 )
-(out / "run_item_succeeded.json").write_text(json.dumps(run_to_item(done, stored_format=FORMAT), indent=2, sort_keys=True) + "\n")
+done_item = run_to_item(done, stored_format=FORMAT)
+(out / "run_item_succeeded.json").write_text(json.dumps(done_item, indent=2, sort_keys=True) + "\n")
 carried = new_run(sqs_job, PlannedRun(now, now), now, now + timedelta(minutes=10))
 (out / "run_message_carrying.json").write_text(
     json.dumps(json.loads(encode(RunMessage.carrying(carried), FORMAT)), indent=2, sort_keys=True) + "\n"

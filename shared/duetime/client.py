@@ -18,6 +18,8 @@ from urllib.parse import quote, urlencode
 
 import urllib3
 
+from duetime.domain.stored_format import STORED
+
 if TYPE_CHECKING:
     from duetime.api.schemas import JobOut, PreviewOut, RunOut
 
@@ -125,25 +127,26 @@ class DuetimeClient:
         from duetime.api.schemas import RunOut
 
         sent = {"body": body} if body is not None else None
-        return RunOut.model_validate(self.request("POST", self.job_path(job_id, "trigger"), sent))
+        answer = self.request("POST", self.job_path(job_id, "trigger"), sent)
+        return RunOut.model_validate(answer, context=STORED)
 
     def runs(self, job_id: str, limit: int = 50) -> list[RunOut]:
         """The job's latest runs, newest first."""
         from duetime.api.schemas import RunOut
 
         page = self.request("GET", self.job_path(job_id, "runs"), query={"limit": limit})
-        return [RunOut.model_validate(run) for run in page["runs"]]
+        return [RunOut.model_validate(run, context=STORED) for run in page["runs"]]
 
     def get_run(self, run_id: str) -> RunOut:
         from duetime.api.schemas import RunOut
 
-        return RunOut.model_validate(self.request("GET", self.run_path(run_id)))
+        return RunOut.model_validate(self.request("GET", self.run_path(run_id)), context=STORED)
 
     def preview(self, job_id: str, count: int = 10) -> PreviewOut:
         from duetime.api.schemas import PreviewOut
 
         return PreviewOut.model_validate(
-            self.request("GET", self.job_path(job_id, "preview"), query={"count": count})
+            self.request("GET", self.job_path(job_id, "preview"), query={"count": count}), context=STORED
         )
 
     def key_path(self, key: str) -> str:
@@ -154,4 +157,4 @@ class DuetimeClient:
 def _job(data: Any) -> JobOut:
     from duetime.api.schemas import JobOut  # the API's models: loaded by the calls that return them
 
-    return JobOut.model_validate(data, context={"stored": True})
+    return JobOut.model_validate(data, context=STORED)  # a later server's fields ignored

@@ -73,6 +73,29 @@ class UnreadableRow:
     error: str  # the exception's type and first line
 
 
+@dataclass(frozen=True)
+class QuarantinedRow:
+    """An unreadable row as the quarantine record keeps it for the operator: the row, and when a poller
+    first reported it (``duetime system quarantine``)."""
+
+    row: UnreadableRow
+    first_seen: datetime
+
+
+class QuarantineRecord(Protocol):
+    """The unreadable due rows pollers have found, kept for the operator (``duetime system quarantine``):
+    one record a row (job id and due key), written once (QUARANTINED_ROW_IS_NEW: the first report's time
+    is kept), forgotten 30 days after it was written. The rows themselves are never touched."""
+
+    def record_unreadable(self, rows: Sequence[UnreadableRow], now: datetime) -> None:
+        """Keep each row not kept yet (a row kept already is a normal outcome: left as it is)."""
+        ...
+
+    def quarantined_rows(self, limit: int = 1000) -> list[QuarantinedRow]:
+        """The rows kept, oldest report first, at most ``limit``."""
+        ...
+
+
 def unreadable_error(error: Exception) -> str:
     """How an ``UnreadableRow`` names its error, without the input it refused (pydantic's message quotes
     it): a validation error's first three fields and messages, any other error's type and first line."""

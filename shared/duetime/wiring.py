@@ -74,14 +74,24 @@ def written_format(dynamodb: DynamoDBClient, names: TableNames) -> WrittenFormat
     return WrittenFormat(DynamoInstallation(dynamodb, names), build_info.version, SystemClock().now)
 
 
-def installation_record(s: Settings, stack: str | None = None) -> DynamoInstallation | None:
-    """The installation's record (``duetime system installation``, ``finalize``, ``deploy-check``): on the
-    tables of the deployed ``stack`` (None when there is no such stack yet), else on the settings' tables."""
+def operator_tables(s: Settings, stack: str | None = None) -> TableNames | None:
+    """The tables an operator's command (``duetime system ...``) works on: the deployed ``stack``'s (None
+    when there is no such stack yet), else the settings'."""
     if stack is None:
-        names: TableNames | None = TableNames(s.jobs_table, s.runs_table, s.control_table)
-    else:
-        names = stack_tables(new_client("cloudformation"), stack)
+        return TableNames(s.jobs_table, s.runs_table, s.control_table)
+    return stack_tables(new_client("cloudformation"), stack)
+
+
+def installation_record(s: Settings, stack: str | None = None) -> DynamoInstallation | None:
+    """The installation's record (``duetime system installation``, ``finalize``, ``deploy-check``)."""
+    names = operator_tables(s, stack)
     return DynamoInstallation(client("dynamodb"), names) if names is not None else None
+
+
+def quarantine_record(s: Settings, stack: str | None = None) -> DynamoStore | None:
+    """The unreadable rows pollers have kept for the operator (``duetime system quarantine``)."""
+    names = operator_tables(s, stack)
+    return DynamoStore(client("dynamodb"), names) if names is not None else None
 
 
 _REFINING: list[StoreClock] = []  # the clocks ``make_store_clock`` keeps refined, until ``forget``
@@ -178,6 +188,7 @@ def poller_shift() -> PollerShift:
             holder_rows=s.fan_out_holder_rows, partitions_per_helper=s.fan_out_partitions_per_helper
         ),
         calendars=make_catalog(store),
+        quarantine_record=store,
     )
     warmer = LambdaWorkerWarmer(client("lambda"), s.worker_function_arn) if s.worker_function_arn else None
     quiet = QuietTimings() if s.poller_rest_when_quiet else None

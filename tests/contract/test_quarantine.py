@@ -122,3 +122,32 @@ def test_the_minute_preload_fires_every_good_row_and_quarantines_the_bad_one(
     assert metrics.added["UnreadableRows"] == 1
     (line,) = quarantined(caplog)
     assert bad in line and due_key(bad, at(63)) in line
+
+
+def test_the_bad_row_is_kept_once_for_the_operator_with_its_first_report(subject: Subject) -> None:
+    """``duetime system quarantine`` reads the record: the row's key and error (never its payload) and when a
+    poller first reported it, kept once however many pollers find it again."""
+    _, bad = a_bucket_with_one_bad_row(subject, 0, 3, "invalid JSON")
+    clock = ManualClock(at(10))
+    config = PollerConfig(partitions=[PARTITION], preload_lead=None)
+
+    def a_poller() -> Poller:  # a new process each time: it reports the row again
+        queue = MemoryQueue(clock)
+        return Poller(
+            subject.store,
+            subject.store,
+            queue,
+            MemoryAlerts(),
+            clock,
+            config,
+            quarantine_record=subject.store,
+        )
+
+    a_poller().claim()
+    clock.advance(20)
+    a_poller().claim()
+
+    (kept,) = subject.store.quarantined_rows()
+    assert (kept.row.job_id, kept.row.due_key, kept.row.partition) == (bad, due_key(bad, at(3)), PARTITION)
+    assert kept.row.bucket == minute_bucket(T0) and kept.first_seen == at(10)
+    assert "JSON" in kept.row.error and "half a spec" not in kept.row.error  # the error, not the payload

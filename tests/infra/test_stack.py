@@ -691,6 +691,9 @@ def test_alarms_cover_lateness_dead_runs_dlq_poller_errors_and_throttles(templat
     assert (unreadable["EvaluationPeriods"], unreadable["TreatMissingData"]) == (1, "notBreaching")
     assert all(a["AlarmActions"] for a in alarms.values())
     template.resource_count_is("AWS::CloudWatch::Dashboard", 1)
+    (dashboard,) = template.find_resources("AWS::CloudWatch::Dashboard").values()
+    body = json.dumps(dashboard["Properties"]["DashboardBody"])
+    assert "UnreadableRows" in body  # the failures graph shows the quarantined rows beside the dead runs
 
 
 def test_a_stack_of_sixteen_groups_watches_every_poller_within_cloudwatchs_ten_metrics_an_alarm() -> None:

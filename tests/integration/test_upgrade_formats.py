@@ -16,6 +16,7 @@ from duetime.adapters.dynamodb.codec import job_to_item
 from duetime.domain.ids import partition_of
 from duetime.domain.stored_format import FORMAT, format_of
 from duetime.domain.timeutil import minute_bucket, parse_iso_z
+from duetime.ports import UnreadableRow
 
 from ..twin_support import a_job
 from .conftest import Stack
@@ -63,7 +64,7 @@ def formats(stack: Stack, job_id: str, run_id: str) -> dict[str, int]:
     }
 
 
-def duetime(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, Any], str]:
+def duetime(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any, str]:
     code = cli.main([*argv, "--json"])
     out, err = capsys.readouterr()
     return code, json.loads(out), err
@@ -110,3 +111,23 @@ def test_an_upgraded_installation_writes_the_old_format_until_finalized_then_ref
     assert (code, verdict["deploy"]) == (1, "refused")
     assert "rollback refused" in err and "0.1.0" in err
     assert duetime(capsys, "system", "deploy-check")[0] == 0  # this release again: allowed
+
+
+def test_the_operator_lists_the_quarantined_rows(wired: Stack, capsys: pytest.CaptureFixture[str]) -> None:
+    assert duetime(capsys, "system", "quarantine")[1] == []
+    row = UnreadableRow(
+        "01JDZ3K6R2V9Q8T7S6P5N4M3K2", 7, "2026-12-07T03:00", "2026-12-07T03:00:05Z#01JD", "E: bad"
+    )
+    wired.store.record_unreadable([row], parse_iso_z("2026-12-07T03:00:10Z"))
+    code, rows, _ = duetime(capsys, "system", "quarantine")
+    assert code == 0
+    assert rows == [
+        {
+            "job_id": row.job_id,
+            "partition": 7,
+            "bucket": row.bucket,
+            "due_key": row.due_key,
+            "error": "E: bad",
+            "first_seen": "2026-12-07T03:00:10Z",
+        }
+    ]

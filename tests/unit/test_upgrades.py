@@ -228,3 +228,57 @@ def test_the_deploy_check_finds_the_stack_an_assembly_deploys(tmp_path: Path) ->
     }
     (tmp_path / "manifest.json").write_text(json.dumps(manifest))
     assert assembly_stack(tmp_path) == "Duetime-prod"
+
+
+def test_a_client_reads_an_answer_to_which_a_later_server_added_fields() -> None:
+    from pydantic import ValidationError
+
+    from duetime.api.schemas import PreviewOut
+
+    answer = {"job_id": "01JDZ3K6R2V9Q8T7S6P5N4M3K2", "runs": [], "skipped": [], "shiny": True}
+    with pytest.raises(ValidationError, match="shiny"):
+        PreviewOut.model_validate(answer)  # the server's own answers hold exactly their fields
+    assert PreviewOut.model_validate(answer, context=stored_format.STORED) == PreviewOut.model_validate(
+        {k: v for k, v in answer.items() if k != "shiny"}
+    )
+
+
+def test_a_release_is_found_by_its_version_without_its_tag() -> None:
+    from duetime.upgrades.releases import release_commits, resolve_ref
+
+    root = Path(__file__).resolve().parents[2]
+    assert resolve_ref("v0.1.0", root) == resolve_ref("0.1.0", root) == release_commits(root)["0.1.0"]
+    assert resolve_ref("0.1.0", root).startswith("484f692")
+    assert resolve_ref("main~3", root) == "main~3"  # anything else is git's to resolve
+
+
+def test_a_record_that_cannot_be_read_never_fails_a_write() -> None:
+    class Unreachable(MemoryInstallation):
+        def record_release(self, release: str, now: datetime) -> Installation:
+            raise ConnectionError("throttled")
+
+    ticks = Ticks()
+    record = Unreachable()
+    written = WrittenFormat(record, "0.2.0", lambda: T0, monotonic=ticks)
+    assert written() == 1  # before any read: the format every release reads
+    ticks.seconds = 1
+    assert written() == 1  # not asked again before the refresh
+    healthy = MemoryInstallation()
+    healthy.finalize_installation(2, "0.2.0", T0, was=1)
+    written.record = healthy
+    ticks.seconds = 301
+    assert written() == 2
+    written.record = record
+    ticks.seconds = 700
+    assert written() == 2  # the format last read stands
+
+
+@pytest.mark.parametrize(
+    ("installation", "release", "written"), [(1, 2, 1), (2, 2, 2), (3, 2, 2), (1, 3, 2), (2, 3, 2), (3, 3, 3)]
+)
+def test_a_release_writes_the_finalized_format_within_the_two_it_can_write(
+    installation: int, release: int, written: int
+) -> None:
+    from duetime.domain.installation import write_format
+
+    assert write_format(installation, release) == written

@@ -232,6 +232,7 @@ class Observability(Construct):
                     _metric("RunsFailed", "worker"),
                     _metric("StaleWritesRejected", "worker"),
                     _metric("LeasesExpired", "poller"),
+                    _metric("UnreadableRows", "poller"),  # `duetime system quarantine` lists them
                 ],
             ),
             cloudwatch.GraphWidget(

@@ -39,10 +39,14 @@ from duetime.domain.models import (
     TimeoutSeconds,
 )
 from duetime.domain.signing import JobSigningKey
+from duetime.domain.stored_format import ReadsStoredTolerantly
 from duetime.domain.tokens import ApiToken, TokenScope
 
 
-class Out(BaseModel):
+class Out(ReadsStoredTolerantly):
+    """An answer. The API writes exactly its fields; a client reading an answer (``duetime.client``, context
+    ``STORED``) ignores a field it does not know, which a later release of the server may add."""
+
     model_config = ConfigDict(extra="forbid")
 
 

@@ -1,11 +1,12 @@
-"""``duetime system ...``: the installation across releases (docs/guide/upgrading.md). Run by the operator against
-the tables directly, as ``duetime teams`` is: the deployed stack's (``--stack Duetime``, found by its
+"""``duetime system ...``: the installation across releases (docs/guide/upgrading.md). Run by the operator
+against the tables directly, as ``duetime teams`` is: the deployed stack's (``--stack Duetime``, found by its
 CloudFormation outputs), the ones ``DUETIME_*_TABLE`` name, or ``duetime local``'s (``--local``).
 
 - ``installation``: the finalized format, every release that has run against the tables (first and last
   seen), and whether this release may finalize now.
 - ``finalize``: this release's format becomes the one written; refused (exit 1, the reason on stderr) while
   an older release may still run, unless ``--force``.
+- ``quarantine``: the job rows pollers could not read (RELIABILITY.md, one bad row is one bad job).
 - ``deploy-check --release R``: exit 0 when release R may be deployed over the installation, else 1 with
   why (a skipped finalize, a rollback past one). ``make deploy`` and the local deploy run it first.
 """
@@ -19,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from duetime import build_info
+from duetime.domain.timeutil import iso_z
+from duetime.ports import QuarantineRecord
 
 
 def add_commands(commands: Any) -> None:
@@ -39,6 +42,7 @@ def add_commands(commands: Any) -> None:
     finalize.add_argument(
         "--force", action="store_true", help="even while an older release may still run (not for rollback)"
     )
+    action("quarantine", "the job rows pollers could not read (kept 30 days): job, due key, error, since")
     check = action("deploy-check", "may a release be deployed over the installation? (exit 0 or 1)")
     check.add_argument("--release", default=build_info.version, help="the release to deploy (default: this)")
     check.add_argument(
@@ -60,6 +64,8 @@ def run_system(args: argparse.Namespace) -> int:
     now = SystemClock().now()
     if record is None:  # no stack of that name: a first deploy
         return _answer(args, {"stack": args.stack, "exists": False, "deploy": "allowed"}, None)
+    if args.action == "quarantine":
+        return _quarantine(args, wiring.quarantine_record(wiring.settings(), args.stack))
     if args.action == "installation":
         return _answer(args, operations.describe(record.read_installation(), build_info.version, now), None)
     if args.action == "deploy-check":
@@ -70,6 +76,28 @@ def run_system(args: argparse.Namespace) -> int:
     done = operations.finalize(record, build_info.version, now, force=args.force)
     answer = {"release": build_info.version, "finalized": done.done, "writes_format": done.stored_format}
     return _answer(args, answer, done.refusal)
+
+
+def _quarantine(args: argparse.Namespace, record: QuarantineRecord | None) -> int:
+    kept = record.quarantined_rows() if record is not None else []
+    rows = [
+        {
+            "job_id": q.row.job_id,
+            "partition": q.row.partition,
+            "bucket": q.row.bucket,
+            "due_key": q.row.due_key,
+            "error": q.row.error,
+            "first_seen": iso_z(q.first_seen),
+        }
+        for q in kept
+    ]
+    if args.json:
+        print(json.dumps(rows))
+    elif not rows:
+        print("no unreadable job rows")
+    for row in [] if args.json else rows:
+        print(f"{row['first_seen']}  job {row['job_id']}  due {row['due_key']}  {row['error']}")
+    return 0
 
 
 def assembly_stack(assembly: Path) -> str:

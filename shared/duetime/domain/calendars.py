@@ -50,7 +50,7 @@ from pydantic import (
 
 from duetime.domain.ical_days import Bounds, IcalRefused, check_ical, expanded_days, too_many_days
 from duetime.domain.stored_days import StoredDays
-from duetime.domain.stored_format import STORED, ReadsStoredTolerantly
+from duetime.domain.stored_format import STORED, ReadsStoredTolerantly, is_stored
 
 # holidays, icalendar and recurring_ical_events are imported where they are used: together about 100 ms,
 # which every function that imports the ports (the poller and worker too) would otherwise pay at a cold start.
@@ -183,7 +183,7 @@ class CalendarSource(_Strict):
     def _readable(cls, text: str | None, info: ValidationInfo) -> str | None:
         """Parsed and its rules checked (``ical_days.check_ical``), not expanded: a write's expansion is
         ``days_to_store``'s. A calendar read from a store was checked when written: not parsed again."""
-        if text is None or (info.context or {}).get("stored"):
+        if text is None or is_stored(info):
             return text
         return check_ical(text)
 

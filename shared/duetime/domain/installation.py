@@ -53,8 +53,10 @@ class Installation:
 
 
 def write_format(installation_format: int, release_format_: int = FORMAT) -> int:
-    """The format a release writes: the installation's finalized one, never newer than its own."""
-    return min(installation_format, release_format_)
+    """The format a release writes: the installation's finalized one, never newer than its own, and never
+    older than the one before its own (the oldest it can write: an installation further back skipped a
+    finalize, which the deploy check refuses)."""
+    return max(min(installation_format, release_format_), release_format_ - 1, FIRST_FORMAT)
 
 
 def deploy_refusal(installation: Installation, release: str) -> str | None:

@@ -48,7 +48,7 @@ from duetime.domain.calendar_rules import DaysOff, OnExcluded, RolledRuns
 from duetime.domain.calendars import CALENDAR_NAME_PATTERN
 from duetime.domain.dst import DstPolicy
 from duetime.domain.labels import Labels
-from duetime.domain.stored_format import STORED, ReadsStoredTolerantly
+from duetime.domain.stored_format import STORED, ReadsStoredTolerantly, is_stored
 from duetime.domain.timeutil import to_utc, whole_seconds
 from duetime.domain.url_secrets import REDACTED, holds_marker, redact_url, shown_origin, url_origin
 
@@ -171,7 +171,7 @@ class CronSchedule(Strict):
     def _standard_cron(cls, value: Any, info: ValidationInfo) -> Any:
         if not isinstance(value, str):
             return value  # the type check names it
-        if (info.context or {}).get("stored"):
+        if is_stored(info):
             return _stored_cron_text(value)
         if len(value) > MAX_CRON_LENGTH:  # before croniter reads it
             raise ValueError(f"cron is longer than {MAX_CRON_LENGTH} characters")
@@ -210,7 +210,7 @@ class RateSchedule(Strict):
         if not isinstance(value, str):
             return value
         # before its number is read: int() raises on text of more than 4,300 digits
-        if len(value) > MAX_RATE_LENGTH and not (info.context or {}).get("stored"):
+        if len(value) > MAX_RATE_LENGTH and not is_stored(info):
             raise ValueError(f"rate is longer than {MAX_RATE_LENGTH} characters")
         match = _RATE.fullmatch(value)
         if not match:

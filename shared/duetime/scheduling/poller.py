@@ -39,6 +39,7 @@ from duetime.ports import (
     DeadlineStore,
     JobStore,
     PollerLeaseStore,
+    QuarantineRecord,
     ReapCandidate,
     RunMessage,
     RunQueue,
@@ -339,6 +340,7 @@ class Poller:
         helpers: HelperLauncher | None = None,
         fan_out: FanOutPolicy | None = None,
         calendars: CalendarReader | None = None,
+        quarantine_record: QuarantineRecord | None = None,
     ) -> None:
         """``teams``: where to look up whether a job's team is disabled (none: every team is active).
         ``deadlines``: where success-deadline watches are (none: they are not checked). ``notifications``:
@@ -346,7 +348,8 @@ class Poller:
         ``helpers`` (with ``leases``): where a busy minute's helpers are started
         (``duetime.scheduling.fan_out``, with the ``fan_out`` policy); none: the poller claims every minute
         alone. ``calendars``: where the team calendars that jobs use are read (none: a job that uses one
-        runs as if it excluded nothing, logged)."""
+        runs as if it excluded nothing, logged). ``quarantine_record``: where unreadable rows are kept for the
+        operator (none: they are logged and counted only)."""
         self.jobs = jobs
         self.calendars = calendars
         self.calendar_days = CalendarDays(calendars) if calendars is not None else None
@@ -372,7 +375,13 @@ class Poller:
         self._next_deadline_check: datetime | None = None  # the first reap pass checks deadlines
         self.team_active = TeamCache(teams, clock).active if teams is not None else None
         self.known_marks = LowWaterMarks()  # read once a reign (``duetime.scheduling.low_water``)
-        self.quarantine = Quarantine()  # unreadable rows reported, each once (the sweep's and the preload's)
+        # Unreadable rows reported, each once (the sweep's and the preload's), and kept for the operator.
+        keep = (
+            (lambda rows: quarantine_record.record_unreadable(rows, clock.now()))
+            if quarantine_record is not None
+            else None
+        )
+        self.quarantine = Quarantine(keep=keep)
         self._coming_count: tuple[str, int] | None = None  # (the coming minute's bucket, rows due in it)
         self.preload = (
             MinutePreload(

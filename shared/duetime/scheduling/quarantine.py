@@ -11,7 +11,7 @@ a row read again (the bucket's sweep before it settles, the minute preload) is n
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from duetime.ports import UnreadableRow
 
@@ -19,21 +19,26 @@ log = logging.getLogger(__name__)
 
 
 class Quarantine:
-    """The unreadable rows a process has reported, by (job id, due key), the last ``remember`` of them."""
+    """The unreadable rows a process has reported, by (job id, due key), the last ``remember`` of them;
+    ``keep``, given, is called with the rows each ``note`` reports first (the quarantine record the operator
+    reads: ``ports.QuarantineRecord``)."""
 
-    def __init__(self, remember: int = 10_000) -> None:
+    def __init__(
+        self, remember: int = 10_000, keep: Callable[[Sequence[UnreadableRow]], None] | None = None
+    ) -> None:
         self.remember = remember
+        self.keep = keep
         self._seen: dict[tuple[str, str], None] = {}  # insertion-ordered: the oldest forgotten first
 
     def note(self, rows: Sequence[UnreadableRow]) -> int:
         """Report the rows not reported before (a warning each); how many were new."""
-        new = 0
+        new: list[UnreadableRow] = []
         for row in rows:
             key = (row.job_id, row.due_key)
             if key in self._seen:
                 continue
             self._seen[key] = None
-            new += 1
+            new.append(row)
             log.warning(
                 "unreadable job row quarantined (left in place, its bucket's other jobs claimed): "
                 "job %s, partition %02d, bucket %s, due key %s: %s",
@@ -54,4 +59,9 @@ class Quarantine:
             )
         while len(self._seen) > self.remember:
             del self._seen[next(iter(self._seen))]
-        return new
+        if new and self.keep is not None:
+            try:
+                self.keep(new)
+            except Exception:  # the record is for the operator: its failure must not stop a sweep
+                log.exception("the quarantine record could not keep %d unreadable rows", len(new))
+        return len(new)

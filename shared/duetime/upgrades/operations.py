@@ -1,5 +1,5 @@
-"""The operator's steps of an upgrade (docs/guide/upgrading.md): look at the installation, check a deploy before it
-replaces the functions, and finalize once the release before can no longer run."""
+"""The operator's steps of an upgrade (docs/guide/upgrading.md): look at the installation, check a deploy
+before it replaces the functions, and finalize once the release before can no longer run."""
 
 from __future__ import annotations
 

@@ -8,14 +8,17 @@ format at the first ask: nothing older ever wrote to it."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from duetime.domain.installation import write_format
-from duetime.domain.stored_format import FORMAT
+from duetime.domain.stored_format import FIRST_FORMAT, FORMAT
 from duetime.ports import InstallationRecord
+
+log = logging.getLogger(__name__)
 
 # How long a process writes the format it last read before asking again: after a finalize, every process
 # writes the new format within this (the old one meanwhile, which the release reads).
@@ -46,10 +49,21 @@ class WrittenFormat:
         self._new = True  # until the record or the tables say otherwise (never again after)
 
     def __call__(self) -> int:
+        """The format to write. An ask that fails (the record throttled, unreachable) never fails the write
+        it was made for: the format last read stands, or format 1 (which every release reads) before any,
+        and the record is asked again at the next refresh."""
         with self._lock:
             if self._format is None or self.monotonic() - self._asked_at >= self.refresh_seconds:
-                self._format = self._ask()
                 self._asked_at = self.monotonic()
+                try:
+                    self._format = self._ask()
+                except Exception:
+                    log.warning(
+                        "the installation's record could not be read: writing format %s",
+                        self._format or 1,
+                        exc_info=True,
+                    )
+                    self._format = self._format or FIRST_FORMAT
             return self._format
 
     def _ask(self) -> int:

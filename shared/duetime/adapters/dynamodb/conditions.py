@@ -252,6 +252,13 @@ WATERMARK_MISSING = Condition(
 )
 
 
+QUARANTINED_ROW_IS_NEW = Condition(
+    "QUARANTINED_ROW_IS_NEW",
+    "attribute_not_exists(pk)",
+    "An unreadable row is kept for the operator once, with the time it was first reported; a poller that "
+    "finds it again (another process, the next reign) leaves that record as it is.",
+)
+
 INSTALLATION_NEVER_FINALIZED = Condition(
     "INSTALLATION_NEVER_FINALIZED",
     "attribute_not_exists(finalized_format)",
@@ -519,6 +526,7 @@ ALL_CONDITIONS = (
     SLOT_HELD,
     WATERMARK_BEHIND,
     WATERMARK_MISSING,
+    QUARANTINED_ROW_IS_NEW,
     INSTALLATION_NEVER_FINALIZED,
     INSTALLATION_FINALIZED_AS_READ,
     TEAM_IS_NEW,

@@ -18,6 +18,7 @@ from duetime.adapters.dynamodb.claims import DynamoClaims
 from duetime.adapters.dynamodb.jobs import DynamoJobs
 from duetime.adapters.dynamodb.outbox import DynamoOutbox
 from duetime.adapters.dynamodb.poller_leases import DynamoPollerLeases
+from duetime.adapters.dynamodb.quarantine_record import DynamoQuarantineRecord
 from duetime.adapters.dynamodb.reap_checks import DEFAULT_LEASE_CHECK
 from duetime.adapters.dynamodb.reap_index import DynamoReapIndex
 from duetime.adapters.dynamodb.runs import DynamoRuns
@@ -48,6 +49,7 @@ class DynamoStore(
     DynamoPollerLeases,
     DynamoOutbox,
     DynamoAlerts,
+    DynamoQuarantineRecord,
 ):
     """Implements ``JobStore``, ``RunStore``, ``TeamStore``, ``PollerLeaseStore``, ``DeadlineStore`` and
     ``NotificationOutbox`` (see ``duetime.ports`` for the contracts)."""

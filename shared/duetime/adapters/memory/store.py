@@ -11,6 +11,7 @@ from duetime.adapters.memory.due_index import DueIndexedJobs
 from duetime.adapters.memory.jobs import MemoryJobs
 from duetime.adapters.memory.outbox import MemoryOutbox
 from duetime.adapters.memory.poller_leases import MemoryPollerLeases
+from duetime.adapters.memory.quarantine_record import MemoryQuarantineRecord
 from duetime.adapters.memory.runs import MemoryRuns
 from duetime.adapters.memory.teams import MemoryTeams
 from duetime.ports import (
@@ -24,7 +25,15 @@ from duetime.ports import (
 )
 
 
-class MemoryStore(MemoryJobs, MemoryRuns, MemoryTeams, MemoryPollerLeases, MemoryDeadlines, MemoryOutbox):
+class MemoryStore(
+    MemoryJobs,
+    MemoryRuns,
+    MemoryTeams,
+    MemoryPollerLeases,
+    MemoryDeadlines,
+    MemoryOutbox,
+    MemoryQuarantineRecord,
+):
     """Implements ``JobStore``, ``RunStore``, ``TeamStore``, ``PollerLeaseStore``, ``DeadlineStore`` and
     ``NotificationOutbox`` (``duetime.ports``) in memory, thread-safe (one lock). Jobs are written with
     ``put_job`` (the API catalog's part).
@@ -39,6 +48,7 @@ class MemoryStore(MemoryJobs, MemoryRuns, MemoryTeams, MemoryPollerLeases, Memor
         self.copies = copies
         self._jobs = DueIndexedJobs()
         self._marks = {}
+        self._quarantined = {}
         self._runs = {}
         self._reap_at = {}
         self._teams = {}
