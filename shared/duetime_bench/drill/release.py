@@ -153,6 +153,7 @@ def build(source: Path, out: Path, progress: Progress, label: str) -> Path:
     env = _clean_env()
     env.update(CDK_OUTDIR=str(assembly), CDK_CONTEXT_JSON=json.dumps(_context_of(source)))
     _run([python(), "app.py"], source / "infra" / "cdk", out / "synth.log", env)
+    (out / ".built").write_text(f"{label}\n")  # asset and template complete: reused next time
     return assembly
 
 
@@ -160,7 +161,7 @@ def older_release(ref: str, work: Path, progress: Progress) -> Release:
     commit, source = checkout(ref, work, progress)
     out = work / commit[:12]
     assembly = out / "cdk.out"
-    if not (assembly / f"{STACK}.template.json").exists():
+    if not (out / ".built").exists():
         assembly = build(source, out, progress, f"{ref} ({commit[:7]})")
     else:
         progress(f"{ref} ({commit[:7]}): built before, reused ({assembly})")

@@ -452,14 +452,16 @@ def function_logs(endpoint: str, since_ms: int) -> dict[str, Any]:
     from duetime_bench.deployed import log_messages
 
     lambda_, logs = new_client("lambda", endpoint), new_client("logs", endpoint)
-    warnings = emf = 0
+    warnings = emf = read = 0
     errors: Counter[str] = Counter()
     for page in lambda_.get_paginator("list_functions").paginate():
         for function in page["Functions"]:
             kind = function.get("Handler", "?").split("/")[1] if "/" in function.get("Handler", "") else "?"
             if function.get("Handler", "").endswith("helper.handler"):
                 kind = "poller-helper"
-            for line in log_messages(logs, function["FunctionName"], since_ms):
+            lines = log_messages(logs, function["FunctionName"], since_ms)
+            read += len(lines)
+            for line in lines:
                 if "unreadable job row" in line:
                     warnings += 1
                 if '"UnreadableRows"' in line:
@@ -476,6 +478,7 @@ def function_logs(endpoint: str, since_ms: int) -> dict[str, Any]:
         "unreadable_rows_emf": emf,
         "unreadable_rows_metric": unreadable_metric(endpoint, since_ms),
         "error_lines": dict(sorted(errors.items())),
+        "log_lines_read": read,
     }
 
 
