@@ -80,6 +80,7 @@ class Phase:
     health: dict[str, Any] = field(default_factory=dict)  # GET /healthz after its deploy
     tables: dict[str, str] = field(default_factory=dict)  # the stack's table names after its deploy
     jobs_listed: int | None = None  # the team's jobs the API lists after the deploy (the tables' data)
+    jobs_created: int | None = None  # the jobs the drill had created by then
     triggered: dict[str, str] = field(default_factory=dict)  # drill job -> the run id triggered before
     finalize: dict[str, Any] | None = None
     stage_repaired: dict[str, Any] | None = None
@@ -179,6 +180,7 @@ class Drill:
                 phase.health = {"error": str(exc)}
                 time.sleep(1)
         try:
+            phase.jobs_created = len(self.jobs)
             phase.jobs_listed = len(self.client.request("GET", "/v1/jobs", query={"limit": 100})["jobs"])
         except ApiFailure as exc:
             phase.notes.append(f"listing the jobs failed: {exc}")
@@ -634,6 +636,7 @@ def _report(
                 "release_answering": phase.health,
                 "tables_kept": (phase.tables == first_tables) if phase.tables else None,
                 "jobs_listed": phase.jobs_listed,
+                "jobs_created": phase.jobs_created,
                 "triggered": phase.triggered,
                 "finalize": phase.finalize,
                 "stage_repaired": phase.stage_repaired,
@@ -667,7 +670,9 @@ def _report(
         "deploys_failed": [p.name for p in drill.phases if p.deploy and not p.deploy.ok],
         "in_place": all(p.deploy.ok for p in drill.phases if p.deploy),
         "stages_repaired_by_drill": [p.name for p in drill.phases if p.stage_repaired],
-        "tables_kept": all(p.tables == first_tables for p in drill.phases if p.tables),
+        # the same tables after every deploy, holding every job created before it
+        "tables_kept": all(p.tables == first_tables for p in drill.phases if p.tables)
+        and all(p.jobs_listed == p.jobs_created for p in drill.phases if p.jobs_listed is not None),
         "run_statuses": statuses,
         "phases": phases,
         "logs": str(drill.logs),
