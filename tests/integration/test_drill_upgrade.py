@@ -18,7 +18,7 @@ import subprocess
 
 import pytest
 
-from duetime_bench.drill.release import git
+from duetime_bench.drill.release import ROOT, git
 from duetime_bench.drill.upgrade import run_upgrade_drill
 
 from .processes import distinct_free_ports
@@ -39,7 +39,8 @@ def test_a_short_drill_from_v0_1_0_loses_no_fire_and_updates_in_place() -> None:
         result = run_upgrade_drill(FROM, port, dwell=10, old_seconds=15, settle=60, redelivery=0)
     finally:
         # the drill stops the LocalStack it started; its runtimes too, even if it was interrupted
-        pidfile = f"{os.environ.get('DUETIME_CACHE', '.cache')}/run/localstack-deployed-{port}.pid"
+        cache = os.environ.get("DUETIME_CACHE") or str(ROOT / ".cache")
+        pidfile = f"{cache}/run/localstack-deployed-{port}.pid"
         with contextlib.suppress(OSError, ValueError), open(pidfile) as pid:
             os.killpg(int(pid.read()), signal.SIGKILL)
     phases = {p["phase"]: p for p in result["phases"]}
