@@ -1,7 +1,7 @@
 """A short upgrade drill (``duetime drill upgrade``): v0.1.0 deployed into a deployed-stack LocalStack of its
 own, updated in place to this checkout, rolled back and forward, finalized, with jobs due throughout. About
-6 minutes on an idle machine (four deploys of 30-45 s, 10 s phases, a minute to settle), plus the builds of
-v0.1.0's asset and template the first time (about 30 s; kept under .cache/drill).
+5 minutes (277 s measured on a loaded 2-core machine: four deploys of 18-29 s, 10 s phases, a minute to
+settle), plus the build of v0.1.0's asset and template the first time (about 30 s; kept under .cache/drill).
 
 What it holds: every deploy updates the stack in place (no failed resource), the tables and their jobs stay,
 each phase is answered by the release it deployed, and every fire due has its run (one with no call yet is
