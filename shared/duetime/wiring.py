@@ -88,6 +88,20 @@ def installation_record(s: Settings, stack: str | None = None) -> DynamoInstalla
     return DynamoInstallation(client("dynamodb"), names) if names is not None else None
 
 
+def deploy_gate_record() -> DynamoInstallation:
+    """The record the deploy check reads (``functions/deploy_gate``): the stack's own tables."""
+    record = installation_record(settings())
+    assert record is not None  # named by the settings, never by a stack
+    return record
+
+
+def cfn_respond(event: dict[str, object], physical_id: str, succeeded: bool, reason: str) -> int:
+    """Answer a CloudFormation custom resource request (``adapters.aws.cfn_response``)."""
+    from duetime.adapters.aws.cfn_response import respond
+
+    return respond(event, physical_id, succeeded, reason)
+
+
 def quarantine_record(s: Settings, stack: str | None = None) -> DynamoStore | None:
     """The unreadable rows pollers have kept for the operator (``duetime system quarantine``)."""
     names = operator_tables(s, stack)

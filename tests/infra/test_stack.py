@@ -27,6 +27,7 @@ from duetime_cdk.functions import NOTHING_OF_BODIES_RECORDED  # noqa: E402
 from duetime_cdk.pollers import claims_per_second_for, poller_memory_mb  # noqa: E402
 from duetime_cdk.stack import DuetimeStack, check_with_cdk_nag  # noqa: E402
 
+import duetime  # noqa: E402
 from duetime.capacity.warm_throughput import DEFAULT_WARM_WRITE_UNITS, targets  # noqa: E402
 
 
@@ -59,6 +60,7 @@ def resources(template: Template, kind: str) -> dict[str, Any]:
 
 POLLER = "functions/poller/handler.handler"
 PRESCALER = "functions/prescaler/handler.handler"
+DEPLOY_GATE = "functions/deploy_gate/handler.handler"
 
 
 def function_ids(template: Template, handler: str) -> list[str]:
@@ -537,7 +539,7 @@ def test_the_prescaler_and_scheduled_scaling_are_exclusive() -> None:
 
 def test_functions_are_arm64_python313_with_tracing(template: Template) -> None:
     functions = resources(template, "AWS::Lambda::Function")
-    assert len(functions) == 9  # 4 pollers, the pollers' helper, worker, api, authorizer, prescaler
+    assert len(functions) == 10  # 4 pollers, the pollers' helper, worker, api, authorizer, prescaler, gate
     for function in functions.values():
         props = function["Properties"]
         assert props["Runtime"] == "python3.13" and props["Architectures"] == ["arm64"]
@@ -671,7 +673,8 @@ def test_alarms_cover_lateness_dead_runs_dlq_poller_errors_and_throttles(templat
         for q in alarms["Lambda throttled a duetime function"]["Metrics"]
         if "MetricStat" in q
     }
-    assert throttled == set(resources(template, "AWS::Lambda::Function"))
+    gate = template.find_resources("AWS::Lambda::Function", {"Properties": {"Handler": DEPLOY_GATE}})
+    assert throttled == set(resources(template, "AWS::Lambda::Function")) - set(gate)  # a deploy shows it
     (prescaler,) = template.find_resources("AWS::Lambda::Function", {"Properties": {"Handler": PRESCALER}})
     failed = alarms["the prescaler failed: a busy minute may find no workers provisioned ahead"]
     assert (failed["MetricName"], failed["Dimensions"][0]["Value"]["Ref"]) == ("Errors", prescaler)
@@ -715,7 +718,8 @@ def test_a_stack_of_sixteen_groups_watches_every_poller_within_cloudwatchs_ten_m
     pollers = set(function_ids(many, POLLER))
     assert len(pollers) == 16
     assert watched["a poller invocation or tick failed/Errors"] == pollers
-    functions = set(resources(many, "AWS::Lambda::Function"))
+    gate = set(many.find_resources("AWS::Lambda::Function", {"Properties": {"Handler": DEPLOY_GATE}}))
+    functions = set(resources(many, "AWS::Lambda::Function")) - gate  # a deploy shows the gate's failure
     assert watched["Lambda throttled a duetime function/Throttles"] == functions
 
 
@@ -1051,7 +1055,8 @@ def test_a_localstack_stack_leaves_out_only_what_localstack_cannot_create(
     for kind, count in {
         "AWS::DynamoDB::GlobalTable": 3,
         "AWS::SQS::Queue": 2,
-        "AWS::Lambda::Function": 8,  # 4 pollers, the pollers' helper, worker, api, prescaler
+        "AWS::Lambda::Function": 9,  # 4 pollers, the pollers' helper, worker, api, prescaler, deploy gate
+        "Custom::DuetimeDeployCheck": 1,
         "AWS::Events::Rule": 5,
         "AWS::Lambda::EventSourceMapping": 1,
         "AWS::ApiGateway::RestApi": 1,
@@ -1272,3 +1277,29 @@ def test_what_api_gateway_answers_by_itself_is_in_the_apis_error_shape(template:
     }
     assert responses["UNAUTHORIZED"]["StatusCode"] == "401"
     assert responses["THROTTLED"]["ResponseParameters"] == {"gatewayresponse.header.Retry-After": "'1'"}
+
+
+def test_every_function_changes_only_after_the_deploy_check_allowed_the_release(template: Template) -> None:
+    """The check (docs/guide/upgrading.md) is a custom resource whose properties change with the release and
+    the build, so every deploy of new code asks it; every other function, the worker's alias and event
+    source, the pollers' rules and the API depend on it, so CloudFormation updates them only after it
+    answered, and a refusal rolls the stack back before any of them changes."""
+    (check_id, check) = next(iter(template.find_resources("Custom::DuetimeDeployCheck").items()))
+    assert check["Properties"]["Release"] == duetime.__version__ and check["Properties"]["Build"]
+    (gate_id,) = template.find_resources("AWS::Lambda::Function", {"Properties": {"Handler": DEPLOY_GATE}})
+    assert check["Properties"]["ServiceToken"] == {"Fn::GetAtt": [gate_id, "Arn"]}
+    gated = {
+        name: resource
+        for kind in (
+            "AWS::Lambda::Function",
+            "AWS::Lambda::Alias",
+            "AWS::Lambda::EventSourceMapping",
+            "AWS::Events::Rule",
+            "AWS::ApiGateway::RestApi",
+        )
+        for name, resource in resources(template, kind).items()
+        if name != gate_id
+    }
+    assert gated and all(check_id in r.get("DependsOn", []) for r in gated.values()), [
+        n for n, r in gated.items() if check_id not in r.get("DependsOn", [])
+    ]

@@ -17,10 +17,12 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from datetime import timedelta
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 
 import boto3
@@ -53,7 +55,42 @@ HANDLERS = {
     "worker": "functions/worker/handler.handler",
     "api": "functions/api/handler.handler",
     "authorizer": "functions/authorizer/handler.handler",
+    "deploy_gate": "functions/deploy_gate/handler.handler",
 }
+
+
+@contextmanager
+def cloudformation_url() -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """A URL that takes CloudFormation's answers (PUT), and the answers it took."""
+    answers: list[dict[str, Any]] = []
+
+    class Answered(BaseHTTPRequestHandler):
+        def do_PUT(self) -> None:
+            answers.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Answered)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}/answer", answers
+    finally:
+        server.shutdown()
+
+
+def cloudformation_update(url: str) -> dict[str, Any]:
+    return {
+        "RequestType": "Update",
+        "ResponseURL": url,
+        "StackId": "arn:aws:cloudformation:us-east-1:123456789012:stack/Duetime/1",
+        "RequestId": "r-1",
+        "LogicalResourceId": "DeployGateResource",
+        "PhysicalResourceId": "duetime-deploy-check",
+        "ResourceProperties": {"ServiceToken": "arn", "Release": "0.2.0", "Build": "abc1234"},
+    }
 
 
 def needs_of(operation: str, params: dict[str, Any]) -> list[tuple[str, str, bool]]:
@@ -253,6 +290,14 @@ def test_each_functions_role_grants_every_dynamodb_request_its_code_makes(
             )
             assert policy["principalId"] == "iam"
         made["authorizer"] = as_roles(stack, authorizer_requests)
+
+    # The deploy check, as CloudFormation asks it on an update (its answer PUT to a local URL), alone: the
+    # clocks the API's wiring keeps refined in the background (BatchGetItem on control) are stopped first.
+    forget_wiring()
+    with recording(stack.dynamodb, shared) as gate_requests, cloudformation_url() as (url, answers):
+        load_handler("deploy_gate").handler(cloudformation_update(url), LambdaContext())
+    assert [a["Status"] for a in answers] == ["SUCCESS"], answers
+    made["deploy_gate"] = as_roles(stack, gate_requests)
 
     # The poller: three jobs due at one second (their claim writes a reap ticket), the minute preload,
     # sweeps, marks and its group's lease.

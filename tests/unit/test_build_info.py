@@ -25,6 +25,7 @@ COMMIT = re.compile(r"[0-9a-f]{7,40}(-dirty)?")
 FUNCTIONS = {  # module of functions/ -> its logger's service
     ("api", "handler"): "api",
     ("authorizer", "handler"): "authorizer",
+    ("deploy_gate", "handler"): "deploy-gate",
     ("poller", "handler"): "poller",
     ("poller", "helper"): "poller-helper",
     ("prescaler", "handler"): "prescaler",

@@ -12,6 +12,7 @@ from constructs import Construct
 
 from duetime_cdk.api import Api
 from duetime_cdk.config import StackConfig
+from duetime_cdk.deploy_gate import DeployGate
 from duetime_cdk.functions import LambdaCode
 from duetime_cdk.observability import Alerts, Observability
 from duetime_cdk.pollers import Pollers
@@ -35,6 +36,8 @@ class DuetimeStack(cdk.Stack):
         self.queue = queue = RunQueue(self, "Queue")
         self.alerts = alerts = Alerts(self, "Alerts", email=config.alert_email)
         code = self._lambda_code()
+        # Asked first on every deploy of new code: every function below depends on it (``_after_gate``).
+        self.deploy_gate = DeployGate(self, "DeployGate", code=code, storage=storage)
         self.workers = Workers(
             self, "Workers", code=code, storage=storage, queue=queue, alerts=alerts, config=config
         )
@@ -53,7 +56,15 @@ class DuetimeStack(cdk.Stack):
             config=config,
         )
         self.observability = self._observability()
+        self._after_gate()
         self._outputs()
+
+    def _after_gate(self) -> None:
+        """Every function, alias, schedule and the API change only once the deploy check allowed the release
+        (CloudFormation orders each after the check's resource; a refusal rolls back before them)."""
+        for construct in (self.workers, self.prescaler, self.pollers, self.api):
+            if construct is not None:
+                construct.node.add_dependency(self.deploy_gate.resource)
 
     def _lambda_code(self) -> LambdaCode:
         """The code asset every function runs, and the environment naming the tables, queue and topic."""
@@ -125,7 +136,7 @@ class DuetimeStack(cdk.Stack):
                 self.workers.function,
                 *self.api.functions,
                 *([prescaler.function] if prescaler else []),
-            ],
+            ],  # not the deploy gate's: it runs inside a deploy, whose failure CloudFormation shows
             prescaler=prescaler.function if prescaler else None,
             dashboard=self.config.dashboard,
         )
