@@ -560,7 +560,13 @@ def _run(drill: Drill, dwell: float, old_seconds: float, settle: float, redelive
         progress(
             f"destroying the {STACK} stack found on {drill.endpoint} (the drill starts from empty tables)"
         )
-        releases.destroy(older, drill.endpoint, drill.logs / "destroy.log")
+        try:
+            releases.destroy(older, drill.endpoint, drill.logs / "destroy.log")
+        except RuntimeError as exc:
+            raise RuntimeError(
+                f"{exc}\nLocalStack could not delete the stack (after a failed update it may keep a record "
+                "of resources it no longer has): restart it, scripts/emulators.sh stop-deployed"
+            ) from exc
     releases.bootstrap(older, drill.endpoint, drill.logs)
     drill.started_ms = int(time.time() * 1000)
     old = Phase("old", time.time())
