@@ -36,6 +36,14 @@ MINUTES ?= 5
 chaos: venv
 	$(EMU) run $(BIN)/duetime chaos --seed $(SEED) --minutes $(MINUTES)
 
+# The upgrade drill on the stack deployed in LocalStack (RELIABILITY.md): FROM (a git ref) deployed, then this
+# checkout in place, back, forward, finalize, while jobs are due. About 12 minutes, e.g. make drill-upgrade
+# FROM=main~3.
+FROM ?= v0.1.0
+.PHONY: drill-upgrade
+drill-upgrade: venv
+	$(JSII) $(BIN)/duetime drill upgrade --from $(FROM)
+
 # What `make test` runs once the emulators answer (useful with `make emulators-start`): the lint, the type
 # check and the tier that needs no emulator side by side (each output kept together; they fail fast), then the
 # integration tier on INTEGRATION_WORKERS xdist workers, naming its slowest tests. Tests that share a module or

@@ -64,8 +64,9 @@ rm -rf "$OUT"
     >"$OUT/synth.log" 2>&1 || { tail -n 30 "$OUT/synth.log" >&2; exit 1; }
   [ -x node_modules/.bin/cdklocal ] || npm install --no-save --no-audit --no-fund --silent
   export AWS_ENDPOINT_URL="$ENDPOINT" AWS_ENDPOINT_URL_S3="$ENDPOINT"
-  # LocalStack's CloudFormation cannot update every resource in place (a Lambda alias update fails as
-  # "Alias already exists"), so a stack left by an earlier deploy into this LocalStack is replaced whole.
+  # A stack left by an earlier deploy into this LocalStack is replaced whole: what it deploys starts from empty
+  # tables. (LocalStack could not update the worker's alias in place, "Alias already exists"; the stack's
+  # alias is named after its version there now, so an in-place update works: `duetime drill upgrade`.)
   if "$ROOT/.venv/bin/python" -c 'import boto3; boto3.client("cloudformation").describe_stacks(StackName="Duetime")' \
     2>/dev/null; then
     log "replacing the Duetime stack an earlier deploy left"

@@ -1074,6 +1074,12 @@ def test_a_localstack_stack_leaves_out_only_what_localstack_cannot_create(
         assert function["Properties"]["Architectures"] == ["x86_64"]  # what the asset is built for
     # LocalStack's CloudFormation does not apply DynamoDB warm throughput (storage.py): none is set.
     assert set(warm_throughput(local).values()) == {None}
+    # LocalStack cannot move an alias to a new version in place (workers.py): there the alias is named
+    # after its version, so an update replaces it by one of another name; on AWS it is "live".
+    (alias,) = resources(local, "AWS::Lambda::Alias").values()
+    version = alias["Properties"]["FunctionVersion"]
+    assert alias["Properties"]["Name"] == {"Fn::Join": ["-", ["live", version]]}
+    assert [a["Properties"]["Name"] for a in resources(template, "AWS::Lambda::Alias").values()] == ["live"]
     assert nag_findings(stack) == []
     cfn_lint(local, tmp_path)
 

@@ -63,7 +63,15 @@ class DuetimeStack(cdk.Stack):
         """Every function, alias, schedule and the API change only once the deploy check allowed the release
         (CloudFormation orders each after the check's resource; a refusal rolls back before them)."""
         for construct in (self.workers, self.prescaler, self.pollers, self.api):
-            if construct is not None:
+            if construct is self.api and self.config.localstack:
+                # LocalStack (2026.3) takes a DependsOn added to the RestApi for a change of it, and a Ref to
+                # a changed resource for a changed value: the stage, whose RestApiId is create-only, is then
+                # replaced, a CreateStage of the stage that exists ("Stage already exists"), and an update in
+                # place from or back to a release without the check fails. There the api's functions wait
+                # for the check, not its API Gateway resources.
+                for function in self.api.functions:
+                    function.node.add_dependency(self.deploy_gate.resource)
+            elif construct is not None:
                 construct.node.add_dependency(self.deploy_gate.resource)
 
     def _lambda_code(self) -> LambdaCode:

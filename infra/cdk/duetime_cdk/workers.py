@@ -3,7 +3,7 @@ forecast, or a daily schedule raises for the peak."""
 
 from __future__ import annotations
 
-from aws_cdk import Aws
+from aws_cdk import Aws, Fn
 from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -51,10 +51,30 @@ class Workers(Construct):
         )
         self.role = worker.role  # the principal customers' trust policies name (the API probes as it too)
         self.function = worker.function
-        self.alias = lambda_.Alias(self, "Live", alias_name="live", version=self.function.current_version)
+        self.alias = lambda_.Alias(
+            self, "Live", alias_name=self._alias_name(config), version=self.function.current_version
+        )
         self.event_source = self._event_source(queue, config)
         if config.scheduled_scaling:
             self._scale_on_schedule(config)
+
+    def _alias_name(self, config: StackConfig) -> str:
+        """``live``; on LocalStack ``live-<the worker's version>``, a name that changes with the version.
+
+        LocalStack (2026.3) cannot move an alias to a new version in place, so an update that changes the
+        worker would fail there and its rollback would delete the alias (what the event source invokes):
+        its CloudFormation takes a Ref to a modified resource for a modified value
+        (``change_set_model._resolve_intrinsic_function_ref``: "TODO: this should check the replacement
+        flag"), so the alias's ``FunctionName``, a create-only property, reads as changed and the alias is
+        replaced: a ``CreateAlias`` of the name that exists (ResourceConflictException "Alias already
+        exists"); its alias provider has no update either (``lambda_alias.py``: NotImplementedError). With a
+        name of its own per version, the replacement creates the new alias beside the old one and then
+        deletes the old one, on every update, from or back to a release whose alias is ``live`` too. On AWS
+        the alias is updated in place (its name and function unchanged), so it stays ``live`` there: its
+        provisioned concurrency must survive a deploy."""
+        if not config.localstack:
+            return "live"
+        return Fn.join("-", ["live", self.function.current_version.version])
 
     def _event_source(self, queue: RunQueue, config: StackConfig) -> sources.SqsEventSource:
         """The run queue feeding the alias, in standard mode or (``worker_min_pollers``) provisioned mode."""

@@ -3,7 +3,8 @@
 
 ``POST /demo/target`` answers 200. Query parameters shape the answer: ``status=503`` (answer that
 status), ``sleep=2.5`` (take that long; with ``slow_attempt=1`` only on that attempt), ``group=name``
-(track how many calls of a group are in flight at once). ``GET /demo/calls`` lists the calls as JSON.
+(track how many calls of a group are in flight at once), ``fail_attempt=1`` (answer 503 to that attempt
+only). ``GET /demo/calls`` lists the calls as JSON.
 ``duetime local`` serves it beside the API; ``DemoTargetServer`` serves it alone.
 """
 
@@ -76,6 +77,8 @@ class DemoTarget:
             if slow_attempt is None or slow_attempt == call.headers.get("x-duetime-attempt"):
                 time.sleep(float(query.get("sleep", "0")))
             status = int(query.get("status", "200"))
+            if query.get("fail_attempt") == call.headers.get("x-duetime-attempt"):
+                status = 503
             answer = json.dumps({"ok": 200 <= status < 300, "run": key})
             if 200 <= status < 300 and key:
                 with self.lock:
