@@ -14,10 +14,11 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import subprocess
 
 import pytest
 
+import duetime
+from duetime.upgrades.releases import resolve_ref
 from duetime_bench.drill.release import ROOT, git
 from duetime_bench.drill.upgrade import run_upgrade_drill
 
@@ -30,10 +31,10 @@ FROM = "v0.1.0"
 
 @pytest.mark.timeout(1500)
 def test_a_short_drill_from_v0_1_0_loses_no_fire_and_updates_in_place() -> None:
-    try:
-        old_commit = git("rev-parse", "--verify", f"{FROM}^{{commit}}")
-    except subprocess.CalledProcessError:
-        pytest.skip(f"no {FROM} in this clone (fetch its tags)")
+    old_commit = resolve_ref(FROM, ROOT)  # releases.json: found in a clone made without tags too
+    assert git("rev-parse", "--verify", f"{old_commit}^{{commit}}") == old_commit, (
+        "a shallow clone lacks 0.1.0"
+    )
     (port,) = distinct_free_ports(1)
     try:
         result = run_upgrade_drill(FROM, port, dwell=10, old_seconds=15, settle=60, redelivery=0)
@@ -58,4 +59,11 @@ def test_a_short_drill_from_v0_1_0_loses_no_fire_and_updates_in_place() -> None:
     # and its send has no call yet; it must have its run (queued: sent again at its deadline), never none.
     assert not [run for run, detail in result["lost_detail"].items() if detail == "no run"], result
     assert result["fires_due"] >= 20
+    # The finalize: refused while 0.1.0's functions may still run, then forced; a rollback past it refused.
+    finalized = phases["finalize"]["finalize"]
+    assert finalized["refused_unforced"] and "may run until" in finalized["refused_unforced"], finalized
+    assert (finalized["ok"], finalized["writes_format"]) == (True, 2), finalized
+    assert finalized["rollback_to_older"]["refusal"].startswith("rollback refused"), finalized
+    assert finalized["this_release_again"] is None, finalized
+    assert duetime.__version__ in finalized["releases_seen"], finalized  # the functions said they ran
     print({k: result[k] for k in ("repeated_runs", "late_max_s", "deploy_seconds", "unreadable_rows")})

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from duetime.upgrades.releases import resolve_ref
+
 ROOT = Path(__file__).resolve().parents[3]
 STACK = "Duetime"
 # What scripts/deploy_local.sh synthesizes with (a release's own script is read first: _context_of).
@@ -112,7 +114,9 @@ def _context_of(source: Path) -> dict[str, Any]:
 
 def checkout(ref: str, work: Path, progress: Progress) -> tuple[str, Path]:
     """(commit, source tree) of ``ref``: a detached worktree under ``work``, made once and reused."""
-    commit = git("rev-parse", "--verify", f"{ref}^{{commit}}")
+    commit = git(
+        "rev-parse", "--verify", f"{resolve_ref(ref, ROOT)}^{{commit}}"
+    )  # v0.1.0 without its tag too
     source = work / commit[:12] / "src"
     if (source / ".git").exists() and git("rev-parse", "HEAD", cwd=source) == commit:
         return commit, source

@@ -12,8 +12,9 @@ no fire lost, repeats only under a run's own id, and how late runs started while
    triggered (a call in flight and a retry pending while functions are replaced) and a one-time job is
    created due 20 s on (due during the deploy); then ``cdklocal deploy`` updates the stack in place to this
    checkout's code, back to the older release, and forward again; each phase then runs for ``dwell`` s.
-3. **finalize**: ``POST /v1/system/finalize`` with the team's admin token (``finalize``); a 404 is reported
-   as "not available in this build".
+3. **finalize**: ``duetime system finalize`` on the stack's tables (``finalize``): refused at once (the older
+   release's functions may still run), then forced; the deploy check then refuses the older release (a
+   rollback past the finalize) and allows this one.
 4. After the last phase the drill stops counting fires (the cut-off), waits ``settle`` s for calls in flight
    and retries, reads what its target recorded and the stack's logs, and accounts (``accounting.py``).
 
@@ -435,16 +436,49 @@ def instant(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
 
 
-def finalize(client: DuetimeClient) -> dict[str, Any]:
-    """``POST /v1/system/finalize`` with the team's admin token: what it answered. A 404 is a build without
-    the route."""
-    try:
-        answer = client.request("POST", "/v1/system/finalize")
-        return {"available": True, "ok": True, "answer": answer}
-    except ApiFailure as exc:
-        if exc.status == 404:
-            return {"available": False, "ok": False, "answer": "404: finalize not available in this build"}
-        return {"available": True, "ok": False, "answer": f"{exc.status}: {exc}"}
+def finalize(stack: DeployedStack, older: Release) -> dict[str, Any]:
+    """The finalize, as the operator runs it (``duetime system finalize``, on the stack's tables): asked at
+    once it is refused (the older release's functions may still run: the drain), so it is forced, as after
+    a deploy whose old functions are known to have ended. Then the deploy check says whether the older
+    release may come back (it may not, once finalized) and this one may (it may)."""
+    from duetime import build_info
+    from duetime.adapters.dynamodb.installation import DynamoInstallation
+    from duetime.adapters.dynamodb.tables import TableNames
+    from duetime.upgrades import operations
+
+    names = TableNames(stack.jobs_table, stack.runs_table, stack.control_table)
+    record = DynamoInstallation(new_client("dynamodb", stack.endpoint), names)
+    now = datetime.now(UTC)
+    before = operations.describe(record.read_installation(), build_info.version, now)
+    waited = operations.finalize(record, build_info.version, now)
+    forced = operations.finalize(record, build_info.version, now, force=True) if not waited.done else waited
+    older_version = release_version(older)
+    return {
+        "available": True,
+        "ok": forced.done,
+        "answer": (
+            f"finalized at format {forced.stored_format}"
+            + (" (forced: " + (waited.refusal or "") + ")" if not waited.done else "")
+        ),
+        "before": before,
+        "refused_unforced": waited.refusal,
+        "writes_format": forced.stored_format,
+        "rollback_to_older": {
+            "release": older_version,
+            "refusal": operations.deploy_check(record, older_version),
+        },
+        "this_release_again": operations.deploy_check(record, build_info.version),
+        "releases_seen": [r["release"] for r in before["releases"]],
+    }
+
+
+def release_version(release: Release) -> str:
+    """The version a release's source declares (``duetime.__version__``)."""
+    text = (release.source / "shared" / "duetime" / "__init__.py").read_text(encoding="utf-8")
+    for line in text.splitlines():
+        if line.startswith("__version__"):
+            return line.split("=", 1)[1].strip().strip("\"'")
+    return "unknown"
 
 
 def function_logs(endpoint: str, since_ms: int) -> dict[str, Any]:
@@ -593,7 +627,7 @@ def _run(drill: Drill, dwell: float, old_seconds: float, settle: float, redelive
         drill.dwell(dwell, phase)
     final = Phase("finalize", time.time())
     drill.phases.append(final)
-    final.finalize = finalize(drill.client)
+    final.finalize = finalize(drill.stack, older)
     progress(f"finalize: {final.finalize['answer']}")
     drill.dwell(dwell, final)
     cutoff = time.time()
