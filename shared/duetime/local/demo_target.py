@@ -77,7 +77,8 @@ class DemoTarget:
             if slow_attempt is None or slow_attempt == call.headers.get("x-duetime-attempt"):
                 time.sleep(float(query.get("sleep", "0")))
             status = int(query.get("status", "200"))
-            if query.get("fail_attempt") == call.headers.get("x-duetime-attempt"):
+            fail_attempt = query.get("fail_attempt")
+            if fail_attempt is not None and fail_attempt == call.headers.get("x-duetime-attempt"):
                 status = 503
             answer = json.dumps({"ok": 200 <= status < 300, "run": key})
             if 200 <= status < 300 and key:
