@@ -74,6 +74,21 @@ def wait_until(predicate: Callable[[], bool], seconds: float) -> bool:
     return bool(predicate())
 
 
+def wait_while_progressing(count: Callable[[], int], goal: int, stall_seconds: float) -> bool:
+    """Wait until `count()` reaches `goal`, for as long as it keeps moving: False once it has not grown for
+    `stall_seconds`. For tests that prove every item is handled, not how fast: on a loaded machine (two
+    deployed stacks beside each other on two cores) the pace varies, while a stop is still a failure."""
+    best, moved = count(), time.monotonic()
+    while best < goal:
+        if time.monotonic() - moved > stall_seconds:
+            return False
+        time.sleep(0.5)
+        now = count()
+        if now > best:
+            best, moved = now, time.monotonic()
+    return True
+
+
 def distinct_free_ports(count: int) -> list[int]:
     ports: set[int] = set()
     while len(ports) < count:

@@ -44,7 +44,7 @@ from duetime.scheduling.fan_out import FanOutPolicy, plan_helpers, slices_of
 from duetime.settings import parse_partitions
 from duetime_bench.deployed import find_stack
 
-from .processes import describe, distinct_free_ports, listening, marked, wait_until
+from .processes import describe, distinct_free_ports, listening, marked, wait_until, wait_while_progressing
 
 # One xdist worker runs the module, so that the stack is deployed once (a module fixture).
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("deployed-stack")]
@@ -437,7 +437,7 @@ def helper_processes(root: Path) -> list[int]:
     return found
 
 
-@pytest.mark.timeout(QUEUE_DEADLINE_SECONDS + 900)
+@pytest.mark.timeout(QUEUE_DEADLINE_SECONDS + 1500)
 def test_a_helper_killed_mid_claim_leaves_every_run_to_start_once(
     deployed: Deployed, target: DemoTargetServer
 ) -> None:
@@ -520,7 +520,8 @@ def test_a_helper_killed_mid_claim_leaves_every_run_to_start_once(
         def started() -> set[str]:
             return {c.headers.get("x-duetime-run-id", "") for c in target.recorder.calls} & runs.keys()
 
-        assert wait_until(lambda: len(started()) == len(runs), QUEUE_DEADLINE_SECONDS + 240), (
+        # Every run must start; how fast depends on the machine (CI runs the drill's stack beside this one).
+        assert wait_while_progressing(lambda: len(started()), len(runs), QUEUE_DEADLINE_SECONDS + 240), (
             f"{len(runs) - len(started())} of {len(runs)} runs never started; of the helper's slice "
             f"{sum(r in started() for r in helped_runs)}/{len(helped_runs)}"
         )
