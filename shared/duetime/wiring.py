@@ -290,6 +290,7 @@ def make_job_service(s: Settings, store: DynamoStore, sqs: SQSClient | None = No
         aws_targets_without_role=s.aws_targets_without_role,
         role_trust=make_role_trust(s),
         queue_deadline=timedelta(seconds=s.queue_deadline_seconds),
+        misfire_grace=timedelta(seconds=s.misfire_grace_seconds),
         waker=make_waker(s, store),
         run_budget=run_budget(catalog),
     )

@@ -11,7 +11,7 @@ import re
 import sys
 import threading
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
@@ -27,10 +27,13 @@ from duetime.api.access import PUBLIC, RouteGuardedResolver, needs
 from duetime.api.authorizer import request_caller
 from duetime.api.calendar_schemas import CalendarChangeOut, CalendarHistory, CalendarList, CalendarOut
 from duetime.api.console_files import SECURITY_HEADERS, console_file
+from duetime.api.fires import AUDIT_JOBS_PER_PAGE, MAX_AUDIT_JOBS_PER_PAGE, FireLedgerService
 from duetime.api.schemas import (
+    AuditOut,
     AwsRoleIn,
     BackfillOut,
     ErrorOut,
+    FiresOut,
     Health,
     JobChangeOut,
     JobHistory,
@@ -68,6 +71,7 @@ from duetime.domain.errors import (
     UnsupportedMediaType,
     field_path,
 )
+from duetime.domain.fire_ledger import DEFAULT_LATE_AFTER_SECONDS, MAX_FIRES
 from duetime.domain.job_keys import etag_of
 from duetime.domain.labels import LABEL_FILTER_PATTERN
 from duetime.domain.models import MAX_BACKFILL_RUNS, BackfillWindow, Job, JobSpec, Team
@@ -103,6 +107,10 @@ def use_service(factory: Callable[[], JobService]) -> None:
     global _service_factory
     _service_factory = factory
     service.cache_clear()
+
+
+def fire_ledger() -> FireLedgerService:
+    return FireLedgerService(service())
 
 
 @functools.cache
@@ -746,6 +754,75 @@ def job_history(
 ) -> JobHistory:
     page = service().job_history(team(), job_id, limit, cursor)
     return JobHistory(changes=[JobChangeOut.of(c) for c in page.items], next_cursor=page.cursor)
+
+
+def _window_bound(value: datetime | None, name: str) -> datetime | None:
+    if value is not None and value.tzinfo is None:
+        raise InvalidInput(f"{name}: needs a UTC offset, e.g. 2026-12-01T00:00:00Z", name)
+    return value
+
+
+FromQuery = Annotated[
+    datetime | None,
+    Query(alias="from", description="window start, with a UTC offset; default: 24 hours before `to`"),
+]
+ToQuery = Annotated[datetime | None, Query(alias="to", description="window end (exclusive); default: now")]
+LateAfter = Annotated[
+    int,
+    Query(
+        ge=0,
+        le=86_400,
+        description="a run that started more than this many seconds after its fire time is `late`",
+    ),
+]
+
+
+@app.get(
+    "/v1/jobs/<job_id>/fires",
+    operation_id="getJobFires",
+    tags=["runs"],
+    responses=_responses(200, FiresOut, 404),
+    security=needs(TokenScope.READ),
+    description="The fire ledger: every time the job should have fired in [from, to) (from its schedule as "
+    "it stood then: its history of changes, zone, daylight-saving policy, calendars, jitter, start and end, "
+    "pauses), each matched to what happened: `on_time`, `late`, `repeated`, `skipped` (with its reason), "
+    "`missed` (with why, where known) or `pending`. Computed from the stored runs and the job's history, in "
+    f"time order, at most `limit` (up to {MAX_FIRES:,}); `next_from` goes on. Runs are kept 30 days.",
+)
+def job_fires(
+    job_id: JobId,
+    start: FromQuery = None,
+    end: ToQuery = None,
+    late_after_seconds: LateAfter = DEFAULT_LATE_AFTER_SECONDS,
+    limit: Annotated[int, Query(ge=1, le=MAX_FIRES)] = MAX_FIRES,
+) -> FiresOut:
+    window = _window_bound(start, "from"), _window_bound(end, "to")
+    late_after = timedelta(seconds=late_after_seconds)
+    return FiresOut.of(fire_ledger().fires(team(), job_id, *window, late_after, limit))
+
+
+@app.get(
+    "/v1/audit",
+    operation_id="getAudit",
+    tags=["runs"],
+    responses=_responses(200, AuditOut),
+    security=needs(TokenScope.READ),
+    description="The fire ledger across your jobs, a page of jobs at a time: every job's fires in [from, to) "
+    "counted by label, and the jobs with a missed fire, each with its first misses. `next_cursor` goes on "
+    "to the next page of jobs. Each job read beyond the first costs one request of your API rate.",
+)
+def audit(
+    start: FromQuery = None,
+    end: ToQuery = None,
+    late_after_seconds: LateAfter = DEFAULT_LATE_AFTER_SECONDS,
+    limit: Annotated[int, Query(ge=1, le=MAX_AUDIT_JOBS_PER_PAGE)] = AUDIT_JOBS_PER_PAGE,
+    cursor: Cursor = None,
+) -> AuditOut:
+    window = _window_bound(start, "from"), _window_bound(end, "to")
+    for _ in range(limit - 1):
+        check_rate(team(), "GET /v1/audit costs one request per job it reads: ")
+    late_after = timedelta(seconds=late_after_seconds)
+    return AuditOut.of(fire_ledger().audit(team(), *window, limit, cursor, late_after))
 
 
 @app.get(

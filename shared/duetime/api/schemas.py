@@ -11,9 +11,11 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
+from duetime.api.fires import MAX_AUDIT_FIRES_PER_JOB, MISSES_LISTED, AuditPage
 from duetime.api.previews import ExcludedTime, Preview, UpcomingRun
 from duetime.domain.aws_targets import ROLE_ARN_PATTERN, ROLE_NAME_PREFIX
 from duetime.domain.dst import DstEffect, DstPolicy
+from duetime.domain.fire_ledger import Fire, FireLabel, Ledger
 from duetime.domain.job_history import JobChange
 from duetime.domain.job_keys import etag_of
 from duetime.domain.labels import Labels
@@ -372,6 +374,113 @@ class JobChangeOut(Out):
 class JobHistory(Out):
     changes: list[JobChangeOut]
     next_cursor: str | None
+
+
+class FireOut(Out):
+    scheduled_at: datetime = Field(description="the nominal time the job should have fired for")
+    fire_at: datetime = Field(description="when its run should start: the nominal time plus the job's jitter")
+    label: FireLabel = Field(
+        description="on_time, late (started more than `late_after_seconds` after `fire_at`), repeated (the "
+        "target was called more than once under the run id), skipped (no call, for `reason`), missed (no run "
+        "past the catch-up window, `reason` says why where known) or pending"
+    )
+    reason: str | None = Field(
+        description="skipped: misfire, overlap, calendar, paused, team_disabled, dst, cancelled or other; "
+        "missed: not_claimed, no_run_recorded, edited_before_claim, or the status of a run that died "
+        "before it started; else null"
+    )
+    detail: str = Field(description="what happened, in words")
+    run_id: str = Field(description="the fire's run id (the target's idempotency key), run or not")
+    status: RunStatus | None = Field(description="its run's status; null: no run")
+    started_at: datetime | None
+    late_seconds: float | None = Field(description="started_at - fire_at, for a run that started")
+    attempts: int = Field(description="calls the target got")
+
+    @classmethod
+    def of(cls, fire: Fire) -> FireOut:
+        return cls(
+            scheduled_at=fire.nominal_at,
+            fire_at=fire.fire_at,
+            label=fire.label,
+            reason=fire.reason,
+            detail=fire.detail,
+            run_id=fire.run_id,
+            status=fire.status,
+            started_at=fire.started_at,
+            late_seconds=fire.late_seconds,
+            attempts=fire.attempts,
+        )
+
+
+class FiresOut(Out):
+    job_id: str
+    window_start: datetime = Field(description="the window's start, after any cut `notes` explain")
+    window_end: datetime
+    counts: dict[str, int] = Field(description="fires listed, by label")
+    fires: list[FireOut] = Field(description="in time order")
+    next_from: datetime | None = Field(
+        description="more fires follow the last listed: ask again with `from` set to this; null: none"
+    )
+    notes: list[str] = Field(description="why the window starts later than asked, if it does")
+
+    @classmethod
+    def of(cls, ledger: Ledger) -> FiresOut:
+        return cls(
+            job_id=ledger.job_id,
+            window_start=ledger.start,
+            window_end=ledger.end,
+            counts=ledger.counts,
+            fires=[FireOut.of(fire) for fire in ledger.fires],
+            next_from=ledger.next_from,
+            notes=ledger.notes,
+        )
+
+
+class JobAuditOut(Out):
+    job_id: str
+    name: str
+    key: str | None
+    labels: dict[str, str]
+    counts: dict[str, int] = Field(description="the job's fires in the window, by label")
+    misses: list[FireOut] = Field(description=f"its first {MISSES_LISTED} missed fires")
+    complete: bool = Field(
+        description="false: the job has more fires in the window than an audit reads "
+        f"({MAX_AUDIT_FIRES_PER_JOB:,}); read them with GET /v1/jobs/{{id}}/fires"
+    )
+
+
+class AuditOut(Out):
+    window_start: datetime
+    window_end: datetime
+    counts: dict[str, int] = Field(description="the fires of this page's jobs, by label")
+    jobs_checked: int
+    jobs_with_misses: list[JobAuditOut] = Field(description="this page's jobs with a missed fire")
+    jobs: list[JobAuditOut] = Field(description="every job of this page, with its counts")
+    next_cursor: str | None
+
+    @classmethod
+    def of(cls, page: AuditPage) -> AuditOut:
+        jobs = [
+            JobAuditOut(
+                job_id=one.job.id,
+                name=one.job.name,
+                key=one.job.key,
+                labels=dict(one.job.labels),
+                counts=one.counts,
+                misses=[FireOut.of(fire) for fire in one.misses],
+                complete=one.complete,
+            )
+            for one in page.jobs
+        ]
+        return cls(
+            window_start=page.start,
+            window_end=page.end,
+            counts=page.counts,
+            jobs_checked=len(jobs),
+            jobs_with_misses=[job for job in jobs if job.counts.get(FireLabel.MISSED.value)],
+            jobs=jobs,
+            next_cursor=page.cursor,
+        )
 
 
 class TeamOut(Out):

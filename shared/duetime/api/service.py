@@ -30,6 +30,7 @@ from duetime.domain.catalog import (
 )
 from duetime.domain.catalog import QuotaExceeded as StoreQuotaExceeded
 from duetime.domain.claim_plan import (
+    DEFAULT_MISFIRE_GRACE,
     DEFAULT_QUEUE_DEADLINE,
     PlannedRun,
     initial_state,
@@ -110,6 +111,7 @@ class JobService:
         run_budget: RunBudget | None = None,
         role_trust: RoleTrustProbe | None = None,
         allowed_target_ports: Collection[int] = (),
+        misfire_grace: timedelta = DEFAULT_MISFIRE_GRACE,
     ) -> None:
         """``allow_private_targets``: HTTP targets on loopback and private addresses, and LocalStack queue
         URLs, are accepted (a local stack only). ``aws_targets_without_role``: AWS targets need no IAM role,
@@ -126,6 +128,7 @@ class JobService:
         self.allowed_target_ports = frozenset(allowed_target_ports)
         self.aws_targets_without_role = aws_targets_without_role
         self.queue_deadline = queue_deadline
+        self.misfire_grace = misfire_grace  # the pollers' catch-up window for jobs without their own
         # Runs made on request (trigger, backfill) count against the team's runs_per_minute: the wiring gives
         # a budget every API Lambda shares (``wiring.run_budget``); by default one of this process's own.
         self.run_budget: RunBudget = run_budget or InMemoryRunBudget()
