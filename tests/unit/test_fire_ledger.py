@@ -270,10 +270,10 @@ def test_the_api_serves_a_jobs_fires_and_the_teams_audit_and_names_a_bad_window_
         assert audit["counts"]["missed"] == 3 and audit["jobs_checked"] == 1
 
         status, refused = get(f"/v1/jobs/{job.id}/fires", {"from": "2026-12-01T10:00:00"})
-        assert status == 422 and refused["field"] == "from", refused
+        assert status == 422 and refused["error"]["field"] == "from", refused
         status, refused = get(
             f"/v1/jobs/{job.id}/fires", {"from": "2026-12-01T11:00:00Z", "to": "2026-12-01T10:00:00Z"}
         )
-        assert status == 422 and refused["field"] == "from", refused
+        assert status == 422 and refused["error"]["field"] == "from", refused
         status, refused = get(f"/v1/jobs/{job.id}/fires", {"late_after_seconds": "-1"})
         assert status == 422 and "late_after_seconds" in json.dumps(refused), refused
