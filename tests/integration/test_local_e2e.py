@@ -380,3 +380,44 @@ def test_ctrl_c_stops_duetime_local_even_when_its_parent_left_ctrl_c_ignored() -
     assert system.stop() == 0, "\n".join(system.output)
     assert time.monotonic() - started < 30
     assert "duetime local: stopping" in system.output
+
+
+def test_the_cli_reads_a_jobs_fire_ledger_and_the_teams_audit_on_the_local_stack(local: LocalSystem) -> None:
+    """A one-time job runs; its ledger names its one fire with its run id and start, a paused job's time is
+    skipped as paused, and the audit counts both."""
+    soon = (datetime.now(UTC) + timedelta(seconds=4)).replace(microsecond=0)
+    body = {
+        "schedule": {"at": soon.isoformat()},
+        "exact": True,
+        "target": {"url": f"{local.url}/demo/target"},
+    }
+    status, job = api(local, "POST", "/v1/jobs", {**body, "name": "ledger once"})
+    assert status == 201, job
+    later = soon + timedelta(minutes=1)  # paused long before its time, however slow the host
+    paused_body = {**body, "schedule": {"at": later.isoformat()}, "name": "ledger paused"}
+    status, paused = api(local, "POST", "/v1/jobs", paused_body)
+    assert status == 201, paused
+    assert api(local, "POST", f"/v1/jobs/{paused['id']}/pause")[0] == 200
+
+    def fires(job_id: str) -> list[dict[str, Any]]:
+        answer = cli(local, "jobs", "fires", job_id, "--since", "5m", "--to", _after(later), "--json")
+        assert answer.returncode == 0, answer.stderr
+        return list(json.loads(answer.stdout)["fires"])
+
+    ran = wait_for(lambda: [f for f in fires(job["id"]) if f["label"] in ("on_time", "late")])
+    assert [f["run_id"] for f in ran] == [f"{job['id']}@{soon.strftime('%Y-%m-%dT%H:%M:%SZ')}"]
+    assert ran[0]["status"] == "succeeded" or ran[0]["started_at"] is not None
+    assert [(f["label"], f["reason"]) for f in fires(paused["id"])] == [("skipped", "paused")]
+
+    table = cli(local, "jobs", "fires", job["id"], "--since", "5m", "--to", _after(soon))
+    assert table.returncode == 0 and "SCHEDULED_AT" in table.stdout and ran[0]["label"] in table.stdout
+    audit = cli(local, "audit", "--since", "5m", "--to", _after(later), "--json")
+    assert audit.returncode == 0, audit.stderr
+    counts = json.loads(audit.stdout)["counts"]
+    assert counts["skipped"] >= 1 and counts["on_time"] + counts["late"] >= 1
+    refused = cli(local, "audit", "--since", "yesterday")
+    assert refused.returncode != 0 and "--since" in refused.stderr
+
+
+def _after(instant: datetime) -> str:
+    return (instant + timedelta(seconds=1)).isoformat()

@@ -40,6 +40,8 @@ EXPECTED = {
     ("GET", "/v1/jobs/{job_id}/runs"): READ,
     ("GET", "/v1/jobs/{job_id}/preview"): READ,
     ("GET", "/v1/jobs/{job_id}/history"): READ,
+    ("GET", "/v1/jobs/{job_id}/fires"): READ,
+    ("GET", "/v1/audit"): READ,
     ("GET", "/v1/jobs/{job_id}/signing-key"): ADMIN,
     ("GET", "/v1/runs/{run_id}"): READ,
     ("POST", "/v1/runs/{run_id}/retry"): OPERATE,

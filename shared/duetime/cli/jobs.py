@@ -12,6 +12,7 @@ from zoneinfo import ZoneInfo
 
 from pydantic import ValidationError
 
+from duetime.cli import fires
 from duetime.cli.common import (
     JOB_COLUMNS,
     RUN_COLUMNS,
@@ -53,6 +54,7 @@ def add_commands(commands: Any) -> None:
     history = api_flags(jobs.add_parser("history", help="a job's changes (90 days), newest first"))
     history.add_argument("id")
     history.add_argument("--limit", type=int, default=50)
+    fires.add_fires_command(jobs)
     for action in ("get", "pause", "resume", "delete"):
         api_flags(jobs.add_parser(action, help=f"{action} a job")).add_argument("id")
     api_flags(
@@ -337,6 +339,8 @@ def run_jobs(args: argparse.Namespace) -> None:
         if not args.json:  # a table shows which fields changed; --json has from and to
             data = {**data, "changes": [{**c, "fields": ", ".join(c["fields"])} for c in data["changes"]]}
         show(data, args.json, ["at", "action", "token_id", "fields"], "changes")
+    elif action == "fires":
+        fires.run_fires(args)
     elif action == "get":
         show(client.request("GET", client.job_path(args.id)), args.json)
     elif action == "signing-key":
