@@ -343,6 +343,13 @@ def test_a_job_created_with_the_form_runs_and_its_run_succeeds_on_the_job_page(u
     expect(row.locator("td.excerpt")).to_contain_text("HTTP 200")
     assert re.fullmatch(r"\u2212?\d+ s", row.locator("td[data-label=Lateness]").inner_text())
     assert re.fullmatch(r"\d+ ms|\d+\.\d+ s", row.locator("td[data-label=Duration]").inner_text())
+    # The fire timeline matches the job's one time to that run.
+    ui.page.locator("#refresh").click()
+    fire = ui.page.locator("#fires-table tbody tr[data-label]")
+    expect(fire).to_have_count(1)
+    assert fire.get_attribute("data-label") in ("on_time", "late")
+    expect(ui.page.locator("#fires-strip li")).to_have_count(1)
+    expect(ui.page.locator("#fires-counts")).to_contain_text("missed 0")
     ui.assert_clean()
 
 

@@ -1237,6 +1237,17 @@ async function renderJob(view, root, jobId) {
   const skippedPart = el('div', { id: 'dst-skipped', hidden: true });
   const runsBody = el('tbody');
   const runsNote = el('p', { class: 'muted', id: 'runs-note', text: `Updates every ${RUNS_REFRESH_MS / 1000} s while this page is open.` });
+  const firesBody = el('tbody');
+  const firesCounts = el('p', { id: 'fires-counts' });
+  const firesStrip = el('ol', { class: 'fire-strip', id: 'fires-strip', 'aria-label': 'Fires, oldest first' });
+  const firesSection = el('section', { 'aria-labelledby': 'fires-title', id: 'fires' },
+    el('h2', { id: 'fires-title', text: 'Fire timeline (last 24 hours)' }),
+    el('p', { class: 'muted', text: 'Every time the job should have fired, matched to what happened: on time, late, '
+      + 'repeated, skipped (and why), missed (and why) or pending.' }),
+    firesCounts, firesStrip,
+    tableWrap('Fires', el('table', { id: 'fires-table' },
+      el('thead', {}, el('tr', {}, ['Scheduled', 'Fire', 'Late by', 'Why'].map((h) => el('th', { scope: 'col', text: h })))),
+      firesBody)));
   const historyBody = el('tbody');
   const historySection = el('section', { 'aria-labelledby': 'history-title', id: 'history' });
   const historyMore = el('button', { type: 'button', class: 'button secondary', hidden: true, text: 'Older changes' });
@@ -1262,6 +1273,7 @@ async function renderJob(view, root, jobId) {
         el('thead', {}, el('tr', {},
           ['Scheduled', 'Status', 'Attempt', 'Lateness', 'Duration', 'Response', 'Actions'].map((h) => el('th', { scope: 'col', text: h })))),
         runsBody))),
+    firesSection,
     historySection);
   append(historySection, [
     el('h2', { id: 'history-title', text: 'Change history' }),
@@ -1454,8 +1466,45 @@ async function renderJob(view, root, jobId) {
     }
   };
 
+  const FIRES_SHOWN = 50;
+  const fireLabel = (fire) => el('span', {
+    class: `badge fire-${fire.label}`, text: fire.reason ? `${fire.label}: ${fire.reason}` : fire.label,
+  });
+  const loadFires = async () => {
+    try {
+      const ledger = await api('GET', `${jobPath(jobId)}/fires`);
+      if (!view.alive) return;
+      firesCounts.textContent = Object.entries(ledger.counts).map(([label, n]) => `${label} ${n}`).join(' · ');
+      clear(firesStrip);
+      for (const fire of ledger.fires) {
+        const when = new Date(fire.scheduled_at).toLocaleString();
+        firesStrip.append(el('li', {
+          class: `fire-${fire.label}`, title: `${when}: ${fire.label}${fire.reason ? ` (${fire.reason})` : ''}`,
+          'aria-label': `${when}: ${fire.label}`,
+        }));
+      }
+      clear(firesBody);
+      for (const fire of ledger.fires.slice(-FIRES_SHOWN).reverse()) {
+        firesBody.append(el('tr', { 'data-label': fire.label },
+          el('td', {}, timeEl(fire.scheduled_at)),
+          el('td', {}, fireLabel(fire)),
+          el('td', { text: fire.late_seconds == null ? '—' : `${Math.round(fire.late_seconds)} s` }),
+          el('td', { text: fire.detail || '—' })));
+      }
+      if (!ledger.fires.length) {
+        firesBody.append(el('tr', {}, el('td', { colspan: '4', class: 'empty', text: 'No fires in the last 24 hours.' })));
+      }
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 404 && job) {
+        firesSection.hidden = true; // an API without the ledger
+        return;
+      }
+      if (view.alive) reportError(error, 'Loading the fire timeline');
+    }
+  };
+
   const refreshAll = async () => {
-    if (await loadJob()) await Promise.all([loadPreview(), loadRuns(), loadHistory()]);
+    if (await loadJob()) await Promise.all([loadPreview(), loadRuns(), loadFires(), loadHistory()]);
   };
 
   runNow.addEventListener('click', () => busy(runNow, async () => {
@@ -1469,7 +1518,7 @@ async function renderJob(view, root, jobId) {
     if (!view.alive) return;
     showJob();
     announce(job.paused ? 'The job is paused.' : 'The job is active again.', 'ok');
-    await Promise.all([loadPreview(), loadHistory()]);
+    await Promise.all([loadPreview(), loadFires(), loadHistory()]);
   }));
   refresh.addEventListener('click', () => busy(refresh, async () => {
     await refreshAll();
