@@ -11,11 +11,12 @@ import pytest
 
 from duetime.domain.alarms import MISSED_FIRES, OLDEST_QUEUED, OLDEST_UNCLAIMED_DUE, RECONCILIATIONS
 from duetime.domain.claim_plan import make_claim, plan_claim
+from duetime.domain.clock import ManualClock
 from duetime.domain.ids import partition_of
 from duetime.ports import ReconcilerReport
 from duetime.scheduling.reconcile import Reconciler, ReconcilerConfig
 
-from ..twin_support import T0, a_job, at
+from ..twin_support import a_job, at
 from .conftest import against
 from .test_store_contract import DEADLINE, Subject, ids_in_partition, subjects
 
@@ -40,7 +41,9 @@ def claimed_together(subject: Subject, fire_seconds: list[float], claimed_at: fl
 
 
 @pytest.mark.parametrize("together", [1, 3])
-def test_the_oldest_queued_fire_is_the_earliest_run_no_worker_started(subject: Subject, together: int) -> None:
+def test_the_oldest_queued_fire_is_the_earliest_run_no_worker_started(
+    subject: Subject, together: int
+) -> None:
     fires = [0.0, 5.0, 9.0][:together] if together == 3 else [0.0]
     run_ids = claimed_together(subject, fires, claimed_at=10)
     if together == 1:
@@ -78,10 +81,10 @@ def test_the_reconciler_sees_a_due_job_nobody_claimed_and_a_run_nobody_started(s
     assert partition_of(queued_job) == PARTITION + 1
 
     config = ReconcilerConfig(grace=timedelta(seconds=30), misfire_grace=timedelta(seconds=60))
-    early = Reconciler(subject.store, lambda: at(20), config).tick()
+    early = Reconciler(subject.store, ManualClock(at(20)), config).tick()
     assert (early.missed_fires, early.oldest_unclaimed_due_seconds) == (0, 0.0)  # within the grace
 
-    later = Reconciler(subject.store, lambda: at(100), config).tick()
+    later = Reconciler(subject.store, ManualClock(at(100)), config).tick()
     assert later.missed_fires == 1  # 100 s late, past the 60 s catch-up window
     assert later.oldest_unclaimed_due_seconds == 100.0
     assert later.oldest_queued_seconds == 80.0

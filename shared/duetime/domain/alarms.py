@@ -116,6 +116,7 @@ RECONCILER_ALARMS: tuple[AlarmDefinition, ...] = (
 class AlarmState(StrEnum):
     OK = "OK"
     ALARM = "ALARM"
+    INSUFFICIENT_DATA = "INSUFFICIENT_DATA"  # CloudWatch's, before an alarm has data; never local
 
 
 @dataclass(frozen=True)

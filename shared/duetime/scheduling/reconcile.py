@@ -19,13 +19,14 @@ alarm asks only whether it is above zero."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from duetime.domain.alarms import MISSED_FIRES, OLDEST_QUEUED, OLDEST_UNCLAIMED_DUE, RECONCILIATIONS
 from duetime.domain.claim_plan import DEFAULT_MISFIRE_GRACE, catchup_window
+from duetime.domain.clock import Clock
 from duetime.domain.ids import PARTITIONS
 from duetime.domain.timeutil import minute_bucket, parse_minute_bucket
 from duetime.ports import DueRow, ReconcilerRecord, ReconcilerReport, WaitingRuns
@@ -91,16 +92,14 @@ _UNITS = {
 
 
 class Reconciler:
-    def __init__(
-        self, store: ReconcilerStore, clock: Callable[[], datetime], config: ReconcilerConfig | None = None
-    ) -> None:
+    def __init__(self, store: ReconcilerStore, clock: Clock, config: ReconcilerConfig | None = None) -> None:
         self.store = store
         self.clock = clock
         self.config = config or ReconcilerConfig()
 
     def tick(self, metrics: MetricsSink | None = None) -> Reconciliation:
         """Reconcile every partition at the clock's now; publish the figures and keep the report."""
-        now = self.clock()
+        now = self.clock.now()
         config = self.config
         marks = self.store.low_water_marks(list(config.partitions))
         missed, oldest_due, queries = 0, now, 0
