@@ -696,8 +696,8 @@ def test_alarms_cover_lateness_dead_runs_dlq_poller_errors_and_throttles(templat
         "Sum",
     )
     assert unreadable["Dimensions"] == [
-        {"Name": "service", "Value": "poller"},
         {"Name": "installation", "Value": {"Ref": "AWS::StackName"}},
+        {"Name": "service", "Value": "poller"},
     ]
     assert (unreadable["Threshold"], unreadable["ComparisonOperator"], unreadable["Period"]) == (
         0,
@@ -1333,8 +1333,8 @@ def test_absence_alarms_fire_on_missing_data_only_where_absence_is_the_failure(t
             definition.statistic,
         )
         assert alarm["Dimensions"] == [
-            {"Name": "service", "Value": "reconciler"},
             {"Name": "installation", "Value": {"Ref": "AWS::StackName"}},
+            {"Name": "service", "Value": "reconciler"},
         ]
         assert (alarm["Threshold"], alarm["ComparisonOperator"], alarm["Period"]) == (
             definition.threshold,
