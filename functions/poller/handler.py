@@ -22,6 +22,7 @@ RETURN_MARGIN_SECONDS = 10  # the run ends this long before Lambda's timeout: gi
 
 logger = Logger(service="duetime-poller")
 metrics = Metrics(namespace="duetime", service="poller")
+metrics.set_default_dimensions(**wiring.metric_dimensions())  # the installation: stacks share no metric
 tracer = Tracer(service="duetime-poller", patch_modules=TRACED_MODULES)
 build_info.log_cold_start(logger)
 

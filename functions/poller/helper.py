@@ -15,6 +15,7 @@ from duetime.tracing import TRACED_MODULES
 
 logger = Logger(service="duetime-poller-helper")
 metrics = Metrics(namespace="duetime", service="poller-helper")
+metrics.set_default_dimensions(**wiring.metric_dimensions())  # the installation: stacks share no metric
 tracer = Tracer(service="duetime-poller-helper", patch_modules=TRACED_MODULES)
 build_info.log_cold_start(logger)
 

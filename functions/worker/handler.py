@@ -13,6 +13,7 @@ from duetime.tracing import TRACED_MODULES
 
 logger = Logger(service="duetime-worker")
 metrics = Metrics(namespace="duetime", service="worker")
+metrics.set_default_dimensions(**wiring.metric_dimensions())  # the installation: stacks share no metric
 tracer = Tracer(service="duetime-worker", patch_modules=TRACED_MODULES)
 build_info.log_cold_start(logger)
 

@@ -84,3 +84,12 @@ def record_work(metrics: MetricsSink, report: WorkReport) -> None:
         metrics.add_metric("HeartbeatErrors", "Count", report.heartbeat_errors)
     if report.start_lateness_seconds is not None:
         metrics.add_metric("StartLateness", "Seconds", max(0.0, report.start_lateness_seconds))
+
+
+INSTALLATION_DIMENSION = "installation"
+
+
+def installation_dimensions(installation: str) -> dict[str, str]:
+    """The default dimensions of every metric duetime publishes (with powertools' ``service``): the
+    installation's name, so that two stacks in one account and region share no metric and no alarm."""
+    return {INSTALLATION_DIMENSION: installation}

@@ -1023,3 +1023,35 @@ class AwsTargetCaller(Protocol):
         where one is required). Assuming the role (STS) is part of the call: its refusals are told the same
         way (AccessDenied: 403), under the error ``assume role: <code>: <message>``."""
         ...
+
+
+class WaitingRuns(Protocol):
+    """What the reconciler (``duetime.scheduling.reconcile``) reads of the runs: claimed, never started."""
+
+    def oldest_queued_fire(self, partition: int, limit: int) -> datetime | None:
+        """The earliest fire time among the runs of ``partition`` still ``queued`` (claimed, no worker started
+        them), found from the reap index's first ``limit`` entries (its earliest checks; a waiting run's check
+        comes with its queue deadline, so the longest-waiting runs come first) and the runs they cover; None
+        when none of them is queued. Reads only, eventually consistent; no Scan."""
+        ...
+
+
+@dataclass(frozen=True)
+class ReconcilerReport:
+    """One reconciler tick's figures (metric name -> value), and when it was made."""
+
+    at: datetime
+    values: Mapping[str, float]
+
+
+class ReconcilerRecord(Protocol):
+    """The reconciler's last reports, kept where an operator without CloudWatch (``duetime local``) reads
+    them: ``duetime system alarms --local`` evaluates the alarms over them."""
+
+    def record_reconciliation(self, report: ReconcilerReport) -> None:
+        """Keep ``report`` (unconditional: one per tick; a report at the same instant replaces the other)."""
+        ...
+
+    def recent_reconciliations(self, limit: int) -> list[ReconcilerReport]:
+        """The ``limit`` latest reports kept, newest first (reports older than a day may be forgotten)."""
+        ...

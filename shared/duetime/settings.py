@@ -44,6 +44,12 @@ class Settings(BaseModel):
     (infra/cdk); docs/configuration.md lists them, rendered from the descriptions below
     (``duetime.settings_reference``)."""
 
+    installation: str = Field(
+        default="local",
+        description="The installation's name (the stack sets its stack name): every metric duetime publishes "
+        "carries it as the `installation` dimension, so two installations in one account and region "
+        "share no metric or alarm.",
+    )
     jobs_table: str = Field(
         default="duetime-jobs", description="The DynamoDB table of jobs and their due index."
     )

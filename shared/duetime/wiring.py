@@ -14,6 +14,7 @@ from duetime import build_info
 from duetime.adapters.aws.alerts import SnsAlerts, StoredAlerts
 from duetime.adapters.aws.aws_target_caller import Boto3AwsTargetCaller
 from duetime.adapters.aws.clients import client, new_client
+from duetime.adapters.aws.cloudwatch_alarms import stack_alarm_readings
 from duetime.adapters.aws.lambda_helpers import LambdaHelperLauncher
 from duetime.adapters.aws.lambda_provisioning import LambdaEventPollers, LambdaProvisionedWorkers
 from duetime.adapters.aws.lambda_starter import LambdaPollerStarter
@@ -32,16 +33,19 @@ from duetime.adapters.dynamodb.tables import TableNames
 from duetime.adapters.http_target import HttpTargetCaller
 from duetime.api.service import JobService
 from duetime.api.team_admin import TeamAdmin
+from duetime.domain.alarms import RECONCILER_ALARMS, AlarmReading, Sample, evaluate
 from duetime.domain.clock import SystemClock
 from duetime.execution.notifications import BackgroundDelivery, JobNotifier
 from duetime.execution.worker import Worker, WorkerConfig
 from duetime.heap import settle_heap
+from duetime.observability import installation_dimensions
 from duetime.ports import AlertSink, RoleTrustProbe
 from duetime.scheduling.fan_out import FanOutPolicy
 from duetime.scheduling.poller import Poller, PollerConfig
 from duetime.scheduling.poller_lease import LeaseTimings, PollerShift
 from duetime.scheduling.prescale import PrescalePolicy, Prescaler
 from duetime.scheduling.quiet import QuietTimings
+from duetime.scheduling.reconcile import Reconciler, ReconcilerConfig
 from duetime.scheduling.wake import GroupWaker, PollerStarter, partition_groups
 from duetime.settings import Settings
 from duetime.upgrades.written_format import WrittenFormat
@@ -54,6 +58,11 @@ if TYPE_CHECKING:
 @functools.cache
 def settings() -> Settings:
     return Settings.from_env(dict(os.environ))
+
+
+def metric_dimensions() -> dict[str, str]:
+    """Every function's default metric dimensions (beside powertools' ``service``): the installation."""
+    return installation_dimensions(settings().installation)
 
 
 def make_store(s: Settings, dynamodb: DynamoDBClient | None = None) -> DynamoStore:
@@ -100,6 +109,17 @@ def cfn_respond(event: dict[str, object], physical_id: str, succeeded: bool, rea
     from duetime.adapters.aws.cfn_response import respond
 
     return respond(event, physical_id, succeeded, reason)
+
+
+def alarm_readings(s: Settings, stack: str | None = None) -> list[AlarmReading]:
+    """The alarms' states now (``duetime system alarms``): CloudWatch's for a deployed ``stack``; else the
+    reconciler's alarms evaluated over its reports kept in the settings' tables (``duetime local``)."""
+    if stack is not None:
+        return stack_alarm_readings(new_client("cloudformation"), None, stack)
+    store = DynamoStore(client("dynamodb"), TableNames(s.jobs_table, s.runs_table, s.control_table))
+    reports = store.recent_reconciliations(REPORTS_EVALUATED)
+    samples = [Sample(r.at, dict(r.values)) for r in reports]
+    return evaluate(RECONCILER_ALARMS, samples, SystemClock().now())
 
 
 def quarantine_record(s: Settings, stack: str | None = None) -> DynamoStore | None:
@@ -265,6 +285,19 @@ def prescaler() -> Prescaler:
         prescale_policy(s),
         pollers=pollers,
     )
+
+
+REPORTS_EVALUATED = 30  # the reconciler's reports `duetime system alarms` reads: half an hour
+
+
+@functools.cache
+def reconciler() -> Reconciler:
+    """The reconciler (``duetime.scheduling.reconcile``) on the store's clock, with the installation's
+    catch-up window."""
+    s = settings()
+    store = make_store(s)
+    config = ReconcilerConfig(misfire_grace=timedelta(seconds=s.misfire_grace_seconds))
+    return Reconciler(store, make_store_clock(store), config)
 
 
 def make_catalog(store: DynamoStore) -> DynamoCatalog:

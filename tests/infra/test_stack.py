@@ -29,6 +29,7 @@ from duetime_cdk.stack import DuetimeStack, check_with_cdk_nag  # noqa: E402
 
 import duetime  # noqa: E402
 from duetime.capacity.warm_throughput import DEFAULT_WARM_WRITE_UNITS, targets  # noqa: E402
+from duetime.domain.alarms import RECONCILER_ALARMS  # noqa: E402
 
 
 def synth(**context: Any) -> tuple[DuetimeStack, Template]:
@@ -61,6 +62,7 @@ def resources(template: Template, kind: str) -> dict[str, Any]:
 POLLER = "functions/poller/handler.handler"
 PRESCALER = "functions/prescaler/handler.handler"
 DEPLOY_GATE = "functions/deploy_gate/handler.handler"
+RECONCILER = "functions/reconciler/handler.handler"
 
 
 def function_ids(template: Template, handler: str) -> list[str]:
@@ -189,8 +191,10 @@ def test_one_eventbridge_rule_per_partition_group_ticks_its_poller_every_minute(
     inputs = sorted(json.loads(r["Targets"][0]["Input"])["partitions"] for r in rules)
     assert inputs == ["0-15", "16-31", "32-47", "48-63"]
     assert {r["ScheduleExpression"] for r in rules} == {"rate(1 minute)"}
-    # Besides them, the prescaler's rule only.
-    assert len(resources(template, "AWS::Events::Rule")) == len(rules) + len(rules_of(template, PRESCALER))
+    # Besides them, the prescaler's rule and the reconciler's only.
+    assert len(resources(template, "AWS::Events::Rule")) == len(rules) + len(
+        rules_of(template, PRESCALER)
+    ) + len(rules_of(template, RECONCILER))
     split = [[*range(0, 8), *range(32, 40)], [*range(8, 32), *range(40, 64)]]
     _, custom = synth(deletion_protection="false", partition_groups=split)
     # A group of two ranges keeps both in its label (it used to become "0-39": partitions it does not own).
@@ -354,7 +358,7 @@ def test_provisioned_workers_can_be_left_out_altogether() -> None:
     _, template = synth(deletion_protection="false", forecast_scaling="false")
     template.resource_count_is("AWS::ApplicationAutoScaling::ScalableTarget", 0)
     assert function_ids(template, PRESCALER) == []
-    assert len(resources(template, "AWS::Events::Rule")) == 4  # the pollers' only
+    assert len(resources(template, "AWS::Events::Rule")) == 5  # the pollers' and the reconciler's
 
 
 # --- the prescaler (forecast_scaling, the default) ------------------------------------------------------
@@ -539,7 +543,8 @@ def test_the_prescaler_and_scheduled_scaling_are_exclusive() -> None:
 
 def test_functions_are_arm64_python313_with_tracing(template: Template) -> None:
     functions = resources(template, "AWS::Lambda::Function")
-    assert len(functions) == 10  # 4 pollers, the pollers' helper, worker, api, authorizer, prescaler, gate
+    # 4 pollers, the pollers' helper, worker, api, authorizer, prescaler, gate, reconciler
+    assert len(functions) == 11
     for function in functions.values():
         props = function["Properties"]
         assert props["Runtime"] == "python3.13" and props["Architectures"] == ["arm64"]
@@ -664,6 +669,11 @@ def test_alarms_cover_lateness_dead_runs_dlq_poller_errors_and_throttles(templat
         UNREADABLE,
         "Lambda throttled a duetime function",
         "DynamoDB throttled duetime's tables",
+        *(d.description for d in RECONCILER_ALARMS),
+        "a worker invocation failed",
+        "an api or authorizer invocation failed",
+        "the API answered 5xx",
+        "a reconciler tick failed",
     }
     lateness = alarms["start lateness p99 over 5 s"]
     assert lateness["Threshold"] == 5 and lateness["ExtendedStatistic"] == "p99"
@@ -685,7 +695,10 @@ def test_alarms_cover_lateness_dead_runs_dlq_poller_errors_and_throttles(templat
         "UnreadableRows",
         "Sum",
     )
-    assert unreadable["Dimensions"] == [{"Name": "service", "Value": "poller"}]
+    assert unreadable["Dimensions"] == [
+        {"Name": "installation", "Value": {"Ref": "AWS::StackName"}},
+        {"Name": "service", "Value": "poller"},
+    ]
     assert (unreadable["Threshold"], unreadable["ComparisonOperator"], unreadable["Period"]) == (
         0,
         "GreaterThanThreshold",
@@ -1303,3 +1316,100 @@ def test_every_function_changes_only_after_the_deploy_check_allowed_the_release(
     assert gated and all(check_id in r.get("DependsOn", []) for r in gated.values()), [
         n for n, r in gated.items() if check_id not in r.get("DependsOn", [])
     ]
+
+
+def test_absence_alarms_fire_on_missing_data_only_where_absence_is_the_failure(template: Template) -> None:
+    """The reconciler's alarms, as ``duetime.domain.alarms`` defines them (the local evaluator reads the same
+    list): on this installation's metrics, the heartbeat breaching on missing data, the others not."""
+    alarms = {
+        a["Properties"]["AlarmDescription"]: a["Properties"]
+        for a in resources(template, "AWS::CloudWatch::Alarm").values()
+    }
+    for definition in RECONCILER_ALARMS:
+        alarm = alarms[definition.description]
+        assert (alarm["Namespace"], alarm["MetricName"], alarm["Statistic"]) == (
+            "duetime",
+            definition.metric,
+            definition.statistic,
+        )
+        assert alarm["Dimensions"] == [
+            {"Name": "installation", "Value": {"Ref": "AWS::StackName"}},
+            {"Name": "service", "Value": "reconciler"},
+        ]
+        assert (alarm["Threshold"], alarm["ComparisonOperator"], alarm["Period"]) == (
+            definition.threshold,
+            definition.comparison.value,
+            60,
+        )
+        assert (alarm["EvaluationPeriods"], alarm["DatapointsToAlarm"]) == (
+            definition.evaluation_periods,
+            definition.datapoints_to_alarm,
+        )
+        assert alarm["TreatMissingData"] == definition.missing.value
+    heartbeat = alarms["the reconciler has not reported for 3 minutes: nothing watches the schedule"]
+    assert (heartbeat["TreatMissingData"], heartbeat["ComparisonOperator"]) == (
+        "breaching",
+        "LessThanThreshold",
+    )
+
+
+def test_every_function_publishes_its_metrics_under_the_stacks_installation(template: Template) -> None:
+    for function in resources(template, "AWS::Lambda::Function").values():
+        variables = function["Properties"]["Environment"]["Variables"]
+        assert variables["DUETIME_INSTALLATION"] == {"Ref": "AWS::StackName"}
+
+
+def test_dynamodb_throttles_watch_every_table_and_each_index(template: Template) -> None:
+    watched = set()
+    for alarm in resources(template, "AWS::CloudWatch::Alarm").values():
+        for query in alarm["Properties"].get("Metrics", []):
+            metric = query.get("MetricStat", {}).get("Metric", {})
+            if metric.get("Namespace") == "AWS/DynamoDB":
+                dims = {d["Name"]: d["Value"] for d in metric["Dimensions"]}
+                table = dims["TableName"]["Ref"]
+                watched.add(
+                    (
+                        re.sub(r"[0-9A-F]{8}$", "", table),
+                        dims.get("GlobalSecondaryIndexName"),
+                        metric["MetricName"],
+                    )
+                )
+    expected = {
+        (table, index, name)
+        for table, index in [
+            ("StorageJobs", None),
+            ("StorageRuns", None),
+            ("StorageControl", None),
+            ("StorageJobs", "due"),
+            ("StorageJobs", "team-jobs"),
+            ("StorageRuns", "reap"),
+        ]
+        for name in ("ReadThrottleEvents", "WriteThrottleEvents")
+    }
+    assert watched == expected
+
+
+def test_the_reconciler_reads_the_due_and_reap_indexes_and_writes_only_its_reports(
+    template: Template,
+) -> None:
+    """Least privilege (LocalStack does not enforce IAM: only this test can tell): Query on the two indexes,
+    BatchGetItem on the runs (the runs a reap entry names) and control tables (low-water marks), PutItem and
+    Query on the control table (its reports), nothing else; its rule ticks every minute."""
+    tables = resources(template, "AWS::DynamoDB::GlobalTable")
+    (jobs,) = [name for name in tables if "Jobs" in name]
+    (runs,) = [name for name in tables if "Runs" in name]
+    (control,) = [name for name in tables if "Control" in name]
+    own = [
+        (actions, resources_)
+        for actions, resources_ in role_statements(template, RECONCILER)
+        if not all(a.startswith(("logs:", "xray:")) for a in actions)
+    ]
+    arn = {name: {"Fn::GetAtt": [name, "Arn"]} for name in (jobs, runs, control)}
+    assert own == [
+        (["dynamodb:Query"], [{"Fn::Join": ["", [arn[jobs], "/index/due"]]}]),
+        (["dynamodb:Query"], [{"Fn::Join": ["", [arn[runs], "/index/reap"]]}]),
+        (["dynamodb:BatchGetItem"], [arn[runs], arn[control]]),
+        (["dynamodb:PutItem", "dynamodb:Query"], [arn[control]]),
+    ]
+    (rule,) = rules_of(template, RECONCILER)
+    assert rule["ScheduleExpression"] == "rate(1 minute)"

@@ -29,6 +29,7 @@ FUNCTIONS = {  # module of functions/ -> its logger's service
     ("poller", "handler"): "poller",
     ("poller", "helper"): "poller-helper",
     ("prescaler", "handler"): "prescaler",
+    ("reconciler", "handler"): "reconciler",
     ("worker", "handler"): "worker",
 }
 

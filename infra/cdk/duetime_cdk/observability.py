@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import aws_cdk as cdk
+from aws_cdk import aws_apigateway as apigateway
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_dynamodb as dynamodb
@@ -15,9 +16,18 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
+from duetime.domain.alarms import RECONCILER_ALARMS, RECONCILER_SERVICE, Comparison, Missing
 from duetime_cdk.queue import RunQueue
 
 MINUTE = cdk.Duration.minutes(1)
+_COMPARISONS = {
+    Comparison.GREATER: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+    Comparison.LESS: cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+}
+_MISSING = {
+    Missing.BREACHING: cloudwatch.TreatMissingData.BREACHING,
+    Missing.NOT_BREACHING: cloudwatch.TreatMissingData.NOT_BREACHING,
+}
 
 
 class Alerts(Construct):
@@ -41,11 +51,13 @@ class Alerts(Construct):
 
 
 def _metric(name: str, service: str, statistic: str = "Sum") -> cloudwatch.Metric:
-    """One of duetime's own metrics (powertools, namespace duetime), per minute."""
+    """One of duetime's own metrics (powertools, namespace duetime), per minute, of this installation: every
+    function publishes with the ``installation`` dimension (its stack's name, ``DUETIME_INSTALLATION``), so
+    two stacks in one region share no metric and no alarm."""
     return cloudwatch.Metric(
         namespace="duetime",
         metric_name=name,
-        dimensions_map={"service": service},
+        dimensions_map={"service": service, "installation": cdk.Aws.STACK_NAME},
         statistic=statistic,
         period=MINUTE,
     )
@@ -91,14 +103,24 @@ class Observability(Construct):
         functions: list[lambda_.Function],
         prescaler: lambda_.Function | None = None,
         dashboard: bool = True,
+        indexes: Mapping[str, Sequence[str]] | None = None,
+        reconciler: lambda_.Function | None = None,
+        worker: lambda_.Function | None = None,
+        api: Sequence[lambda_.Function] = (),
+        rest_api: apigateway.RestApi | None = None,
     ) -> None:
+        """``indexes``: the global secondary indexes of each of ``tables`` by the table's construct id
+        (their throttles are watched too); ``reconciler``, ``worker``, ``api`` and ``rest_api``: what the
+        absence and error alarms watch (``_absence_alarms``, ``_error_alarms``)."""
         super().__init__(scope, id)
         lateness_p99 = _metric("StartLateness", "worker", "p99")
         dead = _total("dead runs", [_metric("RunsDead", "worker"), _metric("RunsDead", "poller")])
         self.alarms = [
             *self._run_alarms(queue, lateness_p99, dead),
             *self._poller_alarms(pollers, prescaler),
-            *self._throttle_alarms(functions, tables),
+            *self._throttle_alarms(functions, tables, indexes or {}),
+            *(self._absence_alarms() if reconciler else []),
+            *self._error_alarms(reconciler, worker, api, rest_api),
         ]
         action = cloudwatch_actions.SnsAction(alerts.topic)
         for alarm in self.alarms:
@@ -164,12 +186,30 @@ class Observability(Construct):
         ]
 
     def _throttle_alarms(
-        self, functions: list[lambda_.Function], tables: list[dynamodb.TableV2]
+        self,
+        functions: list[lambda_.Function],
+        tables: list[dynamodb.TableV2],
+        indexes: Mapping[str, Sequence[str]],
     ) -> list[cloudwatch.Alarm]:
-        """Lambda throttling any of ``functions``, DynamoDB throttling any of ``tables``."""
-        dynamodb_throttles = [
+        """Lambda throttling any of ``functions``, DynamoDB throttling any of ``tables`` or their indexes."""
+        dynamodb_throttles: list[cloudwatch.IMetric] = [
             t.metric(name, statistic="Sum", period=MINUTE)
             for t in tables
+            for name in ("ReadThrottleEvents", "WriteThrottleEvents")
+        ]
+        # A GSI's throttles are its own metric: the TableName dimension alone counts the table's, not its
+        # indexes'; an index's need TableName and GlobalSecondaryIndexName (DynamoDB developer guide,
+        # "DynamoDB Metrics and dimensions", ReadThrottleEvents / WriteThrottleEvents).
+        dynamodb_throttles += [
+            cloudwatch.Metric(
+                namespace="AWS/DynamoDB",
+                metric_name=name,
+                dimensions_map={"TableName": t.table_name, "GlobalSecondaryIndexName": index},
+                statistic="Sum",
+                period=MINUTE,
+            )
+            for t in tables
+            for index in indexes.get(t.node.id, ())
             for name in ("ReadThrottleEvents", "WriteThrottleEvents")
         ]
         return [
@@ -186,6 +226,50 @@ class Observability(Construct):
                 periods=2,
             ),
         ]
+
+    def _absence_alarms(self) -> list[cloudwatch.Alarm]:
+        """The reconciler's alarms (``duetime.domain.alarms.RECONCILER_ALARMS``, the list ``duetime system
+        alarms --local`` evaluates too): due jobs unclaimed, fires missed, runs not started, and the heartbeat
+        whose missing data breaches. Each definition says why it treats missing data as it does."""
+        return [
+            cloudwatch.Alarm(
+                self,
+                definition.name,
+                metric=_metric(definition.metric, RECONCILER_SERVICE, definition.statistic),
+                threshold=definition.threshold,
+                comparison_operator=_COMPARISONS[definition.comparison],
+                evaluation_periods=definition.evaluation_periods,
+                datapoints_to_alarm=definition.datapoints_to_alarm,
+                alarm_description=definition.description,
+                treat_missing_data=_MISSING[definition.missing],
+            )
+            for definition in RECONCILER_ALARMS
+        ]
+
+    def _error_alarms(
+        self,
+        reconciler: lambda_.Function | None,
+        worker: lambda_.Function | None,
+        api: Sequence[lambda_.Function],
+        rest_api: apigateway.RestApi | None,
+    ) -> list[cloudwatch.Alarm]:
+        """Lambda errors of the worker, the api functions and the reconciler; the API's 5xx answers. Missing
+        data is not breaching: Lambda and API Gateway publish no data point in a minute without invocations
+        or requests, and a quiet minute is no failure (the heartbeat watches the engine's absence)."""
+        alarms: list[cloudwatch.Alarm] = []
+        if worker is not None:
+            errors = worker.metric_errors(period=MINUTE, statistic="Sum")
+            alarms.append(self._any_in("WorkerErrors", errors, "a worker invocation failed", periods=2))
+        if api:
+            errors_of = _totals("api errors", [f.metric_errors() for f in api])
+            alarms += self._any_in_each("ApiErrors", errors_of, "an api or authorizer invocation failed")
+        if rest_api is not None:
+            server_errors = rest_api.metric_server_error(period=MINUTE, statistic="Sum")
+            alarms.append(self._any_in("Api5xx", server_errors, "the API answered 5xx", periods=2))
+        if reconciler is not None:
+            failed = reconciler.metric_errors(period=MINUTE, statistic="Sum")
+            alarms.append(self._any_in("ReconcilerErrors", failed, "a reconciler tick failed", periods=2))
+        return alarms
 
     def _any_in_each(
         self, id: str, totals: list[cloudwatch.MathExpression], description: str, periods: int = 1

@@ -18,6 +18,7 @@ from duetime_cdk.observability import Alerts, Observability
 from duetime_cdk.pollers import Pollers
 from duetime_cdk.prescaling import Prescaler
 from duetime_cdk.queue import RunQueue
+from duetime_cdk.reconciler import Reconciler
 from duetime_cdk.storage import Storage
 from duetime_cdk.workers import Workers
 
@@ -55,6 +56,7 @@ class DuetimeStack(cdk.Stack):
             worker_role=self.workers.role,
             config=config,
         )
+        self.reconciler = Reconciler(self, "Reconciler", code=code, storage=storage)
         self.observability = self._observability()
         self._after_gate()
         self._outputs()
@@ -62,7 +64,7 @@ class DuetimeStack(cdk.Stack):
     def _after_gate(self) -> None:
         """Every function, alias, schedule and the API change only once the deploy check allowed the release
         (CloudFormation orders each after the check's resource; a refusal rolls back before them)."""
-        for construct in (self.workers, self.prescaler, self.pollers, self.api):
+        for construct in (self.workers, self.prescaler, self.pollers, self.api, self.reconciler):
             if construct is self.api and self.config.localstack:
                 # LocalStack (2026.3) takes a DependsOn added to the RestApi for a change of it, and a Ref to
                 # a changed resource for a changed value: the stage, whose RestApiId is create-only, is then
@@ -86,6 +88,7 @@ class DuetimeStack(cdk.Stack):
                 "DUETIME_CONTROL_TABLE": tables["control"].table_name,
                 "DUETIME_RUN_QUEUE_URL": self.queue.queue.queue_url,
                 "DUETIME_ALERTS_TOPIC_ARN": self.alerts.topic.topic_arn,
+                "DUETIME_INSTALLATION": cdk.Aws.STACK_NAME,  # the metrics' installation dimension
                 "DUETIME_ALLOW_PRIVATE_TARGETS": "true" if config.allow_private_targets else "false",
                 "DUETIME_AWS_TARGETS_WITHOUT_ROLE": "true" if config.aws_targets_without_role else "false",
                 # LocalStack's STS lets any external id in: a role's trust cannot be checked there
@@ -136,7 +139,10 @@ class DuetimeStack(cdk.Stack):
             "Observability",
             alerts=self.alerts,
             queue=self.queue,
-            tables=[self.storage.tables["jobs"], self.storage.tables["runs"]],
+            tables=[self.storage.tables[role] for role in ("jobs", "runs", "control")],
+            indexes={
+                self.storage.tables[role].node.id: self.storage.indexes(role) for role in ("jobs", "runs")
+            },
             pollers=pollers.functions,
             functions=[
                 *pollers.functions,
@@ -144,9 +150,14 @@ class DuetimeStack(cdk.Stack):
                 self.workers.function,
                 *self.api.functions,
                 *([prescaler.function] if prescaler else []),
+                self.reconciler.function,
             ],  # not the deploy gate's: it runs inside a deploy, whose failure CloudFormation shows
             prescaler=prescaler.function if prescaler else None,
             dashboard=self.config.dashboard,
+            reconciler=self.reconciler.function,
+            worker=self.workers.function,
+            api=self.api.functions,
+            rest_api=self.api.rest_api,
         )
 
     def _outputs(self) -> None:

@@ -100,6 +100,10 @@ class Storage(Construct):
     def table_arn(self, role: str) -> str:
         return self.tables[role].table_arn
 
+    def indexes(self, role: str) -> list[str]:
+        """The names of ``role``'s global secondary indexes."""
+        return sorted(self._indexes[role])
+
     def index_arn(self, role: str, index: str) -> str:
         """The ARN of ``role``'s index named ``index``; an index the table does not have is an error here,
         not a statement that grants nothing."""

@@ -7,6 +7,8 @@ CloudFormation outputs), the ones ``DUETIME_*_TABLE`` name, or ``duetime local``
 - ``finalize``: this release's format becomes the one written; refused (exit 1, the reason on stderr) while
   an older release may still run, unless ``--force``.
 - ``quarantine``: the job rows pollers could not read (RELIABILITY.md, one bad row is one bad job).
+- ``alarms``: each alarm's state (OK or ALARM), its latest value and since when: CloudWatch's for
+  ``--stack``; with ``--local``, the reconciler's alarms evaluated over its reports in the tables.
 - ``deploy-check --release R``: exit 0 when release R may be deployed over the installation, else 1 with
   why (a skipped finalize, a rollback past one). ``make deploy`` and the local deploy run it first.
 """
@@ -20,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from duetime import build_info
+from duetime.domain.alarms import AlarmReading
 from duetime.domain.timeutil import iso_z
 from duetime.ports import QuarantineRecord
 
@@ -43,6 +46,7 @@ def add_commands(commands: Any) -> None:
         "--force", action="store_true", help="even while an older release may still run (not for rollback)"
     )
     action("quarantine", "the job rows pollers could not read (kept 30 days): job, due key, error, since")
+    action("alarms", "each alarm's state (OK/ALARM), latest value and since when")
     check = action("deploy-check", "may a release be deployed over the installation? (exit 0 or 1)")
     check.add_argument("--release", default=build_info.version, help="the release to deploy (default: this)")
     check.add_argument(
@@ -60,6 +64,8 @@ def run_system(args: argparse.Namespace) -> int:
         local_environment()
     if getattr(args, "assembly", None):
         args.stack = assembly_stack(Path(args.assembly))
+    if args.action == "alarms":
+        return _alarms(args, wiring.alarm_readings(wiring.settings(), args.stack))
     record = wiring.installation_record(wiring.settings(), args.stack)
     now = SystemClock().now()
     if record is None:  # no stack of that name: a first deploy
@@ -97,6 +103,27 @@ def _quarantine(args: argparse.Namespace, record: QuarantineRecord | None) -> in
         print("no unreadable job rows")
     for row in [] if args.json else rows:
         print(f"{row['first_seen']}  job {row['job_id']}  due {row['due_key']}  {row['error']}")
+    return 0
+
+
+def _alarms(args: argparse.Namespace, readings: list[AlarmReading]) -> int:
+    rows = [
+        {
+            "alarm": r.name,
+            "state": r.state.value,
+            "value": r.value,
+            "since": iso_z(r.since) if r.since else None,
+            "description": r.description,
+        }
+        for r in readings
+    ]
+    if args.json:
+        print(json.dumps(rows))
+        return 0
+    for row in rows:
+        since = f"since {row['since']}" if row["since"] else "since before the reports kept"
+        value = "-" if row["value"] is None else f"{row['value']:g}"
+        print(f"{row['state']:<17} {row['alarm']:<24} value {value:<8} {since}  ({row['description']})")
     return 0
 
 

@@ -133,6 +133,7 @@ LOCAL_PARTITION_GROUPS = ("0-15", "16-31", "32-47", "48-63")
 POLLER_RUN_SECONDS = 135
 POLLER_TIMEOUT_SECONDS = 150
 WORKER_TIMEOUT_SECONDS = 900
+RECONCILER_TIMEOUT_SECONDS = 60
 
 
 def run_local(port: int, workers: int) -> int:
@@ -215,6 +216,11 @@ def _start_triggers(
         LocalScheduleRule(poller, {"partitions": group, "run_seconds": POLLER_RUN_SECONDS})
         for group in LOCAL_PARTITION_GROUPS
     ]
+    # The reconciler, every minute as on AWS: its reports, kept in the control table, are what
+    # `duetime system alarms --local` evaluates the alarms over.
+    reconciler = LocalScheduleRule(
+        LocalFunction("reconciler", timeout_seconds=RECONCILER_TIMEOUT_SECONDS), {}
+    )
     worker = LocalFunction("worker", timeout_seconds=WORKER_TIMEOUT_SECONDS)
     sources = [
         LocalSqsEventSource(SqsConsumer(sqs, settings.run_queue_url), worker, on_batch=_print_batch)
@@ -222,6 +228,7 @@ def _start_triggers(
     ]
     threads = [
         *(threading.Thread(target=r.run, args=(stop,), name="eventbridge", daemon=True) for r in rules),
+        threading.Thread(target=reconciler.run, args=(stop,), name="eventbridge-reconciler", daemon=True),
         *(threading.Thread(target=s.run, args=(stop,), name="sqs-esm", daemon=True) for s in sources),
     ]
     for thread in threads:

@@ -21,6 +21,7 @@ from duetime.adapters.dynamodb.poller_leases import DynamoPollerLeases
 from duetime.adapters.dynamodb.quarantine_record import DynamoQuarantineRecord
 from duetime.adapters.dynamodb.reap_checks import DEFAULT_LEASE_CHECK
 from duetime.adapters.dynamodb.reap_index import DynamoReapIndex
+from duetime.adapters.dynamodb.reconciler import DynamoReconciler
 from duetime.adapters.dynamodb.runs import DynamoRuns
 from duetime.adapters.dynamodb.tables import TableNames
 from duetime.adapters.dynamodb.teams import DynamoTeams
@@ -50,6 +51,7 @@ class DynamoStore(
     DynamoOutbox,
     DynamoAlerts,
     DynamoQuarantineRecord,
+    DynamoReconciler,
 ):
     """Implements ``JobStore``, ``RunStore``, ``TeamStore``, ``PollerLeaseStore``, ``DeadlineStore`` and
     ``NotificationOutbox`` (see ``duetime.ports`` for the contracts)."""

@@ -12,6 +12,7 @@ from duetime.adapters.memory.jobs import MemoryJobs
 from duetime.adapters.memory.outbox import MemoryOutbox
 from duetime.adapters.memory.poller_leases import MemoryPollerLeases
 from duetime.adapters.memory.quarantine_record import MemoryQuarantineRecord
+from duetime.adapters.memory.reconciler import MemoryReconciler
 from duetime.adapters.memory.runs import MemoryRuns
 from duetime.adapters.memory.teams import MemoryTeams
 from duetime.ports import (
@@ -33,6 +34,7 @@ class MemoryStore(
     MemoryDeadlines,
     MemoryOutbox,
     MemoryQuarantineRecord,
+    MemoryReconciler,
 ):
     """Implements ``JobStore``, ``RunStore``, ``TeamStore``, ``PollerLeaseStore``, ``DeadlineStore`` and
     ``NotificationOutbox`` (``duetime.ports``) in memory, thread-safe (one lock). Jobs are written with
@@ -57,6 +59,7 @@ class MemoryStore(
         self._watches = {}
         self._missing = {}
         self._outbox = {}
+        self._reconciliations = {}
 
     def record_results_and_free_slots(
         self,

@@ -1,0 +1,49 @@
+"""A deployed stack's alarms as CloudWatch evaluates them (``duetime system alarms --stack``): the stack's
+``AWS::CloudWatch::Alarm`` resources (CloudFormation ListStackResources: exactly its own, whatever their
+generated names) and their states (CloudWatch DescribeAlarms, 100 names a call)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import boto3
+
+from duetime.domain.alarms import AlarmReading, AlarmState
+
+DESCRIBE_ALARMS_NAMES_MAX = 100  # CloudWatch DescribeAlarms: AlarmNames, at most 100 items
+
+
+def stack_alarm_readings(cloudformation: Any, cloudwatch: Any | None, stack: str) -> list[AlarmReading]:
+    """Each alarm of ``stack``: its state (OK, ALARM, INSUFFICIENT_DATA), the latest value CloudWatch
+    evaluated (when its state reason says one), since when, and its description. ``cloudwatch``: None, a
+    client made here."""
+    cloudwatch = cloudwatch or boto3.client("cloudwatch")
+    names = [
+        resource["PhysicalResourceId"]
+        for page in cloudformation.get_paginator("list_stack_resources").paginate(StackName=stack)
+        for resource in page["StackResourceSummaries"]
+        if resource["ResourceType"] == "AWS::CloudWatch::Alarm" and resource.get("PhysicalResourceId")
+    ]
+    readings: list[AlarmReading] = []
+    for i in range(0, len(names), DESCRIBE_ALARMS_NAMES_MAX):
+        found = cloudwatch.describe_alarms(AlarmNames=names[i : i + DESCRIBE_ALARMS_NAMES_MAX])
+        for alarm in found.get("MetricAlarms", []):
+            readings.append(
+                AlarmReading(
+                    name=alarm["AlarmName"],
+                    state=AlarmState(alarm["StateValue"]),
+                    value=_latest_value(alarm.get("StateReasonData")),
+                    since=alarm.get("StateUpdatedTimestamp"),
+                    description=alarm.get("AlarmDescription", ""),
+                )
+            )
+    return sorted(readings, key=lambda r: r.name)
+
+
+def _latest_value(reason_data: str | None) -> float | None:
+    """The newest of ``recentDatapoints`` in an alarm's ``StateReasonData`` (JSON), if it has any."""
+    if not reason_data:
+        return None
+    points = json.loads(reason_data).get("recentDatapoints") or []
+    return float(points[-1]) if points else None
