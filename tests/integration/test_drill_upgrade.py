@@ -58,8 +58,9 @@ def test_a_short_drill_from_v0_1_0_loses_no_fire_and_updates_in_place() -> None:
     for name in ("upgrade", "forward"):
         assert not phases[name]["release_answering"]["commit"].startswith(old_commit[:7]), phases[name]
     # Without waiting for queue deadlines (10 min), a fire whose poller LocalStack stopped between its claim
-    # and its send has no call yet; it must have its run (queued: sent again at its deadline), never none.
-    assert not [run for run, detail in result["lost_detail"].items() if detail == "no run"], result
+    # and its send has no call yet; it must have its run (queued: sent again at its deadline), never none:
+    # neither a schedule moved past it, nor a job still waiting for it after the settle and the claim wait.
+    assert not [run for run, detail in result["lost_detail"].items() if detail.startswith("no run")], result
     assert result["fires_due"] >= 20
     # The finalize: refused while 0.1.0's functions may still run, then forced; a rollback past it refused.
     finalized = phases["finalize"]["finalize"]

@@ -106,7 +106,7 @@ def test_many_api_lambdas_at_once_never_let_a_team_past_its_burst_plus_its_rate(
     # sees it finds less room, and on a loaded machine that is a lot. A fresh-clone CI run at load ~10 got
     # 74 allowed in 3.66 s where that bound wanted 93: the bucket was right, the requests were stale.)
     assert tally.allowed >= busy.api_burst, (tally, elapsed)
-    assert tally.refused > 2 * tally.allowed  # it was hammered indeed
+    assert tally.refused >= 10, tally  # hammered past the limit (a loaded host sends fewer: not 2x as once)
     assert 1 in tally.retry_afters and min(tally.retry_afters) >= 1  # 50 ms to wait is one whole second
     assert [d.allowed for d in quiet_decisions] == [True] * 5 + [False]  # its own burst, unaffected
 

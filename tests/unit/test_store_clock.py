@@ -104,3 +104,19 @@ def test_a_clock_told_to_stop_refining_ends_its_probe_thread_and_keeps_its_bound
 
     assert probing_threads() == before
     assert store.clock.now() == now  # the bounds it had: the local time has not moved
+
+
+def test_now_never_goes_back_when_a_tighter_bound_moves_the_estimate_back() -> None:
+    """A first response leaves the offset in [0, 1.01] s (the middle: 0.505 s ahead); a later one shows it
+    is at most 0.1 s. Two reads in turn (a pause, then a resume) must still read in turn: the clock holds
+    still until local time catches up with what it already said, then moves on from the better estimate."""
+    local = [1000.0]
+    clock = StoreClock(None, local_time=lambda: local[0])
+    clock.observe(1000, sent=999.99, received=1000.0)
+    before = clock.now()
+    clock.observe(999, sent=999.9, received=999.9)  # the server's second turned after we sent this one
+
+    assert clock.offset_seconds() == pytest.approx(0.05, abs=0.001)  # the estimate moved back 0.455 s
+    assert clock.now() == before  # ... and the clock held still
+    local[0] += 1.0
+    assert clock.now().timestamp() == pytest.approx(1001.05, abs=0.001)

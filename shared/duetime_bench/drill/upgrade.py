@@ -56,6 +56,9 @@ SLOW_SECONDS = 40  # the slow job's call: in flight while the stack updates
 RETRY_BACKOFF_SECONDS = 20  # the failing job's retry: pending while the stack updates
 ONCE_EVERY_SECONDS = 40  # one-time jobs spread over the drill
 DUE_DURING_DEPLOY_SECONDS = 20  # the one-time job created just before a deploy
+CLAIM_WAIT_SECONDS = (
+    300  # after the settle, how long fires whose jobs still wait for them may take to be claimed
+)
 
 Progress = Callable[[str], None]
 
@@ -302,10 +305,40 @@ class Drill:
                 return None
             return {"status": f"unreadable: {exc}"}
 
+    def still_due(self, run_id: str) -> bool:
+        """Whether the fire of ``run_id`` has no run because its job still waits for it (no poller has
+        claimed it yet: pollers slow or stopped), as opposed to a schedule that moved past it (lost)."""
+        assert self.client is not None
+        job_id, _, nominal = run_id.partition("@")
+        try:
+            job = self.client.request("GET", self.client.job_path(job_id))
+        except ApiFailure:
+            return False
+        waiting_for = job.get("next_nominal_at")
+        return bool(waiting_for) and instant(waiting_for) <= instant(nominal)
+
+    def await_claims(self, lost: list[str], most: float) -> float:
+        """Fires with no run whose job still waits for them: wait until each has a run (a poller claimed it
+        late), at most ``most`` s; the seconds waited."""
+        waiting = [run for run in lost if self.run(run) is None and self.still_due(run)]
+        if not waiting:
+            return 0.0
+        self.progress(
+            f"{len(waiting)} fires not claimed yet (their jobs still wait): waiting for their claims"
+        )
+        started = time.monotonic()
+        while waiting and time.monotonic() - started < most:
+            time.sleep(5)
+            waiting = [run for run in waiting if self.run(run) is None]
+        time.sleep(20)  # the worker's call, once claimed
+        return time.monotonic() - started
+
     def run_status(self, run_id: str) -> str:
         run = self.run(run_id)
         if run is None:
-            return "no run"
+            if self.still_due(run_id):
+                return "no run: not claimed yet (its job still waits for this time)"
+            return "no run: the schedule moved past this time"
         keys = ("created_at", "queue_deadline", "started_at", "finished_at")
         times = ", ".join(f"{k} {run[k]}" for k in keys if run.get(k))
         return f"{run.get('status')} (attempt {run.get('attempt')}; {times})"
@@ -640,11 +673,14 @@ def _run(drill: Drill, dwell: float, old_seconds: float, settle: float, redelive
     ]
     figures = account(expected, drill.calls(), windows, cutoff)
     lost_at_settle = figures["overall"]["lost_runs"]
+    # A loaded host can leave a poller group minutes behind: a fire its job still waits for is late, not lost.
+    waited_for_claims = drill.await_claims(lost_at_settle, CLAIM_WAIT_SECONDS) if lost_at_settle else 0.0
     waited = drill.await_redelivery(lost_at_settle, redelivery) if lost_at_settle and redelivery else 0.0
     calls = drill.calls()
     figures = account(expected, calls, windows, cutoff)
     figures["lost_at_settle"] = lost_at_settle
     figures["waited_for_redelivery_s"] = round(waited)
+    figures["waited_for_claims_s"] = round(waited_for_claims)
     figures["lost_detail"] = {run: drill.run_status(run) for run in figures["overall"]["lost_runs"]}
     figures["repeated_detail"] = {
         run: [
@@ -696,6 +732,7 @@ def _report(
         "lost_detail": figures["lost_detail"],
         "lost_at_settle": len(figures["lost_at_settle"]),
         "waited_for_redelivery_s": figures["waited_for_redelivery_s"],
+        "waited_for_claims_s": figures["waited_for_claims_s"],
         "repeated": overall["repeated"],
         "repeated_runs": overall["repeated_runs"],
         "repeated_detail": figures["repeated_detail"],

@@ -59,6 +59,9 @@ class StoreClock:
         self._low: _Bound | None = None
         self._high: _Bound | None = None
         self._lock = threading.Lock()
+        # The latest instant ``now`` answered: two calls in turn (a pause, then a resume) must never read
+        # as the other way round, so ``now`` holds still rather than go back as the estimate tightens.
+        self._latest = datetime.min.replace(tzinfo=UTC)
         self._refiner: threading.Thread | None = None
         self._stop_refining = threading.Event()
         if client is not None:
@@ -120,7 +123,10 @@ class StoreClock:
             offset = self.offset_seconds()
         if offset is None:
             raise RuntimeError("the store's clock is unknown: no DynamoDB response carried a Date header")
-        return datetime.fromtimestamp(self._local_time(), UTC) + timedelta(seconds=offset)
+        instant = datetime.fromtimestamp(self._local_time(), UTC) + timedelta(seconds=offset)
+        with self._lock:  # never back: a tighter bound may move the middle back by up to half a second
+            self._latest = instant = max(instant, self._latest)
+        return instant
 
     # --- probing ------------------------------------------------------------------------------------------
 
