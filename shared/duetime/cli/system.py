@@ -161,6 +161,15 @@ def add_precision_preload_midnight(benches: Any) -> None:
             "AWS modelled (virtual time)",
         )
     )
+    from duetime_bench.regions import add_regions_flags
+
+    add_regions_flags(
+        benches.add_parser(
+            "regions",
+            help="a region lost mid-minute and the warm standby promoted (docs/regions.md): two copies "
+            "of the in-memory twin, replicated after a lag (virtual time)",
+        )
+    )
 
 
 def deployed_local_arguments(parser: argparse.ArgumentParser, what: str) -> None:
@@ -233,6 +242,10 @@ def run_bench(args: argparse.Namespace) -> None:
         from duetime_bench.midnight import run_midnight_args
 
         result = run_midnight_args(args)
+    elif args.action == "regions":
+        from duetime_bench.regions import run_regions_args
+
+        result = run_regions_args(args)
     elif args.action == "preload":
         from duetime_bench.preload import run_preload
 
