@@ -31,6 +31,7 @@ from duetime.adapters.dynamodb.reap_tickets import is_ticket
 from duetime.adapters.http_target import HttpTargetCaller
 from duetime.api.previews import upcoming_runs
 from duetime.domain.claim_plan import initial_state
+from duetime.domain.fire_ledger import FireLabel, ledger
 from duetime.domain.ids import is_manual_run_id, make_run_id, new_job_id
 from duetime.domain.models import Job, JobSpec, OverlapPolicy, Run, RunStatus, Team
 from duetime.execution.notifications import BackgroundDelivery, JobNotifier, deliver_due
@@ -472,6 +473,8 @@ def check(
     waited, concurrency_violations = _concurrency(calls, guarded, cancels)
     violations += concurrency_violations
     violations += _schedules_behind(stack, jobs, chaos_end)
+    ledger_counts, ledger_violations = _ledger_agrees(jobs, expected, runs, chaos_end, checked_at)
+    violations += ledger_violations
     statuses = Counter(run.status.value for run in runs.values())
     return {
         "runs": len(runs),
@@ -497,9 +500,35 @@ def check(
         "cancelled_while_called": sum(1 for r in reports if r.outcome is WorkOutcome.CANCELLED),
         "reap_tickets_written": tickets_written,
         "reap_tickets_left": tickets_left,  # checks still to come, a lease after the last claims at most
+        "ledger": ledger_counts,  # the fire ledger's labels over the window (GET /v1/jobs/{id}/fires)
         **watched,
         "violations": violations,
     }
+
+
+def _ledger_agrees(
+    jobs: list[Job], expected: Mapping[str, Job], runs: Mapping[str, Run], end: datetime, now: datetime
+) -> tuple[dict[str, int], list[str]]:
+    """The fire ledger read over the window, held to this check's own accounting: it lists every expected
+    time, no other time due by the end, and labels none of them missed or pending once every run ended."""
+    counts: Counter[str] = Counter()
+    violations: list[str] = []
+    for job in jobs:
+        read = ledger(job, [], lambda ids: {i: runs[i] for i in ids if i in runs}, job.created_at, end, now)
+        due = {fire.run_id: fire for fire in read.fires if fire.fire_at <= end}
+        counts.update(fire.label.value for fire in due.values())
+        mine = {run_id for run_id, owner in expected.items() if owner.id == job.id}
+        if mine != set(due):
+            violations.append(
+                f"the ledger of job {job.id} lists {sorted(set(due) - mine)[:3]} not expected and misses "
+                f"{sorted(mine - set(due))[:3]}"
+            )
+        unsettled = [f.run_id for f in due.values() if f.label in (FireLabel.MISSED, FireLabel.PENDING)]
+        if unsettled:
+            violations.append(
+                f"the ledger labels {len(unsettled)} finished times missed or pending: {unsettled[:3]}"
+            )
+    return {label.value: counts.get(label.value, 0) for label in FireLabel}, violations
 
 
 def _lost_and_twice(

@@ -19,6 +19,8 @@ def test_a_short_chaos_run_keeps_every_promise() -> None:
     assert out.returncode == 0, (result["violations"], out.stderr[-2000:])
     assert result["faults_injected"] > 0 and result["runs"] >= result["expected_runs"] > 0
     assert result["lost"] == 0 and result["duplicates_succeeded"] == 0 and result["violations"] == []
+    # The fire ledger, read over the window, agrees: every expected time listed, none missed (its check).
+    assert result["ledger"]["missed"] == 0 and sum(result["ledger"].values()) >= result["expected_runs"]
     # The notified job's runs die at once and each tells its webhook (or waits in its quiet window).
     notices = result["notifications"]
     assert notices["dead_runs"] >= 1 and notices["notices_delivered"] >= 1, notices
