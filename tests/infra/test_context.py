@@ -61,8 +61,8 @@ def assert_is_the_throwaway_stack(template: Mapping[str, Any]) -> None:
     poller_rules = [r for r in rules if "Input" in r["Properties"]["Targets"][0]]
     groups = sorted(json.loads(r["Properties"]["Targets"][0]["Input"])["partitions"] for r in poller_rules)
     assert groups == ["0-31", "32-63"]
-    prescaler_rules = [r["Properties"]["ScheduleExpression"] for r in rules if r not in poller_rules]
-    assert prescaler_rules == ["rate(5 minutes)"]  # forecast_scaling, the default
+    other_rules = sorted(r["Properties"]["ScheduleExpression"] for r in rules if r not in poller_rules)
+    assert other_rules == ["rate(1 minute)", "rate(5 minutes)"]  # reconciler; forecast_scaling (default)
     assert not of_type("AWS::ApplicationAutoScaling::ScalableTarget")
 
 

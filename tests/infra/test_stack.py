@@ -1068,14 +1068,14 @@ def test_a_localstack_stack_leaves_out_only_what_localstack_cannot_create(
     for kind, count in {
         "AWS::DynamoDB::GlobalTable": 3,
         "AWS::SQS::Queue": 2,
-        "AWS::Lambda::Function": 9,  # 4 pollers, the pollers' helper, worker, api, prescaler, deploy gate
+        "AWS::Lambda::Function": 10,  # 4 pollers, helper, worker, api, prescaler, gate, reconciler
         "Custom::DuetimeDeployCheck": 1,
-        "AWS::Events::Rule": 5,
+        "AWS::Events::Rule": 6,
         "AWS::Lambda::EventSourceMapping": 1,
         "AWS::ApiGateway::RestApi": 1,
         "AWS::ApiGateway::Method": 7,
         "AWS::ApiGateway::Stage": 1,
-        "AWS::CloudWatch::Alarm": 9,
+        "AWS::CloudWatch::Alarm": 18,  # 9, and 9 absence alarms (issue 50)
         "AWS::SNS::Topic": 1,
     }.items():
         local.resource_count_is(kind, count)

@@ -154,8 +154,8 @@ def test_the_event_source_in_provisioned_mode_bills_its_minimum_pollers_all_mont
 
 def test_cloudwatch_and_sqs_parts() -> None:
     parts = fixed_monthly_cost(64)["monthly_fixed_parts"]
-    assert DEFAULTS.alarm_metrics == 25  # the throttles alarm covers the pollers' helper too
-    assert parts["alarms"] == pytest.approx(25 * 0.10)
+    assert DEFAULTS.alarm_metrics == 43  # the throttles alarm covers the pollers' helper too; 18 of absence
+    assert parts["alarms"] == pytest.approx(43 * 0.10)
     assert parts["dashboard"] == 3.0
     assert parts["poller_custom_metrics"] == pytest.approx(2 * 0.30)
     assert parts["sqs_idle_receives"] == pytest.approx(5 * 30 * 86_400 / 20 * 0.40 / 1e6, abs=0.01)
@@ -171,6 +171,16 @@ class MetricNames:
 
     def add_metric(self, name: str, unit: str, value: float) -> None:
         self.names.add(name)
+
+
+def test_the_reconciler_costs_its_minute_ticks_three_empty_reads_a_partition_and_four_metrics() -> None:
+    parts = fixed_monthly_cost(64)["monthly_fixed_parts"]
+    ticks = 30 * 1440
+    assert parts["reconciler_custom_metrics"] == pytest.approx(4 * 0.30)
+    reads = ticks * 64 * 3 * 0.5 * PRICES_USD["dynamodb_read_request_unit"]
+    writes = ticks * PRICES_USD["dynamodb_write_request_unit"]
+    assert parts["reconciler_dynamodb"] == pytest.approx(reads + writes, abs=0.01)
+    assert 0.2 < parts["reconciler_lambda"] < 0.6  # 43,200 ticks of 256 MB x 1 s, requests and traces
 
 
 def test_an_idle_poller_publishes_the_custom_metrics_the_fixed_cost_counts(store: DynamoStore) -> None:

@@ -53,7 +53,8 @@ def test_the_seed_spike_starts_within_the_minute_on_the_default_stack() -> None:
     assert spike["seconds_to_all_started"] == pytest.approx(44.7, abs=0.5)
     assert plan["warnings"] == [] and plan["flags_for_the_spike"] is None
     assert plan["warm_write_units_needed"] == {}
-    assert plan["monthly_fixed_usd"] == pytest.approx(16.24, abs=0.01)
+    # 16.24 before the absence alarms (issue 50): 18 alarm metrics more, the reconciler's Lambda and reads
+    assert plan["monthly_fixed_usd"] == pytest.approx(20.15, abs=0.01)
 
 
 def test_the_plan_prints_one_midnights_own_bill_part_by_part() -> None:

@@ -103,6 +103,14 @@ class StackDefaults:
     # One look: 704 COUNT Queries (64 partitions x 11 minutes), 0.60-0.70 s of CPU on the bench machine
     # against DynamoDB Local, at 256 MB's share of a vCPU (256 / 1,769) about 4.5 s; 5 s assumed.
     prescaler_invocation_seconds: float = 5.0
+    # The reconciler (duetime.scheduling.reconcile, infra/cdk/duetime_cdk/reconciler.py): a minute's tick of
+    # 256 MB; at rest, per partition a due-index Query and a reap-index Query (0.5 read unit each, empty), and
+    # the marks (a BatchGetItem, 64 items of 0.5); one PutItem of its report; four custom metrics. Its
+    # duration is assumed (1 s: 128 small Queries eight at a time), not measured on AWS.
+    reconciler_interval_minutes: float = 1.0
+    reconciler_memory_mb: int = 256
+    reconciler_invocation_seconds: float = 1.0
+    reconciler_custom_metrics: int = 4
     worker_memory_mb: int = 1024  # Workers: memory_mb=1024
     prescale_minutes_per_day: float = 20.0  # peak_scale_up cron(55 23) to peak_scale_down cron(15 0)
     baseline_provisioned_workers: int = 0  # StackConfig.baseline_workers: the rest of the day
@@ -119,8 +127,10 @@ class StackDefaults:
     # Observability's alarms, each metric a metric-math alarm reads counted: latency p99 (1), dead runs
     # (2), dead letters (1), poller takeovers (1), unreadable rows (1), DynamoDB throttles (2 tables x 2),
     # poller errors (the pollers' Errors + 1), prescaler errors (1), Lambda throttles (the pollers + their
-    # helper + worker + api + authorizer + prescaler).
-    alarm_metrics_besides_pollers: int = 17
+    # helper + worker + api + authorizer + prescaler); and the absence alarms (issue 50): the reconciler's
+    # four (missed fires, oldest unclaimed due, oldest queued, its heartbeat), worker, api and reconciler
+    # errors, API 5xx, and the throttles of the control table and of every index.
+    alarm_metrics_besides_pollers: int = 35
     alarm_metrics_per_poller_group: int = 2
     # Custom metrics (namespace duetime, dimension service=poller) an idle poller publishes: zeros are not
     # published (observability.add_counts), so only DueIndexQueries and PollerHeldSeconds (11 when every
@@ -329,6 +339,22 @@ def prescaler_month(partitions: int, stack: StackDefaults) -> dict[str, float]:
     }
 
 
+def reconciler_month(partitions: int, stack: StackDefaults) -> dict[str, float]:
+    """The reconciler at rest (``StackDefaults.reconciler_*``): its Lambda (duration, requests, traces), its
+    reads (two empty Queries and a mark a partition, eventually consistent) and its report's write."""
+    invocations = MINUTES_PER_DAY * DAYS_PER_MONTH / stack.reconciler_interval_minutes
+    gb_seconds = invocations * stack.reconciler_invocation_seconds * stack.reconciler_memory_mb / 1024
+    read_units = invocations * partitions * 3 * EVENTUALLY_CONSISTENT_READ_UNITS
+    return {
+        "invocations": invocations,
+        "usd_lambda": gb_seconds * PRICES_USD["lambda_gb_second_arm64"]
+        + invocations * (PRICES_USD["lambda_request"] + PRICES_USD["xray_trace_recorded"]),
+        "usd_dynamodb": read_units * PRICES_USD["dynamodb_read_request_unit"]
+        + invocations * PRICES_USD["dynamodb_write_request_unit"],
+        "usd_metrics": stack.reconciler_custom_metrics * PRICES_USD["cloudwatch_custom_metric_month"],
+    }
+
+
 def fixed_monthly_cost(
     partitions: int, stack: StackDefaults | None = None, without: frozenset[str] = frozenset()
 ) -> dict[str, Any]:
@@ -352,6 +378,12 @@ def fixed_monthly_cost(
     prescaler = prescaler_month(partitions, stack)
     receives_per_month = stack.event_source_long_polls * SECONDS_PER_MONTH / stack.long_poll_seconds
     parts = _fixed_parts(stack, pollers, idle, provisioned, prescaler, receives_per_month)
+    reconciler = reconciler_month(partitions, stack)
+    parts |= {
+        "reconciler_lambda": reconciler["usd_lambda"],
+        "reconciler_dynamodb": reconciler["usd_dynamodb"],
+        "reconciler_custom_metrics": reconciler["usd_metrics"],
+    }
     return {
         "monthly_fixed_usd": round(sum(parts.values()), 2),
         "monthly_fixed_parts": {name: round(usd, 2) for name, usd in parts.items()},
@@ -372,6 +404,7 @@ def fixed_monthly_cost(
             "sqs_idle_receives_per_month": receives_per_month,
             "prescaler_invocations_per_month": prescaler["invocations"],
             "prescaler_count_queries_per_second": round(prescaler["count_queries_per_second"], 3),
+            "reconciler_invocations_per_month": reconciler["invocations"],
         },
     }
 
