@@ -277,3 +277,21 @@ def test_the_api_serves_a_jobs_fires_and_the_teams_audit_and_names_a_bad_window_
         assert status == 422 and refused["error"]["field"] == "from", refused
         status, refused = get(f"/v1/jobs/{job.id}/fires", {"late_after_seconds": "-1"})
         assert status == 422 and "late_after_seconds" in json.dumps(refused), refused
+
+
+def test_the_audit_lists_a_job_whose_times_the_misfire_policy_dropped_after_an_outage_and_not_a_paused_one(
+    world: World,
+) -> None:
+    outage = world.job(name="outage", misfire="run_once")
+    paused = world.job(name="paused")
+    world.minutes(1)
+    world.service.update_job(world.team, paused.id, {"paused": True})
+    world.clock.set(T0 + timedelta(minutes=5))  # pollers stopped for 4 minutes
+    world.claim_and_work()
+
+    page = world.ledger.audit(world.team, T0, world.clock.now() + timedelta(seconds=1))
+
+    by_name = {one.job.name: one for one in page.jobs}
+    assert by_name["outage"].missed == 3  # 10:02-10:04 skipped by run_once; 10:05 ran
+    assert [f.reason for f in by_name["outage"].misses] == ["misfire"] * 3
+    assert by_name["paused"].missed == 0 and by_name["paused"].counts["skipped"] == 4

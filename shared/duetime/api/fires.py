@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from duetime.api.service import JobService
 from duetime.domain.catalog import InvalidCursor
 from duetime.domain.errors import BadRequest, InvalidInput
-from duetime.domain.fire_ledger import DEFAULT_LATE_AFTER, MAX_FIRES, Fire, FireLabel, Ledger, ledger
+from duetime.domain.fire_ledger import DEFAULT_LATE_AFTER, MAX_FIRES, Fire, FireLabel, Ledger, is_miss, ledger
 from duetime.domain.job_history import JobChange
 from duetime.domain.models import Job, Team
 
@@ -30,8 +30,11 @@ READERS = 8  # jobs an audit reads at once
 class JobAudit:
     job: Job
     counts: dict[str, int]
-    misses: list[Fire]  # the first MISSES_LISTED
+    misses: list[
+        Fire
+    ]  # the first MISSES_LISTED (``fire_ledger.is_miss``: missed, or skipped by the misfire policy)
     complete: bool  # False: the job had more fires in the window than one audit reads
+    missed: int = 0  # all its misses
 
 
 @dataclass
@@ -82,8 +85,8 @@ class FireLedgerService:
 
         def audited(job: Job) -> JobAudit:
             found = self._ledger(job, start, end, late_after, MAX_AUDIT_FIRES_PER_JOB)
-            misses = [f for f in found.fires if f.label is FireLabel.MISSED][:MISSES_LISTED]
-            return JobAudit(job, found.counts, misses, found.next_from is None)
+            misses = [fire for fire in found.fires if is_miss(fire)]
+            return JobAudit(job, found.counts, misses[:MISSES_LISTED], found.next_from is None, len(misses))
 
         with ThreadPoolExecutor(max_workers=READERS, thread_name_prefix="audit") as readers:
             audits = list(readers.map(audited, jobs))

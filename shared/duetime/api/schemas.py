@@ -442,7 +442,12 @@ class JobAuditOut(Out):
     key: str | None
     labels: dict[str, str]
     counts: dict[str, int] = Field(description="the job's fires in the window, by label")
-    misses: list[FireOut] = Field(description=f"its first {MISSES_LISTED} missed fires")
+    missed: int = Field(
+        description="its misses: fires `missed`, or `skipped` by the misfire policy (due while nothing "
+        "claimed them, past the catch-up window); a pause, a calendar, an overlap or a disabled team are "
+        "not misses"
+    )
+    misses: list[FireOut] = Field(description=f"its first {MISSES_LISTED} misses")
     complete: bool = Field(
         description="false: the job has more fires in the window than an audit reads "
         f"({MAX_AUDIT_FIRES_PER_JOB:,}); read them with GET /v1/jobs/{{id}}/fires"
@@ -454,7 +459,7 @@ class AuditOut(Out):
     window_end: datetime
     counts: dict[str, int] = Field(description="the fires of this page's jobs, by label")
     jobs_checked: int
-    jobs_with_misses: list[JobAuditOut] = Field(description="this page's jobs with a missed fire")
+    jobs_with_misses: list[JobAuditOut] = Field(description="this page's jobs with a miss (`missed`)")
     jobs: list[JobAuditOut] = Field(description="every job of this page, with its counts")
     next_cursor: str | None
 
@@ -467,6 +472,7 @@ class AuditOut(Out):
                 key=one.job.key,
                 labels=dict(one.job.labels),
                 counts=one.counts,
+                missed=one.missed,
                 misses=[FireOut.of(fire) for fire in one.misses],
                 complete=one.complete,
             )
@@ -477,7 +483,7 @@ class AuditOut(Out):
             window_end=page.end,
             counts=page.counts,
             jobs_checked=len(jobs),
-            jobs_with_misses=[job for job in jobs if job.counts.get(FireLabel.MISSED.value)],
+            jobs_with_misses=[job for job in jobs if job.missed],
             jobs=jobs,
             next_cursor=page.cursor,
         )

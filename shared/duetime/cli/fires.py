@@ -129,7 +129,7 @@ def run_audit(args: argparse.Namespace) -> None:
             {
                 "job_id": job["job_id"],
                 "name": job["name"],
-                "missed": job["counts"]["missed"],
+                "missed": job["missed"],
                 "first_missed": job["misses"][0]["scheduled_at"] if job["misses"] else "",
                 "why": job["misses"][0]["reason"] if job["misses"] else "",
             }

@@ -223,6 +223,15 @@ def expected_fires(job_id: str, created_at: datetime, period: Period, limit: int
     return sorted(found, key=lambda e: e.nominal_at)[:limit]
 
 
+def is_miss(fire: Fire) -> bool:
+    """Whether the scheduler, not the job's own settings, kept this time from running as due: ``missed``, or
+    ``skipped`` by the misfire policy (it was due while nothing claimed it, past its catch-up window). An
+    audit lists both; a pause, a calendar, an overlap or a disabled team are choices, not misses."""
+    return fire.label is FireLabel.MISSED or (
+        fire.label is FireLabel.SKIPPED and fire.reason == SkipReason.MISFIRE.value
+    )
+
+
 def classify_skip(error: str | None) -> SkipReason:
     """The reason a skipped run's stored text gives (``claim_plan``'s words, read tolerantly)."""
     text = error or ""
