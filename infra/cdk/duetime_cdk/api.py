@@ -178,7 +178,9 @@ class Api(Construct):
         api = apigateway.RestApi(
             self,
             "Default",  # the construct's default child: CDK leaves it out of logical ids (ApiUrl, stage)
-            rest_api_name="duetime",
+            # Named after the stack: API Gateway's metrics carry the API's name (ApiName), so two stacks in one
+            # region keep their 5xx apart. A rename is an update in place (RestApi.Name: no interruption).
+            rest_api_name=cdk.Stack.of(self).stack_name,
             cloud_watch_role=True,
             cloud_watch_role_removal_policy=cdk.RemovalPolicy.DESTROY,
             deploy_options=apigateway.StageOptions(
