@@ -86,7 +86,7 @@ class Observability(Construct):
         *,
         alerts: Alerts,
         queue: RunQueue,
-        tables: list[dynamodb.TableV2],
+        tables: list[dynamodb.ITableV2],
         pollers: list[lambda_.Function],
         functions: list[lambda_.Function],
         prescaler: lambda_.Function | None = None,
@@ -164,7 +164,7 @@ class Observability(Construct):
         ]
 
     def _throttle_alarms(
-        self, functions: list[lambda_.Function], tables: list[dynamodb.TableV2]
+        self, functions: list[lambda_.Function], tables: list[dynamodb.ITableV2]
     ) -> list[cloudwatch.Alarm]:
         """Lambda throttling any of ``functions``, DynamoDB throttling any of ``tables``."""
         dynamodb_throttles = [
