@@ -61,7 +61,7 @@ from duetime.local.demo_target import DemoTargetServer
 from duetime.local.system import ensure_emulators, local_environment
 from duetime.scheduling.poller import Poller, PollerConfig
 from duetime.scheduling.restore import check_marks
-from duetime_bench.drill.accounting import ExpectedFire, PhaseWindow, TargetCall, account
+from duetime_bench.drill.accounting import ExpectedFire, PhaseWindow, TargetCall, account, target_calls
 from duetime_bench.fleet import FleetSpec, WorkerFleet
 
 TEAM = Team(team_id="drill", max_concurrency=100, exact_quota=100, signing_secret="drill")
@@ -154,17 +154,7 @@ def _expected(jobs: dict[str, tuple[str, Job]], until: datetime) -> list[Expecte
 
 def _calls(target: DemoTargetServer) -> list[TargetCall]:
     with target.recorder.lock:
-        recorded = list(target.recorder.calls)
-    return [
-        TargetCall(
-            run_id=c.headers.get("idempotency-key") or c.headers.get("x-duetime-run-id", ""),
-            attempt=int(c.headers.get("x-duetime-attempt") or 0),
-            status=c.status,
-            received_at=c.received_at,
-            replayed=c.replayed,
-        )
-        for c in recorded
-    ]
+        return target_calls(list(target.recorder.calls))
 
 
 def _duetime_restore(names: TableNames) -> dict[str, Any]:
