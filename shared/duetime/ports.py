@@ -201,9 +201,35 @@ class JobStore(Protocol):
         """Give a partition a mark at ``bucket`` if it has none; call before writing its first job."""
         ...
 
-    def advance_low_water_marks(self, marks: Mapping[int, str]) -> None:
+    def advance_low_water_marks(
+        self, marks: Mapping[int, str], read: Mapping[int, str] | None = None
+    ) -> set[int]:
         """Raise each partition's mark to its bucket in ``marks`` (never lowers one; a concurrent raise wins
-        quietly). A partition that has no mark yet (``ensure_low_water_mark``) gets none."""
+        quietly). A partition that has no mark yet (``ensure_low_water_mark``) gets none. ``read``: the marks
+        the mover swept from; a partition whose stored mark is now behind its read one (lowered since by
+        ``MarkRebuild``, ``duetime restore``) is not raised, so buckets the mover never read stay ahead of
+        the mark. Returns the partitions of ``marks`` not raised (whatever the reason)."""
+        ...
+
+
+class MarkRebuild(Protocol):
+    """The partitions' low-water marks rebuilt from the jobs a table holds (``duetime restore``): after the
+    jobs table is restored from a backup, its due rows may lie behind marks that moved on since, where no
+    sweep reads them (``duetime.scheduling.restore``)."""
+
+    def due_rows_by_bucket(self) -> dict[tuple[int, str], int]:
+        """How many due-index rows each (partition, minute bucket) holds, over the whole index (a scan of
+        keys only: for a restore or a check, never for a poll). Rows that cannot be read count."""
+        ...
+
+    def low_water_marks(self, partitions: Sequence[int]) -> dict[int, str]:
+        """As ``JobStore.low_water_marks``."""
+        ...
+
+    def lower_low_water_marks(self, marks: Mapping[int, str]) -> dict[int, str]:
+        """Lower each partition's mark to its bucket in ``marks`` where the stored one is later, and give a
+        partition with no mark that bucket (conditions WATERMARK_AHEAD, WATERMARK_MISSING); never raises
+        one. Returns the partitions whose mark was written, with the bucket written."""
         ...
 
 

@@ -89,6 +89,11 @@ CDK_NOTES: dict[str, str] = {
     "each table on the default stack. AWS charges once for raising it, and a raised value cannot be "
     "lowered. Left out with `localstack`.",
     "warm_read_units": "DynamoDB warm throughput for reads, as `warm_write_units` (0: a new table's 12,000).",
+    "jobs_table": "Adopt an existing jobs table by name instead of creating one (a table restored from "
+    'point-in-time recovery: docs/guide/operations.md, "Restore"). The stack grants its functions access '
+    "to it and its indexes but does not manage it: its PITR, TTL and deletion protection are yours.",
+    "runs_table": "Adopt an existing runs table by name, as `jobs_table`.",
+    "control_table": "Adopt an existing control table by name, as `jobs_table`.",
 }
 
 

@@ -128,6 +128,12 @@ def quarantine_record(s: Settings, stack: str | None = None) -> DynamoStore | No
     return DynamoStore(client("dynamodb"), names) if names is not None else None
 
 
+def restore_store(names: TableNames) -> tuple[DynamoStore, StoreClock]:
+    """The tables ``duetime restore`` rebuilds the marks of, and their store's clock (one sync, no thread)."""
+    store = DynamoStore(client("dynamodb"), names)
+    return store, StoreClock(store.client, sync=lambda: store.low_water_marks([0]))
+
+
 _REFINING: list[StoreClock] = []  # the clocks ``make_store_clock`` keeps refined, until ``forget``
 
 

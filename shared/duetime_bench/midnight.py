@@ -336,11 +336,13 @@ class SimStore(MemoryStore):
         self.sim.spend(self.sim.model.ddb_batch_get_ms / 1000)
         return super().low_water_marks(partitions)
 
-    def advance_low_water_marks(self, marks: Mapping[int, str]) -> None:
+    def advance_low_water_marks(
+        self, marks: Mapping[int, str], read: Mapping[int, str] | None = None
+    ) -> set[int]:
         wait = self.sim.write({f"mark:{partition:02d}": 1 for partition in marks}, {"control": len(marks)})
         self.sim.spend(math.ceil(len(marks) / 25) * self.sim.model.ddb_write_ms / 1000)  # 25 a request
         self.sim.spend(*wait)
-        super().advance_low_water_marks(marks)
+        return super().advance_low_water_marks(marks, read)
 
     # --- runs -------------------------------------------------------------------------------------------
 

@@ -30,6 +30,7 @@ WHEEL_ARCHITECTURES: dict[str, LambdaArchitecture] = {"aarch64": "arm64", "x86_6
 CDK_CONTEXT_PREFIXES = ("@aws-cdk/", "@aws-cdk-containers/", "aws:cdk:", "aws-cdk:", "cdk-")
 CDK_CONTEXT_KEYS = frozenset({"acknowledged-issue-numbers", "cli-telemetry"})
 
+TABLE_NAME = re.compile(r"[A-Za-z0-9_.-]{3,255}")  # DynamoDB's rule for table names
 STACK_NAME = re.compile(r"[A-Za-z][A-Za-z0-9-]{0,127}")  # CloudFormation's rule for stack names
 SCHEDULE = re.compile(r"(at|rate|cron)\(.+\)")  # Application Auto Scaling's schedule expressions (UTC)
 EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
@@ -137,6 +138,29 @@ class StackConfig(BaseModel):
     # (storage.py).
     warm_write_units: dict[str, int] = Field(default_factory=lambda: dict(DEFAULT_WARM_WRITE_UNITS))
     warm_read_units: dict[str, int] = Field(default_factory=lambda: dict(DEFAULT_WARM_READ_UNITS))
+
+    # Adopt existing tables by name instead of the stack's own (docs/guide/operations.md, "Restore"): tables
+    # restored from point-in-time recovery or imported from a backup, or tables kept from an earlier stack.
+    # The stack neither creates, changes nor deletes them (their PITR, TTL and deletion protection are the
+    # operator's), and grants its functions the same access to them and their indexes as to its own.
+    jobs_table: str | None = None
+    runs_table: str | None = None
+    control_table: str | None = None
+
+    @field_validator("jobs_table", "runs_table", "control_table")
+    @classmethod
+    def _table_name(cls, name: str | None) -> str | None:
+        # DynamoDB's naming rules: 3 to 255 of a-z, A-Z, 0-9, _, - and . (Amazon DynamoDB Developer Guide,
+        # "Supported data types and naming rules").
+        if name is not None and not TABLE_NAME.fullmatch(name):
+            raise ValueError("a DynamoDB table name is 3 to 255 characters of a-z, A-Z, 0-9, _, - and .")
+        return name
+
+    @property
+    def adopted_tables(self) -> dict[str, str]:
+        """The tables adopted by name, by role (jobs, runs, control)."""
+        named = {"jobs": self.jobs_table, "runs": self.runs_table, "control": self.control_table}
+        return {role: name for role, name in named.items() if name}
 
     @field_validator("stack_name")
     @classmethod

@@ -98,7 +98,7 @@ class Observability(Construct):
         *,
         alerts: Alerts,
         queue: RunQueue,
-        tables: list[dynamodb.TableV2],
+        tables: list[dynamodb.ITableV2],
         pollers: list[lambda_.Function],
         functions: list[lambda_.Function],
         prescaler: lambda_.Function | None = None,
@@ -188,7 +188,7 @@ class Observability(Construct):
     def _throttle_alarms(
         self,
         functions: list[lambda_.Function],
-        tables: list[dynamodb.TableV2],
+        tables: list[dynamodb.ITableV2],
         indexes: Mapping[str, Sequence[str]],
     ) -> list[cloudwatch.Alarm]:
         """Lambda throttling any of ``functions``, DynamoDB throttling any of ``tables`` or their indexes."""

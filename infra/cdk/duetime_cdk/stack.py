@@ -33,6 +33,7 @@ class DuetimeStack(cdk.Stack):
             deletion_protection=config.deletion_protection,
             warm_write_units=config.warm_write_units,
             warm_read_units=config.warm_read_units,
+            adopt=config.adopted_tables,
         )
         self.queue = queue = RunQueue(self, "Queue")
         self.alerts = alerts = Alerts(self, "Alerts", email=config.alert_email)

@@ -42,7 +42,8 @@ def _keys(definition: dict[str, Any], schema: list[dict[str, str]]) -> _KeyAttri
 
 class Storage(Construct):
     """On-demand tables with point-in-time recovery, TTL on runs, the due/reap/team/job indexes, and
-    deletion protection unless the stack is a throwaway test stack.
+    deletion protection unless the stack is a throwaway test stack; or, for the roles in ``adopt``, existing
+    tables by name (restored ones: docs/guide/operations.md, "Restore"), which the stack does not manage.
 
     Each table and index is pre-warmed to ``warm_write_units`` / ``warm_read_units`` (names as in
     ``duetime.capacity.warm_throughput``; none for a name not given or 0): ``WarmThroughput`` on the
@@ -62,10 +63,12 @@ class Storage(Construct):
         deletion_protection: bool,
         warm_write_units: Mapping[str, int] | None = None,
         warm_read_units: Mapping[str, int] | None = None,
+        adopt: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(scope, id)
         write, read = warm_write_units or {}, warm_read_units or {}
-        self.tables: dict[str, dynamodb.TableV2] = {}
+        adopt = adopt or {}
+        self.tables: dict[str, dynamodb.ITableV2] = {}
         self._indexes: dict[str, set[str]] = {}
         logical = {"jobs": "Jobs", "runs": "Runs", "control": "Control"}
         for role, definition in zip(
@@ -82,6 +85,12 @@ class Storage(Construct):
                 for index in definition.get("GlobalSecondaryIndexes", [])
             ]
             self._indexes[role] = {index.index_name for index in indexes}
+            if role in adopt:  # an existing table, by name: the indexes are the same definitions' (``duetime
+                # restore`` and the deploy check read them; a table without them fails there, by name)
+                self.tables[role] = dynamodb.TableV2.from_table_attributes(
+                    self, logical[role], table_name=adopt[role], global_indexes=sorted(self._indexes[role])
+                )
+                continue
             self.tables[role] = dynamodb.TableV2(
                 self,
                 logical[role],

@@ -12,7 +12,7 @@ import argparse
 import sys
 
 from duetime import build_info
-from duetime.cli import apply, calendars, drill, fires, installation, jobs, plan, system, team, teams
+from duetime.cli import apply, calendars, drill, fires, installation, jobs, plan, restore, system, team, teams
 from duetime.cli.common import UsageError
 from duetime.cli.jobs import notify_channel, spec_from_args
 from duetime.client import ApiFailure
@@ -30,6 +30,7 @@ GROUPS = (  # in the order `duetime --help` lists them
     teams,
     plan,
     drill,
+    restore,
 )
 
 

@@ -1,6 +1,7 @@
 """``duetime drill upgrade``: an upgrade, rollback and roll forward of the stack deployed in LocalStack, in
-place, while jobs are due (RELIABILITY.md, "An upgrade drill"); the drill's code is imported only when it
-runs (duetime_bench.drill)."""
+place, while jobs are due (RELIABILITY.md, "An upgrade drill"); ``duetime drill restore``: a restore of the
+tables from a snapshot on the local stack (docs/guide/operations.md, "Restore"). A drill's code is imported
+only when it runs (duetime_bench.drill)."""
 
 from __future__ import annotations
 
@@ -44,6 +45,31 @@ def add_commands(commands: Any) -> None:
         "sent (re-sent 10 minutes after their claim); 0: do not wait",
     )
     upgrade.add_argument("--json", action="store_true")
+    restore = drills.add_parser(
+        "restore",
+        help="on the local stack (DynamoDB Local, the engine in this process): snapshot the tables, run on, "
+        "restore the snapshot into new tables, `duetime restore` them, run again; report what was lost, "
+        "left behind the read marks and repeated",
+    )
+    restore.set_defaults(run=run_restore)
+    restore.add_argument(
+        "--before", type=float, default=60.0, help="seconds the jobs run before the snapshot"
+    )
+    restore.add_argument(
+        "--between", type=float, default=120.0, help="seconds from the snapshot to the restore"
+    )
+    restore.add_argument("--after", type=float, default=120.0, help="seconds the jobs run on the new tables")
+    restore.add_argument("--settle", type=float, default=30.0, help="seconds after the cut-off for calls")
+    restore.add_argument(
+        "--keep",
+        default="control",
+        help="tables copied as they are at the restore instead of from the snapshot: comma-separated of "
+        "runs, control; 'none' for a restore of all three (default: control)",
+    )
+    restore.add_argument(
+        "--no-rebuild", action="store_true", help="skip `duetime restore`: show the failure it fixes"
+    )
+    restore.add_argument("--json", action="store_true")
 
 
 def run_upgrade(args: argparse.Namespace) -> int:
@@ -59,3 +85,16 @@ def run_upgrade(args: argparse.Namespace) -> int:
     )
     print(json.dumps(result) if args.json else report(result))
     return 1 if result["lost"] else 0
+
+
+def run_restore(args: argparse.Namespace) -> int:
+    from duetime_bench.drill.restore import report, run_restore_drill
+
+    keep = () if args.keep == "none" else tuple(t for t in args.keep.split(",") if t)
+    if set(keep) - {"runs", "control"}:
+        raise SystemExit("duetime drill restore: --keep takes runs, control or none")
+    result = run_restore_drill(
+        args.before, args.between, args.after, args.settle, keep=keep, rebuild=not args.no_rebuild
+    )
+    print(json.dumps(result) if args.json else report(result))
+    return 1 if result["lost"] or result["behind_mark"] else 0

@@ -9,6 +9,12 @@ Why a stale copy is safe: it can only be behind the stored mark (a mark never go
 that moved it since the read made the stored one newer), and a mark behind only makes the sweep read a few
 buckets that are empty for good. A partition with no mark yet is read again at every sweep until it has
 one (the API writes it before the partition's first job).
+
+The one way a mark goes back: ``duetime restore`` lowers the marks to the rows of a restored jobs table
+(``duetime.scheduling.restore``). A copy read before is then ahead of the stored mark. The poller sweeps
+from it until its next move, which the store refuses (WATERMARK_BEHIND_AS_READ: a mark is raised only from
+at least where its mover read it), or until its reign ends (``forget``); either way it then reads the
+lowered mark, which nothing raised over the rows behind the copy.
 """
 
 from __future__ import annotations

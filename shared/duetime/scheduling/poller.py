@@ -173,10 +173,13 @@ def find_due_jobs(
         if new_mark != mark:
             advanced[partition] = new_mark
     if advanced:
-        store.advance_low_water_marks(advanced)  # a few requests for all of them
+        # a few requests for all of them; each from the mark swept from (WATERMARK_BEHIND_AS_READ)
+        not_moved = store.advance_low_water_marks(advanced, {p: marks[p] for p in advanced if p in marks})
         if known_marks is not None:
             for partition, new_mark in advanced.items():
                 known_marks.moved(partition, new_mark)
+            if not_moved:  # raised by another, or lowered since the read (``duetime restore``): read again
+                known_marks.forget()
     report.due_rows = len(due)
     report.unreadable_rows = (quarantine or Quarantine(remember=0)).note(unreadable)
     return list(due.values())

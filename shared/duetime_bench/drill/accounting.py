@@ -21,6 +21,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from duetime.local.demo_target import Call
+
 
 @dataclass(frozen=True)
 class ExpectedFire:
@@ -36,6 +38,20 @@ class TargetCall:
     status: int  # what the target answered (0: it had not answered when read)
     received_at: float  # epoch seconds
     replayed: bool = False  # answered from the target's saved answer for the key
+
+
+def target_calls(recorded: Iterable[Call]) -> list[TargetCall]:
+    """The calls a ``DemoTarget`` recorded, by the run id each carried (its idempotency key) and attempt."""
+    return [
+        TargetCall(
+            run_id=c.headers.get("idempotency-key") or c.headers.get("x-duetime-run-id", ""),
+            attempt=int(c.headers.get("x-duetime-attempt") or 0),
+            status=c.status,
+            received_at=c.received_at,
+            replayed=c.replayed,
+        )
+        for c in recorded
+    ]
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,7 @@ from duetime.local.demo_target import DemoTargetServer
 from duetime.local.deployed import DeployedStack
 from duetime.local.system import EMULATORS_SCRIPT
 from duetime_bench.drill import release as releases
-from duetime_bench.drill.accounting import ExpectedFire, PhaseWindow, TargetCall, account
+from duetime_bench.drill.accounting import ExpectedFire, PhaseWindow, TargetCall, account, target_calls
 from duetime_bench.drill.release import STACK, Deploy, Release
 
 DEFAULT_PORT = 4610
@@ -278,16 +278,7 @@ class Drill:
         recorder = self.target.recorder
         with recorder.lock:
             recorded = list(recorder.calls)
-        return [
-            TargetCall(
-                run_id=c.headers.get("idempotency-key") or c.headers.get("x-duetime-run-id", ""),
-                attempt=int(c.headers.get("x-duetime-attempt") or 0),
-                status=c.status,
-                received_at=c.received_at,
-                replayed=c.replayed,
-            )
-            for c in recorded
-        ]
+        return target_calls(recorded)
 
     # --- the run ------------------------------------------------------------------------------------------
 

@@ -244,6 +244,23 @@ WATERMARK_BEHIND = Condition(
     '"low_water" < :bucket',  # batched: a PartiQL UPDATE needs the item, which ensure_low_water_mark made
 )
 
+WATERMARK_BEHIND_AS_READ = Condition(
+    "WATERMARK_BEHIND_AS_READ",
+    "low_water < :bucket AND low_water >= :read",
+    "A poller raises a mark only from at least where it read it: a mark lowered since (``duetime restore`` "
+    "rebuilding the marks of a restored jobs table, WATERMARK_AHEAD) is not raised over the buckets that "
+    "poller never read. The poller then reads the marks again.",
+    '"low_water" < :bucket AND "low_water" >= :read',
+)
+
+WATERMARK_AHEAD = Condition(
+    "WATERMARK_AHEAD",
+    "low_water > :bucket",
+    "``duetime restore`` lowers a partition's mark to the oldest bucket that holds a due row of the restored "
+    "jobs table (or the current minute), only where the mark is later: rows behind a mark are never read, "
+    "and a mark already at or before them is left as it is.",
+)
+
 WATERMARK_MISSING = Condition(
     "WATERMARK_MISSING",
     "attribute_not_exists(low_water)",
@@ -525,6 +542,8 @@ ALL_CONDITIONS = (
     SLOT_IS_NEW,
     SLOT_HELD,
     WATERMARK_BEHIND,
+    WATERMARK_BEHIND_AS_READ,
+    WATERMARK_AHEAD,
     WATERMARK_MISSING,
     QUARANTINED_ROW_IS_NEW,
     INSTALLATION_NEVER_FINALIZED,

@@ -121,20 +121,64 @@ class DynamoJobs(StorePart):
         )
         self._marks_known.add(partition)
 
-    def advance_low_water_marks(self, marks: Mapping[int, str]) -> None:
-        """One BatchExecuteStatement per 25 marks (``WATERMARK_BEHIND``): at a minute's turn a poller moves
-        all of its partitions' marks, 64 single writes before."""
+    def advance_low_water_marks(
+        self, marks: Mapping[int, str], read: Mapping[int, str] | None = None
+    ) -> set[int]:
+        """One BatchExecuteStatement per 25 marks (``WATERMARK_BEHIND``, ``WATERMARK_BEHIND_AS_READ`` for a
+        partition in ``read``): at a minute's turn a poller moves all of its partitions' marks, 64 single
+        writes before."""
+        read = read or {}
+        partitions = list(marks)
         statements = [
             partiql.update(
                 self.names.control,
                 mark_key(partition),
-                c.WATERMARK_BEHIND,
-                {":low_water": string_attribute(bucket), ":bucket": string_attribute(bucket)},
+                c.WATERMARK_BEHIND_AS_READ if partition in read else c.WATERMARK_BEHIND,
+                {
+                    ":low_water": string_attribute(marks[partition]),
+                    ":bucket": string_attribute(marks[partition]),
+                    **({":read": string_attribute(read[partition])} if partition in read else {}),
+                },
                 sets=("low_water",),
             )
-            for partition, bucket in marks.items()
+            for partition in partitions
         ]
-        self._execute_in_parallel(statements)
+        written = self._execute_in_parallel(statements)
+        return {partition for partition, done in zip(partitions, written, strict=True) if not done}
+
+    def due_rows_by_bucket(self) -> dict[tuple[int, str], int]:
+        counts: dict[tuple[int, str], int] = {}
+        pages = self.client.get_paginator("scan").paginate(
+            TableName=self.names.jobs, IndexName=DUE_INDEX, ProjectionExpression="due_bucket"
+        )
+        for page in pages:  # keys only, 1 MB a page: about 40,000 rows a read
+            for item in page.get("Items", []):
+                partition, bucket = item["due_bucket"]["S"].split("#", 1)
+                key = (int(partition), bucket)
+                counts[key] = counts.get(key, 0) + 1
+        return counts
+
+    def lower_low_water_marks(self, marks: Mapping[int, str]) -> dict[int, str]:
+        written: dict[int, str] = {}
+        for partition, bucket in marks.items():
+            item = {**mark_key(partition), "low_water": string_attribute(bucket)}
+            created = conditional_write(
+                self.client.put_item,
+                TableName=self.names.control,
+                Item=stamped(item, self.write_format()),
+                ConditionExpression=c.WATERMARK_MISSING.expression,
+            )
+            lowered = created or conditional_write(
+                self.client.update_item,
+                TableName=self.names.control,
+                Key=mark_key(partition),
+                UpdateExpression="SET low_water = :bucket",
+                ConditionExpression=c.WATERMARK_AHEAD.expression,
+                ExpressionAttributeValues={":bucket": string_attribute(bucket)},
+            )
+            if lowered is not None:
+                written[partition] = bucket
+        return written
 
 
 def _unreadable(item: Item, partition: int, bucket: str, error: Exception) -> UnreadableRow:

@@ -83,3 +83,12 @@ class DueIndexedJobs(dict[str, JobRow]):
         """How many rows ``bucket`` holds."""
         rows = self._buckets.get(bucket)
         return 0 if rows is None else len(rows.keys)
+
+    def bucket_counts(self) -> dict[tuple[int, str], int]:
+        """How many rows each (partition, minute bucket) holds, over the whole index."""
+        counts = {}
+        for key, rows in self._buckets.items():
+            if rows.keys:
+                partition, bucket = key.split("#", 1)
+                counts[(int(partition), bucket)] = len(rows.keys)
+        return counts

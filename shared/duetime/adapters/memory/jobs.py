@@ -252,8 +252,31 @@ class MemoryJobs(MemoryDeadlines):
         with self.lock:
             self._marks.setdefault(partition, bucket)  # WATERMARK_MISSING
 
-    def advance_low_water_marks(self, marks: Mapping[int, str]) -> None:
+    def advance_low_water_marks(
+        self, marks: Mapping[int, str], read: Mapping[int, str] | None = None
+    ) -> set[int]:
+        read = read or {}
+        refused = set()
         with self.lock:
             for partition, bucket in marks.items():
-                if partition in self._marks and self._marks[partition] < bucket:  # WATERMARK_BEHIND
+                stored = self._marks.get(partition)
+                lowered_since_read = stored is not None and stored < read.get(partition, stored)
+                if stored is not None and stored < bucket and not lowered_since_read:
+                    # WATERMARK_BEHIND (WATERMARK_BEHIND_AS_READ for a partition in ``read``)
                     self._marks[partition] = bucket
+                else:
+                    refused.add(partition)
+        return refused
+
+    def due_rows_by_bucket(self) -> dict[tuple[int, str], int]:
+        with self.lock:
+            return self._jobs.bucket_counts()
+
+    def lower_low_water_marks(self, marks: Mapping[int, str]) -> dict[int, str]:
+        written = {}
+        with self.lock:
+            for partition, bucket in marks.items():
+                stored = self._marks.get(partition)
+                if stored is None or stored > bucket:  # WATERMARK_MISSING, WATERMARK_AHEAD
+                    self._marks[partition] = written[partition] = bucket
+        return written
