@@ -282,7 +282,7 @@ def test_the_api_serves_a_jobs_fires_and_the_teams_audit_and_names_a_bad_window_
 def test_the_audit_lists_a_job_whose_times_the_misfire_policy_dropped_after_an_outage_and_not_a_paused_one(
     world: World,
 ) -> None:
-    outage = world.job(name="outage", misfire="run_once")
+    world.job(name="outage", misfire="run_once")
     paused = world.job(name="paused")
     world.minutes(1)
     world.service.update_job(world.team, paused.id, {"paused": True})

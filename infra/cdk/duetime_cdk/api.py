@@ -178,7 +178,7 @@ class Api(Construct):
         api = apigateway.RestApi(
             self,
             "Default",  # the construct's default child: CDK leaves it out of logical ids (ApiUrl, stage)
-            # Named after the stack: API Gateway's metrics carry the API's name (ApiName), so two stacks in one
+            # Named after the stack: API Gateway's metrics carry the API's name (ApiName), so two stacks in a
             # region keep their 5xx apart. A rename is an update in place (RestApi.Name: no interruption).
             rest_api_name=cdk.Stack.of(self).stack_name,
             cloud_watch_role=True,
