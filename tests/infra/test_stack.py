@@ -1413,17 +1413,3 @@ def test_the_reconciler_reads_the_due_and_reap_indexes_and_writes_only_its_repor
     ]
     (rule,) = rules_of(template, RECONCILER)
     assert rule["ScheduleExpression"] == "rate(1 minute)"
-
-
-def test_the_api_is_named_after_its_stack_so_its_5xx_alarm_reads_only_this_installations_api(
-    template: Template,
-) -> None:
-    (api,) = resources(template, "AWS::ApiGateway::RestApi").values()
-    name = api["Properties"]["Name"]
-    assert name == "DuetimeTest", name  # not "duetime" in every stack, as before
-    dimensions = [
-        {d["Name"]: d["Value"] for d in alarm["Properties"].get("Dimensions", [])}
-        for alarm in resources(template, "AWS::CloudWatch::Alarm").values()
-        if alarm["Properties"].get("MetricName") == "5XXError"
-    ]
-    assert dimensions and all(d["ApiName"] == name for d in dimensions), dimensions

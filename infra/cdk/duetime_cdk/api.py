@@ -178,9 +178,10 @@ class Api(Construct):
         api = apigateway.RestApi(
             self,
             "Default",  # the construct's default child: CDK leaves it out of logical ids (ApiUrl, stage)
-            # Named after the stack: API Gateway's metrics carry the API's name (ApiName), so two stacks in a
-            # region keep their 5xx apart. A rename is an update in place (RestApi.Name: no interruption).
-            rest_api_name=cdk.Stack.of(self).stack_name,
+            # Not named after the stack, though API Gateway's metrics carry the name (ApiName), so two stacks
+            # in a region share the 5xx metric: LocalStack replaces a renamed RestApi and the update fails
+            # ("Stage already exists"), so an installation could not be upgraded in place (the upgrade drill).
+            rest_api_name="duetime",
             cloud_watch_role=True,
             cloud_watch_role_removal_policy=cdk.RemovalPolicy.DESTROY,
             deploy_options=apigateway.StageOptions(
