@@ -359,7 +359,8 @@ def test_preview_marks_runs_moved_by_dst_and_load_counts_due_runs_per_minute(alp
 def test_openapi_document_lists_every_operation(service: JobService) -> None:
     doc = make_call(None)("GET", "/v1/openapi.json").body
     operations = {(m.upper(), p) for p, ops in doc["paths"].items() for m in ops}
-    assert len(operations) == 38
+    assert len(operations) == 40
+    assert ("GET", "/v1/jobs/{job_id}/fires") in operations and ("GET", "/v1/audit") in operations
     assert ("GET", "/v1/jobs/{job_id}/signing-key") in operations
     assert ("GET", "/v1/jobs/{job_id}/history") in operations and ("GET", "/v1/team") in operations
     assert not any(path.startswith("/console") for _, path in operations)  # the console's files: not the API

@@ -295,3 +295,13 @@ def test_the_audit_lists_a_job_whose_times_the_misfire_policy_dropped_after_an_o
     assert by_name["outage"].missed == 3  # 10:02-10:04 skipped by run_once; 10:05 ran
     assert [f.reason for f in by_name["outage"].misses] == ["misfire"] * 3
     assert by_name["paused"].missed == 0 and by_name["paused"].counts["skipped"] == 4
+
+
+@pytest.mark.parametrize("bad", ["0.5", "1733000000", "2026-13-01T00:00:00Z", "yesterday", "2026-12-01"])
+def test_a_window_bound_that_is_not_an_instant_with_an_offset_is_refused_naming_it(bad: str) -> None:
+    with serving_twin(T0) as twin:
+        job = twin.service.create_job(twin.service.team("alpha"), {**MINUTELY, "exact": True})
+        for name in ("from", "to"):
+            response = api_request("GET", f"/v1/jobs/{job.id}/fires", twin.token, None, {name: bad})
+            body = json.loads(response["body"])
+            assert response["statusCode"] == 422 and name in json.dumps(body["error"]), (name, bad, body)

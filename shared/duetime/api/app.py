@@ -756,17 +756,39 @@ def job_history(
     return JobHistory(changes=[JobChangeOut.of(c) for c in page.items], next_cursor=page.cursor)
 
 
-def _window_bound(value: datetime | None, name: str) -> datetime | None:
-    if value is not None and value.tzinfo is None:
-        raise InvalidInput(f"{name}: needs a UTC offset, e.g. 2026-12-01T00:00:00Z", name)
-    return value
+def _window_bound(value: str | None, name: str) -> datetime | None:
+    """A window's end as the query gave it: an ISO-8601 instant with a UTC offset (a number, which pydantic
+    would read as seconds since 1970, is not one); else 422 naming ``name``."""
+    if value is None:
+        return None
+    try:
+        instant = datetime.fromisoformat(value.upper())
+    except ValueError:
+        instant = None
+    if instant is None or instant.tzinfo is None:
+        raise InvalidInput(f"{name}: an ISO-8601 instant with a UTC offset, e.g. 2026-12-01T00:00:00Z", name)
+    return instant
 
 
+_INSTANT = r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}(:\d{2}(\.\d+)?)?([Zz]|[+-]\d{2}:\d{2})$"
 FromQuery = Annotated[
-    datetime | None,
-    Query(alias="from", description="window start, with a UTC offset; default: 24 hours before `to`"),
+    str | None,
+    Query(
+        alias="from",
+        pattern=_INSTANT,
+        json_schema_extra={"format": "date-time"},
+        description="window start, with a UTC offset; default: 24 hours before `to`",
+    ),
 ]
-ToQuery = Annotated[datetime | None, Query(alias="to", description="window end (exclusive); default: now")]
+ToQuery = Annotated[
+    str | None,
+    Query(
+        alias="to",
+        pattern=_INSTANT,
+        json_schema_extra={"format": "date-time"},
+        description="window end (exclusive), with a UTC offset; default: now",
+    ),
+]
 LateAfter = Annotated[
     int,
     Query(
