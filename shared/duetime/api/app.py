@@ -831,7 +831,7 @@ def job_fires(
     security=needs(TokenScope.READ),
     description="The fire ledger across your jobs, a page of jobs at a time: every job's fires in [from, to) "
     "counted by label, and the jobs with a missed fire, each with its first misses. `next_cursor` goes on "
-    "to the next page of jobs. Each job read beyond the first costs one request of your API rate.",
+    "to the next page of jobs. A page costs one request of your API rate per job it may read (`limit`).",
 )
 def audit(
     start: FromQuery = None,

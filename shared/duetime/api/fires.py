@@ -30,9 +30,7 @@ READERS = 8  # jobs an audit reads at once
 class JobAudit:
     job: Job
     counts: dict[str, int]
-    misses: list[
-        Fire
-    ]  # the first MISSES_LISTED (``fire_ledger.is_miss``: missed, or skipped by the misfire policy)
+    misses: list[Fire]  # the first MISSES_LISTED (``fire_ledger.is_miss``)
     complete: bool  # False: the job had more fires in the window than one audit reads
     missed: int = 0  # all its misses
 

@@ -11,9 +11,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from duetime.cli.common import UsageError, api_flags, client_from, show, table
+from duetime.domain.fire_ledger import FireLabel
 
 FIRE_COLUMNS = ["scheduled_at", "label", "reason", "late_seconds", "attempts", "detail"]
-LABELS = ("on_time", "late", "repeated", "skipped", "missed", "pending")
+LABELS = tuple(label.value for label in FireLabel)
 _SINCE = re.compile(r"^(\d+)([smhd])$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
 
@@ -104,7 +105,7 @@ def run_audit(args: argparse.Namespace) -> None:
     missed: list[dict[str, Any]] = []
     checked, cursor, first = 0, None, None
     while True:
-        page = client.request("GET", "/v1/audit", query={**query, "cursor": cursor, "limit": 10})
+        page = client.request("GET", "/v1/audit", query={**query, "cursor": cursor})
         first = first or page
         counts.update(page["counts"])
         missed += page["jobs_with_misses"]

@@ -310,7 +310,7 @@ class Drill:
 
     def await_claims(self, lost: list[str], most: float) -> float:
         """Fires with no run whose job still waits for them: wait until each has a run (a poller claimed it
-        late), at most ``most`` s; the seconds waited."""
+        late) that a worker started, at most ``most`` s; the seconds waited."""
         waiting = [run for run in lost if self.run(run) is None and self.still_due(run)]
         if not waiting:
             return 0.0
@@ -320,8 +320,7 @@ class Drill:
         started = time.monotonic()
         while waiting and time.monotonic() - started < most:
             time.sleep(5)
-            waiting = [run for run in waiting if self.run(run) is None]
-        time.sleep(20)  # the worker's call, once claimed
+            waiting = [run for run in waiting if not (self.run(run) or {}).get("started_at")]
         return time.monotonic() - started
 
     def run_status(self, run_id: str) -> str:
