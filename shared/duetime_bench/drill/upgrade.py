@@ -48,6 +48,7 @@ from duetime.local.deployed import DeployedStack
 from duetime.local.system import EMULATORS_SCRIPT
 from duetime_bench.drill import release as releases
 from duetime_bench.drill.accounting import ExpectedFire, PhaseWindow, TargetCall, account, target_calls
+from duetime_bench.drill.forensics import fire_forensics
 from duetime_bench.drill.release import STACK, Deploy, Release
 
 DEFAULT_PORT = 4610
@@ -292,21 +293,25 @@ class Drill:
         try:
             return dict(self.client.request("GET", self.client.run_path(run_id)))
         except ApiFailure as exc:
-            if exc.status == 404:
+            if exc.status == 404 and "no run" in str(exc):  # duetime's own answer, not API Gateway's 404
                 return None
             return {"status": f"unreadable: {exc}"}
 
-    def still_due(self, run_id: str) -> bool:
+    def job_waits(self, run_id: str) -> bool | str:
         """Whether the fire of ``run_id`` has no run because its job still waits for it (no poller has
-        claimed it yet: pollers slow or stopped), as opposed to a schedule that moved past it (lost)."""
+        claimed it yet: pollers slow or stopped), as opposed to a schedule that moved past it (lost); the
+        API's failure as text when the job could not be read."""
         assert self.client is not None
         job_id, _, nominal = run_id.partition("@")
         try:
             job = self.client.request("GET", self.client.job_path(job_id))
-        except ApiFailure:
-            return False
+        except ApiFailure as exc:
+            return f"its job could not be read: {exc}"
         waiting_for = job.get("next_nominal_at")
         return bool(waiting_for) and instant(waiting_for) <= instant(nominal)
+
+    def still_due(self, run_id: str) -> bool:
+        return self.job_waits(run_id) is True
 
     def await_claims(self, lost: list[str], most: float) -> float:
         """Fires with no run whose job still waits for them: wait until each has a run (a poller claimed it
@@ -326,9 +331,12 @@ class Drill:
     def run_status(self, run_id: str) -> str:
         run = self.run(run_id)
         if run is None:
-            if self.still_due(run_id):
+            waits = self.job_waits(run_id)
+            if waits is True:
                 return "no run: not claimed yet (its job still waits for this time)"
-            return "no run: the schedule moved past this time"
+            if waits is False:
+                return "no run: the schedule moved past this time"
+            return f"no run as the API says; {waits}"
         keys = ("created_at", "queue_deadline", "started_at", "finished_at")
         times = ", ".join(f"{k} {run[k]}" for k in keys if run.get(k))
         return f"{run.get('status')} (attempt {run.get('attempt')}; {times})"
@@ -504,10 +512,11 @@ def release_version(release: Release) -> str:
     return "unknown"
 
 
-def function_logs(endpoint: str, since_ms: int) -> dict[str, Any]:
+def function_logs(endpoint: str, since_ms: int, kept: dict[str, list[str]] | None = None) -> dict[str, Any]:
     """From the functions' CloudWatch logs since the drill began: unreadable rows reported by the pollers
     (their warning lines and the ``UnreadableRows`` metric in their EMF lines), and error lines per kind of
-    function. LocalStack keeps no metrics from EMF lines; the CloudWatch metric is read too, in case."""
+    function. LocalStack keeps no metrics from EMF lines; the CloudWatch metric is read too, in case.
+    ``kept``: filled with each function's lines, by function name."""
     from duetime_bench.deployed import log_messages
 
     lambda_, logs = new_client("lambda", endpoint), new_client("logs", endpoint)
@@ -519,6 +528,8 @@ def function_logs(endpoint: str, since_ms: int) -> dict[str, Any]:
             if function.get("Handler", "").endswith("helper.handler"):
                 kind = "poller-helper"
             lines = log_messages(logs, function["FunctionName"], since_ms)
+            if kept is not None:
+                kept[function["FunctionName"]] = lines
             read += len(lines)
             for line in lines:
                 if "unreadable job row" in line:
@@ -682,9 +693,16 @@ def _run(drill: Drill, dwell: float, old_seconds: float, settle: float, redelive
         for run in figures["overall"]["repeated_runs"]
     }
     statuses = drill.statuses()
-    found = function_logs(drill.endpoint, drill.started_ms)
+    lines: dict[str, list[str]] = {}
+    found = function_logs(drill.endpoint, drill.started_ms, lines)
+    tables = drill.phases[-1].tables or drill.phases[0].tables
+    figures["lost_forensics"] = {
+        run: fire_forensics(drill.endpoint, tables, run, lines) for run in figures["overall"]["lost_runs"]
+    }
     drill.cleanup()
-    return _report(drill, figures, statuses, found, cutoff)
+    result = _report(drill, figures, statuses, found, cutoff)
+    (drill.logs / "result.json").write_text(json.dumps(result, indent=1, default=str))
+    return result
 
 
 def _report(
@@ -720,6 +738,7 @@ def _report(
         "lost": overall["lost"],
         "lost_runs": overall["lost_runs"],
         "lost_detail": figures["lost_detail"],
+        "lost_forensics": figures["lost_forensics"],
         "lost_at_settle": len(figures["lost_at_settle"]),
         "waited_for_redelivery_s": figures["waited_for_redelivery_s"],
         "waited_for_claims_s": figures["waited_for_claims_s"],
