@@ -15,6 +15,11 @@ from duetime.adapters.aws.alerts import SnsAlerts, StoredAlerts
 from duetime.adapters.aws.aws_target_caller import Boto3AwsTargetCaller
 from duetime.adapters.aws.clients import client, new_client
 from duetime.adapters.aws.cloudwatch_alarms import stack_alarm_readings
+from duetime.adapters.aws.function_switch import (
+    EngineFunctions,
+    local_engine_functions,
+    stack_engine_functions,
+)
 from duetime.adapters.aws.lambda_helpers import LambdaHelperLauncher
 from duetime.adapters.aws.lambda_provisioning import LambdaEventPollers, LambdaProvisionedWorkers
 from duetime.adapters.aws.lambda_starter import LambdaPollerStarter
@@ -120,6 +125,14 @@ def alarm_readings(s: Settings, stack: str | None = None) -> list[AlarmReading]:
     reports = store.recent_reconciliations(REPORTS_EVALUATED)
     samples = [Sample(r.at, dict(r.values)) for r in reports]
     return evaluate(RECONCILER_ALARMS, samples, SystemClock().now())
+
+
+def engine_functions(part: str, stack: str | None, local_url: str | None) -> EngineFunctions:
+    """The functions of an engine ``part`` (``duetime system pollers|workers|reconciler``): the deployed
+    ``stack``'s, else those of the ``duetime local`` answering at ``local_url``."""
+    if stack is not None:
+        return stack_engine_functions(new_client("lambda"), new_client("cloudformation"), stack, part)
+    return local_engine_functions(new_client("lambda", local_url), part)
 
 
 def quarantine_record(s: Settings, stack: str | None = None) -> DynamoStore | None:

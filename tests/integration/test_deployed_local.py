@@ -17,6 +17,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -543,3 +544,45 @@ def test_term_stops_the_localstack_and_every_function_it_started(deployed: Deplo
     assert wait_until(lambda: not listening(deployed.port), STOP_SECONDS)
     left = runtimes_under(deployed.root)
     assert wait_until(lambda: not runtimes_under(deployed.root), STOP_SECONDS), describe(left)
+
+
+def test_the_operator_stops_and_starts_the_stacks_workers_and_reads_its_alarms_by_the_stacks_name(
+    deployed: Deployed,
+) -> None:
+    """``duetime system workers stop --stack Duetime`` sets the worker function's reserved concurrency to 0
+    (Lambda throttles every invocation, the queue keeps the runs), ``start`` puts back what the template says;
+    ``duetime system alarms --stack Duetime`` reads the stack's CloudWatch alarms. What LocalStack cannot
+    show: whether its Lambda throttles a function at 0 (AWS documents it does: PutFunctionConcurrency); the
+    local stack's throttle has its test (test_local_absence.py)."""
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("AWS_ENDPOINT_URL")},
+        **deployed.stack.environment(),
+    }
+
+    def system(*args: str) -> Any:
+        done = subprocess.run(
+            [sys.executable, "-m", "duetime.cli", "system", *args, "--stack", "Duetime", "--json"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    lambda_ = deployed.aws("lambda")
+    try:
+        stopped = system("workers", "stop")
+        assert stopped, "no worker function found"
+        assert all(row["stopped"] and row["reserved_concurrency"] == 0 for row in stopped), stopped
+        for row in stopped:
+            answer = lambda_.get_function_concurrency(FunctionName=row["function"])
+            assert answer.get("ReservedConcurrentExecutions") == 0
+    finally:
+        started = system("workers", "start")
+    assert started and not any(row["stopped"] for row in started), started
+    assert [row["function"] for row in started] == [row["function"] for row in stopped]
+    pollers = {row["function"] for row in system("pollers", "status")}
+    assert pollers and pollers.isdisjoint(row["function"] for row in started)
+    alarms = {row["alarm"]: row["state"] for row in system("alarms")}
+    assert any("EngineHeartbeat" in name for name in alarms), alarms

@@ -91,3 +91,19 @@ def test_the_sqs_event_has_what_powertools_reads() -> None:
     record: dict[str, Any] = sqs_event([ReceivedMessage("id", "handle", "body", 3)], "arn")["Records"][0]
     assert record["messageId"] == "id" and record["receiptHandle"] == "handle" and record["body"] == "body"
     assert record["attributes"]["ApproximateReceiveCount"] == "3" and record["eventSource"] == "aws:sqs"
+
+
+def test_a_stopped_function_throttles_every_asynchronous_invocation_and_its_event_source_receives_nothing(
+    tmp_path: Path,
+) -> None:
+    probe = function(tmp_path)
+    probe.reserved_concurrency = 0  # Lambda's switch: ``duetime system pollers stop``
+    assert probe.invoke_async({}) is None and probe.throttled == 1 and probe.environments == 0
+    consumer = Consumer(["a", "b"])
+    source = LocalSqsEventSource(consumer, probe)  # type: ignore[arg-type]
+    assert source.poll_once(wait_seconds=0) == 0 and len(consumer.messages) == 2  # left in the queue
+    probe.reserved_concurrency = None
+    thread = probe.invoke_async({})
+    assert thread is not None
+    thread.join(5)
+    assert probe.environments == 1 and source.poll_once() == 2

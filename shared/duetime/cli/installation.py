@@ -9,6 +9,10 @@ CloudFormation outputs), the ones ``DUETIME_*_TABLE`` name, or ``duetime local``
 - ``quarantine``: the job rows pollers could not read (RELIABILITY.md, one bad row is one bad job).
 - ``alarms``: each alarm's state (OK or ALARM), its latest value and since when: CloudWatch's for
   ``--stack``; with ``--local``, the reconciler's alarms evaluated over its reports in the tables.
+- ``pollers|workers|reconciler stop|start|status``: stop a part of the engine as AWS stops a function (its
+  reserved concurrency 0: every invocation throttled), start it again (the template's reserved concurrency
+  back), or say whether it is stopped; ``--local`` reaches ``duetime local``'s functions through its gateway
+  (``--url``, default ``DUETIME_URL`` or http://127.0.0.1:8080).
 - ``deploy-check --release R``: exit 0 when release R may be deployed over the installation, else 1 with
   why (a skipped finalize, a rollback past one). ``make deploy`` and the local deploy run it first.
 """
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -47,6 +52,14 @@ def add_commands(commands: Any) -> None:
     )
     action("quarantine", "the job rows pollers could not read (kept 30 days): job, due key, error, since")
     action("alarms", "each alarm's state (OK/ALARM), latest value and since when")
+    for part, what in (
+        ("pollers", "the pollers (nothing is claimed: due times wait, then follow each job's misfire)"),
+        ("workers", "the workers (claimed runs wait in the queue)"),
+        ("reconciler", "the reconciler (nothing watches the schedule: the heartbeat alarm fires)"),
+    ):
+        switch = action(part, f"stop, start or show {what}")
+        switch.add_argument("switch", choices=("stop", "start", "status"))
+        switch.add_argument("--url", help="duetime local's URL, with --local (DUETIME_URL; :8080)")
     check = action("deploy-check", "may a release be deployed over the installation? (exit 0 or 1)")
     check.add_argument("--release", default=build_info.version, help="the release to deploy (default: this)")
     check.add_argument(
@@ -66,6 +79,9 @@ def run_system(args: argparse.Namespace) -> int:
         args.stack = assembly_stack(Path(args.assembly))
     if args.action == "alarms":
         return _alarms(args, wiring.alarm_readings(wiring.settings(), args.stack))
+    if args.action in ("pollers", "workers", "reconciler"):
+        url = args.url or os.environ.get("DUETIME_URL") or "http://127.0.0.1:8080"
+        return _switch(args, wiring.engine_functions(args.action, args.stack, None if args.stack else url))
     record = wiring.installation_record(wiring.settings(), args.stack)
     now = SystemClock().now()
     if record is None:  # no stack of that name: a first deploy
@@ -82,6 +98,23 @@ def run_system(args: argparse.Namespace) -> int:
     done = operations.finalize(record, build_info.version, now, force=args.force)
     answer = {"release": build_info.version, "finalized": done.done, "writes_format": done.stored_format}
     return _answer(args, answer, done.refusal)
+
+
+def _switch(args: argparse.Namespace, functions: Any) -> int:
+    """Stop, start or show a part of the engine (``EngineFunctions``); one line per function (or JSON)."""
+    try:
+        states = {"stop": functions.stop, "start": functions.start, "status": functions.states}[args.switch]()
+    except (RuntimeError, LookupError) as exc:
+        print(f"duetime system {args.action} {args.switch}: {exc}", file=sys.stderr)
+        return 1
+    rows = [{"function": s.name, "stopped": s.stopped, "reserved_concurrency": s.reserved} for s in states]
+    if args.json:
+        print(json.dumps(rows))
+    for row in [] if args.json else rows:
+        reserved = row["reserved_concurrency"]
+        limit = "no reserved concurrency" if reserved is None else f"reserved concurrency {reserved}"
+        print(f"{'stopped' if row['stopped'] else 'running':<8} {row['function']}  ({limit})")
+    return 0
 
 
 def _quarantine(args: argparse.Namespace, record: QuarantineRecord | None) -> int:

@@ -1,5 +1,6 @@
 """API Gateway on one machine: HTTP requests become REST proxy events for the api handler, as API
-Gateway makes them; ``/demo/*`` goes to the demo target."""
+Gateway makes them; ``/demo/*`` goes to the demo target, and Lambda's reserved-concurrency paths to the
+local functions (``duetime.local.lambda_control``)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from duetime.local.demo_target import KNOWN_METHODS, Answer, DemoTarget, JsonRequestHandler
+from duetime.local.lambda_control import answer_lambda_control
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +56,9 @@ class _GatewayHandler(JsonRequestHandler):
         headers = dict(self.headers.items())
         if parts.path.startswith("/demo/"):
             return self.server.demo.handle(method, self.path, headers, body)
+        control = answer_lambda_control(method, parts.path, body)
+        if control is not None:  # a function's reserved concurrency: Lambda's API, not the api function's
+            return control
         query = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
         path = unquote(parts.path)  # API Gateway hands the handler a decoded path
         try:

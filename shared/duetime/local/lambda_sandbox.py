@@ -58,6 +58,13 @@ class LocalFunction:
         self._idle: list[ModuleType] = []
         self._lock = threading.Lock()
         self.environments = 0  # created so far: cold starts
+        # Lambda's reserved concurrency (``duetime.local.lambda_control``): 0 throttles every invocation.
+        self.reserved_concurrency: int | None = None
+        self.throttled = 0  # invocations refused so far
+
+    @property
+    def stopped(self) -> bool:
+        return self.reserved_concurrency == 0
 
     def _environment(self) -> ModuleType:
         with self._lock:
@@ -86,8 +93,14 @@ class LocalFunction:
         """API Gateway's proxy integration: a synchronous invocation per request."""
         return self.invoke(event)
 
-    def invoke_async(self, event: dict[str, Any]) -> threading.Thread:
-        """``InvocationType=Event``: the caller does not wait; an error is logged (no retries)."""
+    def invoke_async(self, event: dict[str, Any]) -> threading.Thread | None:
+        """``InvocationType=Event``: the caller does not wait; an error is logged (no retries). A stopped
+        function (reserved concurrency 0) throttles it: dropped, as Lambda drops a throttled poller tick
+        once its maximum event age (60 s) has passed; None."""
+        if self.stopped:
+            self.throttled += 1
+            log.info("%s is stopped (reserved concurrency 0): an invocation throttled", self.name)
+            return None
 
         def run() -> None:
             try:
@@ -107,6 +120,10 @@ def register(function: LocalFunction) -> LocalFunction:
     """Make ``function`` invocable by name in this process (what Lambda's Invoke reaches on AWS)."""
     _REGISTERED[function.name] = function
     return function
+
+
+def registered(name: str) -> LocalFunction | None:
+    return _REGISTERED.get(name)
 
 
 class RegisteredPollerStarter:
@@ -180,6 +197,9 @@ class LocalSqsEventSource:
     on_batch: Callable[[int, int], None] | None = None  # (messages, failures) per invocation
 
     def poll_once(self, wait_seconds: int = 1) -> int:
+        if self.function.stopped:  # the mapping backs off while its function throttles: messages stay queued
+            time.sleep(wait_seconds)
+            return 0
         messages = self.consumer.receive(self.batch_size, wait_seconds)
         if not messages:
             return 0

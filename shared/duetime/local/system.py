@@ -219,9 +219,9 @@ def _start_triggers(
     # The reconciler, every minute as on AWS: its reports, kept in the control table, are what
     # `duetime system alarms --local` evaluates the alarms over.
     reconciler = LocalScheduleRule(
-        LocalFunction("reconciler", timeout_seconds=RECONCILER_TIMEOUT_SECONDS), {}
+        register(LocalFunction("reconciler", timeout_seconds=RECONCILER_TIMEOUT_SECONDS)), {}
     )
-    worker = LocalFunction("worker", timeout_seconds=WORKER_TIMEOUT_SECONDS)
+    worker = register(LocalFunction("worker", timeout_seconds=WORKER_TIMEOUT_SECONDS))
     sources = [
         LocalSqsEventSource(SqsConsumer(sqs, settings.run_queue_url), worker, on_batch=_print_batch)
         for _ in range(workers)

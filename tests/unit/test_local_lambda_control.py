@@ -1,0 +1,77 @@
+"""``duetime local``'s gateway answers Lambda's reserved-concurrency operations for its functions, so the
+operator's switch (``duetime system pollers|workers|reconciler stop|start``) works on it as on AWS, through
+boto3's own Lambda client."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import boto3
+import pytest
+import urllib3
+from botocore.exceptions import ClientError
+
+from duetime.adapters.aws.function_switch import (
+    EngineFunctions,
+    EngineSwitchFailed,
+    local_engine_functions,
+)
+from duetime.api import app as api
+from duetime.local.gateway import LocalGateway
+from duetime.local.lambda_sandbox import LocalFunction, register, registered
+
+
+@pytest.fixture
+def gateway() -> Iterator[LocalGateway]:
+    server = LocalGateway(api.handle, 0).start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def lambda_at(gateway: LocalGateway):  # type: ignore[no-untyped-def]
+    return boto3.client(
+        "lambda",
+        endpoint_url=gateway.url,
+        region_name="us-east-1",
+        aws_access_key_id="test",
+        aws_secret_access_key="test",
+    )
+
+
+def test_stop_and_start_the_local_pollers_through_boto3s_lambda_client(
+    gateway: LocalGateway, tmp_path: Path
+) -> None:
+    poller = register(LocalFunction("poller", 135, handler_file=tmp_path / "handler.py"))
+    pollers = local_engine_functions(lambda_at(gateway), "pollers")
+    assert [(s.name, s.stopped, s.reserved) for s in pollers.states()] == [("poller", False, None)]
+    assert [(s.name, s.stopped, s.reserved) for s in pollers.stop()] == [("poller", True, 0)]
+    assert registered("poller") is poller and poller.stopped
+    assert poller.invoke_async({"partitions": "0-15"}) is None and poller.throttled == 1
+    assert [(s.name, s.stopped, s.reserved) for s in pollers.start()] == [("poller", False, None)]
+    assert not poller.stopped
+
+
+def test_an_unknown_function_and_a_bad_figure_are_refused_as_lambda_refuses(
+    gateway: LocalGateway,
+) -> None:
+    client = lambda_at(gateway)
+    with pytest.raises(ClientError) as refused:
+        client.get_function_concurrency(FunctionName="no-such-function")
+    assert refused.value.response["Error"]["Code"] == "ResourceNotFoundException"
+    with pytest.raises(EngineSwitchFailed, match="no-such-function"):
+        EngineFunctions(client, {"no-such-function": None}).stop()
+    register(LocalFunction("worker", 900))
+    answer = urllib3.request(
+        "PUT",
+        f"{gateway.url}/2017-10-31/functions/worker/concurrency",
+        body=b'{"ReservedConcurrentExecutions": -1}',
+    )
+    assert answer.status == 400 and b"ReservedConcurrentExecutions" in answer.data
+    assert registered("worker") is not None and not registered("worker").stopped  # type: ignore[union-attr]
+
+
+def test_other_paths_still_reach_the_api_function(gateway: LocalGateway) -> None:
+    answer = urllib3.request("GET", f"{gateway.url}/healthz")
+    assert answer.status == 200
