@@ -10,7 +10,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from duetime.adapters.dynamodb.catalog import DynamoCatalog
 from duetime.adapters.dynamodb.store import DynamoStore
@@ -97,3 +99,15 @@ def lift_the_api_rate(prefix: str, team_id: str) -> None:
     assert team is not None
     lifted = team.model_copy(update={"api_rate_per_second": 10_000, "api_burst": 100_000})
     DynamoStore(dynamodb, names).put_team(lifted)
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float, said: list[str], interval: float = 0.25) -> Any:
+    """``predicate``'s first truthy value within ``timeout`` s; else fail, with the last lines of what
+    ``duetime local`` ``said``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"not within {timeout:.0f} s; duetime local said:\n" + "\n".join(said[-30:]))

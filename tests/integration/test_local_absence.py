@@ -11,7 +11,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -22,6 +21,7 @@ import pytest
 import urllib3
 
 from .local_system import LocalSystem, isolated, start_local
+from .local_system import wait_until as waiting
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("local-absence")]
 HTTP = urllib3.PoolManager()
@@ -72,15 +72,10 @@ def alarms(local: LocalSystem) -> dict[str, str]:
 
 
 def wait_until(what: str, predicate: Any, timeout: float, local: LocalSystem) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(5)
-    raise AssertionError(
-        f"{what}: not within {timeout:.0f} s; duetime local said:\n" + "\n".join(local.output[-30:])
-    )
+    try:
+        return waiting(predicate, timeout, local.output, interval=5)
+    except AssertionError as exc:
+        raise AssertionError(f"{what}: {exc}") from None
 
 
 @pytest.mark.timeout(900)

@@ -18,7 +18,7 @@ from standardwebhooks import Webhook
 
 from duetime.domain.signing import LEGACY_SIGNATURE_UNTIL, verify_signature
 
-from .local_system import LocalSystem, isolated, lift_the_api_rate, start_local
+from .local_system import LocalSystem, isolated, lift_the_api_rate, start_local, wait_until
 
 HTTP = urllib3.PoolManager(maxsize=16)  # threads of the test at once reuse connections
 OUTPUTS: list[list[str]] = []  # what each duetime local printed, shown when a wait times out
@@ -59,15 +59,7 @@ def cli(local: LocalSystem, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def wait_for(predicate: Any, timeout: float = 40.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.25)
-    raise AssertionError(
-        f"timed out; duetime local said:\n{chr(10).join(OUTPUTS[-1][-30:] if OUTPUTS else [])}"
-    )
+    return wait_until(predicate, timeout, OUTPUTS[-1] if OUTPUTS else [])
 
 
 def demo_calls(local: LocalSystem, job_id: str) -> list[dict[str, Any]]:
