@@ -1,6 +1,7 @@
 """Records the shapes this release stores and queues, in the stored format it writes once finalized, into
 tests/fixtures/formats/<its version>/ (run once per release, when it is cut; the folders of earlier releases
-are never rewritten). docs/stored-formats.md."""
+are never rewritten), or into the folder named as its argument (``next``: the release being made, while the
+changelog says Unreleased). docs/stored-formats.md."""
 
 import json
 import sys
@@ -10,13 +11,19 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from duetime import __version__
 from duetime.adapters.aws.sqs import encode
-from duetime.adapters.dynamodb.codec import job_to_item, run_to_item
+from duetime.adapters.dynamodb.codec import job_to_item, run_to_item, stamped, string_attribute
+from duetime.adapters.dynamodb.jobs import mark_key
+from duetime.adapters.dynamodb.quarantine_record import DynamoQuarantineRecord
+from duetime.adapters.dynamodb.reconciler import DynamoReconciler
+from duetime.adapters.dynamodb.tables import TableNames
 from duetime.domain.claim_plan import PlannedRun, new_run
+from duetime.domain.ids import partition_of
 from duetime.domain.models import Job, RunResult, RunStatus, Team
 from duetime.domain.stored_format import FORMAT
-from duetime.ports import RunMessage
+from duetime.ports import ReconcilerReport, RunMessage, UnreadableRow
 
-out = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "formats" / __version__
+folder = sys.argv[1] if len(sys.argv) > 1 else __version__
+out = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "formats" / folder
 out.mkdir(parents=True, exist_ok=True)
 now = datetime(2026, 12, 7, 3, 0, tzinfo=UTC)
 spec = {
@@ -100,4 +107,46 @@ team = Team(team_id="team-a", name="Team A")
 (out / "team.json").write_text(
     json.dumps(json.loads(team.model_dump_json()), indent=2, sort_keys=True) + "\n"
 )
+
+
+class _Recorded:
+    """A DynamoDB client that keeps the items put, so the stores' own writers record their items."""
+
+    def __init__(self) -> None:
+        self.items: list[dict] = []
+
+    def put_item(self, **request: object) -> None:
+        self.items.append(request["Item"])  # type: ignore[arg-type]
+
+
+def _written_by(part: type) -> object:
+    store = part.__new__(part)
+    store.client, store.names, store.write_format = _Recorded(), TableNames("j", "r", "c"), lambda: FORMAT
+    return store
+
+
+reconciler = _written_by(DynamoReconciler)
+figures = {
+    "MissedFires": 0.0,
+    "OldestUnclaimedDueSeconds": 3.5,
+    "OldestQueuedSeconds": 0.0,
+    "Reconciliations": 1.0,
+}
+reconciler.record_reconciliation(ReconcilerReport(now, figures))
+quarantine = _written_by(DynamoQuarantineRecord)
+unreadable = UnreadableRow(
+    job_id=job.id,
+    partition=partition_of(job.id),
+    bucket="2026-12-07T03:00",
+    due_key=f"2026-12-07T03:00:30Z#{job.id}",
+    error="spec: schedule: Extra inputs are not permitted",
+)
+quarantine.record_unreadable([unreadable], now)
+mark = stamped({**mark_key(partition_of(job.id)), "low_water": string_attribute("2026-12-07T02:59")}, FORMAT)
+for name, item in (
+    ("reconciler_report", reconciler.client.items[0]),
+    ("quarantine_record", quarantine.client.items[0]),
+    ("low_water_mark", mark),
+):
+    (out / f"{name}.json").write_text(json.dumps(item, indent=2, sort_keys=True) + "\n")
 print(sorted(p.name for p in out.iterdir()))

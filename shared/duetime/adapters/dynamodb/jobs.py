@@ -106,7 +106,7 @@ class DynamoJobs(StorePart):
 
     def low_water_marks(self, partitions: Sequence[int]) -> dict[int, str]:
         items = batch_get(self.client, self.names.control, [mark_key(p) for p in partitions])
-        return {int(item["pk"]["S"].split("#")[1]): item["low_water"]["S"] for item in items}
+        return dict(map(item_to_mark, items))
 
     def ensure_low_water_mark(self, partition: int, bucket: str) -> None:
         if partition in self._marks_known:
@@ -185,6 +185,11 @@ def _unreadable(item: Item, partition: int, bucket: str, error: Exception) -> Un
     """An item ``item_to_job`` refused, by its keys (the table's and the due index's, always there)."""
     job_id, key = item["job_id"].get("S", "?"), item.get("due_key", {}).get("S", "?")
     return UnreadableRow(job_id, partition, bucket, key, unreadable_error(error))
+
+
+def item_to_mark(item: Item) -> tuple[int, str]:
+    """A low-water mark as stored: (partition, the oldest minute bucket that may hold rows)."""
+    return int(item["pk"]["S"].split("#")[1]), item["low_water"]["S"]
 
 
 def mark_key(partition: int) -> Item:

@@ -48,11 +48,11 @@ class DynamoQuarantineRecord(StorePart):
             KeyConditionExpression="pk = :pk",
             ExpressionAttributeValues={":pk": string_attribute(QUARANTINE_PK)},
         )
-        kept = [_quarantined(item) for page in pages for item in page.get("Items", [])]
+        kept = [item_to_quarantined(item) for page in pages for item in page.get("Items", [])]
         return sorted(kept, key=lambda q: (q.first_seen, q.row.job_id))[:limit]
 
 
-def _quarantined(item: Item) -> QuarantinedRow:
+def item_to_quarantined(item: Item) -> QuarantinedRow:
     row = UnreadableRow(
         job_id=item["job_id"]["S"],
         partition=int(item["partition"]["N"]),
