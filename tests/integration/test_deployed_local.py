@@ -584,5 +584,6 @@ def test_the_operator_stops_and_starts_the_stacks_workers_and_reads_its_alarms_b
     assert [row["function"] for row in started] == [row["function"] for row in stopped]
     pollers = {row["function"] for row in system("pollers", "status")}
     assert pollers and pollers.isdisjoint(row["function"] for row in started)
-    alarms = {row["alarm"]: row["state"] for row in system("alarms")}
-    assert any("EngineHeartbeat" in name for name in alarms), alarms
+    alarms = {row["alarm"]: row for row in system("alarms")}
+    for name in ("EngineHeartbeat", "MissedFires", "OldestUnclaimedDue", "OldestQueued", "WorkerErrors"):
+        assert name in alarms and alarms[name]["cloudwatch_name"].startswith("Duetime-"), alarms

@@ -4,7 +4,9 @@ periods, missing data breaching only where absence is the failure (the heartbeat
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
+from duetime.adapters.aws.cloudwatch_alarms import alarm_short_name, stack_alarm_readings
 from duetime.domain.alarms import (
     MISSED_FIRES,
     OLDEST_QUEUED,
@@ -83,3 +85,57 @@ def test_since_is_the_first_minute_of_the_current_state() -> None:
 
 def test_only_the_heartbeat_treats_missing_data_as_breaching() -> None:
     assert {d.name for d in RECONCILER_ALARMS if d.missing is Missing.BREACHING} == {"EngineHeartbeat"}
+
+
+class _Stack:
+    """CloudFormation's ListStackResources of a stack with two alarms (and a function)."""
+
+    def get_paginator(self, _: str) -> Any:
+        return self
+
+    def paginate(self, StackName: str) -> list[dict[str, Any]]:
+        return [
+            {
+                "StackResourceSummaries": [
+                    {
+                        "ResourceType": "AWS::CloudWatch::Alarm",
+                        "LogicalResourceId": "ObservabilityEngineHeartbeat5D1F3A2B",
+                        "PhysicalResourceId": f"{StackName}-ObservabilityEngineHe-1XYZ",
+                    },
+                    {
+                        "ResourceType": "AWS::CloudWatch::Alarm",
+                        "LogicalResourceId": "ObservabilityApiErrors2C0FFEE12",
+                        "PhysicalResourceId": f"{StackName}-ObservabilityApiError-2XYZ",
+                    },
+                    {
+                        "ResourceType": "AWS::Lambda::Function",
+                        "LogicalResourceId": "Worker",
+                        "PhysicalResourceId": "f",
+                    },
+                ]
+            }
+        ]
+
+
+class _CloudWatch:
+    def describe_alarms(self, AlarmNames: list[str]) -> dict[str, Any]:
+        return {
+            "MetricAlarms": [
+                {
+                    "AlarmName": name,
+                    "StateValue": "ALARM" if "Engine" in name else "OK",
+                    "StateReasonData": '{"recentDatapoints": [0.0]}',
+                    "AlarmDescription": "d",
+                }
+                for name in AlarmNames
+            ]
+        }
+
+
+def test_a_stacks_alarms_are_named_as_the_runbooks_name_them_beside_cloudwatchs_generated_names() -> None:
+    readings = stack_alarm_readings(_Stack(), _CloudWatch(), "Duetime")
+    assert [(r.name, r.state.value, r.cloudwatch_name) for r in readings] == [
+        ("ApiErrors2", "OK", "Duetime-ObservabilityApiError-2XYZ"),
+        ("EngineHeartbeat", "ALARM", "Duetime-ObservabilityEngineHe-1XYZ"),
+    ]
+    assert alarm_short_name("ObservabilityDynamoDbThrottlesJobsTable0A1B2C3D") == "DynamoDbThrottlesJobsTable"

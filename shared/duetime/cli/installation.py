@@ -147,6 +147,7 @@ def _alarms(args: argparse.Namespace, readings: list[AlarmReading]) -> int:
             "value": r.value,
             "since": iso_z(r.since) if r.since else None,
             "description": r.description,
+            **({"cloudwatch_name": r.cloudwatch_name} if r.cloudwatch_name else {}),
         }
         for r in readings
     ]

@@ -137,6 +137,7 @@ class AlarmReading:
     value: float | None
     since: datetime | None
     description: str
+    cloudwatch_name: str | None = None  # the alarm's name in CloudWatch (a deployed stack's; None locally)
 
 
 def _period_values(
