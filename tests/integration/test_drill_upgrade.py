@@ -12,6 +12,7 @@ run's queue deadline, 10 minutes on, sends it again; the drill command waits for
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 
@@ -60,7 +61,10 @@ def test_a_short_drill_from_v0_1_0_loses_no_fire_and_updates_in_place() -> None:
     # Without waiting for queue deadlines (10 min), a fire whose poller LocalStack stopped between its claim
     # and its send has no call yet; it must have its run (queued: sent again at its deadline), never none:
     # neither a schedule moved past it, nor a job still waiting for it after the settle and the claim wait.
-    assert not [run for run, detail in result["lost_detail"].items() if detail.startswith("no run")], result
+    no_run = [run for run, detail in result["lost_detail"].items() if detail.startswith("no run")]
+    # said in full (pytest shortens a dict): what the stack's tables and logs hold for each such fire
+    said = {"lost_detail": result["lost_detail"], **result["lost_forensics"]}
+    assert not no_run, json.dumps(said, indent=1)
     assert result["fires_due"] >= 20
     # The finalize: refused while 0.1.0's functions may still run, then forced; a rollback past it refused.
     finalized = phases["finalize"]["finalize"]
