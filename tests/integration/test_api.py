@@ -6,6 +6,7 @@ import json
 import time
 from datetime import datetime, timedelta
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
@@ -171,6 +172,23 @@ def test_trigger_runs_now_without_touching_the_schedule_and_runs_are_listed(
     assert [r["run_id"] for r in runs] == [run.body["run_id"]]
     assert alpha("GET", f"/v1/runs/{run.body['run_id']}").body["status"] == "queued"
     assert alpha("POST", f"/v1/runs/{run.body['run_id']}/retry").status == 409  # only failed/dead runs
+
+
+def test_ids_a_client_percent_encodes_are_read_decoded_as_api_gateways_rest_api_hands_them_on(
+    alpha: Call,
+) -> None:
+    """A REST API passes the path on as sent: ``duetime``'s client and the console encode a run id's ``@``
+    and ``:`` (``%40``, ``%3A``); the routes read each segment decoded (``api.request_path``)."""
+    job = alpha("POST", "/v1/jobs", JOB).body
+    run_id = alpha("POST", f"/v1/jobs/{quote(job['id'], safe='')}/trigger").body["run_id"]
+    encoded = quote(run_id, safe="")
+    assert "%40" in encoded and "%3A" in encoded
+    shown = alpha("GET", f"/v1/runs/{encoded}")
+    assert shown.status == 200 and shown.body["run_id"] == run_id
+    assert alpha("POST", f"/v1/runs/{encoded}/cancel").body["status"] == "cancelled"
+    assert alpha("GET", f"/v1/jobs/%{ord(job['id'][0]):02X}{job['id'][1:]}").body["id"] == job["id"]
+    refused = alpha("GET", "/v1/runs/a%2Fb")  # an encoded slash stays in its segment: no such run
+    assert refused.status == 404 and refused.body["error"]["code"] == "not_found"
 
 
 def test_trigger_with_a_body_sends_it_for_that_run_only(alpha: Call, stack: Stack) -> None:

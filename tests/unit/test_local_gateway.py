@@ -19,6 +19,7 @@ from duetime.adapters.aws.function_switch import (
     local_engine_functions,
 )
 from duetime.api import app as api
+from duetime.api.request_path import decoded_path
 from duetime.local.gateway import LocalGateway
 from duetime.local.lambda_sandbox import LocalFunction, register, registered
 
@@ -87,3 +88,25 @@ def test_an_unknown_function_and_a_bad_figure_are_refused_as_lambda_refuses(
     )
     assert answer.status == 400 and b"ReservedConcurrentExecutions" in answer.data
     assert registered("worker") is not None and not registered("worker").stopped  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("sent", "read"),
+    [
+        ("/v1/runs/01JDZ%402026-12-07T16%3A03%3A00Z", "/v1/runs/01JDZ@2026-12-07T16:03:00Z"),
+        ("/v1/runs/01JDZ@2026-12-07T16:03:00Z", "/v1/runs/01JDZ@2026-12-07T16:03:00Z"),  # sent as it is
+        ("/v1/jobs/by-key/billing/nightly%20export", "/v1/jobs/by-key/billing/nightly export"),
+        ("/v1/runs/a%2Fb/cancel", "/v1/runs/a%2Fb/cancel"),  # an encoded slash would split its segment
+        ("/v1/runs/a%2fb%25", "/v1/runs/a%2Fb%"),
+        ("/v1/calendars/caf%C3%A9", "/v1/calendars/café"),
+    ],
+)
+def test_each_path_segment_is_read_decoded_as_a_rest_api_hands_it_on_encoded(sent: str, read: str) -> None:
+    assert decoded_path(sent) == read
+
+
+def test_the_gateway_hands_the_path_on_encoded_as_api_gateways_rest_api_does(gateway: LocalGateway) -> None:
+    seen: list[str] = []
+    gateway.api = lambda event, _: seen.append(event["path"]) or {"statusCode": 204}  # type: ignore[assignment]
+    urllib3.request("GET", f"{gateway.url}/v1/runs/j%402026-12-07T16%3A03%3A00Z")
+    assert seen == ["/v1/runs/j%402026-12-07T16%3A03%3A00Z"]

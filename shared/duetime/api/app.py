@@ -28,6 +28,7 @@ from duetime.api.authorizer import request_caller
 from duetime.api.calendar_schemas import CalendarChangeOut, CalendarHistory, CalendarList, CalendarOut
 from duetime.api.console_files import SECURITY_HEADERS, console_file
 from duetime.api.fires import AUDIT_JOBS_PER_PAGE, MAX_AUDIT_JOBS_PER_PAGE, FireLedgerService
+from duetime.api.request_path import decoded_path
 from duetime.api.schemas import (
     AuditOut,
     AwsRoleIn,
@@ -239,7 +240,8 @@ def _handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
             "isBase64Encoded": False,
         }
     try:
-        return app.resolve({**event, "body": body or None, "isBase64Encoded": False}, context)
+        path = decoded_path(event.get("path") or "/")
+        return app.resolve({**event, "path": path, "body": body or None, "isBase64Encoded": False}, context)
     finally:
         app.context.clear()
 

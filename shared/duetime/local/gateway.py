@@ -9,7 +9,7 @@ import threading
 from collections.abc import Callable
 from http.server import ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from duetime.local.demo_target import KNOWN_METHODS, Answer, DemoTarget, JsonRequestHandler
 from duetime.local.lambda_control import answer_lambda_control
@@ -60,7 +60,7 @@ class _GatewayHandler(JsonRequestHandler):
         if control is not None:  # a function's reserved concurrency: Lambda's API, not the api function's
             return control
         query = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
-        path = unquote(parts.path)  # API Gateway hands the handler a decoded path
+        path = parts.path  # as API Gateway's REST API hands it: still percent-encoded (api.request_path)
         try:
             response = self.server.api(rest_event(method, path, query, headers, body or None), None)
         except Exception:  # a bug: answer as API Gateway would for a failed Lambda, and say so in the log
