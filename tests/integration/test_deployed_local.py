@@ -339,9 +339,10 @@ def test_the_deployed_worker_sends_an_sqs_targets_message_with_the_run_envelope(
     assert message["Body"] == "m"
     assert message["MessageAttributes"]["duetime-run-id"]["StringValue"] == run_id
     run = deployed.client.request("GET", f"/v1/runs/{run_id}")
-    assert wait_until(
-        lambda: deployed.client.request("GET", f"/v1/runs/{run_id}")["status"] == "succeeded", 30
-    ), run
+    # as the CLI and the console ask for it: the id percent-encoded, which API Gateway hands on as it is
+    encoded = deployed.client.run_path(run_id)
+    assert "%40" in encoded
+    assert wait_until(lambda: deployed.client.request("GET", encoded)["status"] == "succeeded", 30), run
 
 
 def prescaler_function(deployed: Deployed) -> dict[str, Any]:
