@@ -69,6 +69,14 @@ def add_commands(commands: Any) -> None:
     restore.add_argument(
         "--no-rebuild", action="store_true", help="skip `duetime restore`: show the failure it fixes"
     )
+    restore.add_argument(
+        "--deployed",
+        action="store_true",
+        help="on the stack deployed in LocalStack: the restored tables adopted by an in-place deploy",
+    )
+    restore.add_argument(
+        "--port", type=int, help="with --deployed, the LocalStack: DUETIME_DEPLOYED_PORT or 4610"
+    )
     restore.add_argument("--json", action="store_true")
 
 
@@ -93,8 +101,17 @@ def run_restore(args: argparse.Namespace) -> int:
     keep = () if args.keep == "none" else tuple(t for t in args.keep.split(",") if t)
     if set(keep) - {"runs", "control"}:
         raise SystemExit("duetime drill restore: --keep takes runs, control or none")
-    result = run_restore_drill(
-        args.before, args.between, args.after, args.settle, keep=keep, rebuild=not args.no_rebuild
-    )
+    if args.deployed:
+        if args.no_rebuild:
+            raise SystemExit("duetime drill restore: --no-rebuild is for the local stack only")
+        from duetime_bench.drill.restore_deployed import run_deployed_restore_drill
+
+        result = run_deployed_restore_drill(
+            args.port, args.before, args.between, args.after, args.settle, keep=keep
+        )
+    else:
+        result = run_restore_drill(
+            args.before, args.between, args.after, args.settle, keep=keep, rebuild=not args.no_rebuild
+        )
     print(json.dumps(result) if args.json else report(result))
     return 1 if result["lost"] or result["behind_mark"] else 0

@@ -129,9 +129,12 @@ def checkout(ref: str, work: Path, progress: Progress) -> tuple[str, Path]:
     return commit, source
 
 
-def build(source: Path, out: Path, progress: Progress, label: str) -> Path:
+def build(
+    source: Path, out: Path, progress: Progress, label: str, context: dict[str, Any] | None = None
+) -> Path:
     """The release's local Lambda asset (its own Makefile target) and its template (its own app.py),
-    synthesized into ``out``; the assembly's directory."""
+    synthesized into ``out`` (with ``context`` added to the CDK context it deploys with); the assembly's
+    directory."""
     venv = Path(python()).parent.parent
     out.mkdir(parents=True, exist_ok=True)
     progress(f"building {label}'s Lambda asset (make lambda-assets-local)")
@@ -155,7 +158,9 @@ def build(source: Path, out: Path, progress: Progress, label: str) -> Path:
     assembly.mkdir(parents=True)
     progress(f"synthesizing {label}'s template (infra/cdk/app.py)")
     env = _clean_env()
-    env.update(CDK_OUTDIR=str(assembly), CDK_CONTEXT_JSON=json.dumps(_context_of(source)))
+    env.update(
+        CDK_OUTDIR=str(assembly), CDK_CONTEXT_JSON=json.dumps({**_context_of(source), **(context or {})})
+    )
     _run([python(), "app.py"], source / "infra" / "cdk", out / "synth.log", env)
     (out / ".built").write_text(f"{label}\n")  # asset and template complete: reused next time
     return assembly
@@ -172,12 +177,14 @@ def older_release(ref: str, work: Path, progress: Progress) -> Release:
     return Release(ref, commit, f"{ref} ({commit[:7]})", source, assembly)
 
 
-def current_release(work: Path, progress: Progress) -> Release:
-    """This checkout, built as it is."""
+def current_release(
+    work: Path, progress: Progress, context: dict[str, Any] | None = None, folder: str = "current"
+) -> Release:
+    """This checkout, built as it is (into ``work/folder``, with ``context`` added to its CDK context)."""
     commit = git("rev-parse", "HEAD")
     dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
     label = f"current ({commit[:7]}{'-dirty' if dirty else ''})"
-    assembly = build(ROOT, work / "current", progress, label)
+    assembly = build(ROOT, work / folder, progress, label, context)
     return Release("current", commit, label, ROOT, assembly)
 
 

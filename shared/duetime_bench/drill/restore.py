@@ -125,14 +125,14 @@ def _job(body: dict[str, Any], now: datetime) -> Job:
     return job.model_copy(update={"state": initial_state(job, stamp)})
 
 
-def _scan(dynamodb: Any, table: str) -> list[dict[str, Any]]:
+def scan_items(dynamodb: Any, table: str) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     for page in dynamodb.get_paginator("scan").paginate(TableName=table, ConsistentRead=True):
         items.extend(page.get("Items", []))
     return items
 
 
-def _write(dynamodb: Any, table: str, items: list[dict[str, Any]]) -> None:
+def write_items(dynamodb: Any, table: str, items: list[dict[str, Any]]) -> None:
     def send(request: dict[str, Any]) -> dict[str, Any]:
         return dynamodb.batch_write_item(RequestItems=request).get("UnprocessedItems") or {}
 
@@ -201,15 +201,15 @@ def run_restore_drill(
         engine = Engine.start(store, clock, sqs, queue_url)
         time.sleep(before)
         snapshot_at = time.time()
-        snapshot = {role: _scan(dynamodb, getattr(old, role)) for role in ROLES}
+        snapshot = {role: scan_items(dynamodb, getattr(old, role)) for role in ROLES}
         progress(f"snapshot taken ({sum(map(len, snapshot.values()))} items); {between:.0f} s more on them")
         time.sleep(between)
         engine.halt()
         stopped_at = time.time()
         create_tables(dynamodb, new)
         for role in ROLES:
-            items = _scan(dynamodb, getattr(old, role)) if role in keep else snapshot[role]
-            _write(dynamodb, getattr(new, role), items)
+            items = scan_items(dynamodb, getattr(old, role)) if role in keep else snapshot[role]
+            write_items(dynamodb, getattr(new, role), items)
         restored = DynamoStore(dynamodb, new)
         behind_before = check_marks(restored).rows_behind
         answer = _duetime_restore(new) if rebuild else None
@@ -218,7 +218,7 @@ def run_restore_drill(
         )
         restarted_at = time.time()
         engine = Engine.start(restored, clock, sqs, queue_url)
-        caught_up_at = _wait_caught_up(restored, list(jobs), restarted_at, restarted_at + after)
+        caught_up_at = wait_caught_up(restored, list(jobs), restarted_at, restarted_at + after)
         time.sleep(max(0.0, restarted_at + after - time.time()))
         cutoff = time.time()
         time.sleep(settle)
@@ -233,23 +233,17 @@ def run_restore_drill(
         ]
         figures = account(expected, calls, windows, cutoff)
         overall = figures["overall"]
-        ran_again, not_again = _ran_again(jobs, expected, calls, snapshot_at, restarted_at, cutoff)
         return {
-            "lost": overall["lost"],
-            "behind_mark": (answer or {}).get("rows_behind", behind_before),
-            "behind_mark_before": behind_before,
-            "behind_mark_at_end": behind_end,
-            "repeated": overall["repeated"],
-            "recovered_after_s": round(caught_up_at - restarted_at, 1) if caught_up_at else None,
-            "ran_again_after_s": ran_again,
-            "jobs_not_run_again": not_again,
-            "due": overall["due"],
-            "calls": overall["calls"],
-            "restore": answer,
+            **restore_figures(
+                overall,
+                answer,
+                (behind_before, behind_end),
+                ran_again(jobs, expected, calls, snapshot_at, restarted_at, cutoff),
+                (snapshot_at, restarted_at, caught_up_at),
+            ),
             "rebuilt": rebuild,
             "kept_current": list(keep),
             "seconds": {"before": before, "between": between, "after": after, "settle": settle},
-            "restore_point_to_restart_s": round(restarted_at - snapshot_at, 1),
             "overall": overall,
             "phases": figures["phases"],
             "emulator": "DynamoDB Local has no point-in-time recovery: a consistent scan of each table "
@@ -290,13 +284,11 @@ def _create_jobs(
     }
     for job in made.values():
         store.ensure_low_water_mark(partition_of(job.id), minute_bucket(now))
-    _write(dynamodb, store.names.jobs, [job_to_item(job, now) for job in made.values()])
+    write_items(dynamodb, store.names.jobs, [job_to_item(job, now) for job in made.values()])
     return {job.id: (name, job) for name, job in made.items()}
 
 
-def _wait_caught_up(
-    store: DynamoStore, job_ids: list[str], restarted_at: float, until: float
-) -> float | None:
+def wait_caught_up(store: DynamoStore, job_ids: list[str], restarted_at: float, until: float) -> float | None:
     """When every job's next fire time was after ``restarted_at`` (or it had none left), polled twice a
     second until ``until``; None if some never was."""
     restart = datetime.fromtimestamp(restarted_at, UTC)
@@ -308,7 +300,7 @@ def _wait_caught_up(
     return None
 
 
-def _ran_again(
+def ran_again(
     jobs: dict[str, tuple[str, Job]],
     expected: list[ExpectedFire],
     calls: list[TargetCall],
@@ -330,6 +322,34 @@ def _ran_again(
     if missing or not due_again:
         return None, missing
     return round(max(first[name] for name in due_again) - restarted_at, 1), []
+
+
+def restore_figures(
+    overall: dict[str, Any],
+    answer: dict[str, Any] | None,
+    behind: tuple[int, int],
+    again: tuple[float | None, list[str]],
+    times: tuple[float, float, float | None],
+) -> dict[str, Any]:
+    """The figures every restore drill reports: from the accounting's ``overall``, ``duetime restore``'s
+    ``answer`` (None: not run), the rows ``behind`` a mark (before the rebuild, at the end), ``ran_again``'s
+    answer, and the ``times`` of the snapshot, the restart and the catch-up (None: never)."""
+    behind_before, behind_end = behind
+    snapshot_at, restarted_at, caught_up_at = times
+    return {
+        "lost": overall["lost"],
+        "behind_mark": (answer or {}).get("rows_behind", behind_before),
+        "behind_mark_before": behind_before,
+        "behind_mark_at_end": behind_end,
+        "repeated": overall["repeated"],
+        "recovered_after_s": round(caught_up_at - restarted_at, 1) if caught_up_at else None,
+        "ran_again_after_s": again[0],
+        "jobs_not_run_again": again[1],
+        "due": overall["due"],
+        "calls": overall["calls"],
+        "restore": answer,
+        "restore_point_to_restart_s": round(restarted_at - snapshot_at, 1),
+    }
 
 
 def report(result: dict[str, Any]) -> str:

@@ -190,6 +190,34 @@ class Drill:
         except ApiFailure as exc:
             phase.notes.append(f"listing the jobs failed: {exc}")
 
+    def start_stack(self, release: Release, phase_name: str) -> Phase:
+        """The first phase: ``release`` deployed as a new stack (one found there is destroyed first: the drill
+        starts from empty tables), a team created by that release's own code, the API's client and the
+        target that records every call."""
+        if not self.stack_status().startswith("none"):
+            self.progress(
+                f"destroying the {STACK} stack found on {self.endpoint} (the drill starts from empty tables)"
+            )
+            try:
+                releases.destroy(release, self.endpoint, self.logs / "destroy.log")
+            except RuntimeError as exc:
+                raise RuntimeError(
+                    f"{exc}\nLocalStack could not delete the stack (after a failed update it may keep a "
+                    "record of resources it no longer has): restart it, scripts/emulators.sh stop-deployed"
+                ) from exc
+        releases.bootstrap(release, self.endpoint, self.logs)
+        self.started_ms = int(time.time() * 1000)
+        first = Phase(phase_name, time.time())
+        self.phases.append(first)
+        self.deploy(release, first)
+        if first.deploy is None or not first.deploy.ok or self.stack is None:
+            raise RuntimeError(f"{release.label} did not deploy: {first.deploy}")
+        outputs = Path(first.deploy.log).with_suffix(".outputs.json")
+        team = releases.team(release, outputs, self.endpoint, f"drill-{uuid.uuid4().hex[:6]}")
+        self.client = DuetimeClient(self.stack.api_url, team["token"], timeout=30)
+        self.target = DemoTargetServer().start()
+        return first
+
     # --- jobs ---------------------------------------------------------------------------------------------
 
     def create(self, name: str, schedule: dict[str, Any], query: str = "", **more: Any) -> DrillJob:
@@ -584,6 +612,20 @@ def answers(endpoint: str) -> bool:
     return answering(endpoint)
 
 
+def drill_place(port: int | None, name: str = "") -> tuple[int, str, Path, Path]:
+    """Where a drill on the deployed-stack LocalStack runs: its port (``DUETIME_DEPLOYED_PORT`` or 4610),
+    LocalStack's endpoint, the drills' work folder and this run's folder (``<name><UTC time>``, made). The
+    AWS credentials LocalStack takes are set unless some are."""
+    for variable, value in (("AWS_ACCESS_KEY_ID", "test"), ("AWS_SECRET_ACCESS_KEY", "test")):
+        os.environ.setdefault(variable, value)
+    os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+    port = port or int(os.environ.get("DUETIME_DEPLOYED_PORT") or DEFAULT_PORT)
+    work = releases.ROOT / ".cache" / "drill"
+    logs = work / "runs" / f"{name}{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}"
+    logs.mkdir(parents=True, exist_ok=True)
+    return port, f"http://127.0.0.1:{port}", work, logs
+
+
 def run_upgrade_drill(
     from_ref: str,
     port: int | None = None,
@@ -595,14 +637,7 @@ def run_upgrade_drill(
 ) -> dict[str, Any]:
     """The drill from ``from_ref`` to this checkout: its report (``report`` for people). ``redelivery``: how
     long to wait at most, after ``settle``, for the queue deadline of fires claimed, never sent (0: not)."""
-    for name, value in (("AWS_ACCESS_KEY_ID", "test"), ("AWS_SECRET_ACCESS_KEY", "test")):
-        os.environ.setdefault(name, value)
-    os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
-    port = port or int(os.environ.get("DUETIME_DEPLOYED_PORT") or DEFAULT_PORT)
-    endpoint = f"http://127.0.0.1:{port}"
-    work = releases.ROOT / ".cache" / "drill"
-    logs = work / "runs" / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    logs.mkdir(parents=True, exist_ok=True)
+    port, endpoint, work, logs = drill_place(port)
     older = releases.older_release(from_ref, work, progress)
     current = releases.current_release(work, progress)
     started_here = not answers(endpoint)
@@ -624,29 +659,9 @@ def run_upgrade_drill(
 
 def _run(drill: Drill, dwell: float, old_seconds: float, settle: float, redelivery: float) -> dict[str, Any]:
     progress, older, current = drill.progress, drill.older, drill.current
-    if not drill.stack_status().startswith("none"):
-        progress(
-            f"destroying the {STACK} stack found on {drill.endpoint} (the drill starts from empty tables)"
-        )
-        try:
-            releases.destroy(older, drill.endpoint, drill.logs / "destroy.log")
-        except RuntimeError as exc:
-            raise RuntimeError(
-                f"{exc}\nLocalStack could not delete the stack (after a failed update it may keep a record "
-                "of resources it no longer has): restart it, scripts/emulators.sh stop-deployed"
-            ) from exc
-    releases.bootstrap(older, drill.endpoint, drill.logs)
-    drill.started_ms = int(time.time() * 1000)
-    old = Phase("old", time.time())
-    drill.phases.append(old)
-    drill.deploy(older, old)
-    if old.deploy is None or not old.deploy.ok or drill.stack is None:
-        raise RuntimeError(f"the older release {older.label} did not deploy: {old.deploy}")
-    outputs = Path(old.deploy.log).with_suffix(".outputs.json")
-    team = releases.team(older, outputs, drill.endpoint, f"drill-{uuid.uuid4().hex[:6]}")
-    drill.client = DuetimeClient(drill.stack.api_url, team["token"], timeout=30)
+    old = drill.start_stack(older, "old")
+    assert drill.target is not None and drill.stack is not None
     drill.observe(old)
-    drill.target = DemoTargetServer().start()
     # one-time jobs over the whole drill: the old phase, three deploys with their dwells, the finalize
     expected_end = time.time() + old_seconds + 3 * (dwell + 60) + dwell
     drill.create_jobs(expected_end)
