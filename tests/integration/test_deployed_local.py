@@ -537,16 +537,6 @@ def test_a_helper_killed_mid_claim_leaves_every_run_to_start_once(
 
 
 @pytest.mark.timeout(STOP_SECONDS * 2 + 60)
-def test_term_stops_the_localstack_and_every_function_it_started(deployed: Deployed) -> None:
-    assert listening(deployed.port)
-    assert runtimes_under(deployed.root), "no Lambda runtime process found under the deployed LocalStack"
-    os.kill(deployed.process.pid, signal.SIGTERM)
-    deployed.process.wait(timeout=STOP_SECONDS)
-    assert wait_until(lambda: not listening(deployed.port), STOP_SECONDS)
-    left = runtimes_under(deployed.root)
-    assert wait_until(lambda: not runtimes_under(deployed.root), STOP_SECONDS), describe(left)
-
-
 def test_the_operator_stops_and_starts_the_stacks_workers_and_reads_its_alarms_by_the_stacks_name(
     deployed: Deployed,
 ) -> None:
@@ -588,3 +578,13 @@ def test_the_operator_stops_and_starts_the_stacks_workers_and_reads_its_alarms_b
     alarms = {row["alarm"]: row for row in system("alarms")}
     for name in ("EngineHeartbeat", "MissedFires", "OldestUnclaimedDue", "OldestQueued", "WorkerErrors"):
         assert name in alarms and alarms[name]["cloudwatch_name"].startswith("Duetime-"), alarms
+
+
+def test_term_stops_the_localstack_and_every_function_it_started(deployed: Deployed) -> None:
+    assert listening(deployed.port)
+    assert runtimes_under(deployed.root), "no Lambda runtime process found under the deployed LocalStack"
+    os.kill(deployed.process.pid, signal.SIGTERM)
+    deployed.process.wait(timeout=STOP_SECONDS)
+    assert wait_until(lambda: not listening(deployed.port), STOP_SECONDS)
+    left = runtimes_under(deployed.root)
+    assert wait_until(lambda: not runtimes_under(deployed.root), STOP_SECONDS), describe(left)

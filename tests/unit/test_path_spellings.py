@@ -167,11 +167,14 @@ def test_over_http_through_duetime_locals_gateway_a_read_token_gets_no_admin_rea
     finally:
         gateway.shutdown()
         gateway.server_close()
+    admin_reads = {("GET", "/v1/tokens"), ("GET", "/v1/jobs/{job_id}/signing-key")}
+    if answer.status == _Reached.status:  # let through: to a read the scope allows, never an admin read
+        # (the gateway hands the path on encoded, as API Gateway's REST API does: ``j-1%2Fsigning-key`` is
+        # one segment, a job id, read with ``GET /v1/jobs/{job_id}``, which a read token may)
+        assert reached and reached[0] not in admin_reads and reached[0][0] == "GET", (reached, body)
+        return
     assert answer.status in {403, 404}, (answer.status, body)
     if reached:  # the router read the spelling as an admin read: refused by its scope
-        assert answer.status == 403 and reached[0] in {
-            ("GET", "/v1/tokens"),
-            ("GET", "/v1/jobs/{job_id}/signing-key"),
-        }
+        assert answer.status == 403 and reached[0] in admin_reads
         error = json.loads(body)["error"]
         assert error["field"] == "scope" and "needs admin" in error["message"]
