@@ -92,10 +92,11 @@ def world() -> World:
     clock = ManualClock(T0)
     store = MemoryStore()
     queue = MemoryQueue(clock, visibility_timeout=90)
-    service = JobService(InMemoryCatalog(store), store, queue, clock)
+    catalog = InMemoryCatalog(store)
+    service = JobService(catalog, store, queue, clock)
     team, _ = service.create_team("alpha")
     config = PollerConfig(partitions=list(range(PARTITIONS)), preload_lead=None)
-    poller = Poller(store, store, queue, MemoryAlerts(), clock, config, store)
+    poller = Poller(store, store, queue, MemoryAlerts(), clock, config, store, calendars=catalog)
     return World(clock, store, queue, service, FireLedgerService(service), team, poller)
 
 
@@ -305,3 +306,30 @@ def test_a_window_bound_that_is_not_an_instant_with_an_offset_is_refused_naming_
             response = api_request("GET", f"/v1/jobs/{job.id}/fires", twin.token, None, {name: bad})
             body = json.loads(response["body"])
             assert response["statusCode"] == 422 and name in json.dumps(body["error"]), (name, bad, body)
+
+
+def test_a_time_its_calendar_excluded_then_is_not_called_missed_after_the_calendar_changes_but_said_unknown(
+    world: World,
+) -> None:
+    """The ledger reads a job's calendars as they are now (a calendar's earlier dates are not kept): a time
+    with no run whose calendar changed since is `missed: calendar_changed`, never a plain miss; a time with a
+    run is what its run says, whatever the calendar now excludes."""
+    today, far = T0.date().isoformat(), (T0 + timedelta(days=400)).date().isoformat()
+    calendars = world.service.calendars
+    calendars.create(world.team.team_id, {"name": "closed", "source": {"dates": [today]}}, "test")
+    calendars.create(world.team.team_id, {"name": "later", "source": {"dates": [far]}}, "test")
+    every_minute = {"cron": "* * * * *", "timezone": "UTC"}
+    closed = world.job(name="closed", schedule=every_minute, exclude={"calendars": ["closed"]})
+    open_ = world.job(name="open", schedule=every_minute, exclude={"calendars": ["later"]})
+    world.minutes(3)
+    assert {(label, reason) for _, label, reason in world.labels(closed)} == {("skipped", "calendar")}
+    assert {(label, reason) for _, label, reason in world.labels(open_)} == {("on_time", None)}
+
+    world.clock.advance(10)
+    calendars.update(world.team.team_id, "closed", {"source": {"dates": [far]}}, "test")
+    calendars.update(world.team.team_id, "later", {"source": {"dates": [today]}}, "test")
+
+    closed_fires = world.fires(closed)
+    assert {(f.label, f.reason) for f in closed_fires} == {(FireLabel.MISSED, "calendar_changed")}
+    assert "skipped on purpose" in closed_fires[0].detail
+    assert {(label, reason) for _, label, reason in world.labels(open_)} == {("on_time", None)}

@@ -61,7 +61,7 @@ class FireLedgerService:
         """The job's fires in [start, end) (default: the last 24 hours up to now), in time order."""
         (job,) = self.jobs.calendar_days.resolve([self.jobs.get_job(team, job_id)])
         start, end = self._window(start, end)
-        return self._ledger(job, start, end, late_after, limit)
+        return self._ledger(job, start, end, late_after, limit, self._calendars_changed([job]))
 
     def audit(
         self,
@@ -80,9 +80,10 @@ class FireLedgerService:
         except InvalidCursor as exc:
             raise BadRequest(str(exc), "cursor") from exc
         jobs: Sequence[Job] = self.jobs.calendar_days.resolve(page.items)
+        changed = self._calendars_changed(jobs)
 
         def audited(job: Job) -> JobAudit:
-            found = self._ledger(job, start, end, late_after, MAX_AUDIT_FIRES_PER_JOB)
+            found = self._ledger(job, start, end, late_after, MAX_AUDIT_FIRES_PER_JOB, changed)
             misses = [fire for fire in found.fires if is_miss(fire)]
             return JobAudit(job, found.counts, misses[:MISSES_LISTED], found.next_from is None, len(misses))
 
@@ -102,12 +103,40 @@ class FireLedgerService:
             raise InvalidInput("from: must be before to", "from")
         return start, end
 
-    def _ledger(self, job: Job, start: datetime, end: datetime, late_after: timedelta, limit: int) -> Ledger:
+    def _ledger(
+        self,
+        job: Job,
+        start: datetime,
+        end: datetime,
+        late_after: timedelta,
+        limit: int,
+        calendars_changed: dict[tuple[str, str], datetime],
+    ) -> Ledger:
         now = self.jobs.clock.now()
         changes = self._changes_since(job.id, start)
+        latest = max((calendars_changed[job.team, name] for name in job.calendar_names), default=None)
         return ledger(
-            job, changes, self.jobs.marks.get_runs, start, end, now, late_after, self.misfire_grace, limit
+            job,
+            changes,
+            self.jobs.marks.get_runs,
+            start,
+            end,
+            now,
+            late_after,
+            self.misfire_grace,
+            limit,
+            latest,
         )
+
+    def _calendars_changed(self, jobs: Sequence[Job]) -> dict[tuple[str, str], datetime]:
+        """When each calendar the jobs use last changed (read once each): a calendar's earlier dates are not
+        kept, so the ledger says which times it read with dates that changed since. One that is gone: now."""
+        now = self.jobs.clock.now()
+        changed: dict[tuple[str, str], datetime] = {}
+        for team, name in sorted({(job.team, name) for job in jobs for name in job.calendar_names}):
+            calendar = self.jobs.catalog.get_calendar(team, name)
+            changed[team, name] = calendar.updated_at if calendar is not None else now
+        return changed
 
     def _changes_since(self, job_id: str, start: datetime) -> list[JobChange]:
         """The job's changes after ``start`` (newest first, as the history lists them)."""

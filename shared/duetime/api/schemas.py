@@ -386,8 +386,8 @@ class FireOut(Out):
     )
     reason: str | None = Field(
         description="skipped: misfire, overlap, calendar, paused, team_disabled, dst, cancelled or other; "
-        "missed: not_claimed, no_run_recorded, edited_before_claim, or the status of a run that died "
-        "before it started; else null"
+        "missed: not_claimed, no_run_recorded, edited_before_claim, calendar_changed, or the status of a run "
+        "that died before it started; else null"
     )
     detail: str = Field(description="what happened, in words")
     run_id: str = Field(description="the fire's run id (the target's idempotency key), run or not")

@@ -14,7 +14,8 @@ Each expected time gets one label:
   the job's calendars, the job paused, the team disabled, a daylight-saving gap, the run cancelled;
 - ``missed``: it has no run and is past its catch-up window, with why where the store tells (not claimed:
   pollers stopped or behind; the schedule moved past it with no run: a claim records at most 100 skipped
-  times, a row lost to a table restore; an edit of the job before it was claimed);
+  times, a row lost to a table restore; an edit of the job before it was claimed; its calendars changed
+  since, so whether they excluded its date then cannot be told);
 - ``pending``: not due yet, due and still inside its catch-up window, or claimed and not started.
 """
 
@@ -77,6 +78,9 @@ class MissReason(StrEnum):
     NOT_CLAIMED = "not_claimed"  # the job still waits for this time: pollers stopped or behind
     NO_RUN_RECORDED = "no_run_recorded"  # the schedule moved past it with no run row
     EDITED_BEFORE_CLAIM = "edited_before_claim"  # the job was rescheduled after it was due, before its claim
+    # no run, and the job's calendars changed after this time: the dates they held then are not kept, so
+    # whether this date was excluded (skipped on purpose) or not (missed) cannot be told
+    CALENDAR_CHANGED = "calendar_changed"
 
 
 @dataclass(frozen=True)
@@ -254,14 +258,22 @@ def label_fire(
     late_after: timedelta,
     grace: timedelta,
     changes: Sequence[JobChange] = (),
+    calendars_changed_at: datetime | None = None,
 ) -> Fire:
-    """What became of one expected time, from its run (None: no run row)."""
+    """What became of one expected time, from its run (None: no run row). ``calendars_changed_at``: the
+    latest change of the job's calendars (None: it uses none, or none changed), which the ledger reads as
+    they are now."""
     run_id = make_run_id(job.id, expected.nominal_at)
     base: dict[str, Any] = {"nominal_at": expected.nominal_at, "fire_at": expected.fire_at, "run_id": run_id}
     if run is not None:
         return _from_run(run, base, late_after)
+    calendars_changed = calendars_changed_at is not None and calendars_changed_at > expected.fire_at
     if expected.skip is not None:
-        return Fire(**base, label=FireLabel.SKIPPED, reason=expected.skip.value, detail=expected.detail)
+        detail = expected.detail
+        if expected.skip is SkipReason.CALENDAR and calendars_changed:
+            assert calendars_changed_at is not None
+            detail += f" (as the calendars are now; they changed at {calendars_changed_at.isoformat()})"
+        return Fire(**base, label=FireLabel.SKIPPED, reason=expected.skip.value, detail=detail)
     overdue = now - expected.fire_at
     window = catchup_window(job, grace)
     waiting = job.state.next_nominal_at is not None and job.state.next_nominal_at <= expected.nominal_at
@@ -289,6 +301,14 @@ def label_fire(
         return Fire(
             **base, label=FireLabel.MISSED, reason=MissReason.EDITED_BEFORE_CLAIM.value, detail=detail
         )
+    if calendars_changed:
+        assert calendars_changed_at is not None
+        detail = (
+            f"no run, and the job's calendars changed at {calendars_changed_at.isoformat()}, after this "
+            "time: if they excluded its date then, it was skipped on purpose (a calendar's earlier dates are "
+            "not kept)"
+        )
+        return Fire(**base, label=FireLabel.MISSED, reason=MissReason.CALENDAR_CHANGED.value, detail=detail)
     detail = (
         "the schedule moved past this time with no run recorded (a claim records at most 100 skipped times; "
         "or the run's row is gone: lost to a table restore)"
@@ -331,10 +351,12 @@ def ledger(
     late_after: timedelta = DEFAULT_LATE_AFTER,
     grace: timedelta = DEFAULT_MISFIRE_GRACE,
     limit: int = MAX_FIRES,
+    calendars_changed_at: datetime | None = None,
 ) -> Ledger:
     """The job's fires in [start, end), in time order, at most ``limit`` (``next_from`` then says where the
     rest begin). ``runs_of``: run ids -> the stored runs among them (a batch read). ``job`` must have its
-    calendars resolved; ``changes`` are its history entries since ``start`` (any order)."""
+    calendars resolved; ``changes`` are its history entries since ``start`` (any order);
+    ``calendars_changed_at``: when its calendars last changed (``label_fire``)."""
     start, notes = window_start(job, start, now)
     found, period_notes = periods(job, changes, start, end)
     notes += period_notes
@@ -352,7 +374,16 @@ def ledger(
     listed, rest = expected[:limit], expected[limit:]
     runs = runs_of([make_run_id(job.id, e.nominal_at) for e in listed]) if listed else {}
     fires = [
-        label_fire(job, e, runs.get(make_run_id(job.id, e.nominal_at)), now, late_after, grace, changes)
+        label_fire(
+            job,
+            e,
+            runs.get(make_run_id(job.id, e.nominal_at)),
+            now,
+            late_after,
+            grace,
+            changes,
+            calendars_changed_at,
+        )
         for e in listed
     ]
     return Ledger(job.id, start, end, fires, rest[0].nominal_at if rest else None, notes)
