@@ -24,8 +24,11 @@ venv: $(BIN)/.installed
 
 # Extra arguments for duetime local, e.g. make run RUN_ARGS='--port 8081'.
 RUN_ARGS ?=
+# duetime local's tables are kept on disk (DynamoDB Local's -dbPath; auto: .cache/local-data/dynamodb): jobs
+# survive a restart. Deleting the folder (or `make clean`) starts empty.
+LOCAL_DATA ?= auto
 run: venv
-	$(EMU) run $(BIN)/duetime local $(RUN_ARGS)
+	DUETIME_DDB_DATA=$(LOCAL_DATA) $(EMU) run $(BIN)/duetime local $(RUN_ARGS)
 
 test: venv
 	$(EMU) run $(MAKE) --no-print-directory check

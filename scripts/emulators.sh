@@ -30,6 +30,11 @@ LS_URL="http://127.0.0.1:$LS_PORT"
 # started on other ports (a test's own `make run`) never overwrite the files of the ones on the defaults.
 DDB_NAME="dynamodb"; [ "$DDB_PORT" = 8000 ] || DDB_NAME="dynamodb-$DDB_PORT"
 LS_NAME="localstack"; [ "$LS_PORT" = 4566 ] || LS_NAME="localstack-$LS_PORT"
+# Where DynamoDB Local keeps its tables: in memory (the tests: each run starts empty), or on disk when
+# DUETIME_DDB_DATA names a folder, `auto` being $CACHE/local-data/<its name> (`make run` and `duetime local`:
+# jobs and runs survive a restart).
+DDB_DATA="${DUETIME_DDB_DATA:-}"
+[ "$DDB_DATA" = auto ] && DDB_DATA="$CACHE/local-data/$DDB_NAME"
 
 # The deployed-stack LocalStack: its own port, pid/log names and filesystem root (state, unzipped code, the
 # DynamoDB Local LocalStack runs), so it never shares anything with the one the tests use.
@@ -164,12 +169,14 @@ start_dynamodb() {
   mkdir -p "$RUN"
   # In a session of its own, like LocalStack: a Ctrl-C or hang-up meant for the command in the terminal's
   # process group does not stop it under the command's feet; `run` stops it after the command.
+  local storage=(-inMemory)
+  if [ -n "$DDB_DATA" ]; then mkdir -p "$DDB_DATA"; storage=(-dbPath "$DDB_DATA" -sharedDb); fi
   (cd "$DDB_DIR" && exec setsid java -Djava.library.path=./DynamoDBLocal_lib -jar DynamoDBLocal.jar \
-      -inMemory -port "$DDB_PORT" >"$RUN/$DDB_NAME.log" 2>&1) &
+      "${storage[@]}" -port "$DDB_PORT" >"$RUN/$DDB_NAME.log" 2>&1) &
   echo $! >"$RUN/$DDB_NAME.pid"
   STARTED+=("$DDB_NAME")
   wait_for "$DDB_NAME" "$DDB_URL" 60
-  log "DynamoDB Local started on $DDB_URL"
+  log "DynamoDB Local started on $DDB_URL${DDB_DATA:+ (its tables kept in $DDB_DATA)}"
 }
 
 start_localstack() {

@@ -123,8 +123,15 @@ def ensure_emulators() -> bool:
         return False
     if not EMULATORS_SCRIPT.exists():
         raise RuntimeError(f"DynamoDB Local / LocalStack do not answer on {urls}; start them first")
-    subprocess.run([str(EMULATORS_SCRIPT), "start"], check=True)
+    subprocess.run([str(EMULATORS_SCRIPT), "start"], check=True, env={**os.environ, **local_data()})
     return True
+
+
+def local_data() -> dict[str, str]:
+    """Where the DynamoDB Local that ``duetime local`` starts keeps its tables: ``DUETIME_DDB_DATA``, else
+    ``auto`` (``<cache>/local-data/<its name>``, ``scripts/emulators.sh``), so jobs and runs survive a
+    restart."""
+    return {"DUETIME_DDB_DATA": os.environ.get("DUETIME_DDB_DATA") or "auto"}
 
 
 # The stack's defaults (infra/cdk): four partition groups, one poller rule each, invocations of 135 s under
