@@ -52,7 +52,9 @@ def test_a_job_and_its_run_outlive_a_restart_of_duetime_local(tmp_path: Path) ->
         try:
             soon = (datetime.now(UTC) + timedelta(seconds=5)).replace(microsecond=0)
             body = {"name": "kept", "schedule": {"at": soon.isoformat()}, "exact": True}
-            status, job = api(first, "POST", "/v1/jobs", {**body, "target": {"url": f"{first.url}/demo/t"}})
+            status, job = api(
+                first, "POST", "/v1/jobs", {**body, "target": {"url": f"{first.url}/demo/target"}}
+            )
             assert status == 201, job
 
             def ran() -> Any:
