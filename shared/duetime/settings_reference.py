@@ -48,6 +48,9 @@ OTHER_VARIABLES: dict[str, str] = {
     "`make run` and `make test` set it, production clients do without.",
     "DUETIME_DEPLOYED_PORT": "The port of the LocalStack `make deploy-local` deploys to (4610); the CLI's "
     "`--deployed-local` commands read it.",
+    "DUETIME_DDB_DATA": "Where the DynamoDB Local that `duetime local` (or `make run`) starts keeps its "
+    "tables: a folder, or `auto` (the default there: `.cache/local-data/<its name>`), so a restart keeps "
+    "every job; unset (the tests), in memory.",
     "DUETIME_SECRET_": "A prefix: `duetime apply` fills a jobs file's `${DUETIME_SECRET_...}` header values "
     "from the variables so named (any other variable only when named with `--secret-env`).",
 }
