@@ -27,8 +27,11 @@ RUN_ARGS ?=
 # duetime local's tables are kept on disk (DynamoDB Local's -dbPath; auto: .cache/local-data/dynamodb): jobs
 # survive a restart. Deleting the folder (or `make clean`) starts empty.
 LOCAL_DATA ?= auto
+# Exported for this target, not written before the command: a command that is one plain program is run by
+# make itself (no shell between), so the TERM make forwards reaches the emulators script, which stops all.
+run: export DUETIME_DDB_DATA = $(LOCAL_DATA)
 run: venv
-	DUETIME_DDB_DATA=$(LOCAL_DATA) $(EMU) run $(BIN)/duetime local $(RUN_ARGS)
+	$(EMU) run $(BIN)/duetime local $(RUN_ARGS)
 
 test: venv
 	$(EMU) run $(MAKE) --no-print-directory check

@@ -493,9 +493,16 @@ def writes_then_reads(
     first = reader.call("read_everything", tables=tables, bodies=bodies, tokens=written["tokens"])
     assert first["failures"] == [], first["failures"]
     formats = {  # the stored formats of the items as written (0: none), by table
-        family: Counter(int(item["fmt"]["N"]) if "fmt" in item else 0 for item in scanned(stack, table))
+        family: Counter(
+            int(item["fmt"]["N"]) if "fmt" in item else 0
+            for item in scanned(stack, table)
+            if family != "runs" or "payload" in item
+        )
         for family, table in families(stack)
     }
+    # In the runs table only the runs are items written whole: the rows that hold keys only (a reap ticket,
+    # written when a claim makes several runs at once, as a late sweep of the jittered job does; a deadline
+    # watch) carry no format (docs/stored-formats.md), so they are not counted here.
     message_formats = Counter(json.loads(body).get("fmt", 1) for body in bodies)
     marked = reader.call(
         "read_everything", tables=tables, bodies=with_format_marks(stack, bodies), tokens=written["tokens"]
