@@ -115,15 +115,18 @@ def _answers(url: str) -> bool:
         return False
 
 
-def ensure_emulators() -> bool:
-    """Start DynamoDB Local and LocalStack with the project's script when they do not answer.
-    True when this call started them (and the caller should stop them)."""
+def ensure_emulators(keep_tables: bool = False) -> bool:
+    """Start DynamoDB Local and LocalStack with the project's script when they do not answer; with
+    ``keep_tables`` (``duetime local``), DynamoDB Local's tables on disk (``local_data``), else in memory (the
+    benchmarks and drills, whose figures are measured so). True when this call started them (and the caller
+    should stop them)."""
     urls = [os.environ["AWS_ENDPOINT_URL_DYNAMODB"], os.environ["AWS_ENDPOINT_URL_SQS"]]
     if all(_answers(u) for u in urls):
         return False
     if not EMULATORS_SCRIPT.exists():
         raise RuntimeError(f"DynamoDB Local / LocalStack do not answer on {urls}; start them first")
-    subprocess.run([str(EMULATORS_SCRIPT), "start"], check=True, env={**os.environ, **local_data()})
+    kept = local_data() if keep_tables else {"DUETIME_DDB_DATA": ""}
+    subprocess.run([str(EMULATORS_SCRIPT), "start"], check=True, env={**os.environ, **kept})
     return True
 
 
@@ -153,7 +156,7 @@ def run_local(port: int, workers: int) -> int:
     from duetime.wiring import make_job_service, make_store
 
     local_environment()
-    started = ensure_emulators()
+    started = ensure_emulators(keep_tables=True)
     stop = _stop_on_signals()
     try:
         dynamodb, sqs = client("dynamodb"), client("sqs")  # after local_environment(): the emulators
