@@ -15,6 +15,7 @@ from duetime.adapters.dynamodb.codec import job_to_item, run_to_item, stamped, s
 from duetime.adapters.dynamodb.jobs import mark_key
 from duetime.adapters.dynamodb.quarantine_record import DynamoQuarantineRecord
 from duetime.adapters.dynamodb.reconciler import DynamoReconciler
+from duetime.adapters.dynamodb.table_modes import DynamoTableModes
 from duetime.adapters.dynamodb.tables import TableNames
 from duetime.domain.claim_plan import PlannedRun, new_run
 from duetime.domain.ids import partition_of
@@ -143,7 +144,11 @@ unreadable = UnreadableRow(
 )
 quarantine.record_unreadable([unreadable], now)
 mark = stamped({**mark_key(partition_of(job.id)), "low_water": string_attribute("2026-12-07T02:59")}, FORMAT)
+switch_log = _written_by(DynamoTableModes)
+kept = {"table": {"read": 5, "write": 2651}, "indexes": {"due": {"read": 5, "write": 1800}}}
+switch_log._write_log([now], 0, {"duetime-jobs": kept})
 for name, item in (
+    ("table_modes_log", switch_log.client.items[0]),
     ("reconciler_report", reconciler.client.items[0]),
     ("quarantine_record", quarantine.client.items[0]),
     ("low_water_mark", mark),

@@ -965,6 +965,38 @@ class ProvisionedEventPollers(Protocol):
         ...
 
 
+class TableCapacityModes(Protocol):
+    """The capacity mode of the installation's tables (jobs, runs, control, and their indexes), switched
+    together: ``provisioned`` (capacity units an hour, scaled by auto scaling) or ``on_demand`` (every
+    request billed). AWS's limits, which an implementation enforces whatever the platform under it checks
+    (DynamoDB Local checks none of them): a table switches from provisioned to on demand at most four
+    times in a rolling 24 hours, and back at any time; a switch takes minutes, during which the table keeps
+    the throughput it had. Switching back puts each table and index at the capacity it had before it left."""
+
+    def mode(self) -> str:
+        """``provisioned`` or ``on_demand``: what the tables are now (or are switching to)."""
+        ...
+
+    def switches_to_on_demand(self, since: datetime) -> list[datetime]:
+        """When the tables were switched to on demand since ``since``, oldest first."""
+        ...
+
+    def switch_to_on_demand(self, now: datetime) -> None:
+        """Every table on demand, its provisioned capacities kept for the way back. Raises
+        ``SwitchLimitReached`` (nothing switched) when four switches to on demand lie within the 24 hours
+        before ``now``; raises when the platform refuses (the caller looks again)."""
+        ...
+
+    def switch_to_provisioned(self) -> None:
+        """Every table back in provisioned mode at the capacity it had before it was switched to on demand.
+        Raises when the platform refuses."""
+        ...
+
+
+class SwitchLimitReached(Exception):
+    """Four switches to on demand already lie within the rolling 24 hours (AWS's limit a table)."""
+
+
 @dataclass(frozen=True)
 class Alert:
     kind: str  # "run_dead" | "run_failed" | "missed" | "recovered" (``duetime.execution.deadlines``)

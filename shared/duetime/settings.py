@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -211,6 +212,18 @@ class Settings(BaseModel):
         default="",
         description="The rest of the prescaler's policy (the worker rate, the event source's own workers), "
         "as a JSON object of `PrescalePolicy`'s fields. Empty: its defaults.",
+    )
+    table_capacity_mode: Literal["on_demand", "provisioned"] = Field(
+        default="on_demand",
+        description="The tables' capacity mode as the stack creates them (its `capacity_mode`). "
+        "`provisioned`: the prescaler switches them to on demand ahead of a forecast spike and back after "
+        "(`duetime.scheduling.table_modes`); `on_demand`: nothing to switch.",
+    )
+    table_mode_policy: str = Field(
+        default="",
+        description="When the prescaler switches the tables (`busy_runs_per_minute`, `lead_minutes`, "
+        "`hold_minutes`, `drained_runs`), as a JSON object of `TableModePolicy`'s fields. Empty: its "
+        "defaults.",
     )
     worker_event_source_uuid: str = Field(
         default="",

@@ -66,6 +66,9 @@ CDK_NOTES: dict[str, str] = {
     "(1,769 MB is one vCPU: the helpers exist for their CPU).",
     "worker_max_concurrency": "The worker's SQS event source's `MaximumConcurrency` in standard mode.",
     "worker_batch_size": "The messages the event source hands a worker invocation at once (at most 10).",
+    "table_busy_runs_per_minute": "With `capacity_mode=provisioned`, a minute with more due runs than this "
+    "has the prescaler switch the tables to on demand 20-25 minutes ahead of it (set it to what the "
+    "provisioned tables take in a minute).",
     "worker_max_pollers": "In provisioned mode, the most event pollers the mapping scales to: the worker's "
     "cap then (about 10 concurrent batches a poller), at least `worker_min_pollers`.",
     "peak_scale_up": "With `scheduled_scaling`, when the daily peak's workers are provisioned (UTC).",

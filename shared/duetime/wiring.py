@@ -34,6 +34,7 @@ from duetime.adapters.dynamodb.installation import DynamoInstallation
 from duetime.adapters.dynamodb.rate_limits import DynamoRateLimiter
 from duetime.adapters.dynamodb.run_budgets import DynamoRunBudget
 from duetime.adapters.dynamodb.store import DynamoStore
+from duetime.adapters.dynamodb.table_modes import DynamoTableModes
 from duetime.adapters.dynamodb.tables import TableNames
 from duetime.adapters.http_target import HttpTargetCaller
 from duetime.api.service import JobService
@@ -51,6 +52,7 @@ from duetime.scheduling.poller_lease import LeaseTimings, PollerShift
 from duetime.scheduling.prescale import PrescalePolicy, Prescaler
 from duetime.scheduling.quiet import QuietTimings
 from duetime.scheduling.reconcile import Reconciler, ReconcilerConfig
+from duetime.scheduling.table_modes import TableModePolicy, TableModeSwitcher
 from duetime.scheduling.wake import GroupWaker, PollerStarter, partition_groups
 from duetime.settings import Settings
 from duetime.upgrades.written_format import WrittenFormat
@@ -296,14 +298,25 @@ def prescaler() -> Prescaler:
         if s.worker_event_source_uuid
         else None
     )
+    store = make_store(s)
     return Prescaler(
-        make_store(s),
+        store,
         LambdaProvisionedWorkers(lambda_, s.worker_function_arn),
         SqsRunBacklog(client("sqs"), s.run_queue_url),
         SystemClock(),
         prescale_policy(s),
         pollers=pollers,
+        tables=table_mode_switcher(s, store),
     )
+
+
+def table_mode_switcher(s: Settings, store: DynamoStore) -> TableModeSwitcher | None:
+    """The switcher of the tables' capacity mode (``duetime.scheduling.table_modes``) when the stack made
+    them provisioned; None on demand."""
+    if s.table_capacity_mode != "provisioned":
+        return None
+    policy = TableModePolicy.model_validate(json.loads(s.table_mode_policy) if s.table_mode_policy else {})
+    return TableModeSwitcher(DynamoTableModes(store.client, store.names, store.write_format), policy)
 
 
 REPORTS_EVALUATED = 30  # the reconciler's reports `duetime system alarms` reads: half an hour

@@ -1413,3 +1413,61 @@ def test_the_reconciler_reads_the_due_and_reap_indexes_and_writes_only_its_repor
     ]
     (rule,) = rules_of(template, RECONCILER)
     assert rule["ScheduleExpression"] == "rate(1 minute)"
+
+
+@pytest.fixture(scope="module")
+def provisioned_tables() -> Template:
+    return synth(deletion_protection="false", capacity_mode="provisioned", worker_memory_mb="256")[1]
+
+
+def test_capacity_mode_provisioned_makes_every_table_provisioned_under_auto_scaling(
+    provisioned_tables: Template,
+) -> None:
+    for table in resources(provisioned_tables, "AWS::DynamoDB::GlobalTable").values():
+        props = table["Properties"]
+        assert props["BillingMode"] == "PROVISIONED"
+        scaling = props["WriteProvisionedThroughputSettings"]["WriteCapacityAutoScalingSettings"]
+        assert (scaling["MinCapacity"], scaling["MaxCapacity"]) == (1, 40_000)
+        assert scaling["TargetTrackingScalingPolicyConfiguration"]["TargetValue"] == 70
+        read = props["Replicas"][0]["ReadProvisionedThroughputSettings"]["ReadCapacityAutoScalingSettings"]
+        assert read["TargetTrackingScalingPolicyConfiguration"]["TargetValue"] == 70
+
+
+def test_with_provisioned_tables_the_prescaler_may_switch_them_and_keep_its_log_and_nothing_else(
+    provisioned_tables: Template,
+) -> None:
+    (prescaler_id,) = function_ids(provisioned_tables, PRESCALER)
+    variables = resources(provisioned_tables, "AWS::Lambda::Function")[prescaler_id]["Properties"][
+        "Environment"
+    ]["Variables"]
+    assert variables["DUETIME_TABLE_CAPACITY_MODE"] == "provisioned"
+    assert json.loads(variables["DUETIME_TABLE_MODE_POLICY"]) == {"busy_runs_per_minute": 20_000}
+    statements = role_statements(provisioned_tables, PRESCALER)
+    switching = [targets for actions, targets in statements if "dynamodb:UpdateTable" in actions]
+    assert len(switching) == 1 and len(switching[0]) == 3  # the three tables, by ARN
+    log = [targets for actions, targets in statements if "dynamodb:PutItem" in actions]
+    assert len(log) == 1 and len(log[0]) == 1  # the control table only
+
+
+def test_by_default_the_tables_are_on_demand_and_the_prescaler_switches_none(template: Template) -> None:
+    (prescaler_id,) = function_ids(template, PRESCALER)
+    variables = resources(template, "AWS::Lambda::Function")[prescaler_id]["Properties"]["Environment"][
+        "Variables"
+    ]
+    assert "DUETIME_TABLE_CAPACITY_MODE" not in variables
+    assert not [a for a, _ in role_statements(template, PRESCALER) if "dynamodb:UpdateTable" in a]
+
+
+def test_the_worker_memory_is_a_setting(provisioned_tables: Template, template: Template) -> None:
+    def worker_memory(t: Template) -> int:
+        (worker_id,) = function_ids(t, "functions/worker/handler.handler")
+        return int(resources(t, "AWS::Lambda::Function")[worker_id]["Properties"]["MemorySize"])
+
+    assert (worker_memory(template), worker_memory(provisioned_tables)) == (1024, 256)
+
+
+def test_provisioned_tables_without_the_prescaler_are_refused_naming_the_setting() -> None:
+    with pytest.raises(ContextError, match="capacity_mode=provisioned needs forecast_scaling"):
+        StackConfig.from_context(
+            cdk.App(context={"capacity_mode": "provisioned", "forecast_scaling": "false"}).node
+        )

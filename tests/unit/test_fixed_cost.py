@@ -38,9 +38,11 @@ def test_the_parts_add_up_to_the_fixed_cost_and_the_plan_prints_both_costs() -> 
     plan = capacity_plan(PlanInputs(jobs=1000, runs_per_day=1000, spike_jobs=0))
     assert plan["monthly_fixed_usd"] == fixed["monthly_fixed_usd"] > 0
     assert plan["monthly_fixed_parts"] == parts
+    lines = plan["bill"]["lines"]
     assert plan["monthly_total_usd"] == pytest.approx(
-        plan["monthly_usd"] + plan["monthly_fixed_usd"], abs=0.01
+        sum(line["monthly_usd"] for line in lines.values()), abs=0.01
     )
+    assert plan["monthly_total_usd"] > sum(usd for name, usd in parts.items() if name != "dashboard") > 0
 
 
 def test_an_awake_poller_invocation_lasts_until_its_handover_second() -> None:

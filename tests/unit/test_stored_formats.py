@@ -26,6 +26,7 @@ from duetime.adapters.dynamodb.codec import item_to_job, item_to_run
 from duetime.adapters.dynamodb.jobs import item_to_mark
 from duetime.adapters.dynamodb.quarantine_record import item_to_quarantined
 from duetime.adapters.dynamodb.reconciler import item_to_report
+from duetime.adapters.dynamodb.table_modes import item_to_switch_log
 from duetime.domain.models import JobSpec, Team
 from duetime.domain.stored_format import STORED, format_of, release_format
 
@@ -45,6 +46,7 @@ READERS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "reconciler_report": item_to_report,
     "run_item": item_to_run,
     "run_message": lambda message: decode(json.dumps(message)),
+    "table_modes_log": item_to_switch_log,
     "team": read_team,
 }
 

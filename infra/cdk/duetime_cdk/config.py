@@ -99,6 +99,17 @@ class StackConfig(BaseModel):
     # pollers a spike needs, bought for the spike only (31 for the seed's midnight, for about 15-20 minutes:
     # $0.07-0.10). Only with forecast_scaling and without worker_min_pollers (which pins provisioned mode).
     forecast_pollers: bool = True
+    # The tables' capacity mode (`duetime plan` recommends one for a workload): on_demand, every request
+    # billed; provisioned, capacity units an hour under auto scaling at 70% (1 to 40,000 units a table and
+    # index), the prescaler switching the tables to on demand from 20-25 minutes before each minute of more
+    # than table_busy_runs_per_minute due runs to 15 minutes after it (duetime.scheduling.table_modes; AWS
+    # allows four switches to on demand a table in a rolling 24 hours, and the prescaler never needs a fifth).
+    # Provisioned needs forecast_scaling (the prescaler).
+    capacity_mode: Literal["on_demand", "provisioned"] = "on_demand"
+    table_busy_runs_per_minute: int = Field(default=20_000, ge=1)
+    # The worker function's memory: its CPU share follows it (1,769 MB a vCPU); `duetime plan` recommends
+    # the cheapest whose spike still starts in time (256 MB at the seed's scale: calls wait, CPU is small).
+    worker_memory_mb: int = Field(default=1024, ge=256, le=10240)
     # Instead: peak_workers provisioned from peak_scale_up to peak_scale_down every day, idle or not, by
     # Application Auto Scaling (not on LocalStack, which does not have it for Lambda). Not both: they would
     # set the same alias's provisioned concurrency.
@@ -259,6 +270,11 @@ class StackConfig(BaseModel):
         if self.localstack:
             self._without_what_localstack_lacks()
         self._one_worker_scaling()
+        if self.capacity_mode == "provisioned" and not self.forecast_scaling:
+            raise ValueError(
+                "capacity_mode=provisioned needs forecast_scaling: the prescaler switches the tables to on "
+                "demand ahead of a spike (without it, every spike would meet provisioned capacity)"
+            )
         return self
 
     def _architecture_of_the_asset(self) -> None:

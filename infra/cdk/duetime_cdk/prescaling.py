@@ -78,6 +78,19 @@ class Prescaler(Construct):
             allow(PROVISIONED_CONCURRENCY_ACTIONS, [worker.function_arn, worker.lambda_.function_arn]),
             allow(["sqs:GetQueueAttributes"], [queue.queue.queue_arn]),  # the runs waiting
         ]
+        if config.capacity_mode == "provisioned":  # the tables: on demand around a spike, back after
+            environment |= {
+                "DUETIME_TABLE_CAPACITY_MODE": "provisioned",
+                "DUETIME_TABLE_MODE_POLICY": json.dumps(
+                    {"busy_runs_per_minute": config.table_busy_runs_per_minute}
+                ),
+            }
+            tables = [storage.table_arn(role) for role in ("jobs", "runs", "control")]
+            statements += [
+                allow(["dynamodb:DescribeTable", "dynamodb:UpdateTable"], tables),
+                # the switch log, one item of the control table (adapters/dynamodb/table_modes.py)
+                allow(["dynamodb:GetItem", "dynamodb:PutItem"], [storage.table_arn("control")]),
+            ]
         if config.prescaler_switches_pollers:  # its event source: on ahead of a spike, off when drained
             environment |= {
                 "DUETIME_WORKER_EVENT_SOURCE_UUID": event_source.event_source_mapping_id,

@@ -34,6 +34,7 @@ class DuetimeStack(cdk.Stack):
             warm_write_units=config.warm_write_units,
             warm_read_units=config.warm_read_units,
             adopt=config.adopted_tables,
+            capacity_mode=config.capacity_mode,
         )
         self.queue = queue = RunQueue(self, "Queue")
         self.alerts = alerts = Alerts(self, "Alerts", email=config.alert_email)

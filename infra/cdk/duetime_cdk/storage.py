@@ -26,6 +26,25 @@ def _warm(write: Mapping[str, int], read: Mapping[str, int], name: str) -> dynam
     return dynamodb.WarmThroughput(**{key: value for key, value in units.items() if value})
 
 
+# Provisioned tables' auto scaling: AWS's default target, from one unit (what an idle table keeps) to the
+# default table quota (what a table may take at all); each GSI inherits its table's settings.
+AUTO_SCALING_TARGET_PERCENT = 70
+AUTO_SCALING_MAX_UNITS = 40_000
+
+
+def _billing(capacity_mode: str) -> dynamodb.Billing:
+    """On demand, or provisioned with auto scaling (``duetime.scheduling.table_modes`` switches such tables
+    to on demand around a forecast spike)."""
+    if capacity_mode == "on_demand":
+        return dynamodb.Billing.on_demand()
+    scaled = dynamodb.Capacity.autoscaled(
+        min_capacity=1,
+        max_capacity=AUTO_SCALING_MAX_UNITS,
+        target_utilization_percent=AUTO_SCALING_TARGET_PERCENT,
+    )
+    return dynamodb.Billing.provisioned(read_capacity=scaled, write_capacity=scaled)
+
+
 class _KeyAttributes(TypedDict):
     """A table's or index's key, as TableV2 and GlobalSecondaryIndexPropsV2 take it."""
 
@@ -41,7 +60,8 @@ def _keys(definition: dict[str, Any], schema: list[dict[str, str]]) -> _KeyAttri
 
 
 class Storage(Construct):
-    """On-demand tables with point-in-time recovery, TTL on runs, the due/reap/team/job indexes, and
+    """On-demand tables (or provisioned ones under auto scaling, ``capacity_mode``) with point-in-time
+    recovery, TTL on runs, the due/reap/team/job indexes, and
     deletion protection unless the stack is a throwaway test stack; or, for the roles in ``adopt``, existing
     tables by name (restored ones: docs/guide/operations.md, "Restore"), which the stack does not manage.
 
@@ -64,6 +84,7 @@ class Storage(Construct):
         warm_write_units: Mapping[str, int] | None = None,
         warm_read_units: Mapping[str, int] | None = None,
         adopt: Mapping[str, str] | None = None,
+        capacity_mode: str = "on_demand",
     ) -> None:
         super().__init__(scope, id)
         write, read = warm_write_units or {}, warm_read_units or {}
@@ -95,7 +116,7 @@ class Storage(Construct):
                 self,
                 logical[role],
                 **_keys(definition, definition["KeySchema"]),
-                billing=dynamodb.Billing.on_demand(),
+                billing=_billing(capacity_mode),
                 point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
                     point_in_time_recovery_enabled=True
                 ),

@@ -46,7 +46,7 @@ class Workers(Construct):
             handler="functions/worker/handler.handler",
             service="worker",
             timeout=WORKER_TIMEOUT,
-            memory_mb=1024,
+            memory_mb=config.worker_memory_mb,
             statements=worker_statements(storage, queue, alerts),
         )
         self.role = worker.role  # the principal customers' trust policies name (the API probes as it too)

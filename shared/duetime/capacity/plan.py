@@ -6,13 +6,16 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
-from typing import Any
+from typing import Any, cast
 
 from duetime.adapters.dynamodb.reap_tickets import TICKET_RUNS_MAX
+from duetime.capacity.bill import HOURS_PER_MONTH, BillInputs, CapacityMode, monthly_bill
 from duetime.capacity.fixed_cost import StackDefaults, fixed_monthly_cost, lever_savings
 from duetime.capacity.midnight_model import AwsModel
 from duetime.capacity.plan_midnight import TABLE_NAMES, midnight_estimate, table_capacities
-from duetime.capacity.prices import PRICES_AS_OF, PRICES_USD
+from duetime.capacity.prices import PRICES_AS_OF
+from duetime.capacity.recommend import recommend, spike_estimate
+from duetime.capacity.unforeseen_spike import UnforeseenSpike
 from duetime.capacity.warm_throughput import format_units, rounded_up
 from duetime.domain.ids import DEFAULT_POLLER_GROUPS
 from duetime.scheduling.prescale import PrescalePolicy
@@ -63,9 +66,14 @@ class PlanInputs:
     # pre-warming, per table and index, is StackDefaults.warm_write_units (StackConfig.warm_write_units).
     table_warm_write_units: float = 4000.0
     headroom: float = 1.1
-    job_bytes: int = 100
-    run_bytes: int = 200
     retention_days: int = 30
+    teams: int = 500  # the teams the runs belong to (the seed's midnight: 1,000 jobs each)
+    # the tables' capacity mode priced for the plan's bill: "auto", the recommended configuration's
+    # (``duetime.capacity.recommend``), or one of ``bill.CAPACITY_MODES``
+    capacity_mode: str = "auto"
+    target_ms: float = 100.0  # each target call's answer (what the worker waits for, billed)
+    job_item_bytes: int | None = None  # None: the measured sizes (``bill.RunFigures``)
+    run_item_bytes: int | None = None
 
 
 def spike_event_pollers(spike_jobs: int, stack: StackDefaults) -> int:
@@ -96,7 +104,22 @@ def capacity_plan(p: PlanInputs, stack: StackDefaults | None = None) -> dict[str
     per_partition = peak / p.partitions
     due_key_wcu = per_partition * DUE_KEY_WRITES_PER_CLAIM
     reap_key_wcu = per_partition * REAP_KEY_WRITES_PER_RUN
-    costs = _monthly_costs(p)
+    recommended = recommend(_bill_inputs(p), p.spike_window_s, p.spike_exact_fraction, stack, model)
+    bill = recommended.pop("bill")
+    if p.capacity_mode != "auto":  # the bill of the mode asked, on the recommended functions and groups
+        chosen = replace(
+            stack,
+            poller_groups=recommended["poller_groups"],
+            worker_memory_mb=recommended["worker_memory_mb"],
+        )
+        bill = monthly_bill(
+            replace(_bill_inputs(p), capacity_mode=cast(CapacityMode, p.capacity_mode)),
+            chosen,
+            model,
+            spike_estimate(
+                p.spike_jobs, p.spike_window_s, p.spike_exact_fraction, p.partitions, chosen, model
+            ),
+        )
     warnings: list[str] = []
     flags = None
     if spike["seconds_to_all_started"] > p.spike_window_s:
@@ -104,12 +127,11 @@ def capacity_plan(p: PlanInputs, stack: StackDefaults | None = None) -> dict[str
         warnings.append(_slow_spike_warning(p, spike, flags))
     warnings += table_warnings(spike["peak_table_wru_per_s_asked"], capacity, model)
     warnings += _hot_key_warnings(due_key_wcu, reap_key_wcu, spike["peak_write_units_per_s_hottest_key"])
-    monthly = costs["monthly_usd_requests"] + costs["monthly_usd_storage"]
     return {
         "inputs": asdict(p),
         "average_starts_per_s": round(average, 1),
         "peak_starts_per_s": round(peak, 1),
-        "peak_over_average": round(peak / average, 1),
+        "peak_over_average": round(peak / average, 1) if average else None,
         "peak_claims_per_s_per_partition": round(per_partition, 1),
         "poller_preload_mb": round(preload_mb(p.spike_jobs / p.poller_groups), 1),
         "peak_wcu_per_s_due_bucket_key": round(due_key_wcu, 1),
@@ -122,14 +144,17 @@ def capacity_plan(p: PlanInputs, stack: StackDefaults | None = None) -> dict[str
         # The stack's warm throughput (bought once, not in the monthly cost) and what the spike asks past it.
         "warm_write_units": dict(stack.warm_write_units),
         "warm_write_units_needed": needed,
-        "job_table_gb": round(costs["job_table_gb"], 2),
-        "run_history_gb": round(costs["run_history_gb"], 1),
-        "monthly_usd_requests": round(costs["monthly_usd_requests"], 2),
-        "monthly_usd_storage": round(costs["monthly_usd_storage"], 2),
-        "monthly_usd": round(monthly, 2),
+        # The month's bill, line by line, of the recommended configuration (or of --capacity-mode's), its
+        # dollars a million runs and EventBridge Scheduler's price beside it (``duetime.capacity.bill``).
+        "recommended": recommended,
+        "bill": bill,
+        "unforeseen_spike": _unforeseen_spike(p, bill, spike),
+        "monthly_total_usd": bill["monthly_usd"],
+        "usd_per_million_runs": bill["usd_per_million_runs"],
+        "eventbridge_scheduler": bill["eventbridge_scheduler"],
+        # What the stack as given costs with no run at all (its pollers resting).
         "monthly_fixed_usd": fixed["monthly_fixed_usd"],
         "monthly_fixed_parts": fixed["monthly_fixed_parts"],
-        "monthly_total_usd": round(monthly + fixed["monthly_fixed_usd"], 2),
         "fixed_cost_quantities": fixed["fixed_cost_quantities"],
         "fixed_cost_levers": lever_savings(p.partitions, stack),
         "prices_as_of": PRICES_AS_OF,
@@ -146,26 +171,40 @@ def _spike_model(p: PlanInputs, stack: StackDefaults) -> AwsModel:
         esm_min_pollers=spike_event_pollers(p.spike_jobs, stack),
         ddb_warm_wru_per_s=p.table_warm_write_units,
         fan_out=stack.poller_fan_out,
+        worker_memory_mb=stack.worker_memory_mb,
+        teams=p.teams,
+        target_ms=p.target_ms,
     )
 
 
-def _monthly_costs(p: PlanInputs) -> dict[str, float]:
-    """The runs' request cost and the tables' storage cost a month (unrounded), with the storage's size."""
-    runs_per_month = p.runs_per_day * 30
-    run_history_gb = p.runs_per_day * p.run_bytes * p.retention_days / 1e9
-    job_table_gb = p.jobs * p.job_bytes / 1e9
-    request_cost = runs_per_month * (
-        MEASURED_WRITE_UNITS_PER_RUN * PRICES_USD["dynamodb_write_request_unit"]
-        + MEASURED_READ_UNITS_PER_RUN * PRICES_USD["dynamodb_read_request_unit"]
-        + MEASURED_SQS_REQUESTS_PER_RUN * PRICES_USD["sqs_request"]
-        + PRICES_USD["lambda_request"] / 10
+def _unforeseen_spike(
+    p: PlanInputs, bill: Mapping[str, Any], spike: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """With provisioned tables: how late the spike would start had nobody forecast it
+    (``capacity.unforeseen_spike``), taking on demand what the forecast spike takes; None on demand."""
+    wcu = bill["lines"].get("dynamodb_provisioned_wcu")
+    if wcu is None or not p.spike_jobs:
+        return None
+    return UnforeseenSpike(
+        spike_runs=p.spike_jobs,
+        write_units_per_run=bill["write_units_per_run"]["total"],
+        provisioned_wcu=wcu["quantity"] / HOURS_PER_MONTH,
+        on_demand_runs_per_s=p.spike_jobs / max(1.0, spike["seconds_to_all_started"]),
+    ).delay()
+
+
+def _bill_inputs(p: PlanInputs) -> BillInputs:
+    """The plan's workload as the bill takes it."""
+    return BillInputs(
+        runs_per_day=p.runs_per_day,
+        jobs=p.jobs,
+        spike_jobs=p.spike_jobs,
+        teams=p.teams,
+        retention_days=p.retention_days,
+        job_item_bytes=p.job_item_bytes,
+        run_item_bytes=p.run_item_bytes,
+        partitions=p.partitions,
     )
-    return {
-        "run_history_gb": run_history_gb,
-        "job_table_gb": job_table_gb,
-        "monthly_usd_requests": request_cost,
-        "monthly_usd_storage": (run_history_gb + job_table_gb) * PRICES_USD["dynamodb_storage_gb_month"],
-    }
 
 
 def _slow_spike_warning(p: PlanInputs, spike: Mapping[str, Any], flags: Mapping[str, Any] | None) -> str:

@@ -39,6 +39,34 @@ def add_commands(commands: Any) -> None:
         "replace the stack's defaults (duetime.capacity.warm_throughput), 0 for none",
     )
     plan.add_argument(
+        "--teams",
+        type=int,
+        default=500,
+        help="teams the runs belong to (their slots: a run's share of writes)",
+    )
+    plan.add_argument(
+        "--capacity-mode",
+        choices=("auto", "on_demand", "provisioned"),
+        default="auto",
+        help="the tables' capacity mode the bill prices (auto: the recommended configuration's)",
+    )
+    plan.add_argument(
+        "--target-ms",
+        type=float,
+        default=100.0,
+        help="each target call's answer time (the worker waits, billed)",
+    )
+    plan.add_argument("--retention-days", type=int, default=30, help="run history kept")
+    plan.add_argument(
+        "--job-item-bytes", type=int, default=None, help="a job's stored size (default: the measured 600 B)"
+    )
+    plan.add_argument(
+        "--run-item-bytes",
+        type=int,
+        default=None,
+        help="a run row's stored size (default: the measured 770 B)",
+    )
+    plan.add_argument(
         "--worker-rate",
         type=float,
         default=None,
@@ -102,6 +130,12 @@ def run_plan(args: argparse.Namespace) -> None:
         partitions=args.partitions,
         worker_rate=args.worker_rate,
         poller_groups=args.poller_groups,  # the same groups share the spike's preload and cost the fixed part
+        teams=args.teams,
+        capacity_mode=args.capacity_mode,
+        target_ms=args.target_ms,
+        retention_days=args.retention_days,
+        job_item_bytes=args.job_item_bytes,
+        run_item_bytes=args.run_item_bytes,
     )
     plan = capacity_plan(inputs, stack)
     if args.url:
@@ -133,7 +167,19 @@ def print_plan(plan: dict[str, Any]) -> None:
             "minutes_needing_prescale",
             "fixed_cost_quantities",
             "flags_for_the_spike",  # in the spike's warning
+            "eventbridge_scheduler",  # in the bill's
         ):
+            continue
+        if key == "bill":
+            print_bill(value)
+            continue
+        if key == "recommended":
+            print(f"recommended configuration: {value['flags']}")
+            for mode, figures in value["by_capacity_mode"].items():
+                print(
+                    f"  {mode.replace('_', ' '):38} ${figures['monthly_usd']:,.2f} a month, "
+                    f"${figures['usd_per_million_runs']} a million runs"
+                )
             continue
         if key == "fixed_cost_levers":
             print("levers on the fixed cost (estimated; each after the ones above it):")
@@ -160,3 +206,29 @@ def print_plan(plan: dict[str, Any]) -> None:
         )
     for warning in plan["warnings"]:
         print(f"warning: {warning}")
+
+
+def print_bill(bill: dict[str, Any]) -> None:
+    """The month's bill, a line a charge, with EventBridge Scheduler's price for the same runs."""
+    print(f"the month's bill ({bill['capacity_mode'].replace('_', ' ')} tables), line by line:")
+    for name, line in bill["lines"].items():
+        quantity = f"{line['quantity']:,.1f} {line['unit']}" if "quantity" in line else ""
+        note = f"  ({line['note']})" if line.get("note") else ""
+        print(f"  {name.replace('_', ' '):44} {quantity:>26} ${line['monthly_usd']:>10,.2f}{note}")
+    print(f"  {'total':44} {'':>26} ${bill['monthly_usd']:>10,.2f}")
+    print(
+        f"  a million runs: ${bill['usd_per_million_runs']}; write units a run: {bill['write_units_per_run']}"
+    )
+    if bill["reserved_capacity_option"]:
+        saving = bill["reserved_capacity_option"]
+        print(
+            f"  reserving the provisioned capacity would save ${saving['one_year']:,.2f} a month (one "
+            f"year) or ${saving['three_years']:,.2f} (three years): a commitment, not in the total"
+        )
+    scheduler = bill["eventbridge_scheduler"]
+    print(
+        f"EventBridge Scheduler for as many invocations: ${scheduler['aws_targets_monthly_usd']:,.2f} "
+        f"(${scheduler['aws_targets_usd_per_million_runs']} a million) to AWS targets, "
+        f"${scheduler['http_targets_monthly_usd']:,.2f} (${scheduler['http_targets_usd_per_million_runs']} a "
+        "million) to HTTP targets through a bus and an API destination; no run history, ledger or team caps"
+    )

@@ -82,6 +82,7 @@ from duetime.domain.clock import Clock
 from duetime.domain.ids import PARTITIONS
 from duetime.domain.timeutil import minute_bucket
 from duetime.ports import JobStore, ProvisionedEventPollers, ProvisionedWorkers, RunBacklog
+from duetime.scheduling.table_modes import TableModeSwitcher
 
 log = logging.getLogger(__name__)
 
@@ -176,6 +177,9 @@ class PrescaleDecision:
     pollers_after: int | None = None
     pollers_action: PollerAction | None = None
     pollers_error: str | None = None
+    # The tables' capacity mode (``duetime.scheduling.table_modes``); None when the stack's tables are on
+    # demand (nothing to switch).
+    tables: dict[str, Any] | None = None
 
     def summary(self) -> dict[str, Any]:
         summary = asdict(self)
@@ -225,6 +229,18 @@ class PollersLook:
     error: str | None = None
 
 
+class TableModeNotSwitched(RuntimeError):
+    """The tables' capacity mode could not be read or switched at this look (``decision.tables["error"]``);
+    the rest of the look was done. Raised so the prescaler's invocation fails and its ``PrescalerErrors``
+    alarm shows it: a spike the tables meet in provisioned mode starts late."""
+
+    def __init__(self, decision: PrescaleDecision) -> None:
+        super().__init__(
+            f"the tables' capacity mode was not switched: {(decision.tables or {}).get('error')}"
+        )
+        self.decision = decision
+
+
 class Prescaler:
     """Looks at the due index, the queue and the provisioned workers, and sets the workers (``tick``); with
     ``pollers``, switches the event source's provisioned mode as well."""
@@ -239,9 +255,11 @@ class Prescaler:
         partitions: Iterable[int] = range(PARTITIONS),
         readers: int = 8,
         pollers: ProvisionedEventPollers | None = None,
+        tables: TableModeSwitcher | None = None,
     ) -> None:
         self.store = store
         self.pollers = pollers
+        self.tables = tables
         self.workers = workers
         self.backlog = backlog
         self.clock = clock
@@ -249,10 +267,17 @@ class Prescaler:
         self.partitions = list(partitions)
         self.readers = readers
 
-    def forecast(self, now: datetime) -> dict[str, int]:
-        """Due rows per minute bucket, from ``now``'s minute to ``lookahead_minutes`` ahead (every bucket,
-        zeros included), summed over the partitions; ``readers`` Queries at a time."""
-        minutes = range(self.policy.lookahead_minutes + 1)
+    def horizon_minutes(self) -> int:
+        """How far ahead a look counts: the workers' look-ahead, or the tables' switch lead if further."""
+        tables = self.tables.policy.horizon_minutes if self.tables else 0
+        return max(self.policy.lookahead_minutes, tables)
+
+    def forecast(self, now: datetime, minutes_ahead: int | None = None) -> dict[str, int]:
+        """Due rows per minute bucket, from ``now``'s minute to ``minutes_ahead`` (by default
+        ``lookahead_minutes``) ahead (every bucket, zeros included), summed over the partitions;
+        ``readers`` Queries at a time."""
+        ahead = self.policy.lookahead_minutes if minutes_ahead is None else minutes_ahead
+        minutes = range(ahead + 1)
         buckets = [minute_bucket(now + timedelta(minutes=m)) for m in minutes]
         keys = [(p, b) for b in buckets for p in self.partitions]
         with ThreadPoolExecutor(max_workers=self.readers) as pool:
@@ -264,18 +289,25 @@ class Prescaler:
 
     def tick(self) -> PrescaleDecision:
         """One look: forecast, decide, and set the event source's pollers and the provisioned workers if
-        they change. A failure of the pollers is logged and reported; the workers are set all the same (a
-        failure of theirs raises, as before)."""
+        they change, and the tables' capacity mode with ``tables``. A failure of the pollers is logged and
+        reported; the workers are set all the same (a failure of theirs raises, as before); a failure of the
+        tables' raises ``TableModeNotSwitched`` once everything else is set."""
         now = self.clock.now()
-        forecast = self.forecast(now)
+        counted = self.forecast(now, self.horizon_minutes())
+        # the workers and the event source look ``lookahead_minutes`` ahead; the tables, their lead
+        nearest = {
+            minute_bucket(now + timedelta(minutes=m)) for m in range(self.policy.lookahead_minutes + 1)
+        }
+        forecast = {bucket: runs for bucket, runs in counted.items() if bucket in nearest}
         waiting = self.backlog.waiting_runs()
+        tables = self.tables.look(counted, waiting, now).summary() if self.tables else None
         pollers = self.switch_pollers(forecast, waiting)
         provisioned = self.workers.provisioned()
         wanted, action = decide(self.policy, forecast, provisioned, waiting)
         if wanted != provisioned:
             self.workers.provision(wanted)
         busiest = max(forecast, key=lambda bucket: forecast[bucket]) if any(forecast.values()) else None
-        return PrescaleDecision(
+        decision = PrescaleDecision(
             at=now,
             busiest_minute=busiest,
             busiest_runs=forecast[busiest] if busiest else 0,
@@ -289,7 +321,11 @@ class Prescaler:
             pollers_after=pollers.after if pollers else None,
             pollers_action=pollers.action if pollers else None,
             pollers_error=pollers.error if pollers else None,
+            tables=tables,
         )
+        if tables and tables["error"]:  # the workers and pollers are set; the invocation fails (its alarm)
+            raise TableModeNotSwitched(decision)
+        return decision
 
     def switch_pollers(self, forecast: Mapping[str, int], waiting: int) -> PollersLook | None:
         """Read the event source's pollers, decide, and switch them if they change (None: not ours to

@@ -516,6 +516,13 @@ JOB_KEY_IS_FREE = Condition(
     "job of the team has it: of two writes giving one key to two jobs, one holds and the other is a 409.",
 )
 
+TABLE_MODES_AS_READ = Condition(
+    "TABLE_MODES_AS_READ",
+    "attribute_not_exists(pk) OR #switches_made = :switches_made",
+    "the tables' switch log is as the switcher read it (or not yet written): two looks at once never both "
+    "count themselves under AWS's four switches to on demand a day, nor lose each other's switch",
+)
+
 
 ALL_CONDITIONS = (
     JOB_IS_NEW,
@@ -576,4 +583,5 @@ ALL_CONDITIONS = (
     CALENDAR_IS_LIVE,
     CALENDAR_UNUSED,
     JOB_KEY_IS_FREE,
+    TABLE_MODES_AS_READ,
 )
