@@ -1471,3 +1471,8 @@ def test_provisioned_tables_without_the_prescaler_are_refused_naming_the_setting
         StackConfig.from_context(
             cdk.App(context={"capacity_mode": "provisioned", "forecast_scaling": "false"}).node
         )
+
+
+def test_provisioned_tables_on_localstack_are_refused_naming_why() -> None:
+    with pytest.raises(ContextError, match="LocalStack's CloudFormation cannot create"):
+        StackConfig.from_context(cdk.App(context={"capacity_mode": "provisioned", "localstack": "true"}).node)

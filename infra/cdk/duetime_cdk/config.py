@@ -320,6 +320,13 @@ class StackConfig(BaseModel):
                     f"apply: leave it unset (or 0) with localstack=true"
                 )
             setattr(self, key, {})  # no default pre-warming on LocalStack either (storage.py says why)
+        if self.capacity_mode == "provisioned":
+            raise ValueError(
+                "capacity_mode=provisioned makes provisioned AWS::DynamoDB::GlobalTable resources, which "
+                "LocalStack's CloudFormation cannot create (localstack/localstack, services/dynamodb/"
+                "resource_providers/aws_dynamodb_globaltable.py hands WriteProvisionedThroughputSettings to "
+                "CreateTable unchanged): leave it on_demand with localstack=true"
+            )
 
     def _one_worker_scaling(self) -> None:
         default_cap = type(self).model_fields["worker_max_concurrency"].default
