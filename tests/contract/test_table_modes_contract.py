@@ -108,3 +108,45 @@ def test_two_looks_at_once_never_both_count_themselves_under_the_limit(
     with pytest.raises(RuntimeError, match="another look"):
         second._write_log([*stale[0], T0], stale[1], stale[2])
     assert len(first.switches_to_on_demand(T0 - timedelta(hours=1))) == 1
+
+
+class RefusesAnUpdate:
+    """A DynamoDB client whose ``refuse_at``-th UpdateTable fails, as AWS's does for a table being updated."""
+
+    def __init__(self, client: Any, refuse_at: int) -> None:
+        self.client, self.refuse_at, self.updates = client, refuse_at, 0
+
+    def update_table(self, **request: Any) -> Any:
+        self.updates += 1
+        if self.updates == self.refuse_at:
+            raise RuntimeError("ResourceInUseException: the table is being updated")
+        return self.client.update_table(**request)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.client, name)
+
+
+@pytest.mark.integration
+def test_a_switch_that_stopped_half_way_is_finished_by_the_next_one_without_touching_what_it_switched(
+    dynamodb_tables: tuple[Any, TableNames],
+) -> None:
+    """A look that switched the jobs table and failed on the next (a table being updated) left the tables in
+    two modes: the next switch switches only what is left, each way (AWS refuses a switch to the mode a
+    table is in), and the capacities come back from the first look's log."""
+    client, names = dynamodb_tables
+    provisioned(client, names, units=6)
+    everything = (names.jobs, names.runs, names.control)
+    with pytest.raises(RuntimeError, match="being updated"):
+        DynamoTableModes(RefusesAnUpdate(client, refuse_at=2), names).switch_to_on_demand(T0)
+    tables = DynamoTableModes(client, names)
+    assert [tables._mode_of(n) for n in everything] == ["on_demand", "provisioned", "provisioned"]
+    tables.switch_to_on_demand(T0 + timedelta(minutes=5))
+    assert {tables._mode_of(n) for n in everything} == {"on_demand"}
+    with pytest.raises(RuntimeError, match="being updated"):
+        DynamoTableModes(RefusesAnUpdate(client, refuse_at=2), names).switch_to_provisioned()
+    tables.switch_to_provisioned()
+    assert {tables._mode_of(n) for n in everything} == {"provisioned"}
+    for name in everything:
+        assert (
+            client.describe_table(TableName=name)["Table"]["ProvisionedThroughput"]["WriteCapacityUnits"] == 6
+        )

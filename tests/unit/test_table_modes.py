@@ -186,3 +186,14 @@ def test_without_provisioned_tables_the_prescaler_reports_no_table_mode() -> Non
 def test_a_lead_shorter_than_aws_takes_to_switch_is_refused_naming_the_field() -> None:
     with pytest.raises(ValueError, match="lead_minutes"):
         TableModePolicy(lead_minutes=2)
+
+
+def test_a_new_prescaler_process_holds_the_tables_on_demand_as_long_after_a_switch_as_the_one_that_switched(
+    world: World,
+) -> None:
+    world.spike_at(22)
+    world.looks(1)  # switched at +0 for a spike at +22
+    fresh = TableModeSwitcher(world.tables, POLICY)  # a new Lambda environment: it saw no spike
+    # the switch's horizon (+25) and the hold (15) and the minute itself: back from +41
+    assert fresh.look({}, 0, T0 + timedelta(minutes=40)).action == "stay"
+    assert fresh.look({}, 0, T0 + timedelta(minutes=41)).action == "to_provisioned"

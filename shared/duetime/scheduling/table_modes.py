@@ -128,7 +128,8 @@ def decide_table_mode(
 class TableModeSwitcher:
     """Switches ``tables`` as ``decide_table_mode`` says, one look at a time (the prescaler's). Remembers the
     latest busy minute it saw (a look sees only ahead; the hold counts from that minute's end). A new
-    process remembers none: it then goes back only once the queue is drained, as any look does."""
+    process that finds the tables on demand takes the latest switch's horizon as that minute (the spike
+    it switched for came no later)."""
 
     def __init__(self, tables: TableCapacityModes, policy: TableModePolicy | None = None) -> None:
         self.tables = tables
@@ -143,7 +144,12 @@ class TableModeSwitcher:
             self.last_busy = latest_busy
         try:
             mode = self.tables.mode()
-            switches = len(self.tables.switches_to_on_demand(now - ROLLING_DAY))
+            recent = self.tables.switches_to_on_demand(now - ROLLING_DAY)
+            switches = len(recent)
+            if self.last_busy is None and mode == "on_demand" and recent:
+                # a process that saw no spike (a new one): the latest switch's spike came at most a horizon
+                # after it, and the hold counts from there
+                self.last_busy = recent[-1] + timedelta(minutes=self.policy.horizon_minutes)
             action = decide_table_mode(
                 self.policy, mode, busiest, self.last_busy, waiting_runs, switches, now
             )

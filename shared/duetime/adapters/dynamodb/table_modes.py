@@ -51,7 +51,10 @@ class DynamoTableModes:
         self.tables = [names.jobs, names.runs, names.control]
 
     def mode(self) -> str:
-        table = self.client.describe_table(TableName=self.names.runs)["Table"]
+        return self._mode_of(self.names.runs)
+
+    def _mode_of(self, name: str) -> str:
+        table = self.client.describe_table(TableName=name)["Table"]
         return MODES[table.get("BillingModeSummary", {}).get("BillingMode", "PROVISIONED")]
 
     def switches_to_on_demand(self, since: datetime) -> list[datetime]:
@@ -66,14 +69,18 @@ class DynamoTableModes:
                 f"{len(recent)} switches to on demand since {(now - ROLLING_DAY).isoformat()}: AWS allows "
                 f"{SWITCHES_PER_DAY} a table in a rolling 24 hours"
             )
-        capacities = {name: self._capacities(name) for name in self.tables}
-        self._write_log([*recent, now], made, capacities)
-        for name in self.tables:
+        provisioned = [name for name in self.tables if self._mode_of(name) == "provisioned"]
+        kept = self._read_log()[2]
+        capacities = {name: self._capacities(name) for name in provisioned}
+        self._write_log([*recent, now], made, {**kept, **capacities})
+        for name in provisioned:  # a table a failed look switched already is left as it is
             self.client.update_table(TableName=name, BillingMode="PAY_PER_REQUEST")
 
     def switch_to_provisioned(self) -> None:
         _, _, capacities = self._read_log()
         for name in self.tables:
+            if self._mode_of(name) == "provisioned":  # switched back by a look that failed further on
+                continue
             kept = capacities.get(name)
             if kept is None:
                 raise RuntimeError(f"no capacity kept for {name}: it was not switched by duetime")
