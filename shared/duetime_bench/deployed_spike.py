@@ -227,8 +227,8 @@ def mode_evidence(
     helpers: Sequence[HelperInvocation],
 ) -> dict[str, Any]:
     """What the invocations that started inside ``window`` logged: the pollers by their fan-out setting (and
-    the holder rows of those with helpers), the groups they served, and the helpers (those started for
-    another minute than ``due`` too)."""
+    the holder rows of those with helpers), the groups they served, and the helpers (those that started only
+    once their minute had begun, and those started for another minute than ``due``, too)."""
     ran = [p for p in pollers if window.holds(p.at)]
     helped = [h for h in helpers if window.holds(h.at)]
     return {
@@ -239,6 +239,7 @@ def mode_evidence(
         "poller_holder_rows": sorted({p.fan_out.holder_rows for p in ran if p.fan_out.holder_rows}),
         "poller_groups": dict(sorted(Counter(p.group or "?" for p in ran).items())),
         "helpers_invoked": len(helped),
+        "helpers_started_in_their_minute": sum(h.at >= h.minute.timestamp() for h in helped),  # or later
         "helpers_for_another_minute": sum(h.minute != due for h in helped),
     }
 

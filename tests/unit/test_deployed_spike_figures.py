@@ -140,6 +140,13 @@ def test_a_fan_out_mode_whose_pollers_logged_fan_out_on_and_started_helpers_is_a
     check_mode("fan_out", figures, GROUPS, ROWS, 300)
     assert figures["poller_invocations"] == {"fan_out_on": 6, "fan_out_off": 0}
     assert figures["helpers_invoked"] == 10 and figures["poller_holder_rows"] == [300]
+    assert figures["helpers_started_in_their_minute"] == 0  # launched 30 s ahead, they started in time
+
+
+def test_helpers_that_started_only_once_their_minute_had_begun_are_counted_apart() -> None:
+    """LocalStack runs a function's asynchronous invocations 6 at a time on this machine: the rest wait."""
+    figures = evidence(FAN_OUT_WINDOW, pollers(ON, -90), helpers(6) + helpers(4, seconds=25))
+    assert (figures["helpers_invoked"], figures["helpers_started_in_their_minute"]) == (10, 4)
 
 
 def test_an_alone_mode_whose_pollers_logged_fan_out_off_and_started_no_helper_is_accepted() -> None:
