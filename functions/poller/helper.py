@@ -2,7 +2,8 @@
 for that minute (``duetime.scheduling.fan_out``): the event is the ``HelperAssignment``. It holds the slice's
 own lease, preloads, fires and sweeps the slice, and returns once the minute is claimed
 (``PollerShift.serve_helper``); if it dies, the holder takes the slice back when the lease expires. Each
-invocation logs its assignment first (``fan_out.HELPER_INVOCATION_LOG``, its ``helper`` field)."""
+invocation logs first the partitions and minute it serves (``fan_out.HELPER_INVOCATION_LOG``, field
+``helper``; not its group label: nothing of an event is echoed in the logs verbatim, SECURITY.md)."""
 
 import time
 
@@ -28,7 +29,7 @@ build_info.log_cold_start(logger)
 def handler(event: dict, context: LambdaContext) -> dict:
     assignment = HelperEvent.model_validate(event).helper
     invocation = invocation_id(context.aws_request_id)
-    served = assignment.model_dump(mode="json", include={"group", "partitions", "minute"})
+    served = assignment.model_dump(mode="json", include={"partitions", "minute"})
     logger.info(HELPER_INVOCATION_LOG, extra={"helper": served})
     report = wiring.poller_shift().serve_helper(invocation, assignment, time.sleep, metrics=metrics)
     return report.summary()

@@ -182,7 +182,7 @@ class PollerInvocation:
 @dataclass(frozen=True)
 class HelperInvocation:
     at: float  # epoch seconds: its first line (``HELPER_INVOCATION_LOG``)
-    group: str
+    partitions: tuple[int, ...]  # its slice of a group
     minute: datetime  # the minute it was started for
 
 
@@ -213,9 +213,9 @@ def poller_invocations(messages: Iterable[str]) -> list[PollerInvocation]:
 
 
 def helper_invocations(messages: Iterable[str]) -> list[HelperInvocation]:
-    """The helper invocations whose lines ``messages`` holds, with the group and minute each served."""
+    """The helper invocations whose lines ``messages`` holds, with the slice and minute each served."""
     return [
-        HelperInvocation(at, line["helper"]["group"], parse_iso_z(line["helper"]["minute"]))
+        HelperInvocation(at, tuple(line["helper"]["partitions"]), parse_iso_z(line["helper"]["minute"]))
         for at, line in _lines(messages, HELPER_INVOCATION_LOG)
     ]
 

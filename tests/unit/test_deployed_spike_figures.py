@@ -105,7 +105,7 @@ def pollers(setting: FanOutSetting, *seconds: float) -> list[PollerInvocation]:
 
 
 def helpers(count: int, seconds: float = -30, minute: datetime = DUE) -> list[HelperInvocation]:
-    return [HelperInvocation(at(seconds), GROUPS[i % 2], minute) for i in range(count)]
+    return [HelperInvocation(at(seconds), (2 * i, 2 * i + 1), minute) for i in range(count)]
 
 
 def evidence(
@@ -126,13 +126,11 @@ def test_the_invocations_are_read_from_their_own_lines_with_the_instant_each_was
         "START RequestId: r1 Version: $LATEST",
         logged(POLLER_INVOCATION_LOG, when, fan_out={"helpers": True, "holder_rows": 300}, group="0-15"),
         logged("cold start", when),
-        logged(
-            HELPER_INVOCATION_LOG, when, helper={"group": "0-15", "partitions": [2, 3], "minute": iso_z(DUE)}
-        ),
+        logged(HELPER_INVOCATION_LOG, when, helper={"partitions": [2, 3], "minute": iso_z(DUE)}),
         "REPORT RequestId: r1\tDuration: 9.1 ms",
     ]
     assert poller_invocations(messages) == [PollerInvocation(when.timestamp(), ON, "0-15")]
-    assert helper_invocations(messages) == [HelperInvocation(when.timestamp(), "0-15", DUE)]
+    assert helper_invocations(messages) == [HelperInvocation(when.timestamp(), (2, 3), DUE)]
 
 
 def test_a_fan_out_mode_whose_pollers_logged_fan_out_on_and_started_helpers_is_accepted() -> None:

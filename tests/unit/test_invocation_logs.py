@@ -104,7 +104,7 @@ def test_every_poller_invocation_logs_the_fan_out_it_runs_with_and_its_group(
     assert all(abs(i.at - datetime.now(UTC).timestamp()) < 60 for i in logged)  # when it was logged
 
 
-def test_every_helper_invocation_logs_the_group_and_minute_it_was_started_for(
+def test_every_helper_invocation_logs_the_partitions_and_minute_it_was_started_for(
     monkeypatch: pytest.MonkeyPatch, lines: Any
 ) -> None:
     module = load_handler("poller", "helper")
@@ -115,4 +115,4 @@ def test_every_helper_invocation_logs_the_group_and_minute_it_was_started_for(
     )
     module.handler({"helper": assignment.model_dump(mode="json")}, LambdaContext())
     logged = helper_invocations(logged_lines())
-    assert [(i.group, i.minute) for i in logged] == [("0-15", MINUTE)]
+    assert [(i.partitions, i.minute) for i in logged] == [((2, 3), MINUTE)]

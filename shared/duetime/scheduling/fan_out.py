@@ -70,7 +70,7 @@ class FanOutPolicy(BaseModel):
 
 # One structured line at the start of each invocation, so what ran can be told from the logs alone (the
 # deployed spike bench refuses a mode whose invocations logged another setting): a poller's carries its
-# ``FanOutSetting`` as the field ``fan_out``, a helper's its assignment as the field ``helper``.
+# ``FanOutSetting`` as the field ``fan_out``, a helper's the partitions and minute it serves as ``helper``.
 POLLER_INVOCATION_LOG = "poller invocation"
 HELPER_INVOCATION_LOG = "poller helper invocation"
 
