@@ -97,9 +97,8 @@ RUN_SLACK_SECONDS = 15.0  # past one poller run after the update: its last old i
 GRACE_SECONDS = 240.0  # the runs may take this long past their second to start
 SETTLE_SECONDS = 5.0  # after the last run's call: time for a repeat call to show up
 LOG_DELIVERY_SECONDS = 10.0  # past an invocation's end: its lines are stored
-HELPER_SERVES_AFTER = timedelta(
-    minutes=1, seconds=FanOutPolicy().serve_after_seconds
-)  # minute to serve_until
+# from a helper's minute to its serve_until (``fan_out.FanOut``), by when it has ended
+HELPER_SERVES_AFTER = timedelta(minutes=1, seconds=FanOutPolicy().serve_after_seconds)
 
 
 def _progress(text: str) -> None:
@@ -393,12 +392,11 @@ class SpikeRun:
         evidence = self.evidence(mode, window, due)
         group_rows = rows_by_group(planned, self.info.groups)
         check_mode(mode, evidence, self.info.groups, group_rows, self.holder_rows)
+        workers = invocation_figures(self.messages("worker", window.start, window.end))[0]
         return {
             **figures,
             **evidence,
-            "spike_workers_invoked": invocation_figures(self.messages("worker", window.start, window.end))[0][
-                "invocations"
-            ],
+            "spike_workers_invoked": workers["invocations"],
             "rows_by_group": group_rows,
             "due": iso_z(due),
             "window": [iso_z(datetime.fromtimestamp(t, due.tzinfo)) for t in (window.start, window.end)],
