@@ -221,3 +221,18 @@ def test_the_rows_of_each_group_are_counted_from_the_run_ids_partitions() -> Non
         "0-31": sum(partition_of(j) < 32 for j in job_ids),
         "32-63": sum(partition_of(j) >= 32 for j in job_ids),
     }
+
+
+def test_the_command_fails_with_the_reason_rather_than_print_a_mode_that_did_not_take_effect(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from duetime.cli import main
+    from duetime_bench import deployed_spike
+
+    def refused(*args: Any) -> dict[str, Any]:
+        raise ModeNotInEffect("the alone mode did not take effect: 20 helper invocations started")
+
+    monkeypatch.setattr(deployed_spike, "run_deployed_spike", refused)
+    assert main(["bench", "spike", "--deployed-local", "--jobs", "3000", "--json"]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and "ModeNotInEffect: the alone mode did not take effect: 20 helper" in err
