@@ -426,11 +426,18 @@ def create_jobs(
         return dict(pool.map(create, range(len(dues))))
 
 
-def log_messages(logs: CloudWatchLogsClient, function: str, since_ms: int) -> list[str]:
-    """The function's log lines since ``since_ms``: every page, up to a page that fails."""
+def log_messages(
+    logs: CloudWatchLogsClient, function: str, since_ms: int, until_ms: int | None = None
+) -> list[str]:
+    """The function's log lines stored from ``since_ms`` (up to ``until_ms``, if given): every page, up to a
+    page that fails. LocalStack stores an invocation's lines when it ends, all stamped with that instant."""
     messages: list[str] = []
-    pages = logs.get_paginator("filter_log_events").paginate(
-        logGroupName=f"/aws/lambda/{function}", startTime=since_ms
+    group = f"/aws/lambda/{function}"
+    paginator = logs.get_paginator("filter_log_events")
+    pages = (
+        paginator.paginate(logGroupName=group, startTime=since_ms)
+        if until_ms is None
+        else paginator.paginate(logGroupName=group, startTime=since_ms, endTime=until_ms)
     )
     try:
         for page in pages:

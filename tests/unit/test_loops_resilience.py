@@ -28,6 +28,7 @@ from duetime.domain.models import Job, RunStatus, Team
 from duetime.execution.worker import Worker, WorkerConfig, WorkOutcome, WorkReport
 from duetime.observability import record_fire, record_poll, record_work
 from duetime.ports import Alert, ClaimOutcome, DueRow, RunMessage, TargetRequest, TargetResponse
+from duetime.scheduling.fan_out import FanOutSetting
 from duetime.scheduling.poller import Poller, PollerConfig, recover_runs
 from duetime.scheduling.poller_lease import PollerShift
 from duetime.scheduling.preload import FireFailed
@@ -438,6 +439,9 @@ def test_an_event_delivered_twice_is_two_invocations_under_two_names(monkeypatch
     names: list[str] = []
 
     class Shift:
+        def fan_out_setting(self) -> FanOutSetting:
+            return FanOutSetting(helpers=False)
+
         def serve(self, invocation: str, *args: Any, **kwargs: Any) -> Any:
             names.append(invocation)
             return SimpleNamespace(summary=lambda: {})

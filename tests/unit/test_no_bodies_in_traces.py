@@ -22,6 +22,7 @@ import pytest
 
 from duetime import wiring
 from duetime.execution.run_batch import BatchOutcome
+from duetime.scheduling.fan_out import FanOutSetting
 
 from ..api_twin import TwinApi, serving_twin
 from ..lambda_support import LambdaContext, api_request, load_handler
@@ -216,6 +217,9 @@ class Report:
 
 
 class Shift:
+    def fan_out_setting(self) -> FanOutSetting:
+        return FanOutSetting(helpers=False)
+
     def serve(self, *args: Any, **kwargs: Any) -> Report:
         return Report()
 

@@ -68,6 +68,23 @@ class FanOutPolicy(BaseModel):
     refresh_seconds: float = Field(default=1.0, gt=0)
 
 
+# One structured line at the start of each invocation, so what ran can be told from the logs alone (the
+# deployed spike bench refuses a mode whose invocations logged another setting): a poller's carries its
+# ``FanOutSetting`` as the field ``fan_out``, a helper's the partitions and minute it serves as ``helper``.
+POLLER_INVOCATION_LOG = "poller invocation"
+HELPER_INVOCATION_LOG = "poller helper invocation"
+
+
+class FanOutSetting(BaseModel):
+    """The fan-out a poller invocation runs with: whether a busy minute's holder starts helpers, and the
+    rows of a minute it claims alone before it does (None when it starts none)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    helpers: bool
+    holder_rows: int | None = None
+
+
 class HelperAssignment(BaseModel):
     """What a helper invocation serves: ``partitions`` (a slice of ``group``) for ``minute`` until
     ``serve_until``. The helper function's event (``duetime.scheduling.events.PollerTick.helper``)."""

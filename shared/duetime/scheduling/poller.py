@@ -49,7 +49,7 @@ from duetime.ports import (
 )
 from duetime.scheduling.calendar_days import CalendarDays, CalendarReader, resolve_calendars
 from duetime.scheduling.claim_pace import ClaimPace
-from duetime.scheduling.fan_out import FanOut, FanOutPolicy, HelperLauncher
+from duetime.scheduling.fan_out import FanOut, FanOutPolicy, FanOutSetting, HelperLauncher
 from duetime.scheduling.low_water import LowWaterMarks
 from duetime.scheduling.preload import FireFailed, FireReport, MinutePreload
 from duetime.scheduling.quarantine import Quarantine
@@ -708,6 +708,13 @@ class Poller:
             return window is not None and window.start <= self.clock.now() < window.end
 
         return still_claiming
+
+    def fan_out_setting(self) -> FanOutSetting:
+        """Whether this poller's busy minutes start helpers, and past how many rows (what its invocations
+        log: ``duetime.scheduling.fan_out.POLLER_INVOCATION_LOG``)."""
+        if self.fan_out is None:
+            return FanOutSetting(helpers=False)
+        return FanOutSetting(helpers=True, holder_rows=self.fan_out.policy.holder_rows)
 
     def alone(self, partitions: Sequence[int], claims_per_second: float | None = None) -> Poller:
         """The same poller on ``partitions`` that never starts helpers, paced to ``claims_per_second``: a

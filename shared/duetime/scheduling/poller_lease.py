@@ -49,7 +49,7 @@ from typing import Any, ParamSpec, TypeVar
 from duetime.domain.timeutil import ceil_seconds
 from duetime.observability import MetricsSink, add_counts, record_fire, record_poll, record_poller_error
 from duetime.ports import PollerLease, PollerLeaseStore
-from duetime.scheduling.fan_out import HelperAssignment
+from duetime.scheduling.fan_out import FanOutSetting, HelperAssignment
 from duetime.scheduling.poller import ClaimReport, ClaimWindow, Poller, RecoveryReport
 from duetime.scheduling.preload import FireReport
 from duetime.scheduling.quiet import QuietTimings, QuietWatch
@@ -447,6 +447,10 @@ class PollerShift:
     warmer: WorkerWarmer | None = None
     # rest when the group is quiet (``duetime.scheduling.quiet``); None: never
     quiet: QuietTimings | None = None
+
+    def fan_out_setting(self) -> FanOutSetting:
+        """The fan-out this shift's group invocations run with (``Poller.fan_out_setting``)."""
+        return self.poller.fan_out_setting()
 
     def serve(
         self,
