@@ -198,3 +198,30 @@ def put_as_a_later_release(subject: Subject, job: Any, now: Any) -> None:
     item["spec"] = {"S": json.dumps({**spec, "priority": "high", "target": {**spec["target"], "proxy": "x"}})}
     item["shard_hint"] = {"N": "7"}
     store.client.put_item(TableName=store.names.jobs, Item=item)
+
+
+@pytest.mark.parametrize("derive", ["for_partitions", "alone"])
+def test_a_group_poller_and_a_helper_keep_unreadable_rows_for_the_operator_as_the_poller_they_derive_from(
+    subject: Subject, derive: str
+) -> None:
+    """On AWS each group's poller is the wired poller ``for_partitions`` its group, and a helper is it
+    ``alone`` on its slice: both keep what the wired one keeps (they once dropped the quarantine record, so
+    a deployed stack only counted and logged its unreadable rows)."""
+    good, bad = ids_in_partition(PARTITION, 2)
+    subject.put_job(a_job(at(0), good), at(-30))
+    subject.put_unreadable(a_job(at(1), bad), at(-30), "a wrong type")
+    clock = ManualClock(at(10))
+    store = subject.store
+    wired = Poller(
+        store,
+        store,
+        MemoryQueue(clock),
+        MemoryAlerts(),
+        clock,
+        PollerConfig(partitions=[], preload_lead=None),
+        quarantine_record=store,
+    )
+    poller = getattr(wired, derive)([PARTITION])
+    report = poller.claim()
+    assert {run.job_id for run in report.runs} == {good}
+    assert [q.row.job_id for q in store.quarantined_rows()] == [bad]

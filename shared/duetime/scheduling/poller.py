@@ -354,6 +354,7 @@ class Poller:
         runs as if it excluded nothing, logged). ``quarantine_record``: where unreadable rows are kept for the
         operator (none: they are logged and counted only)."""
         self.jobs = jobs
+        self.quarantine_record = quarantine_record
         self.calendars = calendars
         self.calendar_days = CalendarDays(calendars) if calendars is not None else None
         self.runs = runs
@@ -741,6 +742,7 @@ class Poller:
             helpers,
             self.fan_out_policy,
             self.calendars,
+            self.quarantine_record,
         )
 
 
