@@ -14,7 +14,13 @@ import boto3
 import pytest
 
 from duetime.adapters.dynamodb.codec import job_to_item, run_key
-from duetime.adapters.dynamodb.reap_tickets import TICKET_RUNS_MAX, TICKET_RUNS_MIN, listed_run_ids
+from duetime.adapters.dynamodb.partiql import StatementFailed
+from duetime.adapters.dynamodb.reap_tickets import (
+    TICKET_RUNS_MAX,
+    TICKET_RUNS_MIN,
+    listed_run_ids,
+    ticket_items,
+)
 from duetime.adapters.dynamodb.store import DynamoStore
 from duetime.adapters.dynamodb.tables import REAP_INDEX
 from duetime.domain.claim_plan import make_claim, plan_claim
@@ -247,3 +253,18 @@ def test_rows_a_claim_left_without_their_ticket_are_ticketed_by_the_next_claim(s
     assert outcome.runs == [] and len(outcome.requeued) == 3 and outcome.claimed_jobs == 3
     (ticket,) = entries(store)
     assert sorted(listed_run_ids(ticket)) == sorted(run.run_id for run in outcome.requeued)
+
+
+def test_a_ticket_the_same_claim_wrote_before_a_retry_is_its_own_and_another_at_its_key_is_refused(
+    store: DynamoStore,
+) -> None:
+    """A request the SDK sent again after it had landed (or a statement sent again after an internal error)
+    finds its own tickets there: they are read back and taken as written, and the claim goes on to move the
+    schedules. A different ticket at the same random key still stops the claim (``TicketExists``)."""
+    runs = claim(store, jobs_of_one_partition(TICKET_RUNS_MIN + 2))
+    items = ticket_items(runs, LEASE, max(run.expires_at_epoch for run in runs))
+    store.insert_tickets(items)
+    store.insert_tickets(items)  # the retry: the same items, already there
+    taken = [{**items[0], "runs": {"S": "someone-else@2026-12-07T05:00:00Z"}}]
+    with pytest.raises(StatementFailed, match="TicketExists"):
+        store.insert_tickets(taken)

@@ -20,7 +20,7 @@ from duetime.adapters.dynamodb.codec import (
 )
 from duetime.adapters.dynamodb.deadline_watches import DeadlineWatches
 from duetime.adapters.dynamodb.reads import batch_get
-from duetime.adapters.dynamodb.reap_tickets import ticket_items, ticketed_run_ids
+from duetime.adapters.dynamodb.reap_tickets import ticket_items, ticket_key, ticketed_run_ids
 from duetime.domain.claim_plan import Claim, sets_active_run
 from duetime.domain.models import Run
 from duetime.ports import ClaimOutcome
@@ -154,10 +154,26 @@ class DynamoClaims(DeadlineWatches):
         if not runs:
             return 0
         items = ticket_items(runs, self.lease_check, max(run.expires_at_epoch for run in runs))
-        statements = [partiql.insert(self.names.runs, item, c.TICKET_IS_NEW) for item in items]
-        if not all(self._execute_in_parallel(statements)):
-            raise partiql.StatementFailed("TicketExists", "a reap ticket's random key was taken")
+        self.insert_tickets(items)
         return len(items)
+
+    def insert_tickets(self, items: Sequence[Item]) -> None:
+        """Each ticket INSERTed under ``TICKET_IS_NEW``. A ticket whose condition failed is read back
+        (consistently): the same item is this claim's own, written by an earlier attempt of the request
+        (the SDK's retry of a request that had landed, or a statement sent again after an internal error)
+        and is written; another item at its random key raises ``TicketExists`` (nothing moves past rows a
+        ticket does not cover)."""
+        statements = [partiql.insert(self.names.runs, item, c.TICKET_IS_NEW) for item in items]
+        written = self._execute_in_parallel(statements)
+        refused = [item for item, ok in zip(items, written, strict=True) if not ok]
+        if not refused:
+            return
+        found = batch_get(
+            self.client, self.names.runs, [ticket_key(item) for item in refused], consistent=True
+        )
+        stored = {item["job_id"]["S"]: item for item in found}
+        if any(stored.get(item["job_id"]["S"]) != item for item in refused):
+            raise partiql.StatementFailed("TicketExists", "a reap ticket's random key was taken")
 
     def _current_versions(self, claims: Sequence[Claim]) -> dict[str, int]:
         """Each claimed job's version as stored now (a consistent BatchGetItem of the key and the version;
