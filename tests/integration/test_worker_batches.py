@@ -253,10 +253,11 @@ def test_a_batch_takes_the_slots_its_process_freed_lately_without_reading_their_
     first = stack.store.acquire_slots(team, [f"run-{i}" for i in range(10)], now, until)
     stack.store.record_results_and_free_slots([], OWNER, now, {team.team_id: first})
 
-    with requests_of(stack.dynamodb) as sent:
+    with requests_of(stack.dynamodb) as sent, slot_statements_of(stack) as taking:
         again = stack.store.acquire_slots(team, [f"next-{i}" for i in range(10)], now, until)
     assert sorted(again.values()) == sorted(first.values())
-    assert sent == {"BatchExecuteStatement": 1}, sent  # the two items' writes, no Query
+    assert sent == {"BatchExecuteStatement": 1}, sent  # no Query
+    assert len(taking) == 2  # the two items of five slots, as after a Query
 
 
 def test_a_freed_slot_another_worker_took_meanwhile_is_looked_for_as_before(stack: Stack) -> None:

@@ -1,4 +1,5 @@
-"""The slots a process freed lately, which its next batch of the same team guesses before reading a group."""
+"""The slots a process freed lately, which its next batch of the same team takes before reading a group:
+handed out by whole items, the fullest first, so a guessed batch writes as few slot items as a queried one."""
 
 from __future__ import annotations
 
@@ -7,16 +8,26 @@ from datetime import UTC, datetime, timedelta
 from duetime.adapters.dynamodb.worker_batches import FREED_SLOT_GUESS_WINDOW, FreedSlots
 
 FREED_AT = datetime(2026, 12, 7, 0, 0, tzinfo=UTC)
+SOON = FREED_AT + timedelta(seconds=2)
 
 
-def test_the_newest_freed_slots_are_handed_out_first_and_each_once() -> None:
+def test_the_fullest_items_are_handed_out_first_the_newest_among_equals_and_each_slot_once() -> None:
     freed = FreedSlots()
-    freed.remember("team-a", [3, 4], FREED_AT)
-    freed.remember("team-a", [7, 8], FREED_AT + timedelta(seconds=1))
+    freed.remember("team-a", [10, 11], FREED_AT)  # item 10: two slots
+    freed.remember("team-a", [0, 1, 2, 3, 4], FREED_AT)  # item 0: all five
+    freed.remember("team-a", [20, 21], FREED_AT + timedelta(seconds=1))  # item 20: two, newer
 
-    assert freed.hand_out("team-a", 3, FREED_AT + timedelta(seconds=2), below=50) == [8, 7, 4]
-    assert freed.hand_out("team-a", 3, FREED_AT + timedelta(seconds=2), below=50) == [3]
-    assert freed.hand_out("team-a", 3, FREED_AT + timedelta(seconds=2), below=50) == []
+    assert freed.hand_out("team-a", 7, SOON, below=50) == [0, 1, 2, 3, 4, 20, 21]
+    assert freed.hand_out("team-a", 7, SOON, below=50) == [10, 11]
+    assert freed.hand_out("team-a", 7, SOON, below=50) == []
+
+
+def test_slots_freed_in_several_waves_are_handed_out_as_their_item() -> None:
+    freed = FreedSlots()
+    freed.remember("team-a", [5, 6], FREED_AT)
+    freed.remember("team-a", [12], FREED_AT)
+    freed.remember("team-a", [7, 8, 9], FREED_AT + timedelta(seconds=1))
+    assert freed.hand_out("team-a", 5, SOON, below=50) == [5, 6, 7, 8, 9]  # one item: one write
 
 
 def test_a_teams_freed_slots_are_its_own() -> None:
@@ -36,19 +47,27 @@ def test_a_slot_freed_longer_ago_than_the_window_is_not_guessed() -> None:
 def test_a_slot_at_or_over_the_teams_cap_now_is_not_guessed() -> None:
     """A cap lowered since the slot was freed: the slots over it are no longer the team's to take."""
     freed = FreedSlots()
-    freed.remember("team-a", [2, 9, 12], FREED_AT)
-    assert freed.hand_out("team-a", 5, FREED_AT, below=10) == [9, 2]
+    freed.remember("team-a", [2, 7, 8, 9, 12], FREED_AT)
+    assert sorted(freed.hand_out("team-a", 5, FREED_AT, below=9)) == [2, 7, 8]
+
+
+def test_a_slot_taken_otherwise_meanwhile_is_not_guessed() -> None:
+    freed = FreedSlots()
+    freed.remember("team-a", [3, 4], FREED_AT)
+    freed.forget("team-a", [4])
+    assert freed.hand_out("team-a", 5, FREED_AT, below=50) == [3]
 
 
 def test_a_slot_freed_twice_is_handed_out_once() -> None:
-    """A batch naming one slot twice would be refused as a whole (``by_item``)."""
     freed = FreedSlots()
     freed.remember("team-a", [5], FREED_AT)
     freed.remember("team-a", [5], FREED_AT + timedelta(seconds=1))
-    assert freed.hand_out("team-a", 5, FREED_AT + timedelta(seconds=1), below=50) == [5]
+    assert freed.hand_out("team-a", 5, SOON, below=50) == [5]
 
 
-def test_only_so_many_slots_are_remembered_a_team() -> None:
-    freed = FreedSlots(remembered=3)
-    freed.remember("team-a", range(10), FREED_AT)
-    assert freed.hand_out("team-a", 10, FREED_AT, below=50) == [9, 8, 7]
+def test_only_so_many_items_are_remembered_a_team_the_oldest_forgotten() -> None:
+    freed = FreedSlots(items=2)
+    freed.remember("team-a", [0], FREED_AT)
+    freed.remember("team-a", [5], FREED_AT)
+    freed.remember("team-a", [10], FREED_AT)
+    assert sorted(freed.hand_out("team-a", 10, FREED_AT, below=50)) == [5, 10]

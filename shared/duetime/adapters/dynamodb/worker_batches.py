@@ -23,7 +23,6 @@ import logging
 import math
 import random
 import threading
-from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 
@@ -65,7 +64,7 @@ SLOT_GROUPS_SEARCHED = 4
 # the group's Query (one request of four a batch). A guess is only a guess: the take is SLOT_FREE's write as
 # after a Query, and what it did not get is looked for as before. Slots freed longer ago than
 # FREED_SLOT_GUESS_WINDOW are more likely another worker's by then, and not guessed.
-FREED_SLOTS_REMEMBERED = 2 * SLOTS_PER_KEY  # per team
+FREED_ITEMS_REMEMBERED = 2 * SLOTS_PER_KEY // SLOTS_PER_ITEM  # per team
 FREED_SLOT_GUESS_WINDOW = timedelta(seconds=10)
 _WAITING = (RunStatus.QUEUED.value, RunStatus.RETRY_WAIT.value)
 
@@ -113,33 +112,58 @@ def fill_items(run_ids: Sequence[str], free: Sequence[int]) -> dict[str, int]:
 
 
 class FreedSlots:
-    """The slots this process freed lately, per team, newest last, with the store-clock instant each was
-    freed: what a batch's slots are first looked for among (``WorkerBatches.acquire_slots``). Shared by the
-    process's workers (each slot is handed to one batch only), forgotten with the process."""
+    """The slots this process freed lately, per team and per item (five slots share an item), with the
+    store-clock instant each item last had slots freed: what a batch's slots are first looked for among
+    (``WorkerBatches.acquire_slots``). Handed out by whole items, the fullest first, so a batch takes (and
+    later frees) its slots with as few writes as after a Query (``fill_items``). Shared by the process's
+    workers (each slot is handed to one batch only), forgotten with the process."""
 
-    def __init__(self, remembered: int = FREED_SLOTS_REMEMBERED, window: timedelta = FREED_SLOT_GUESS_WINDOW):
+    def __init__(self, items: int = FREED_ITEMS_REMEMBERED, window: timedelta = FREED_SLOT_GUESS_WINDOW):
         self._lock = threading.Lock()
-        self._remembered = remembered
+        self._items = items
         self._window = window
-        self._by_team: dict[str, deque[tuple[int, datetime]]] = {}
+        # team id -> an item's first slot -> (its slots freed, when last freed); oldest item first
+        self._by_team: dict[str, dict[int, tuple[set[int], datetime]]] = {}
 
     def remember(self, team_id: str, slots: Iterable[int], freed_at: datetime) -> None:
         with self._lock:
-            kept = self._by_team.setdefault(team_id, deque(maxlen=self._remembered))
-            kept.extend((slot, freed_at) for slot in slots)
+            items = self._by_team.setdefault(team_id, {})
+            for slot in slots:
+                first = slot - slot % SLOTS_PER_ITEM
+                cells, _ = items.pop(first, (set(), freed_at))
+                cells.add(slot)
+                items[first] = (cells, freed_at)  # now the newest
+            while len(items) > self._items:
+                del items[next(iter(items))]
+
+    def forget(self, team_id: str, slots: Iterable[int]) -> None:
+        """``slots`` were taken otherwise (after a Query): not free any more."""
+        with self._lock:
+            items = self._by_team.get(team_id, {})
+            for slot in slots:
+                cells, _ = items.get(slot - slot % SLOTS_PER_ITEM, (set(), None))
+                cells.discard(slot)
 
     def hand_out(self, team_id: str, count: int, now: datetime, below: int) -> list[int]:
-        """Up to ``count`` different slots under ``below`` (the team's cap now), the newest first, freed
-        within the window before ``now``; each handed out once (forgotten here)."""
+        """Up to ``count`` slots under ``below`` (the team's cap now) of items freed within the window
+        before ``now``, the fullest items first (the newest among equals); each handed out once (forgotten
+        here, as are the items too old and the slots over the cap)."""
         chosen: list[int] = []
         with self._lock:
-            kept = self._by_team.get(team_id)
-            while kept and len(chosen) < count:
-                slot, freed_at = kept.pop()
-                if now - freed_at > self._window:
-                    kept.clear()  # the rest were freed earlier still
-                elif slot < below and slot not in chosen:
-                    chosen.append(slot)
+            items = self._by_team.get(team_id, {})
+            for first, (cells, freed_at) in list(items.items()):
+                cells.difference_update(range(below, first + SLOTS_PER_ITEM))  # over the cap now
+                if not cells or now - freed_at > self._window:
+                    del items[first]
+            # Items are kept oldest first: newest first, then (a stable sort) the fullest first.
+            for first, (cells, _) in sorted(reversed(items.items()), key=lambda item: -len(item[1][0])):
+                if len(chosen) >= count:
+                    break
+                taken = sorted(cells)[: count - len(chosen)]
+                chosen += taken
+                cells.difference_update(taken)
+                if not cells:
+                    del items[first]
         return chosen
 
 
@@ -418,6 +442,7 @@ class WorkerBatches(StorePart):
             for cells, written in zip(items.values(), partiql.execute(self.client, statements), strict=True):
                 if written:
                     taken.update(cells)
+                    self.freed_slots.forget(team.team_id, cells.values())
             wanted = [run_id for run_id in wanted if run_id not in taken]
         return taken
 
