@@ -145,26 +145,34 @@ class FreedSlots:
                 cells.discard(slot)
 
     def hand_out(self, team_id: str, count: int, now: datetime, below: int) -> list[int]:
-        """Up to ``count`` slots under ``below`` (the team's cap now) of items freed within the window
-        before ``now``, the fullest items first (the newest among equals); each handed out once (forgotten
-        here, as are the items too old and the slots over the cap)."""
-        chosen: list[int] = []
+        """``count`` slots under ``below`` (the team's cap now) of items freed within the window before
+        ``now``, the fullest items first (the newest among equals), each handed out once (forgotten here, as
+        are the items too old and the slots over the cap); or none, leaving them here, when they would seat
+        fewer runs, or need more items (more writes, to take and then to free) than a group read found
+        free would: a guess never costs a write more than a Query would save."""
         with self._lock:
             items = self._by_team.get(team_id, {})
             for first, (cells, freed_at) in list(items.items()):
                 cells.difference_update(range(below, first + SLOTS_PER_ITEM))  # over the cap now
                 if not cells or now - freed_at > self._window:
                     del items[first]
+            chosen: list[tuple[int, list[int]]] = []  # (an item's first slot, its slots handed out)
+            seated = 0
             # Items are kept oldest first: newest first, then (a stable sort) the fullest first.
             for first, (cells, _) in sorted(reversed(items.items()), key=lambda item: -len(item[1][0])):
-                if len(chosen) >= count:
+                if seated >= count:
                     break
-                taken = sorted(cells)[: count - len(chosen)]
-                chosen += taken
+                taken = sorted(cells)[: count - seated]
+                chosen.append((first, taken))
+                seated += len(taken)
+            if seated < count or len(chosen) > math.ceil(count / SLOTS_PER_ITEM):
+                return []
+            for first, taken in chosen:
+                cells = items[first][0]
                 cells.difference_update(taken)
                 if not cells:
                     del items[first]
-        return chosen
+        return [slot for _, taken in chosen for slot in taken]
 
 
 class WorkerBatches(StorePart):
