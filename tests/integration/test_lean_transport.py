@@ -266,8 +266,76 @@ def test_every_sqs_operation_answers_and_fails_as_botocores() -> None:
             expected = outcome(call, plain, urls[0])
             got = outcome(call, lean, urls[1])
             assert _masked(got) == _masked(expected), name
-        assert operations == LEAN_OPERATIONS["sqs"]
+        # ReceiveMessage: its own test below (receipt handles and timestamps are each queue's own)
+        assert operations == LEAN_OPERATIONS["sqs"] - {"ReceiveMessage"}
         assert outcome(calls["SendMessage to no queue"], lean, urls[1])[0] == "raised QueueDoesNotExist"
     finally:
         for url in urls:
             plain.delete_queue(QueueUrl=url)
+
+
+def _received_shape(answer: dict[str, Any]) -> list[dict[str, Any]]:
+    """A ReceiveMessage answer's messages by body, without what differs from queue to queue (ids, receipt
+    handles, timestamps): each message's keys, body, MD5 and receive count."""
+    return sorted(
+        (
+            {
+                "keys": sorted(message),
+                "Body": message["Body"],
+                "MD5OfBody": message["MD5OfBody"],
+                "ApproximateReceiveCount": message.get("Attributes", {}).get("ApproximateReceiveCount"),
+                "attributes": sorted(message.get("Attributes", {})),
+            }
+            for message in answer.get("Messages", [])
+        ),
+        key=lambda message: message["Body"],
+    )
+
+
+def test_receive_message_answers_and_fails_as_botocores() -> None:
+    plain, lean = plain_and_lean("sqs")
+    urls = [plain.create_queue(QueueName=f"lean-{uuid.uuid4().hex[:8]}-{side}")["QueueUrl"] for side in "ab"]
+    bodies = ['{"run_id":"j@1","attempt":1}', "caf\u00e9 \u2603", "x" * 300]
+    try:
+        answers = []
+        for client, url in ((plain, urls[0]), (lean, urls[1])):
+            plain.send_message_batch(
+                QueueUrl=url, Entries=[{"Id": str(i), "MessageBody": body} for i, body in enumerate(bodies)]
+            )
+            got: list[dict[str, Any]] = []
+            while len(got) < len(bodies):
+                answer = client.receive_message(
+                    QueueUrl=url,
+                    MaxNumberOfMessages=10,
+                    WaitTimeSeconds=1,
+                    MessageSystemAttributeNames=["ApproximateReceiveCount"],
+                )
+                got += answer.get("Messages", [])
+            answers.append(_received_shape({"Messages": got}))
+            empty = client.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=0)
+            assert "Messages" not in empty  # nothing left: no messages, as botocore reads it
+        assert answers[0] == answers[1]
+        assert [m["Body"] for m in answers[1]] == sorted(bodies)
+        missing = outcome(lambda c, q: c.receive_message(QueueUrl=f"{q}-missing"), lean, urls[1])
+        assert missing == outcome(lambda c, q: c.receive_message(QueueUrl=f"{q}-missing"), plain, urls[1])
+        assert missing[0] == "raised QueueDoesNotExist"
+    finally:
+        for url in urls:
+            plain.delete_queue(QueueUrl=url)
+
+
+def test_a_receive_asking_for_message_attributes_goes_through_botocore() -> None:
+    """Their binary values are blobs, which only botocore's parser decodes."""
+    plain, lean = plain_and_lean("sqs")
+    url = plain.create_queue(QueueName=f"lean-{uuid.uuid4().hex[:8]}")["QueueUrl"]
+    try:
+        plain.send_message(
+            QueueUrl=url,
+            MessageBody="m",
+            MessageAttributes={"raw": {"DataType": "Binary", "BinaryValue": b"\x00\xff"}},
+        )
+        answer = lean.receive_message(QueueUrl=url, MessageAttributeNames=["All"], WaitTimeSeconds=1)
+        (message,) = answer["Messages"]
+        assert message["MessageAttributes"]["raw"]["BinaryValue"] == b"\x00\xff"
+    finally:
+        plain.delete_queue(QueueUrl=url)

@@ -12,6 +12,7 @@ from datetime import timedelta
 from typing import Any
 
 from duetime.adapters.dynamodb.codec import run_key, string_attribute
+from duetime.adapters.dynamodb.store import DynamoStore
 from duetime.adapters.dynamodb.worker_batches import SLOTS_PER_ITEM
 from duetime.domain.ids import make_manual_run_id, new_job_id
 from duetime.domain.models import Run, RunResult, RunStatus, Team
@@ -244,6 +245,33 @@ def test_a_batch_takes_extends_and_frees_its_slots_with_one_write_per_item_of_fi
         stack.store.release_slots(team.team_id, taken)
     assert (len(extending), len(freeing)) == (2, 2)
     assert stack.store.acquire_slots(team, ["again"], now, until)  # and they are free again
+
+
+def test_a_batch_takes_the_slots_its_process_freed_lately_without_reading_their_group(stack: Stack) -> None:
+    team = Team(team_id="reused", max_concurrency=10_000)
+    now, until = stack.clock.now(), stack.clock.now() + timedelta(seconds=60)
+    first = stack.store.acquire_slots(team, [f"run-{i}" for i in range(10)], now, until)
+    stack.store.record_results_and_free_slots([], OWNER, now, {team.team_id: first})
+
+    with requests_of(stack.dynamodb) as sent, slot_statements_of(stack) as taking:
+        again = stack.store.acquire_slots(team, [f"next-{i}" for i in range(10)], now, until)
+    assert sorted(again.values()) == sorted(first.values())
+    assert sent == {"BatchExecuteStatement": 1}, sent  # no Query
+    assert len(taking) == 2  # the two items of five slots, as after a Query
+
+
+def test_a_freed_slot_another_worker_took_meanwhile_is_looked_for_as_before(stack: Stack) -> None:
+    team = Team(team_id="contended", max_concurrency=3)
+    now, until = stack.clock.now(), stack.clock.now() + timedelta(seconds=60)
+    other = DynamoStore(stack.dynamodb, stack.names)  # another worker's process: it remembers nothing
+    mine = stack.store.acquire_slots(team, ["mine-0", "mine-1"], now, until)
+    stack.store.record_results_and_free_slots([], OWNER, now, {team.team_id: mine})
+    theirs = other.acquire_slots(team, ["theirs-0", "theirs-1"], now, until)
+
+    again = stack.store.acquire_slots(team, ["mine-2", "mine-3"], now, until)
+    held = [*theirs.values(), *again.values()]
+    assert len(held) == len(set(held)) == 3  # the cap's three slots, none twice: one of the two guessed
+    assert set(again.values()).isdisjoint(theirs.values())
 
 
 def test_slot_item_stays_under_one_kilobyte(stack: Stack) -> None:

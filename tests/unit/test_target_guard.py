@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +24,7 @@ from duetime.domain.target_guard import (
     check_target_url,
     checked_addresses,
     parse_ports,
+    resolve_host,
 )
 from tests.unit import target_guard_answers
 from tests.unit.target_guard_answers import TRANSITION_FORMS, spelled_as
@@ -163,6 +165,24 @@ def test_the_checked_addresses_are_the_resolvers_in_its_order_each_as_it_was_che
         "93.184.216.34",
         "93.184.216.35",
     ]
+
+
+@pytest.mark.parametrize("address", ["127.0.0.1", "93.184.216.34", "::1", "2001:db8::1", "::ffff:10.0.0.1"])
+def test_an_address_in_its_standard_form_is_its_own_answer_without_asking_the_resolver(
+    address: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked = socket.getaddrinfo(address, None, proto=socket.IPPROTO_TCP)
+    monkeypatch.setattr(socket, "getaddrinfo", lambda *_, **__: pytest.fail("the resolver was asked"))
+    assert resolve_host(address) == list(dict.fromkeys(str(info[4][0]) for info in asked))
+
+
+@pytest.mark.parametrize("spelling", ["127.1", "2130706433", "0x7f000001", "localhost", "::1%lo"])
+def test_every_other_spelling_and_every_name_is_the_resolvers_to_answer(
+    spelling: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[str] = []
+    monkeypatch.setattr(socket, "getaddrinfo", lambda host, *_, **__: asked.append(host) or [])
+    assert resolve_host(spelling) == [] and asked == [spelling]
 
 
 def test_a_name_resolving_to_nothing_does_not_resolve() -> None:

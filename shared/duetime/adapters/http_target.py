@@ -14,6 +14,7 @@ urllib3's timeouts bound each read, and a target sending a byte a second never l
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -97,7 +98,7 @@ class HttpTargetCaller:
         started = time.monotonic()
         deadline = started + request.timeout_seconds
         try:
-            target = _Target.of(parse_target_url(request.url), self.extra_ports)
+            target = _target_of(request.url, self.extra_ports)
             addresses = checked_addresses(target.host, self.allow_private, self.resolve)
         except TargetRefused as exc:
             return TargetResponse(None, "", str(exc), _ms_since(started), permanent=True)
@@ -163,6 +164,12 @@ class HttpTargetCaller:
         if target.scheme == "https":
             tls = {"server_hostname": target.name, "assert_hostname": target.name}
         return self.pool.connection_from_host(address, target.port, target.scheme, pool_kwargs=tls)
+
+
+@functools.lru_cache(maxsize=4096)  # a pure function of the URL (a refused one raises, and is not kept)
+def _target_of(url: str, extra_ports: frozenset[int]) -> _Target:
+    """Where a call to ``url`` goes, if its port is one a target may use."""
+    return _Target.of(parse_target_url(url), extra_ports)
 
 
 def _give_back(response: urllib3.BaseHTTPResponse, close: bool = False) -> None:

@@ -43,6 +43,7 @@ call alike, so the two can never disagree about the host (``urlsplit`` reads ``h
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import socket
 from collections.abc import Callable, Collection
@@ -110,9 +111,23 @@ def parse_ports(text: str) -> list[int]:
 
 def resolve_host(host: str) -> list[str]:
     """The system resolver: every address of ``host``, once each, in the order the resolver gave them
-    (the order to try connecting in)."""
+    (the order to try connecting in). An address written in its standard form (``ipaddress``'s, no IPv6
+    zone) is its own answer, as the resolver would give it, without asking: the other spellings the
+    resolver accepts (``127.1``, ``2130706433``) and every name are asked."""
+    if _is_address(host):
+        return [host]
     infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+def _is_address(host: str) -> bool:
+    if "%" in host:
+        return False  # a zone the resolver checks against the machine's interfaces
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
 
 
 def parse_target_url(url: str) -> Url:
@@ -247,6 +262,7 @@ def _embedded_ipv4(ip: IPv6Address) -> tuple[IPv4Address, str] | None:
     return None
 
 
+@functools.lru_cache(maxsize=4096)  # a pure function of the address, asked at every call of a target
 def _standing(ip: IPv4Address | IPv6Address) -> _Standing:
     """Who may reach ``ip``: for an IPv6 address standing for an IPv4 one, the stricter of the two
     answers, naming the IPv4 address when its answer is at least as strict."""

@@ -83,6 +83,9 @@ LEAN_OPERATIONS: Mapping[str, frozenset[str]] = {
     ),
     "sqs": frozenset(
         {
+            # ReceiveMessage: its only blobs are message attributes' binary values, which duetime neither
+            # sends nor asks for (a run message is its body); what asks for them goes through botocore.
+            "ReceiveMessage",
             "SendMessage",
             "SendMessageBatch",
             "DeleteMessage",
@@ -92,6 +95,9 @@ LEAN_OPERATIONS: Mapping[str, frozenset[str]] = {
         }
     ),
 }
+# Parameters that make a lean operation's answer hold blobs (base64 for botocore to decode): such a call goes
+# through the wrapped client.
+_ASKS_FOR_BLOBS: Mapping[str, str] = {"ReceiveMessage": "MessageAttributeNames"}
 _PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
 
 
@@ -168,6 +174,7 @@ class LeanClient:
         self._methods = {
             method: operation for method, operation in meta.method_to_api_mapping.items() if operation in lean
         }
+        self._method_of = {operation: method for method, operation in self._methods.items()}
 
     def __getattr__(self, name: str) -> Any:
         operation = self._methods.get(name)
@@ -196,6 +203,8 @@ class LeanClient:
 
     def _call(self, operation: str, **params: Any) -> Any:
         """What ``client.<operation>(**params)`` returns or raises, with the events botocore emits."""
+        if params.get(_ASKS_FOR_BLOBS.get(operation, "")):
+            return getattr(self._client, self._method_of[operation])(**params)
         model = self._model.operation_model(operation)
         events = self._client.meta.events
         event = f"{self._service_id}.{operation}"

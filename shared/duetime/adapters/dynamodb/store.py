@@ -25,6 +25,7 @@ from duetime.adapters.dynamodb.reconciler import DynamoReconciler
 from duetime.adapters.dynamodb.runs import DynamoRuns
 from duetime.adapters.dynamodb.tables import TableNames
 from duetime.adapters.dynamodb.teams import DynamoTeams
+from duetime.adapters.dynamodb.worker_batches import FreedSlots
 from duetime.domain.stored_format import first_format
 from duetime.ports import (
     DeadlineStore,
@@ -69,6 +70,7 @@ class DynamoStore(
         self.lease_check = lease_check  # a waiting run's reap check: its message visible + this
         self.write_format = write_format  # an item's stored format, asked as it is written
         self._marks_known: set[int] = set()  # partitions whose low-water mark is known to exist
+        self.freed_slots = FreedSlots()  # slots its workers freed lately: a batch's first guess
         # A midnight second holds thousands of claims: their batched writes go out a few requests at a time.
         self._claim_pool = ThreadPoolExecutor(max_workers=claim_concurrency, thread_name_prefix="claim")
 

@@ -3,9 +3,11 @@
 The writes are the single-run writes of ``runs.py`` and ``teams.py`` under the same named conditions
 (``conditions.py``), made for up to 25 runs a request (``partiql.py``); each succeeds or fails on its own.
 Per batch of runs of one team, on the common path: one consistent BatchGetItem and one batch to take the
-leases, one Query and one batch to take the slots, and one batch that records the results and frees the
-slots together (``record_results_and_free_slots``), where slots are written with one statement per item of
-five slots (``SLOTS_PER_ITEM``); a heartbeat is one batch for the leases and one for the slots.
+leases (the batch alone for runs their messages carry), one batch to take the slots (those its process freed
+lately first, ``FreedSlots``: no read; else one Query of a group before it), and one batch that records the
+results and frees the slots together (``record_results_and_free_slots``), where slots are written with one
+statement per item of five slots (``SLOTS_PER_ITEM``); a heartbeat is one batch for the leases and one for
+the slots.
 
 A batch of one run makes the single-run write instead (``runs.py``, ``teams.py``): one UpdateItem, where a
 batch needs a read and a write to take a lease, and one guess at a free slot before any Query.
@@ -20,8 +22,9 @@ from __future__ import annotations
 import logging
 import math
 import random
-from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime, timedelta
 
 from duetime.adapters.dynamodb import conditions as c
 from duetime.adapters.dynamodb import partiql
@@ -56,6 +59,13 @@ log = logging.getLogger(__name__)
 SLOTS_PER_KEY = 25
 SLOTS_PER_ITEM = 5
 SLOT_GROUPS_SEARCHED = 4
+# A batch first tries the slots its process freed lately (``FreedSlots``): a run's slot is freed as its result
+# is recorded, and the next batch of the same team takes it again with the write it makes anyway, without
+# the group's Query (one request of four a batch). A guess is only a guess: the take is SLOT_FREE's write as
+# after a Query, and what it did not get is looked for as before. Slots freed longer ago than
+# FREED_SLOT_GUESS_WINDOW are more likely another worker's by then, and not guessed.
+FREED_ITEMS_REMEMBERED = 2 * SLOTS_PER_KEY // SLOTS_PER_ITEM  # per team
+FREED_SLOT_GUESS_WINDOW = timedelta(seconds=10)
 _WAITING = (RunStatus.QUEUED.value, RunStatus.RETRY_WAIT.value)
 
 
@@ -101,8 +111,74 @@ def fill_items(run_ids: Sequence[str], free: Sequence[int]) -> dict[str, int]:
     return dict(zip(run_ids, chosen, strict=False))
 
 
+class FreedSlots:
+    """The slots this process freed lately, per team and per item (five slots share an item), with the
+    store-clock instant each item last had slots freed: what a batch's slots are first looked for among
+    (``WorkerBatches.acquire_slots``). Handed out by whole items, the fullest first, so a batch takes (and
+    later frees) its slots with as few writes as after a Query (``fill_items``). Shared by the process's
+    workers (each slot is handed to one batch only), forgotten with the process."""
+
+    def __init__(self, items: int = FREED_ITEMS_REMEMBERED, window: timedelta = FREED_SLOT_GUESS_WINDOW):
+        self._lock = threading.Lock()
+        self._items = items
+        self._window = window
+        # team id -> an item's first slot -> (its slots freed, when last freed); oldest item first
+        self._by_team: dict[str, dict[int, tuple[set[int], datetime]]] = {}
+
+    def remember(self, team_id: str, slots: Iterable[int], freed_at: datetime) -> None:
+        with self._lock:
+            items = self._by_team.setdefault(team_id, {})
+            for slot in slots:
+                first = slot - slot % SLOTS_PER_ITEM
+                cells, _ = items.pop(first, (set(), freed_at))
+                cells.add(slot)
+                items[first] = (cells, freed_at)  # now the newest
+            while len(items) > self._items:
+                del items[next(iter(items))]
+
+    def forget(self, team_id: str, slots: Iterable[int]) -> None:
+        """``slots`` were taken otherwise (after a Query): not free any more."""
+        with self._lock:
+            items = self._by_team.get(team_id, {})
+            for slot in slots:
+                cells, _ = items.get(slot - slot % SLOTS_PER_ITEM, (set(), None))
+                cells.discard(slot)
+
+    def hand_out(self, team_id: str, count: int, now: datetime, below: int) -> list[int]:
+        """``count`` slots under ``below`` (the team's cap now) of items freed within the window before
+        ``now``, the fullest items first (the newest among equals), each handed out once (forgotten here, as
+        are the items too old and the slots over the cap); or none, leaving them here, when they would seat
+        fewer runs, or need more items (more writes, to take and then to free) than a group read found
+        free would: a guess never costs a write more than a Query would save."""
+        with self._lock:
+            items = self._by_team.get(team_id, {})
+            for first, (cells, freed_at) in list(items.items()):
+                cells.difference_update(range(below, first + SLOTS_PER_ITEM))  # over the cap now
+                if not cells or now - freed_at > self._window:
+                    del items[first]
+            chosen: list[tuple[int, list[int]]] = []  # (an item's first slot, its slots handed out)
+            seated = 0
+            # Items are kept oldest first: newest first, then (a stable sort) the fullest first.
+            for first, (cells, _) in sorted(reversed(items.items()), key=lambda item: -len(item[1][0])):
+                if seated >= count:
+                    break
+                taken = sorted(cells)[: count - seated]
+                chosen.append((first, taken))
+                seated += len(taken)
+            if seated < count or len(chosen) > math.ceil(count / SLOTS_PER_ITEM):
+                return []
+            for first, taken in chosen:
+                cells = items[first][0]
+                cells.difference_update(taken)
+                if not cells:
+                    del items[first]
+        return [slot for _, taken in chosen for slot in taken]
+
+
 class WorkerBatches(StorePart):
     """The batched run and slot writes of ``DynamoStore`` (``RunStore``'s and ``TeamStore``'s batch forms)."""
+
+    freed_slots: FreedSlots  # set by ``DynamoStore.__init__``
 
     # The single-run forms (``DynamoStore``'s), for batches of one.
     acquire_lease: Callable[[str, int, str, datetime, datetime], Run | None]
@@ -297,6 +373,8 @@ class WorkerBatches(StorePart):
             elif not outcome:
                 for run_id, slot in cells.items():
                     self.release_slot(team_id, slot, run_id)
+            else:
+                self.freed_slots.remember(team_id, cells.values(), now)
         recorded: set[str] = set()
         for write, outcome in zip(results, done[: len(result_statements)], strict=True):
             if isinstance(outcome, partiql.StatementFailed):
@@ -358,8 +436,8 @@ class WorkerBatches(StorePart):
         if len(run_ids) == 1:
             slot = self.acquire_slot(team, run_ids[0], now, lease_until)
             return {run_ids[0]: slot} if slot is not None else {}
-        taken: dict[str, int] = {}
-        wanted = list(run_ids)
+        taken = self._take_freed_slots(team, run_ids, now, lease_until)
+        wanted = [run_id for run_id in run_ids if run_id not in taken]
         for group in slot_groups_to_search(team.max_concurrency):
             if not wanted:
                 break
@@ -372,7 +450,28 @@ class WorkerBatches(StorePart):
             for cells, written in zip(items.values(), partiql.execute(self.client, statements), strict=True):
                 if written:
                     taken.update(cells)
+                    self.freed_slots.forget(team.team_id, cells.values())
             wanted = [run_id for run_id in wanted if run_id not in taken]
+        return taken
+
+    def _take_freed_slots(
+        self, team: Team, run_ids: Sequence[str], now: datetime, lease_until: datetime
+    ) -> dict[str, int]:
+        """Take slots this process freed lately (``FreedSlots``) for ``run_ids``, without reading their group:
+        one SLOT_FREE write per item, as after a Query; the slots taken, by run id (none: no request)."""
+        guesses = self.freed_slots.hand_out(team.team_id, len(run_ids), now, team.max_concurrency)
+        if not guesses:
+            return {}
+        items = by_item(dict(zip(run_ids, guesses, strict=False)))
+        # A freed slot's item exists (a release removes a slot's attributes, never the item): an UPDATE.
+        statements = [
+            self._take_slots_statement(team.team_id, first, cells, True, now, lease_until)
+            for first, cells in items.items()
+        ]
+        taken: dict[str, int] = {}
+        for cells, written in zip(items.values(), partiql.execute(self.client, statements), strict=True):
+            if written:
+                taken.update(cells)
         return taken
 
     def _take_slots_statement(
