@@ -24,7 +24,7 @@ from duetime.execution.worker import WorkOutcome, WorkReport
 from duetime.local.demo_target import demo_target_process
 from duetime.scheduling.preload import FireReport
 from duetime_bench.fleet import WorkerFleet
-from duetime_bench.harness import BenchStack, percentile, wait_until
+from duetime_bench.harness import BENCH_TEAM, BenchStack, percentile, wait_until
 from duetime_bench.isolation import CoreSplit, emulator_on_own_cores
 
 WORKER_MEMORY_GB = 1.0
@@ -38,9 +38,11 @@ def spike_jobs(
     exact_fraction: float,
     target: str | dict[str, Any],
     created: datetime,
+    teams: int = 1,
 ) -> list[Job]:
     """``count`` daily jobs whose nominal time is ``minute`` (UTC); the first ``exact_fraction`` exact.
-    ``target``: an HTTP target's URL, or a target's spec (an AWS target's)."""
+    ``target``: an HTTP target's URL, or a target's spec (an AWS target's). Dealt round-robin to ``teams``
+    teams (``bench_team_ids``), so a worker's batch holds runs of as many teams as it would at scale."""
     base = JobSpec.model_validate(
         {
             "name": "spike",
@@ -51,12 +53,24 @@ def spike_jobs(
         }
     )
     exact_count = round(count * exact_fraction)
+    team_ids = bench_team_ids(teams)
     jobs = []
     for i in range(count):
         spec = base.model_copy(update={"exact": i < exact_count})
-        job = Job(**spec.model_dump(), id=new_job_id(), team="bench", created_at=created, updated_at=created)
+        job = Job(
+            **spec.model_dump(),
+            id=new_job_id(),
+            team=team_ids[i % teams],
+            created_at=created,
+            updated_at=created,
+        )
         jobs.append(job.model_copy(update={"state": initial_state(job, created)}))
     return jobs
+
+
+def bench_team_ids(teams: int) -> list[str]:
+    """The bench's teams: ``bench`` (``harness.BENCH_TEAM``), then ``bench-1`` ... ``bench-<teams - 1>``."""
+    return [BENCH_TEAM.team_id] + [f"{BENCH_TEAM.team_id}-{n}" for n in range(1, teams)]
 
 
 def raw_ceiling(stack: BenchStack, jobs: list[Job], now: datetime) -> float:
@@ -115,6 +129,7 @@ def run_spike(
     chart: str | None = None,
     worker_processes: int = 2,
     own_cores: bool = True,
+    teams: int = 1,
 ) -> dict[str, Any]:
     """With ``own_cores``, DynamoDB Local runs on cores of its own for the whole run (ceiling included),
     as DynamoDB does on AWS; without, everything shares every core (see ``bench.isolation``)."""
@@ -136,6 +151,7 @@ def run_spike(
                 chart,
                 worker_processes,
                 split,
+                teams,
             )
     finally:
         stack.close()
@@ -153,12 +169,15 @@ def _run_spike(
     chart: str | None,
     worker_processes: int,
     split: CoreSplit | None,
+    teams: int = 1,
 ) -> dict[str, Any]:
     now = stack.clock.now()
+    for team_id in bench_team_ids(teams)[1:]:  # as the bench's own team: no cap a spike could reach
+        stack.store.put_team(BENCH_TEAM.model_copy(update={"team_id": team_id}))
     lead = timedelta(seconds=jobs / 1500 + 20)  # time to write the jobs, plus the preload lead
     minute = (now + lead + timedelta(minutes=1)).replace(second=0, microsecond=0)
     created = now - timedelta(seconds=1)
-    stack.write_jobs(spike_jobs(jobs, minute, jitter, exact_fraction, target_url, created), created)
+    stack.write_jobs(spike_jobs(jobs, minute, jitter, exact_fraction, target_url, created, teams), created)
     wait_until(lambda: stack.clock.now() >= minute - timedelta(seconds=15), timeout=300, every=0.5)
     stack.ledger.reset()
     fleet = stack.fleet(processes=worker_processes, threads=max(1, workers // worker_processes))
@@ -175,6 +194,7 @@ def _run_spike(
     per_run = max(1, runs_started)
     result: dict[str, Any] = {
         "jobs": jobs,
+        "teams": teams,
         "runs_started": runs_started,
         "lost": jobs - runs_started,
         "claims_per_s": round(claims_per_s, 1),

@@ -54,6 +54,9 @@ def add_bench_commands(commands: Any) -> Any:
     spike.add_argument("--workers", type=int, default=16, help="worker loops")
     spike.add_argument("--chart", help="write a PNG of starts/s and lateness here")
     spike.add_argument(
+        "--teams", type=int, default=1, help="teams the jobs are dealt to, round-robin (their slots' writes)"
+    )
+    spike.add_argument(
         "--shared-cores",
         action="store_true",
         help="leave DynamoDB Local on every core, shared with the poller, workers and LocalStack "
@@ -237,6 +240,7 @@ def run_bench(args: argparse.Namespace) -> None:
             args.workers,
             chart=args.chart,
             own_cores=not args.shared_cores,
+            teams=args.teams,
         )
     elif args.action == "midnight":
         from duetime_bench.midnight import run_midnight_args
