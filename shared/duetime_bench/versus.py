@@ -23,6 +23,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from duetime_bench.machine_speed import reference_cpu_ms
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PEER_SCRIPT = "apscheduler_run.sh"
 PEER_NAME = "APScheduler 4 + PostgreSQL"
@@ -181,7 +183,8 @@ def run_versus(
             f"(duetime's spike did run: {measured} starts/s over {jobs} jobs)"
         ) from exc
     load["after"] = round(load_average()[0], 2)
-    return compare(jobs, processes, ours, theirs, load)
+    # the host's yardstick beside the ratio: ratios of slow and fast hosts compare only with it
+    return compare(jobs, processes, ours, theirs, load) | {"machine_reference_cpu_ms": reference_cpu_ms()}
 
 
 def describe(result: dict[str, Any]) -> str:
@@ -193,6 +196,8 @@ def describe(result: dict[str, Any]) -> str:
     rows.append(f"{'ratio starts/s (duetime/peer)':28} {_cell(result['ratio_starts_per_s']):>12}")
     rows.append(f"starts/s: {result['starts_per_s_definition']}")
     rows.append(f"order: {result['order']}; load average (1 min): {result['load_average_1m']}")
+    if result.get("machine_reference_cpu_ms") is not None:
+        rows.append(f"the host's yardstick (bench.machine_speed): {result['machine_reference_cpu_ms']} ms")
     return "\n".join(rows)
 
 

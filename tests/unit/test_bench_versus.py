@@ -107,6 +107,7 @@ def test_duetime_runs_first_then_the_peer_with_the_same_n(tmp_path: Path) -> Non
     assert calls == [("duetime", 100, 2), ("peer", 100, 2)]
     assert result["load_average_1m"] == {"before": 1.0, "between": 2.0, "after": 3.0}
     assert result["ratio_starts_per_s"] == 0.5
+    assert result["machine_reference_cpu_ms"] > 0  # the host's yardstick beside the ratio
 
 
 def test_a_peer_failing_after_the_spike_names_what_did_run(tmp_path: Path) -> None:
