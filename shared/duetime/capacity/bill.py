@@ -61,15 +61,16 @@ class RunFigures:
     """What one run costs, measured. ``write_units_one_team``: ``duetime bench versus --jobs 5000
     --processes 2``' spike (every job of one team), by AWS's billing rules, reap tickets settled; of it
     ``slot_write_units_one_team`` are the team's slots (a batch of 10 runs of one team takes its slots of two
-    items in two writes and frees them in two: BENCHMARKS.md, "Every write a run makes"). ``read_units``: the
-    claim's version read, the reaper's read at its ticket's check and the sweeps' share at that spike.
+    items in two writes and frees them in two: BENCHMARKS.md, "Every write a run makes"); with 200 teams the
+    same spike measured 8.22, what ``slot_write_units`` gives. ``read_units``: the claim's version read, the
+    reaper's read at its ticket's check and the sweeps' share, as the many-teams spike measured them.
     ``run_item_bytes``: a finished run's row as stored (its keys, status, times, owner, result summary and the
     attributes the indexes read); ``job_item_bytes``: a job with an HTTP target of a few headers. Both under
     1 KB: an item over it costs a unit more for each KB on every write of it."""
 
     write_units_one_team: float = 6.64
     slot_write_units_one_team: float = 0.4
-    read_units: float = 2.7
+    read_units: float = 2.6
     sqs_requests: float = 0.4
     run_item_bytes: int = 770
     job_item_bytes: int = 600
