@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Protocol
 
 from pydantic import ValidationError
@@ -963,6 +963,12 @@ class ProvisionedEventPollers(Protocol):
         """Provisioned mode with at least ``minimum`` pollers (2 or more), or standard mode for 0. Raises when
         the platform refuses; the caller asks again at its next look."""
         ...
+
+
+# AWS's limit on a table's switches from provisioned to on demand ("Considerations when switching capacity
+# modes in DynamoDB"), which every ``TableCapacityModes`` enforces and the switcher plans around.
+SWITCHES_TO_ON_DEMAND_PER_DAY = 4
+ROLLING_DAY = timedelta(hours=24)
 
 
 class TableCapacityModes(Protocol):

@@ -110,6 +110,10 @@ def test_two_looks_at_once_never_both_count_themselves_under_the_limit(
     assert len(first.switches_to_on_demand(T0 - timedelta(hours=1))) == 1
 
 
+def billing_mode(client: Any, table: str) -> str:
+    return str(client.describe_table(TableName=table)["Table"]["BillingModeSummary"]["BillingMode"])
+
+
 class RefusesAnUpdate:
     """A DynamoDB client whose ``refuse_at``-th UpdateTable fails, as AWS's does for a table being updated."""
 
@@ -139,13 +143,13 @@ def test_a_switch_that_stopped_half_way_is_finished_by_the_next_one_without_touc
     with pytest.raises(RuntimeError, match="being updated"):
         DynamoTableModes(RefusesAnUpdate(client, refuse_at=2), names).switch_to_on_demand(T0)
     tables = DynamoTableModes(client, names)
-    assert [tables._mode_of(n) for n in everything] == ["on_demand", "provisioned", "provisioned"]
+    assert [billing_mode(client, n) for n in everything] == ["PAY_PER_REQUEST", "PROVISIONED", "PROVISIONED"]
     tables.switch_to_on_demand(T0 + timedelta(minutes=5))
-    assert {tables._mode_of(n) for n in everything} == {"on_demand"}
+    assert {billing_mode(client, n) for n in everything} == {"PAY_PER_REQUEST"}
     with pytest.raises(RuntimeError, match="being updated"):
         DynamoTableModes(RefusesAnUpdate(client, refuse_at=2), names).switch_to_provisioned()
     tables.switch_to_provisioned()
-    assert {tables._mode_of(n) for n in everything} == {"provisioned"}
+    assert {billing_mode(client, n) for n in everything} == {"PROVISIONED"}
     for name in everything:
         assert (
             client.describe_table(TableName=name)["Table"]["ProvisionedThroughput"]["WriteCapacityUnits"] == 6

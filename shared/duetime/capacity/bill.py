@@ -32,7 +32,7 @@ from typing import Any, Literal
 
 from duetime.capacity.fixed_cost import DAYS_PER_MONTH, SECONDS_PER_MONTH, StackDefaults, fixed_monthly_cost
 from duetime.capacity.midnight_model import AwsModel
-from duetime.capacity.plan_midnight import SQS_BATCH
+from duetime.capacity.plan_midnight import SQS_BATCH, teams_in_batch, worker_billed_ms
 from duetime.capacity.prices import PRICES_USD, RESERVED_CAPACITY_SAVING
 from duetime.scheduling.wake import QUIET_HORIZON
 
@@ -100,8 +100,7 @@ def slot_write_units(teams: int, figures: RunFigures) -> float:
     two writes for each team expected among a batch's ``SQS_BATCH`` runs, shared by them."""
     if teams <= 1:
         return figures.slot_write_units_one_team
-    teams_in_batch = teams * (1 - (1 - 1 / teams) ** SQS_BATCH)
-    items = max(teams_in_batch, SQS_BATCH / SLOTS_PER_ITEM)
+    items = max(teams_in_batch(teams), SQS_BATCH / SLOTS_PER_ITEM)
     return 2 * items / SQS_BATCH
 
 
@@ -119,22 +118,6 @@ def write_units_per_run(p: BillInputs, figures: RunFigures) -> dict[str, float]:
         "run_item_over_1kb": 3.0 * (run_kb - 1),
     }
     return {name: round(units, 3) for name, units in parts.items()} | {"total": round(sum(parts.values()), 3)}
-
-
-def worker_billed_ms(model: AwsModel) -> float:
-    """Milliseconds of one worker invocation (a batch of ``SQS_BATCH``), as Lambda bills it: the CPU of its
-    runs at the worker's vCPU share, the lease read and write, each team's slot taken and freed, the calls
-    (at once), the results. The receive and delete are the event source's (``worker_starts_per_s``' cycle
-    without them and without the invoke)."""
-    teams_in_batch = model.teams * (1 - (1 - 1 / model.teams) ** SQS_BATCH) if model.teams else 1.0
-    return (
-        model.worker_cpu_s(SQS_BATCH) * 1000
-        + model.ddb_batch_get_ms
-        + model.ddb_batch_statement_ms
-        + teams_in_batch * 2 * model.ddb_write_ms
-        + model.target_ms
-        + model.ddb_batch_statement_ms
-    )
 
 
 def xray_traces_per_month(invocations_per_second: float) -> float:

@@ -79,23 +79,31 @@ def fan_out_of(jobs: float, model: AwsModel, partitions: int = 64) -> tuple[int,
     return groups * delegated, jobs / slowest_s
 
 
-def worker_starts_per_s(model: AwsModel) -> float:
-    """One worker's starts a second: an SQS batch of 10 over one cycle: the receive, the invoke, the CPU of
-    10 runs at the worker's vCPU share, the leases (a read and a write), a slot taken and freed per team in
-    the batch (one write each: with many teams a batch's runs are mostly of different teams), the calls (at
-    once), the results and the delete. Left out: waits on throttled keys, retries, deferrals."""
-    teams_in_batch = model.teams * (1 - (1 - 1 / model.teams) ** SQS_BATCH) if model.teams else 1.0
-    cycle_ms = (
-        model.sqs_receive_ms
-        + model.invoke_ms
-        + model.worker_cpu_s(SQS_BATCH) * 1000
+def teams_in_batch(teams: int) -> float:
+    """Teams expected among a batch's ``SQS_BATCH`` runs when the runs belong to ``teams`` teams evenly."""
+    return teams * (1 - (1 - 1 / teams) ** SQS_BATCH) if teams else 1.0
+
+
+def worker_billed_ms(model: AwsModel) -> float:
+    """Milliseconds of one worker invocation (a batch), as Lambda bills it: the CPU of its runs at the
+    worker's vCPU share, the leases (a read and a write), a slot taken and freed per team in the batch (one
+    write each: with many teams a batch's runs are mostly of different teams), the calls (at once), the
+    results."""
+    return (
+        model.worker_cpu_s(SQS_BATCH) * 1000
         + model.ddb_batch_get_ms
         + model.ddb_batch_statement_ms
-        + teams_in_batch * 2 * model.ddb_write_ms
+        + teams_in_batch(model.teams) * 2 * model.ddb_write_ms
         + model.target_ms
         + model.ddb_batch_statement_ms
-        + model.sqs_delete_ms
     )
+
+
+def worker_starts_per_s(model: AwsModel) -> float:
+    """One worker's starts a second: an SQS batch of 10 over one cycle: the receive and the invoke (the event
+    source's), the invocation (``worker_billed_ms``), the delete. Left out: waits on throttled keys,
+    retries, deferrals."""
+    cycle_ms = model.sqs_receive_ms + model.invoke_ms + worker_billed_ms(model) + model.sqs_delete_ms
     return SQS_BATCH / (cycle_ms / 1000)
 
 

@@ -42,13 +42,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from duetime.domain.timeutil import minute_bucket
-from duetime.ports import SwitchLimitReached, TableCapacityModes
+from duetime.ports import ROLLING_DAY, SWITCHES_TO_ON_DEMAND_PER_DAY, TableCapacityModes
 
 log = logging.getLogger(__name__)
 
 TableModeAction = Literal["to_on_demand", "to_provisioned", "stay", "held_by_limit"]
-AWS_SWITCHES_TO_ON_DEMAND_PER_DAY = 4
-ROLLING_DAY = timedelta(hours=24)
 
 
 class TableModePolicy(BaseModel):
@@ -114,13 +112,13 @@ def decide_table_mode(
     if mode == "provisioned":
         if not busy:
             return "stay"
-        if switches_in_last_day >= AWS_SWITCHES_TO_ON_DEMAND_PER_DAY:
+        if switches_in_last_day >= SWITCHES_TO_ON_DEMAND_PER_DAY:
             return "held_by_limit"
         return "to_on_demand"
     recent = last_busy is not None and now - last_busy < timedelta(minutes=1 + policy.hold_minutes)
     if busy or recent or waiting_runs > policy.drained_runs:
         return "stay"
-    if switches_in_last_day >= AWS_SWITCHES_TO_ON_DEMAND_PER_DAY:
+    if switches_in_last_day >= SWITCHES_TO_ON_DEMAND_PER_DAY:
         return "held_by_limit"
     return "to_provisioned"
 
@@ -157,7 +155,9 @@ class TableModeSwitcher:
                 self.tables.switch_to_on_demand(now)
             elif action == "to_provisioned":
                 self.tables.switch_to_provisioned()
-        except (SwitchLimitReached, Exception) as exc:  # the next look (5 minutes) decides again
+        except (
+            Exception
+        ) as exc:  # SwitchLimitReached, a platform's refusal  # the next look (5 minutes) decides again
             error = f"{type(exc).__name__}: {exc}"
             log.warning("the tables' capacity mode was not switched (%s)", error)
             return TableModeDecision("unknown", "unknown", "stay", busiest, -1, error)

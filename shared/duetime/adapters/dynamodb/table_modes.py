@@ -18,7 +18,7 @@ so all of them).
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
 from botocore.exceptions import ClientError
@@ -28,14 +28,12 @@ from duetime.adapters.dynamodb.codec import Item, stamped
 from duetime.adapters.dynamodb.conditional import lost_race
 from duetime.adapters.dynamodb.tables import TableNames
 from duetime.domain.stored_format import FORMAT
-from duetime.ports import SwitchLimitReached
+from duetime.ports import ROLLING_DAY, SWITCHES_TO_ON_DEMAND_PER_DAY, SwitchLimitReached
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
 
 LOG_KEY = {"pk": {"S": "table-modes"}, "sk": {"S": "table-modes"}}
-SWITCHES_PER_DAY = 4  # AWS: provisioned -> on demand, a table, in a rolling 24 hours
-ROLLING_DAY = timedelta(hours=24)
 MODES = {"PROVISIONED": "provisioned", "PAY_PER_REQUEST": "on_demand"}
 
 
@@ -51,73 +49,42 @@ class DynamoTableModes:
         self.tables = [names.jobs, names.runs, names.control]
 
     def mode(self) -> str:
-        return self._mode_of(self.names.runs)
+        return _mode(self._describe(self.names.runs))
 
-    def _mode_of(self, name: str) -> str:
-        table = self.client.describe_table(TableName=name)["Table"]
-        return MODES[table.get("BillingModeSummary", {}).get("BillingMode", "PROVISIONED")]
+    def _describe(self, name: str) -> dict[str, Any]:
+        table: dict[str, Any] = self.client.describe_table(TableName=name)["Table"]
+        return table
 
     def switches_to_on_demand(self, since: datetime) -> list[datetime]:
         switches, _, _ = self._read_log()
         return [at for at in switches if at >= since]
 
     def switch_to_on_demand(self, now: datetime) -> None:
-        switches, made, _ = self._read_log()
+        switches, made, kept = self._read_log()
         recent = [at for at in switches if at > now - ROLLING_DAY]
-        if len(recent) >= SWITCHES_PER_DAY:
+        if len(recent) >= SWITCHES_TO_ON_DEMAND_PER_DAY:
             raise SwitchLimitReached(
                 f"{len(recent)} switches to on demand since {(now - ROLLING_DAY).isoformat()}: AWS allows "
-                f"{SWITCHES_PER_DAY} a table in a rolling 24 hours"
+                f"{SWITCHES_TO_ON_DEMAND_PER_DAY} a table in a rolling 24 hours"
             )
-        provisioned = [name for name in self.tables if self._mode_of(name) == "provisioned"]
-        kept = self._read_log()[2]
-        capacities = {name: self._capacities(name) for name in provisioned}
+        described = {name: self._describe(name) for name in self.tables}
+        # a table a failed look switched already is left as it is, its kept capacities with it
+        provisioned = {name: table for name, table in described.items() if _mode(table) == "provisioned"}
+        capacities = {name: _capacities(table) for name, table in provisioned.items()}
         self._write_log([*recent, now], made, {**kept, **capacities})
-        for name in provisioned:  # a table a failed look switched already is left as it is
+        for name in provisioned:
             self.client.update_table(TableName=name, BillingMode="PAY_PER_REQUEST")
 
     def switch_to_provisioned(self) -> None:
         _, _, capacities = self._read_log()
         for name in self.tables:
-            if self._mode_of(name) == "provisioned":  # switched back by a look that failed further on
+            table = self._describe(name)
+            if _mode(table) == "provisioned":  # switched back by a look that failed further on
                 continue
             kept = capacities.get(name)
             if kept is None:
                 raise RuntimeError(f"no capacity kept for {name}: it was not switched by duetime")
-            self._back_to_provisioned(name, kept)
-
-    def _back_to_provisioned(self, name: str, kept: dict[str, Any]) -> None:
-        """``name`` in provisioned mode at ``kept`` (its and its indexes' units), sending the indexes whose
-        throughput differs from what DescribeTable shows (module docstring)."""
-        table = self.client.describe_table(TableName=name)["Table"]
-        shown = {
-            index["IndexName"]: _units(index.get("ProvisionedThroughput", {}))
-            for index in table.get("GlobalSecondaryIndexes", [])
-        }
-        updates = [
-            {"Update": {"IndexName": index, "ProvisionedThroughput": _throughput(units)}}
-            for index, units in kept["indexes"].items()
-            if shown.get(index) != units
-        ]
-        request: dict[str, Any] = {
-            "TableName": name,
-            "BillingMode": "PROVISIONED",
-            "ProvisionedThroughput": _throughput(kept["table"]),
-        }
-        if updates:
-            request["GlobalSecondaryIndexUpdates"] = updates
-        self.client.update_table(**request)
-
-    def _capacities(self, name: str) -> dict[str, Any]:
-        """The read and write units ``name`` and each of its indexes are provisioned with now."""
-        table = self.client.describe_table(TableName=name)["Table"]
-        return {
-            "table": _units(table.get("ProvisionedThroughput", {})),
-            "indexes": {
-                index["IndexName"]: _units(index.get("ProvisionedThroughput", {}))
-                for index in table.get("GlobalSecondaryIndexes", [])
-            },
-        }
+            self.client.update_table(**_back_to_provisioned(name, table, kept))
 
     def _read_log(self) -> tuple[list[datetime], int, dict[str, Any]]:
         item = self.client.get_item(TableName=self.names.control, Key=LOG_KEY, ConsistentRead=True).get(
@@ -147,6 +114,41 @@ class DynamoTableModes:
             if lost_race(exc):
                 raise RuntimeError("another look switched the tables meanwhile") from None
             raise
+
+
+def _mode(table: dict[str, Any]) -> str:
+    """A described table's capacity mode (a table never switched shows no summary: provisioned)."""
+    return MODES[table.get("BillingModeSummary", {}).get("BillingMode", "PROVISIONED")]
+
+
+def _capacities(table: dict[str, Any]) -> dict[str, Any]:
+    """The read and write units a described table and each of its indexes are provisioned with."""
+    return {
+        "table": _units(table.get("ProvisionedThroughput", {})),
+        "indexes": {
+            index["IndexName"]: _units(index.get("ProvisionedThroughput", {}))
+            for index in table.get("GlobalSecondaryIndexes", [])
+        },
+    }
+
+
+def _back_to_provisioned(name: str, table: dict[str, Any], kept: dict[str, Any]) -> dict[str, Any]:
+    """The UpdateTable request that puts ``name`` (as described, ``table``) in provisioned mode at ``kept``,
+    sending only the indexes whose throughput differs from what it shows (module docstring)."""
+    shown = _capacities(table)["indexes"]
+    updates = [
+        {"Update": {"IndexName": index, "ProvisionedThroughput": _throughput(units)}}
+        for index, units in kept["indexes"].items()
+        if shown.get(index) != units
+    ]
+    request: dict[str, Any] = {
+        "TableName": name,
+        "BillingMode": "PROVISIONED",
+        "ProvisionedThroughput": _throughput(kept["table"]),
+    }
+    if updates:
+        request["GlobalSecondaryIndexUpdates"] = updates
+    return request
 
 
 def item_to_switch_log(item: dict[str, Any]) -> tuple[list[datetime], int, dict[str, Any]]:

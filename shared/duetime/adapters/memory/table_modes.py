@@ -5,12 +5,9 @@ it. A switch is instant (on AWS it takes minutes)."""
 from __future__ import annotations
 
 import threading
-from datetime import datetime, timedelta
+from datetime import datetime
 
-from duetime.ports import SwitchLimitReached, TableCapacityModes
-
-SWITCHES_PER_DAY = 4
-ROLLING_DAY = timedelta(hours=24)
+from duetime.ports import ROLLING_DAY, SWITCHES_TO_ON_DEMAND_PER_DAY, SwitchLimitReached, TableCapacityModes
 
 
 class MemoryTableModes:
@@ -35,7 +32,7 @@ class MemoryTableModes:
     def switch_to_on_demand(self, now: datetime) -> None:
         with self._lock:
             recent = [at for at in self._switches if at > now - ROLLING_DAY]
-            if len(recent) >= SWITCHES_PER_DAY:
+            if len(recent) >= SWITCHES_TO_ON_DEMAND_PER_DAY:
                 raise SwitchLimitReached(f"{len(recent)} switches to on demand in the last 24 hours")
             self._refused()
             self._switches.append(now)
