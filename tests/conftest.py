@@ -43,3 +43,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         folder = Path(str(item.path)).resolve().relative_to(tests).parts[0]
         for marker in NEEDS_EMULATORS.get(folder, ()):
             item.add_marker(getattr(pytest.mark, marker))
+
+
+@pytest.fixture(autouse=True)
+def _environment_as_it_was() -> Any:
+    """Each test leaves ``os.environ`` as it found it. Code under test may set variables for its process
+    (``duetime.local.system.local_environment``, which the CLI's ``--local`` commands call, turns the
+    handlers' metrics off): in a test process those would otherwise reach whichever test runs next on the
+    same worker, and make its outcome depend on the order of the suite."""
+    before = dict(os.environ)
+    yield
+    if os.environ != before:
+        os.environ.clear()
+        os.environ.update(before)
