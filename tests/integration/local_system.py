@@ -101,13 +101,20 @@ def lift_the_api_rate(prefix: str, team_id: str) -> None:
     DynamoStore(dynamodb, names).put_team(lifted)
 
 
-def wait_until(predicate: Callable[[], Any], timeout: float, said: list[str], interval: float = 0.25) -> Any:
+def wait_until(
+    predicate: Callable[[], Any],
+    timeout: float,
+    said: list[str],
+    interval: float = 0.25,
+    state: Callable[[], Any] | None = None,
+) -> Any:
     """``predicate``'s first truthy value within ``timeout`` s; else fail, with the last lines of what
-    ``duetime local`` ``said``."""
+    ``duetime local`` ``said`` and, given ``state``, what it returns then (e.g. the job the API shows)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = predicate()
         if value:
             return value
         time.sleep(interval)
-    raise AssertionError(f"not within {timeout:.0f} s; duetime local said:\n" + "\n".join(said[-30:]))
+    seen = f"; then: {state()!r}" if state is not None else ""
+    raise AssertionError(f"not within {timeout:.0f} s{seen}; duetime local said:\n" + "\n".join(said[-60:]))

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -179,3 +180,34 @@ def test_a_triggered_run_is_queued_listed_and_cancelled_through_the_shared_table
     assert [listed.run_id for listed in service.list_runs(team, job.id, 10, None).items] == [run.run_id]
     assert service.cancel_run(team, run.run_id).status is RunStatus.CANCELLED  # the store's write
     assert service.get_run(team, run.run_id).status is RunStatus.CANCELLED  # the catalog's read
+
+
+# A request lands at any fraction of a second; jobs are scheduled from the whole second after it (the job's
+# ``created_at``). A one-time ``at`` inside that gap was once accepted (later than ``now``) and then had no
+# next fire: a job made and never run, with a 201. Whatever the fraction, an accepted job fires.
+@pytest.mark.parametrize("fraction", [0.001, 0.4, 0.999])
+@pytest.mark.parametrize("ahead", [0.2, 0.999, 1.0, 1.5, 2.0, 3.7])
+def test_a_one_time_job_accepted_at_any_fraction_of_a_second_has_its_fire_and_one_too_soon_is_a_422(
+    service: JobService, clock: ManualClock, fraction: float, ahead: float
+) -> None:
+    team, _ = service.create_team("alpha")
+    clock.set(T0 + timedelta(seconds=fraction))
+    at = clock.now() + timedelta(seconds=ahead)
+    body = {**JOB, "schedule": {"at": at.isoformat()}}
+    first_second = T0 + timedelta(seconds=1)  # the whole second after the request: the earliest fire
+    kept = service.create_job(team, JOB)
+    if at.replace(microsecond=0) <= first_second:
+        with pytest.raises(InvalidInput) as created:
+            service.create_job(team, body)
+        with pytest.raises(InvalidInput) as updated:
+            service.update_job(team, kept.id, {"schedule": body["schedule"]})
+        for refused in (created.value, updated.value):
+            assert (refused.status, refused.field) == (422, "schedule.at")
+            assert first_second.strftime("%H:%M:%S") in refused.message
+        assert service.job_counts(team) == (1, 0)
+        return
+    job = service.create_job(team, body)
+    moved = service.update_job(team, kept.id, {"schedule": body["schedule"]})
+    for accepted in (job, moved):
+        assert accepted.state.next_nominal_at == at.replace(microsecond=0)
+        assert accepted.state.next_fire_at is not None and accepted.state.next_fire_at > clock.now()

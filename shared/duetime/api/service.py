@@ -242,8 +242,8 @@ class JobService:
     ) -> Job:
         """A new job of ``team``'s; ``actor`` (the token's id) is who the job's history says created it."""
         now = self.clock.now()
-        spec = self._validate(body, now, team)
-        stamp = ceil_seconds(now)
+        stamp = ceil_seconds(now)  # the job is scheduled from here: its checks read the same instant
+        spec = self._validate(body, stamp, team)
         job = Job(**spec.model_dump(), id=new_job_id(), team=team.team_id, created_at=stamp, updated_at=stamp)
         job = self._with_calendars(job)
         job = job.model_copy(update={"state": initial_state(job, stamp)})
@@ -366,9 +366,9 @@ class JobService:
                 )
             except StoredSecretsWithheld as exc:
                 raise InvalidInput(str(exc), exc.fields[0]) from exc
-            spec = self._validate({**current, **sent}, now, team, new_target="target" in changes)
+            stamp = ceil_seconds(now)  # a rescheduled job starts from here: its checks read the same instant
+            spec = self._validate({**current, **sent}, stamp, team, new_target="target" in changes)
             _check_if_match(job, if_match)  # after the body's checks: a bad body is a 422 whatever the job is
-            stamp = ceil_seconds(now)
             updated = Job(
                 **spec.model_dump(),
                 id=job.id,

@@ -49,7 +49,7 @@ from duetime.domain.calendars import CALENDAR_NAME_PATTERN
 from duetime.domain.dst import DstPolicy
 from duetime.domain.labels import Labels
 from duetime.domain.stored_format import STORED, ReadsStoredTolerantly, is_stored
-from duetime.domain.timeutil import to_utc, whole_seconds
+from duetime.domain.timeutil import iso_z, to_utc, whole_seconds
 from duetime.domain.url_secrets import REDACTED, holds_marker, redact_url, shown_origin, url_origin
 
 MAX_SQS_DELAY_SECONDS = 900  # a retry's backoff is carried by an SQS message delay
@@ -243,7 +243,7 @@ class AtSchedule(Strict):
         value = _utc_instant(value)
         now = (info.context or {}).get("now")
         if now is not None and value <= now:
-            raise ValueError("at must be in the future")
+            raise ValueError(f"at must be in the future: later than {iso_z(now)}")
         return value
 
 
