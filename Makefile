@@ -84,7 +84,7 @@ unit: venv
 	$(JSII) $(BIN)/pytest -m "not integration" -n auto
 
 # The Lambda code asset, built without Docker (manylinux wheels for python3.13 on arm64).
-$(ASSET)/.built: pyproject.toml scripts/build_lambda.sh $(shell find shared/duetime functions -name '*.py' -o -path '*/console/*' -type f) | venv
+$(ASSET)/.built: pyproject.toml scripts/build_lambda.sh scripts/lambda_modules.py $(shell find shared/duetime functions -name '*.py' -o -path '*/console/*' -type f) | venv
 	scripts/build_lambda.sh $(ASSET)
 
 # After a commit that changed no source, the built asset is only restamped with the commit (stamp_commit.sh).
@@ -94,7 +94,7 @@ lambda-assets: $(ASSET)/.built
 # The same asset with wheels for this machine (build/lambda-local), for LocalStack's duetime-process executor,
 # which runs the functions as local processes on LocalStack's Python 3.13 (localstack/README.md).
 LOCAL_ASSET := build/lambda-local
-$(LOCAL_ASSET)/.built: pyproject.toml scripts/build_lambda.sh $(shell find shared/duetime functions -name '*.py' -o -path '*/console/*' -type f) | venv
+$(LOCAL_ASSET)/.built: pyproject.toml scripts/build_lambda.sh scripts/lambda_modules.py $(shell find shared/duetime functions -name '*.py' -o -path '*/console/*' -type f) | venv
 	LAMBDA_ARCH=local scripts/build_lambda.sh $(LOCAL_ASSET)
 
 lambda-assets-local: $(LOCAL_ASSET)/.built

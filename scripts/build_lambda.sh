@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build the Lambda code asset without Docker: duetime's dependencies as manylinux wheels for the Lambda
-# runtime (python3.13, arm64), the duetime package, and the handlers, into one directory (default
-# build/lambda).
+# runtime (python3.13, arm64), the part of the duetime package the handlers import (scripts/lambda_modules.py:
+# not the CLI, the in-memory twin, the capacity model or duetime local), and the handlers, into one directory
+# (default build/lambda).
 #
 # The asset carries no AWS SDK of its own. Lambda's Python runtimes ship the SDK for Python and its
 # dependencies, and the function's directory comes first on sys.path: a botocore in the asset (aws-xray-sdk
@@ -74,7 +75,7 @@ mkdir -p "$tmp"
 # shellcheck disable=SC2086
 remove_distributions "$tmp" $LEFT_TO_RUNTIME
 rm -rf "$tmp/bin"  # console scripts, pointing at this machine's Python
-cp -r "$ROOT/shared/duetime" "$tmp/duetime"
+"$PY" "$ROOT/scripts/lambda_modules.py" --copy-to "$tmp"  # what the handlers import, no more
 "$ROOT/scripts/stamp_commit.sh" "$tmp"  # the commit it is built from (duetime.build_info)
 for fn in "$ROOT"/functions/*/; do
   name="$(basename "$fn")"

@@ -15,7 +15,7 @@ class MetricsSink(Protocol):
 
 def add_counts(metrics: MetricsSink, counts: dict[str, float], unit: str = "Count") -> None:
     """Publish each count that is not zero. A custom metric is billed for every hour it gets a data point,
-    so an idle poller publishing zeros would pay for all of them (``bench/fixed_cost.py``); the stack's
+    so an idle poller publishing zeros would pay for all of them (``capacity/fixed_cost.py``); the stack's
     alarms and dashboard read a missing data point as zero (``infra/cdk/duetime_cdk/observability.py``)."""
     for name, value in counts.items():
         if value:

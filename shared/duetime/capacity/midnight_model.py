@@ -101,7 +101,7 @@ class AwsModel:
     # The stack's warm throughput per table and index (StackConfig.warm_write_units, the same syntax):
     # each named one takes that many units a second (within the quota), the rest table_write_capacity().
     ddb_warm_write_units: str = field(default_factory=lambda: format_units(DEFAULT_WARM_WRITE_UNITS))
-    # CPU per run, measured by `duetime bench runcpu` on this machine (bench/calibration.py; the result's
+    # CPU per run, measured by `duetime bench runcpu` on this machine (capacity/calibration.py; the result's
     # ``calibration`` says when and at which commit); a flag overrides one for a what-if. A Lambda vCPU is
     # taken as fast as one of this machine's cores (``lambda_vcpu_speed``: an assumption, not measured).
     poller_read_cpu_us_per_row: float = field(

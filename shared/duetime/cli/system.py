@@ -132,7 +132,7 @@ def add_more_benches(benches: Any) -> None:
     runcpu.add_argument(
         "--save-calibration",
         action="store_true",
-        help="save the medians as the CPU the midnight model and plan charge (bench/calibration.json)",
+        help="save the medians as the CPU the midnight model and plan charge (capacity/calibration.json)",
     )
     runcpu.add_argument("--json", action="store_true")
     add_precision_preload_midnight(benches)
