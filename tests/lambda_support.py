@@ -31,6 +31,15 @@ def load_handler(name: str, file: str = "handler") -> ModuleType:
     return module
 
 
+def load_script(name: str) -> ModuleType:
+    """scripts/<name>.py as a module (the repository's tools are files, not a package)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def api_request(
     method: str,
     path: str,

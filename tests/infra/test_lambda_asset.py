@@ -13,9 +13,10 @@ import subprocess
 import sys
 import tomllib
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+
+from ..lambda_support import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 ASSETS = {"deployed (arm64)": ROOT / "build" / "lambda", "local": ROOT / "build" / "lambda-local"}
@@ -180,19 +181,11 @@ def test_the_lambda_asset_carries_the_commit_it_was_built_from(asset: Path) -> N
     assert not (ROOT / "shared" / "duetime" / "COMMIT").exists()  # only the asset has one
 
 
-def _lambda_modules() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("lambda_modules", ROOT / "scripts" / "lambda_modules.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.parametrize("asset", ASSETS.values(), ids=ASSETS.keys())
 def test_the_lambda_asset_holds_the_package_files_the_handlers_import_and_no_other(asset: Path) -> None:
     """``scripts/lambda_modules.py`` chooses them (``tests/unit/test_lambda_modules.py``); the build copies
     those, and only those (the commit it stamps aside)."""
-    expected = {str(path) for path in _lambda_modules().asset_files()}
+    expected = {str(path) for path in load_script("lambda_modules").asset_files()}
     package = built(asset) / "duetime"
     files = {
         str(path.relative_to(asset))

@@ -5,27 +5,19 @@ it imports from the copy alone. The built assets hold exactly these files
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+
+from ..lambda_support import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("lambda_modules", ROOT / "scripts" / "lambda_modules.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-lambda_modules = _script()
+lambda_modules = load_script("lambda_modules")
 
 
 @pytest.fixture(scope="module")
