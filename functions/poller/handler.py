@@ -15,10 +15,10 @@ from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from duetime import build_info, wiring
+from duetime.domain.partitions import group_label
 from duetime.scheduling.events import PollerTick
 from duetime.scheduling.fan_out import POLLER_INVOCATION_LOG
 from duetime.scheduling.poller_lease import invocation_id
-from duetime.settings import group_label
 from duetime.tracing import TRACED_MODULES
 
 RETURN_MARGIN_SECONDS = 10  # the run ends this long before Lambda's timeout: give the lease up, return

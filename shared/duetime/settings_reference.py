@@ -27,7 +27,8 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from duetime.settings import Settings, group_label
+from duetime.domain.partitions import group_label
+from duetime.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 CDK_DIR = ROOT / "infra" / "cdk"

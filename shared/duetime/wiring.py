@@ -24,7 +24,7 @@ from duetime.adapters.aws.lambda_helpers import LambdaHelperLauncher
 from duetime.adapters.aws.lambda_provisioning import LambdaEventPollers, LambdaProvisionedWorkers
 from duetime.adapters.aws.lambda_starter import LambdaPollerStarter
 from duetime.adapters.aws.lambda_warmer import LambdaWorkerWarmer
-from duetime.adapters.aws.notify_channels import ChannelSender, SnsTopics, WebhookSender
+from duetime.adapters.aws.notify_channels import SnsTopics
 from duetime.adapters.aws.role_trust_probe import Boto3RoleTrustProbe
 from duetime.adapters.aws.sqs import SqsRunBacklog, SqsRunQueue
 from duetime.adapters.aws.stack_outputs import stack_tables
@@ -41,11 +41,13 @@ from duetime.api.service import JobService
 from duetime.api.team_admin import TeamAdmin
 from duetime.domain.alarms import RECONCILER_ALARMS, AlarmReading, Sample, evaluate
 from duetime.domain.clock import SystemClock
+from duetime.execution.notification_senders import ChannelSender, WebhookSender
 from duetime.execution.notifications import BackgroundDelivery, JobNotifier
 from duetime.execution.worker import Worker, WorkerConfig
 from duetime.heap import settle_heap
 from duetime.observability import installation_dimensions
 from duetime.ports import AlertSink, RoleTrustProbe
+from duetime.ports.functions import PollerStarter
 from duetime.scheduling.fan_out import FanOutPolicy
 from duetime.scheduling.poller import Poller, PollerConfig
 from duetime.scheduling.poller_lease import LeaseTimings, PollerShift
@@ -53,7 +55,7 @@ from duetime.scheduling.prescale import PrescalePolicy, Prescaler
 from duetime.scheduling.quiet import QuietTimings
 from duetime.scheduling.reconcile import Reconciler, ReconcilerConfig
 from duetime.scheduling.table_modes import TableModePolicy, TableModeSwitcher
-from duetime.scheduling.wake import GroupWaker, PollerStarter, partition_groups
+from duetime.scheduling.wake import GroupWaker, partition_groups
 from duetime.settings import Settings
 from duetime.upgrades.written_format import WrittenFormat
 

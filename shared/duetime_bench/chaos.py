@@ -24,7 +24,7 @@ from typing import Any
 
 from duetime.adapters.aws.alerts import StoredAlerts
 from duetime.adapters.aws.clients import new_client
-from duetime.adapters.aws.notify_channels import ChannelSender, SnsTopics, WebhookSender
+from duetime.adapters.aws.notify_channels import SnsTopics
 from duetime.adapters.aws.sqs import SqsRunQueue
 from duetime.adapters.dynamodb.codec import item_to_run
 from duetime.adapters.dynamodb.reap_tickets import is_ticket
@@ -34,6 +34,7 @@ from duetime.domain.claim_plan import initial_state
 from duetime.domain.fire_ledger import FireLabel, ledger
 from duetime.domain.ids import is_manual_run_id, make_run_id, new_job_id
 from duetime.domain.models import Job, JobSpec, OverlapPolicy, Run, RunStatus, Team
+from duetime.execution.notification_senders import ChannelSender, WebhookSender
 from duetime.execution.notifications import BackgroundDelivery, JobNotifier, deliver_due
 from duetime.execution.worker import WorkOutcome
 from duetime.local.demo_target import Call

@@ -41,8 +41,7 @@ from dataclasses import dataclass, fields, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from duetime.adapters.aws.sqs import ReceivedMessage
-from duetime.adapters.dynamodb.codec import due_bucket, job_to_item, run_to_item
+from duetime.adapters.dynamodb.codec import job_to_item, run_to_item
 from duetime.adapters.dynamodb.reap_checks import (
     DEFAULT_LEASE_CHECK,
     needs_reaper_at,
@@ -69,6 +68,7 @@ from duetime.capacity.prices import PRICES_USD
 from duetime.capacity.warm_throughput import NEW_TABLE_WRITE_UNITS, parse_units
 from duetime.domain.claim_plan import Claim, initial_state
 from duetime.domain.clock import ManualClock
+from duetime.domain.due_index import due_bucket
 from duetime.domain.ids import PARTITIONS, new_job_id, partition_of, split_run_id
 from duetime.domain.models import Job, JobSpec, Run, Team
 from duetime.domain.schedule import fire_time, next_nominal_after, rate_anchor
@@ -84,7 +84,9 @@ from duetime.ports import (
     TargetResponse,
     UnreadableRow,
 )
-from duetime.scheduling.fan_out import FanOutPolicy, HelperAssignment
+from duetime.ports.functions import HelperAssignment
+from duetime.ports.queue import ReceivedMessage
+from duetime.scheduling.fan_out import FanOutPolicy
 from duetime.scheduling.poller import Poller, PollerConfig
 from duetime.scheduling.poller_lease import LeaseTimings, PollerShift
 from duetime.scheduling.prescale import PrescalePolicy

@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 
-from duetime.adapters.dynamodb.codec import due_key, job_to_item
+from duetime.adapters.dynamodb.codec import job_to_item
 from duetime.adapters.dynamodb.store import DynamoStore
 from duetime.adapters.memory import MemoryAlerts, MemoryQueue
 from duetime.domain.clock import ManualClock
+from duetime.domain.due_index import due_key
 from duetime.domain.ids import partition_of
 from duetime.domain.timeutil import minute_bucket
 from duetime.observability import record_fire, record_poll

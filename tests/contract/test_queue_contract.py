@@ -13,10 +13,11 @@ from typing import Any
 import pytest
 
 from duetime.adapters.aws.clients import new_client
-from duetime.adapters.aws.sqs import SqsConsumer, SqsRunQueue, decode, ensure_queue
+from duetime.adapters.aws.sqs import SqsConsumer, SqsRunQueue, ensure_queue
 from duetime.adapters.memory import MemoryQueue
 from duetime.domain.clock import ManualClock
 from duetime.ports import RunMessage
+from duetime.ports.queue import decode
 
 from ..twin_support import T0
 from .conftest import TWIN, against

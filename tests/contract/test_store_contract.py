@@ -20,16 +20,17 @@ from typing import Any
 
 import pytest
 
-from duetime.adapters.aws.sqs import decode, encode
-from duetime.adapters.dynamodb.codec import due_key, job_to_item
+from duetime.adapters.dynamodb.codec import job_to_item
 from duetime.adapters.dynamodb.store import DynamoStore
 from duetime.adapters.dynamodb.tables import TableNames
 from duetime.adapters.memory import MemoryStore
 from duetime.domain.claim_plan import make_claim, plan_claim
+from duetime.domain.due_index import due_key
 from duetime.domain.ids import make_run_id, new_job_id, partition_of
 from duetime.domain.models import Job, Run, RunResult, RunStatus, Team
 from duetime.domain.timeutil import minute_bucket
 from duetime.ports import ClaimOutcome, Notice, ResultWrite, RunMessage, UnreadableRow
+from duetime.ports.queue import decode, encode
 
 from ..twin_support import T0, a_job, at
 from .conftest import TWIN, against

@@ -18,7 +18,7 @@ import pytest
 
 from duetime.adapters.aws.alerts import StoredAlerts
 from duetime.adapters.aws.clients import new_client
-from duetime.adapters.aws.sqs import SqsConsumer, SqsRunQueue, decode, ensure_queue
+from duetime.adapters.aws.sqs import SqsConsumer, SqsRunQueue, ensure_queue
 from duetime.adapters.aws.store_clock import StoreClock
 from duetime.adapters.dynamodb.store import DynamoStore
 from duetime.adapters.dynamodb.tables import TableNames, create_tables
@@ -30,6 +30,7 @@ from duetime.execution.worker import Worker, WorkerConfig, WorkReport
 from duetime.local.demo_target import DemoTargetServer
 from duetime.local.system import LOCAL_ENDPOINTS, EventSourceMapping
 from duetime.ports import TeamStore
+from duetime.ports.queue import decode
 from duetime.scheduling.poller import Poller, PollerConfig
 
 from .. import emulators as emulators_at

@@ -25,7 +25,7 @@ from typing import Any
 import duetime
 from duetime.adapters.aws.alerts import StoredAlerts
 from duetime.adapters.aws.clients import new_client
-from duetime.adapters.aws.sqs import SqsRunQueue, decode
+from duetime.adapters.aws.sqs import SqsRunQueue
 from duetime.adapters.aws.store_clock import StoreClock
 from duetime.adapters.dynamodb.catalog import DynamoCatalog
 from duetime.adapters.dynamodb.codec import item_to_job, item_to_run
@@ -41,6 +41,7 @@ from duetime.domain.timeutil import minute_bucket
 from duetime.domain.tokens import TokenIn
 from duetime.execution.worker import Worker, WorkerConfig, WorkReport
 from duetime.ports import RunMessage
+from duetime.ports.queue import decode
 from duetime.scheduling.poller import Poller, PollerConfig
 from duetime.wiring import run_budget
 

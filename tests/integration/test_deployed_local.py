@@ -37,12 +37,12 @@ from duetime.adapters.dynamodb.store import DynamoStore
 from duetime.adapters.dynamodb.tables import TableNames
 from duetime.client import DuetimeClient
 from duetime.domain.ids import make_run_id, partition_of
+from duetime.domain.partitions import parse_partitions
 from duetime.domain.signing import LEGACY_SIGNATURE_UNTIL, verify_signature
 from duetime.domain.timeutil import iso_z
 from duetime.local.demo_target import DemoTargetServer
 from duetime.local.deployed import DeployedStack, stack_service
 from duetime.scheduling.fan_out import FanOutPolicy, plan_helpers, slices_of
-from duetime.settings import parse_partitions
 from duetime_bench.deployed import find_stack
 
 from .processes import describe, distinct_free_ports, listening, marked, wait_until, wait_while_progressing

@@ -13,11 +13,12 @@ import boto3
 import pytest
 from standardwebhooks import Webhook
 
-from duetime.adapters.aws.notify_channels import ChannelSender, SnsTopics, WebhookSender
+from duetime.adapters.aws.notify_channels import SnsTopics
 from duetime.adapters.http_target import HttpTargetCaller
 from duetime.domain.clock import ManualClock
 from duetime.domain.models import NotifyEvent
 from duetime.domain.signing import LEGACY_SIGNATURE_UNTIL, verify_signature
+from duetime.execution.notification_senders import ChannelSender, WebhookSender
 from duetime.execution.notifications import GROUP_WINDOW, JobNotifier, deliver_due
 from duetime.execution.worker import Worker, WorkerConfig, WorkOutcome
 

@@ -14,7 +14,6 @@ import hypothesis.strategies as st
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from duetime.adapters.aws.sqs import decode, encode
 from duetime.adapters.dynamodb.catalog import DynamoCatalog
 from duetime.adapters.dynamodb.reap_tickets import listed_run_ids
 from duetime.adapters.dynamodb.store import DynamoStore
@@ -28,6 +27,7 @@ from duetime.domain.models import Run, RunResult, RunStatus
 from duetime.domain.timeutil import whole_seconds
 from duetime.execution.deadlines import check_deadlines, settle_succeeded
 from duetime.ports import Alert, RunMessage
+from duetime.ports.queue import decode, encode
 from duetime.scheduling.poller import PollerConfig, claim_due_jobs, recover_runs
 from duetime.wiring import run_budget
 

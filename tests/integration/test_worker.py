@@ -10,11 +10,11 @@ import pytest
 from standardwebhooks import Webhook
 from standardwebhooks.webhooks import WebhookVerificationError
 
-from duetime.adapters.aws.sqs import encode
 from duetime.domain.models import RunStatus
 from duetime.domain.signing import LEGACY_SIGNATURE_UNTIL, job_signing_keys, verify_signature
 from duetime.execution.worker import WorkerConfig, WorkOutcome
 from duetime.ports import RunMessage
+from duetime.ports.queue import encode
 
 from .api_support import JOB, Call
 from .conftest import Stack, wait_until
@@ -186,7 +186,7 @@ def test_a_lost_message_is_recovered_by_the_queue_deadline(stack: Stack, target)
 def test_a_malformed_message_is_refused_without_touching_any_run(stack: Stack) -> None:
     import pytest
 
-    from duetime.adapters.aws.sqs import decode
+    from duetime.ports.queue import decode
 
     for body in (
         "not json",

@@ -9,9 +9,10 @@ import os
 import boto3
 
 from duetime.adapters.aws.alerts import StoredAlerts
-from duetime.adapters.aws.sqs import SqsConsumer, SqsRunQueue, decode
+from duetime.adapters.aws.sqs import SqsConsumer, SqsRunQueue
 from duetime.adapters.http_target import HttpTargetCaller
 from duetime.execution.worker import Worker
+from duetime.ports.queue import decode
 from duetime.settings import Settings
 from duetime.wiring import make_store, make_store_clock, worker_config
 

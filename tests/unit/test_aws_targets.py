@@ -281,7 +281,7 @@ def test_a_throttled_aws_call_is_retried_like_an_http_429() -> None:
 
 
 def test_a_run_carries_its_aws_target_through_the_queue_message() -> None:
-    from duetime.adapters.aws.sqs import decode, encode
+    from duetime.ports.queue import decode, encode
 
     team = Team(team_id="t")
     clock = ManualClock(T0)

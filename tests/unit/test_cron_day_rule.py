@@ -30,8 +30,9 @@ from zoneinfo import ZoneInfo
 import pytest
 from cronsim import CronSim, CronSimError
 
+from duetime.domain.cron_dialect import cron_never_fires
 from duetime.domain.models import CronSchedule
-from duetime.domain.schedule import cron_never_fires, cron_next_after, is_dst_shifted
+from duetime.domain.schedule import cron_next_after, is_dst_shifted
 
 SEED = 20261004
 EXPRESSIONS = 300

@@ -31,10 +31,10 @@ from duetime.adapters.memory import InMemoryCatalog, MemoryQueue, MemoryStore
 from duetime.api.service import JobService
 from duetime.cli import main
 from duetime.domain.clock import ManualClock
-from duetime.domain.cron_dialect import day_rule_patterns
+from duetime.domain.cron_dialect import cron_never_fires, day_rule_patterns
 from duetime.domain.errors import InvalidInput
 from duetime.domain.models import CronSchedule
-from duetime.domain.schedule import cron_never_fires, cron_next_after, is_dst_shifted
+from duetime.domain.schedule import cron_next_after, is_dst_shifted
 
 from ..twin_support import T0
 

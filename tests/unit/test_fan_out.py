@@ -18,15 +18,9 @@ from duetime.domain.claim_plan import initial_state
 from duetime.domain.clock import ManualClock
 from duetime.domain.ids import make_run_id, new_job_id, partition_of
 from duetime.domain.models import Job, JobSpec, Team
+from duetime.ports.functions import HelperAssignment, helper_lease_name
 from duetime.scheduling.events import HelperEvent
-from duetime.scheduling.fan_out import (
-    FanOut,
-    FanOutPolicy,
-    HelperAssignment,
-    helper_lease_name,
-    plan_helpers,
-    slices_of,
-)
+from duetime.scheduling.fan_out import FanOut, FanOutPolicy, plan_helpers, slices_of
 from duetime.scheduling.poller import Poller, PollerConfig
 from duetime.scheduling.poller_lease import LeaseTimings, PollerShift, group_label
 

@@ -15,7 +15,8 @@ import pytest
 from duetime import wiring
 from duetime.adapters.memory import MemoryStore
 from duetime.domain.clock import ManualClock
-from duetime.scheduling.fan_out import FanOutPolicy, FanOutSetting, HelperAssignment
+from duetime.ports.functions import HelperAssignment
+from duetime.scheduling.fan_out import FanOutPolicy, FanOutSetting
 from duetime.scheduling.poller import Poller, PollerConfig
 from duetime_bench.deployed_spike import helper_invocations, poller_invocations
 

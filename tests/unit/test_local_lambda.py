@@ -7,8 +7,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from duetime.adapters.aws.sqs import ReceivedMessage
 from duetime.local.lambda_sandbox import LocalFunction, LocalScheduleRule, LocalSqsEventSource, sqs_event
+from duetime.ports.queue import ReceivedMessage
 
 HANDLER = """
 import threading

@@ -14,25 +14,24 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from duetime.adapters.aws.notify_channels import ChannelSender, SnsTopics, WebhookSender
+from duetime.adapters.aws.notify_channels import SnsTopics
 from duetime.adapters.memory import MemoryAlerts, MemoryStore
 from duetime.domain.clock import ManualClock
 from duetime.domain.models import Job, JobSpec, Team
 from duetime.domain.signing import verify_signature
+from duetime.execution.notification_senders import ChannelSender, WebhookSender
 from duetime.execution.notifications import (
     DELIVERY_LEASE,
     GROUP_WINDOW,
     MAX_DELIVERY_ATTEMPTS,
     BackgroundDelivery,
     JobNotifier,
-    SendResult,
     channel_key,
     deliver_due,
-    notification_id,
-    payload,
     retry_delay,
 )
 from duetime.ports import Alert, Notice, PendingNotification, TargetRequest, TargetResponse
+from duetime.ports.notifications import SendResult, notification_id, payload
 
 from ..twin_support import T0, a_job, at
 

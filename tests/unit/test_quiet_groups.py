@@ -15,12 +15,12 @@ from duetime.adapters.memory import MemoryAlerts, MemoryQueue, MemoryStore
 from duetime.domain.clock import ManualClock
 from duetime.domain.ids import make_run_id, partition_of
 from duetime.domain.models import Job, Team
+from duetime.domain.partitions import group_label
 from duetime.ports import DueRow
 from duetime.scheduling.poller import Poller, PollerConfig
 from duetime.scheduling.poller_lease import LeaseTimings, PollerShift, ShiftReport
 from duetime.scheduling.quiet import QuietTimings
 from duetime.scheduling.wake import GroupWaker, partition_groups
-from duetime.settings import group_label
 
 from ..twin_support import T0, a_job, at
 

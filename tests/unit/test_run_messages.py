@@ -9,12 +9,13 @@ from typing import Any
 
 import pytest
 
-from duetime.adapters.aws.sqs import CARRIED_RUN_MAX_BYTES, SEND_BACKOFF, SqsRunQueue, decode, encode
+from duetime.adapters.aws.sqs import SEND_BACKOFF, SqsRunQueue
 from duetime.adapters.memory import MemoryAlerts, MemoryQueue, MemoryStore
 from duetime.domain.clock import ManualClock
 from duetime.domain.ids import PARTITIONS
 from duetime.domain.models import Run
 from duetime.ports import RunMessage
+from duetime.ports.queue import CARRIED_RUN_MAX_BYTES, decode, encode
 from duetime.scheduling.poller import Poller, PollerConfig
 
 from ..twin_support import T0, a_job

@@ -18,7 +18,6 @@ import pytest
 from standardwebhooks import Webhook
 from standardwebhooks.webhooks import WebhookVerificationError
 
-from duetime.adapters.aws.notify_channels import WebhookSender
 from duetime.adapters.memory import MemoryStore
 from duetime.domain.claim_plan import PlannedRun, new_run
 from duetime.domain.clock import ManualClock
@@ -29,6 +28,7 @@ from duetime.domain.signing import (
     signed_headers,
     verify_signature,
 )
+from duetime.execution.notification_senders import WebhookSender
 from duetime.execution.worker import Worker
 from duetime.ports import TargetRequest, TargetResponse
 

@@ -21,7 +21,6 @@ import pytest
 from pydantic import ValidationError
 
 from duetime import build_info
-from duetime.adapters.aws.sqs import decode
 from duetime.adapters.dynamodb.codec import item_to_job, item_to_run
 from duetime.adapters.dynamodb.jobs import item_to_mark
 from duetime.adapters.dynamodb.quarantine_record import item_to_quarantined
@@ -29,6 +28,7 @@ from duetime.adapters.dynamodb.reconciler import item_to_report
 from duetime.adapters.dynamodb.table_modes import item_to_switch_log
 from duetime.domain.models import JobSpec, Team
 from duetime.domain.stored_format import STORED, format_of, release_format
+from duetime.ports.queue import decode
 
 FORMATS = Path(__file__).parents[1] / "fixtures" / "formats"
 ADDED = "added_by_a_later_release"

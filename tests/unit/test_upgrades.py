@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from duetime.adapters.aws.sqs import decode, encode
 from duetime.adapters.dynamodb.codec import job_to_item, run_to_item
 from duetime.adapters.memory import MemoryStore
 from duetime.adapters.memory.installation import MemoryInstallation
@@ -19,6 +18,7 @@ from duetime.domain.claim_plan import PlannedRun, new_run
 from duetime.domain.installation import DRAIN, Installation, ReleaseSeen, deploy_refusal, finalize_refusal
 from duetime.domain.stored_format import FORMAT, format_of, release_format
 from duetime.ports import RunMessage
+from duetime.ports.queue import decode, encode
 from duetime.upgrades.operations import describe, finalize
 from duetime.upgrades.written_format import WrittenFormat
 

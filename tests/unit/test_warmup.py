@@ -14,9 +14,10 @@ from duetime.adapters.aws.lambda_warmer import LambdaWorkerWarmer
 from duetime.adapters.dynamodb.store import DynamoStore
 from duetime.domain.clock import ManualClock
 from duetime.domain.ids import make_run_id
+from duetime.ports.functions import WARMUP_EVENT
 from duetime.scheduling.poller_lease import LeaseTimings, PollerShift
 from duetime.scheduling.preload import FireReport
-from duetime.scheduling.warmup import WARMUP_EVENT, is_warmup, warm_before_loaded_minutes
+from duetime.scheduling.warmup import is_warmup, warm_before_loaded_minutes
 
 from ..lambda_support import LambdaContext, load_handler
 from .test_poller_lease_loop import NOW, Queue, exact_job_due, make_poller

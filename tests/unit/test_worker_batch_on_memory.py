@@ -9,13 +9,13 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from duetime.adapters.aws.sqs import decode
 from duetime.adapters.memory import MemoryAlerts, MemoryQueue, MemoryStore
 from duetime.domain.clock import ManualClock
 from duetime.domain.ids import PARTITIONS
 from duetime.domain.models import RunStatus, Team
 from duetime.execution.worker import Worker, WorkOutcome, WorkReport
 from duetime.ports import ResultWrite, RunMessage, TargetRequest, TargetResponse
+from duetime.ports.queue import decode
 from duetime.scheduling.poller import Poller, PollerConfig
 
 from ..twin_support import T0, a_job

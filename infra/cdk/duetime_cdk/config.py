@@ -17,8 +17,8 @@ from duetime.capacity.warm_throughput import (
     parse_units,
 )
 from duetime.domain.ids import DEFAULT_POLLER_GROUPS, PARTITIONS
+from duetime.domain.partitions import parse_partitions
 from duetime.domain.target_guard import parse_ports
-from duetime.settings import parse_partitions
 
 ROOT = Path(__file__).resolve().parents[3]
 LambdaArchitecture = Literal["arm64", "x86_64"]

@@ -17,7 +17,7 @@ from duetime.capacity.plan import MEASURED_PRELOAD_BYTES_PER_JOB, preload_mb
 from duetime.capacity.plan_midnight import TABLE_NAMES, claims_per_second_within
 from duetime.capacity.warm_throughput import NEW_TABLE_WRITE_UNITS, TABLE_QUOTA_UNITS
 from duetime.domain.ids import PARTITIONS
-from duetime.settings import group_label
+from duetime.domain.partitions import group_label
 from duetime_cdk.functions import DuetimeFunction, LambdaCode, allow
 from duetime_cdk.observability import Alerts
 from duetime_cdk.queue import RunQueue

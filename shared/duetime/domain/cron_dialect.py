@@ -39,7 +39,9 @@ from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from typing import Protocol
 
-from croniter import CroniterBadDateError, croniter
+from croniter import CroniterBadCronError, CroniterBadDateError, croniter
+
+from duetime.domain.timeutil import to_utc
 
 LAST = 0  # nearest_weekday's stand-in for the month's last day (LW)
 EARLIEST_YEAR, LATEST_YEAR = 1970, 2199  # EventBridge's year field
@@ -352,3 +354,39 @@ class _AllowedDayMatches:
                 self._current = found
                 return found
             after = found
+
+
+# --- whether a cron is usable -----------------------------------------------------------------------------
+
+_RANDOM_FIELD = re.compile(r"[Rr](/\d+)?")  # croniter's "R": a random value drawn anew at each parse
+
+
+def cron_never_fires(expr: str, now: datetime | None = None) -> str | None:
+    """Why a cron in its standard text is unusable (syntax, or no date ever matches; with ``now``, a cron
+    whose years are all past too), or None when it is fine."""
+    wall_clock = datetime(2000, 1, 1)  # noqa: DTZ001 - cron matches naive local wall-clock time
+    if any(_RANDOM_FIELD.fullmatch(field) for field in expr.removeprefix("cron(").split()):
+        return "invalid cron expression: R (a random value) would move the schedule every time it is read"
+    try:
+        patterns = day_rule_patterns(expr)  # the dialect's tokens (errors name the field and the mistake)
+        for pattern in patterns:
+            wall_clock_matches(pattern, wall_clock)  # croniter's syntax check of the fields it reads
+        if not any(_fires(pattern, wall_clock) for pattern in patterns):
+            return "cron never fires (no date matches it, e.g. 30 February)"
+        if now is not None and read_cron(expr).years is not None:
+            # A local time T is an instant of at most T + 12 h (UTC-12): no match after now - 12 h, none
+            # later anywhere.
+            earliest = to_utc(now).replace(tzinfo=None) - timedelta(hours=12)
+            if not any(_fires(pattern, earliest) for pattern in patterns):
+                return "cron never fires again (its years are past)"
+    except (CroniterBadCronError, ValueError, KeyError) as exc:
+        return f"invalid cron expression: {exc}"
+    return None
+
+
+def _fires(pattern: CronPattern, start: datetime) -> bool:
+    try:
+        wall_clock_matches(pattern, start).get_next(datetime)
+    except CroniterBadDateError:
+        return False
+    return True

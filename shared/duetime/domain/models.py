@@ -46,6 +46,7 @@ from duetime.domain.aws_targets import (
 )
 from duetime.domain.calendar_rules import DaysOff, OnExcluded, RolledRuns
 from duetime.domain.calendars import CALENDAR_NAME_PATTERN
+from duetime.domain.cron_dialect import cron_never_fires
 from duetime.domain.dst import DstPolicy
 from duetime.domain.labels import Labels
 from duetime.domain.stored_format import STORED, ReadsStoredTolerantly, is_stored
@@ -175,8 +176,6 @@ class CronSchedule(Strict):
             return _stored_cron_text(value)
         if len(value) > MAX_CRON_LENGTH:  # before croniter reads it
             raise ValueError(f"cron is longer than {MAX_CRON_LENGTH} characters")
-        from duetime.domain.schedule import cron_never_fires  # schedule math imports models; avoid the cycle
-
         expr = _standard_cron_text(value)
         reason = cron_never_fires(expr, (info.context or {}).get("now"))
         if reason:

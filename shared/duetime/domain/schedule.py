@@ -25,11 +25,10 @@ Rules (also in docs/guide/jobs-and-schedules.md):
 from __future__ import annotations
 
 import functools
-import re
 from datetime import datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
-from croniter import CroniterBadCronError, CroniterBadDateError
+from croniter import CroniterBadDateError
 
 from duetime.domain.calendar_rules import (
     business_day_next_after,
@@ -41,7 +40,6 @@ from duetime.domain.cron_dialect import (
     CronPattern,
     WallClockMatches,
     day_rule_patterns,
-    read_cron,
     wall_clock_matches,
 )
 from duetime.domain.dst import (
@@ -70,33 +68,9 @@ from duetime.domain.timeutil import ceil_seconds, to_utc, whole_seconds
 
 _ONE_SECOND = timedelta(seconds=1)
 _FOLD_LOOKAHEAD = timedelta(hours=3)  # longer than any DST shift in tzdata (the largest is 2 h)
-_RANDOM_FIELD = re.compile(r"[Rr](/\d+)?")  # croniter's "R": a random value drawn anew at each parse
 
 
 # --- cron ------------------------------------------------------------------------------------------------
-
-
-def cron_never_fires(expr: str, now: datetime | None = None) -> str | None:
-    """Why a cron in its standard text is unusable (syntax, or no date ever matches; with ``now``, a cron
-    whose years are all past too), or None when it is fine."""
-    wall_clock = datetime(2000, 1, 1)  # noqa: DTZ001 - cron matches naive local wall-clock time
-    if any(_RANDOM_FIELD.fullmatch(field) for field in expr.removeprefix("cron(").split()):
-        return "invalid cron expression: R (a random value) would move the schedule every time it is read"
-    try:
-        patterns = _day_rule_patterns(expr)  # the dialect's tokens (errors name the field and the mistake)
-        for pattern in patterns:
-            _wall_clock_matches(pattern, wall_clock)  # croniter's syntax check of the fields it reads
-        if not any(_fires(pattern, wall_clock) for pattern in patterns):
-            return "cron never fires (no date matches it, e.g. 30 February)"
-        if now is not None and read_cron(expr).years is not None:
-            # A local time T is an instant of at most T + 12 h (UTC-12): no match after now - 12 h, none
-            # later anywhere.
-            earliest = to_utc(now).replace(tzinfo=None) - timedelta(hours=12)
-            if not any(_fires(pattern, earliest) for pattern in patterns):
-                return "cron never fires again (its years are past)"
-    except (CroniterBadCronError, ValueError, KeyError) as exc:
-        return f"invalid cron expression: {exc}"
-    return None
 
 
 def _day_rule_patterns(expr: str) -> tuple[CronPattern, ...]:
@@ -107,14 +81,6 @@ def _day_rule_patterns(expr: str) -> tuple[CronPattern, ...]:
 
 def _wall_clock_matches(pattern: CronPattern, start: datetime) -> WallClockMatches:
     return wall_clock_matches(pattern, start)
-
-
-def _fires(pattern: CronPattern, start: datetime) -> bool:
-    try:
-        _wall_clock_matches(pattern, start).get_next(datetime)
-    except CroniterBadDateError:
-        return False
-    return True
 
 
 def is_fixed_time(expr: str) -> bool:

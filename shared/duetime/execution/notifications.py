@@ -22,19 +22,21 @@ a 4xx other than 408/429, an SNS topic that does not opt in) is given up at once
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Protocol
 
 from duetime.domain.clock import Clock
 from duetime.domain.models import NotifyChannel, NotifyEvent
-from duetime.domain.timeutil import iso_z
 from duetime.ports import Alert, AlertSink, JobStore, Notice, NotificationOutbox, PendingNotification
+from duetime.ports.notifications import (
+    NotificationSender,
+    SendResult,
+    channel_id,
+)
 
 log = logging.getLogger(__name__)
 
@@ -57,32 +59,6 @@ def channel_key(channel: NotifyChannel) -> str:
     return json.dumps(
         channel.model_dump(mode="json", exclude={"events"}), sort_keys=True, separators=(",", ":")
     )
-
-
-def channel_id(channel: str) -> str:
-    """A short stable id of a channel key (in the outbox's keys and the notification ids)."""
-    return hashlib.sha256(channel.encode()).hexdigest()[:12]
-
-
-def notification_id(group: PendingNotification) -> str:
-    """The id of the notification a taken group sends: the same each time that notification is sent."""
-    return f"{group.job_id}:{group.event}:{channel_id(group.channel)}:{group.sequence + 1}"
-
-
-def payload(group: PendingNotification) -> dict[str, Any]:
-    """What a notification says (the webhook's JSON body; the SNS message)."""
-    return {
-        "notification_id": notification_id(group),
-        "event": group.event,
-        "team": group.team,
-        "job_id": group.job_id,
-        "count": group.sending,
-        "first_at": iso_z(group.first_at),
-        "last_at": iso_z(group.last_at),
-        "run_id": group.run_id,
-        "attempt": group.attempt,
-        "detail": group.detail,
-    }
 
 
 class JobNotifier:
@@ -119,19 +95,6 @@ class JobNotifier:
             log.warning(
                 "a job notification could not be queued", exc_info=True, extra={"job_id": alert.job_id}
             )
-
-
-@dataclass(frozen=True)
-class SendResult:
-    ok: bool
-    error: str = ""
-    permanent: bool = False  # retrying cannot help
-
-
-class NotificationSender(Protocol):
-    def send(self, group: PendingNotification, now: datetime) -> SendResult:
-        """Deliver one notification of ``group`` (``payload``) to its channel; never raises."""
-        ...
 
 
 @dataclass

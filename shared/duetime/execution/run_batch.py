@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from duetime.adapters.aws.sqs import decode
 from duetime.execution.worker import WorkReport
 from duetime.ports import RunMessage
+from duetime.ports.queue import decode
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from duetime.adapters.aws.sqs import ReceivedMessage, SqsConsumer
+from duetime.adapters.aws.sqs import SqsConsumer
+from duetime.ports.queue import ReceivedMessage
 
 log = logging.getLogger(__name__)
 FUNCTIONS = Path(__file__).resolve().parents[3] / "functions"

@@ -22,6 +22,10 @@ class ProvisionedWorkers(Protocol):
         ...
 
 
+SQS_MIN_POLLERS = 2  # AWS: provisioned mode keeps at least 2 pollers on an SQS event source
+SQS_MAX_MINIMUM_POLLERS = 200  # AWS: the largest MinimumPollers (MaximumPollers goes to 2,000)
+
+
 class ProvisionedEventPollers(Protocol):
     """The worker's event source in provisioned mode (on AWS: the SQS event source mapping's
     ``ProvisionedPollerConfig``). Standard mode is 0 pollers: the event source starts a spike with 5

@@ -15,6 +15,10 @@ from pydantic import ValidationError
 from duetime.domain.claim_plan import Claim
 from duetime.domain.models import Job, Run
 
+# ``ClaimOutcome.write_requests`` counts requests of up to this many writes: DynamoDB's BatchExecuteStatement
+# takes 25 statements a request (the twin counts as DynamoDB would).
+CLAIM_WRITES_PER_REQUEST = 25
+
 
 @dataclass(frozen=True)
 class ClaimOutcome:

@@ -5,9 +5,12 @@ A part of ``duetime.ports``: every port, its docstrings the contract every adapt
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
+
+from duetime.domain.timeutil import iso_z
 
 
 @dataclass(frozen=True)
@@ -108,3 +111,42 @@ class Alert:
 
 class AlertSink(Protocol):
     def publish(self, alert: Alert) -> None: ...
+
+
+@dataclass(frozen=True)
+class SendResult:
+    ok: bool
+    error: str = ""
+    permanent: bool = False  # retrying cannot help
+
+
+class NotificationSender(Protocol):
+    def send(self, group: PendingNotification, now: datetime) -> SendResult:
+        """Deliver one notification of ``group`` (``payload``) to its channel; never raises."""
+        ...
+
+
+def channel_id(channel: str) -> str:
+    """A short stable id of a channel key (in the outbox's keys and the notification ids)."""
+    return hashlib.sha256(channel.encode()).hexdigest()[:12]
+
+
+def notification_id(group: PendingNotification) -> str:
+    """The id of the notification a taken group sends: the same each time that notification is sent."""
+    return f"{group.job_id}:{group.event}:{channel_id(group.channel)}:{group.sequence + 1}"
+
+
+def payload(group: PendingNotification) -> dict[str, Any]:
+    """What a notification says (the webhook's JSON body; the SNS message)."""
+    return {
+        "notification_id": notification_id(group),
+        "event": group.event,
+        "team": group.team,
+        "job_id": group.job_id,
+        "count": group.sending,
+        "first_at": iso_z(group.first_at),
+        "last_at": iso_z(group.last_at),
+        "run_id": group.run_id,
+        "attempt": group.attempt,
+        "detail": group.detail,
+    }

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from duetime.scheduling.fan_out import HelperAssignment
-from duetime.settings import parse_partitions
+from duetime.domain.partitions import parse_partitions
+from duetime.ports.functions import HelperAssignment
 
 
 class PollerTick(BaseModel):

@@ -34,13 +34,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from duetime.domain.partitions import group_label
 from duetime.domain.timeutil import minute_bucket
 from duetime.ports import JobStore, PollerLeaseStore
-from duetime.settings import group_label
+from duetime.ports.functions import HelperAssignment, HelperLauncher, helper_lease_name
 
 log = logging.getLogger(__name__)
 MINUTE = timedelta(minutes=1)
@@ -83,38 +83,6 @@ class FanOutSetting(BaseModel):
 
     helpers: bool
     holder_rows: int | None = None
-
-
-class HelperAssignment(BaseModel):
-    """What a helper invocation serves: ``partitions`` (a slice of ``group``) for ``minute`` until
-    ``serve_until``. The helper function's event (``duetime.scheduling.events.PollerTick.helper``)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    group: str = Field(min_length=1, description="the delegating group's label, e.g. 0-15")
-    partitions: list[int] = Field(min_length=1, max_length=64)
-    minute: datetime = Field(description="the minute the helper claims (its first second, UTC)")
-    serve_until: datetime
-    # The helper's share of its group's claims a second (``duetime.scheduling.claim_pace``), by its slice's
-    # rows; None: unpaced.
-    claims_per_second: float | None = Field(default=None, gt=0)
-
-    @property
-    def lease_name(self) -> str:
-        return helper_lease_name(self.group, self.partitions)
-
-
-class HelperLauncher(Protocol):
-    def launch(self, assignment: HelperAssignment) -> None:
-        """Start one helper invocation serving ``assignment``; returns without waiting for it. Raises when
-        the platform refuses (the holder keeps the slice: it never left it)."""
-        ...
-
-
-def helper_lease_name(group: str, partitions: Sequence[int]) -> str:
-    """The lease a helper holds for its slice: ``"<group>~<slice>"``, e.g. ``"0-15~3"``; never a group's
-    own name (a group label has no ``~``)."""
-    return f"{group}~{group_label(partitions)}"
 
 
 def slices_of(partitions: Sequence[int], size: int) -> list[list[int]]:

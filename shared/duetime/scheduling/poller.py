@@ -47,9 +47,10 @@ from duetime.ports import (
     TeamStore,
     UnreadableRow,
 )
+from duetime.ports.functions import HelperLauncher
 from duetime.scheduling.calendar_days import CalendarDays, CalendarReader, resolve_calendars
 from duetime.scheduling.claim_pace import ClaimPace
-from duetime.scheduling.fan_out import FanOut, FanOutPolicy, FanOutSetting, HelperLauncher
+from duetime.scheduling.fan_out import FanOut, FanOutPolicy, FanOutSetting
 from duetime.scheduling.low_water import LowWaterMarks
 from duetime.scheduling.preload import FireFailed, FireReport, MinutePreload
 from duetime.scheduling.quarantine import Quarantine

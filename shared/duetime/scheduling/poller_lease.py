@@ -46,15 +46,16 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any, ParamSpec, TypeVar
 
+from duetime.domain.partitions import group_label
 from duetime.domain.timeutil import ceil_seconds
 from duetime.observability import MetricsSink, add_counts, record_fire, record_poll, record_poller_error
 from duetime.ports import PollerLease, PollerLeaseStore
-from duetime.scheduling.fan_out import FanOutSetting, HelperAssignment
+from duetime.ports.functions import HelperAssignment, WorkerWarmer
+from duetime.scheduling.fan_out import FanOutSetting
 from duetime.scheduling.poller import ClaimReport, ClaimWindow, Poller, RecoveryReport
 from duetime.scheduling.preload import FireReport
 from duetime.scheduling.quiet import QuietTimings, QuietWatch
-from duetime.scheduling.warmup import WorkerWarmer, warm_before_loaded_minutes
-from duetime.settings import group_label
+from duetime.scheduling.warmup import warm_before_loaded_minutes
 
 log = logging.getLogger(__name__)
 P = ParamSpec("P")

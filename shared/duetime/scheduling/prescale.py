@@ -82,15 +82,13 @@ from duetime.domain.clock import Clock
 from duetime.domain.ids import PARTITIONS
 from duetime.domain.timeutil import minute_bucket
 from duetime.ports import JobStore, ProvisionedEventPollers, ProvisionedWorkers, RunBacklog
+from duetime.ports.capacity import SQS_MAX_MINIMUM_POLLERS, SQS_MIN_POLLERS
 from duetime.scheduling.table_modes import TableModeSwitcher
 
 log = logging.getLogger(__name__)
 
 Action = Literal["raise", "keep", "hold", "lower"]
 PollerAction = Literal["on", "raise", "keep", "hold", "lower", "off"]
-
-SQS_MIN_POLLERS = 2  # AWS: provisioned mode keeps at least 2 pollers on an SQS event source
-SQS_MAX_MINIMUM_POLLERS = 200  # AWS: the largest MinimumPollers (MaximumPollers goes to 2,000)
 
 
 class PrescalePolicy(BaseModel):

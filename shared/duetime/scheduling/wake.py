@@ -20,25 +20,18 @@ import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Protocol
 
 from duetime.domain.ids import partition_of
 from duetime.domain.models import Job
+from duetime.domain.partitions import group_label, parse_partitions
 from duetime.ports import PollerLeaseStore
-from duetime.settings import group_label, parse_partitions
+from duetime.ports.functions import PollerStarter
 
 log = logging.getLogger(__name__)
 
 # How far ahead a quiet group looks before it stops, and so how soon a job must be due for its write to
 # wake the group: the next tick (a minute), the next invocation's start, and its preload's lead.
 QUIET_HORIZON = timedelta(seconds=90)
-
-
-class PollerStarter(Protocol):
-    def start(self, group: str) -> None:
-        """Start an invocation of the poller for ``group`` (a label such as ``"0-15"``) without waiting for
-        it; it is told it was woken, so that it returns at once if the group has a holder."""
-        ...
 
 
 def partition_groups(labels: Iterable[str]) -> dict[int, str]:

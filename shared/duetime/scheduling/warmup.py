@@ -17,18 +17,9 @@ scheduled scaling), not warmed here.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
 
+from duetime.ports.functions import WorkerWarmer
 from duetime.scheduling.preload import FireReport
-
-WARMUP_EVENT = {"duetime_warmup": True}
-
-
-class WorkerWarmer(Protocol):
-    def warm(self) -> None:
-        """Start one worker execution environment, or keep one warm; returns without waiting for it.
-        Failures are the caller's to log: a warm-up is never worth failing a poller tick for."""
-        ...
 
 
 def is_warmup(event: object) -> bool:

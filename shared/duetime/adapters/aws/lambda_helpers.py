@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from duetime.scheduling.fan_out import HelperAssignment
+from duetime.ports.functions import HelperAssignment
 
 if TYPE_CHECKING:
     from mypy_boto3_lambda.client import LambdaClient

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING
 
-from duetime.scheduling.prescale import SQS_MAX_MINIMUM_POLLERS, SQS_MIN_POLLERS
+from duetime.ports.capacity import SQS_MAX_MINIMUM_POLLERS, SQS_MIN_POLLERS
 
 if TYPE_CHECKING:
     from mypy_boto3_lambda.client import LambdaClient

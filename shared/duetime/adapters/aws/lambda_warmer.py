@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from duetime.scheduling.warmup import WARMUP_EVENT
+from duetime.ports.functions import WARMUP_EVENT
 
 if TYPE_CHECKING:
     from mypy_boto3_lambda.client import LambdaClient

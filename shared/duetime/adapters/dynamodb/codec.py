@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from duetime.adapters.dynamodb.reap_checks import DEFAULT_LEASE_CHECK, waiting_check
+from duetime.domain.due_index import due_bucket, due_key
 from duetime.domain.ids import partition_of, split_run_id
 from duetime.domain.models import (
     HttpTarget,
@@ -22,7 +23,7 @@ from duetime.domain.models import (
     parse_target,
 )
 from duetime.domain.stored_format import FIRST_FORMAT, FORMAT_ATTRIBUTE, STORED
-from duetime.domain.timeutil import iso_z, minute_bucket, parse_iso_z
+from duetime.domain.timeutil import iso_z, parse_iso_z
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
@@ -58,16 +59,6 @@ def stamped(item: Item, stored_format: int) -> Item:
     if stored_format > FIRST_FORMAT:
         item[FORMAT_ATTRIBUTE] = number_attribute(stored_format)
     return item
-
-
-def due_bucket(job_id: str, fire_at: datetime, written_at: datetime) -> str:
-    """The due-index partition key. A row is never filed in a bucket older than the minute it is
-    written in, so buckets behind the low-water mark stay empty (see ``poller``)."""
-    return f"{partition_of(job_id):02d}#{minute_bucket(max(fire_at, written_at))}"
-
-
-def due_key(job_id: str, fire_at: datetime) -> str:
-    return f"{iso_z(fire_at)}#{job_id}"
 
 
 def scheduling_attributes(job: Job, state: JobState, now: datetime) -> tuple[Item, list[str]]:

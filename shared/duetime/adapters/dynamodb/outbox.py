@@ -20,8 +20,8 @@ from duetime.adapters.dynamodb.reads import batch_get
 from duetime.adapters.dynamodb.store_part import StorePart
 from duetime.adapters.dynamodb.tables import REAP_INDEX
 from duetime.domain.timeutil import parse_iso_z
-from duetime.execution.notifications import channel_id
 from duetime.ports import Notice, PendingNotification
+from duetime.ports.notifications import channel_id
 
 KEY_PREFIX = "~notify-"
 SHARD = "notify"

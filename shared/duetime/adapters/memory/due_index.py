@@ -1,6 +1,6 @@
 """The twin's jobs table as rows with their due-index keys, the index kept sorted per bucket.
 
-A row is a job as stored with its ``due`` GSI keys (``codec.due_bucket``, ``codec.due_key``), or none while
+A row is a job as stored with its ``due`` GSI keys (``duetime.domain.due_index``), or none while
 it is not scheduled or paused. ``DueIndexedJobs`` keeps each bucket's keys sorted as rows are written, so
 a Query page of one bucket (``rows_between``) is a bisection, not a scan of every job (the midnight
 simulation's 500,000 jobs are read a page at a time).
@@ -13,7 +13,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from duetime.adapters.dynamodb.codec import due_bucket, due_key
+from duetime.domain.due_index import due_bucket, due_key
 from duetime.domain.models import Job
 
 

@@ -16,7 +16,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from duetime.adapters.dynamodb.partiql import BATCH_STATEMENTS_MAX as BATCH
 from duetime.adapters.memory.deadlines import MemoryDeadlines
 from duetime.adapters.memory.due_index import DueIndexedJobs, JobRow, job_row
 from duetime.adapters.memory.stored import maybe_second, to_second
@@ -25,6 +24,7 @@ from duetime.domain.ids import partition_of
 from duetime.domain.models import Job, JobState, Run
 from duetime.domain.timeutil import iso_z, minute_bucket
 from duetime.ports import ClaimOutcome, UnreadableRow
+from duetime.ports.jobs import CLAIM_WRITES_PER_REQUEST as BATCH
 
 
 @dataclass(frozen=True)

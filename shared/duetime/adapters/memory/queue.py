@@ -24,10 +24,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from duetime.adapters.aws.sqs import ReceivedMessage, decode, encode
 from duetime.domain.clock import Clock
 from duetime.domain.models import MAX_SQS_DELAY_SECONDS
 from duetime.ports import RunBacklog, RunMessage, RunQueue
+from duetime.ports.queue import ReceivedMessage, decode, encode
 
 
 @dataclass
