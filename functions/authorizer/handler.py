@@ -4,7 +4,7 @@ event (the token) is never logged, whatever ``POWERTOOLS_LOGGER_LOG_EVENT`` says
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from duetime import build_info
+from duetime import build_info, wiring
 from duetime.api.authorizer import authorize
 
 logger = Logger(service="duetime-authorizer")
@@ -13,4 +13,4 @@ build_info.log_cold_start(logger)
 
 @logger.inject_lambda_context(log_event=False)
 def handler(event: dict, context: LambdaContext) -> dict:
-    return authorize(event.get("authorizationToken"), event["methodArn"])
+    return authorize(event.get("authorizationToken"), event["methodArn"], wiring.job_service())

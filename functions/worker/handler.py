@@ -7,7 +7,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from duetime import build_info, wiring
 from duetime.execution.run_batch import work_batch
-from duetime.observability import record_work
+from duetime.execution.worker_metrics import record_work
 from duetime.scheduling.warmup import is_warmup
 from duetime.tracing import TRACED_MODULES
 

@@ -6,6 +6,7 @@ import functools
 import json
 import os
 import sys
+from collections.abc import Callable
 from datetime import timedelta
 from types import ModuleType
 from typing import TYPE_CHECKING
@@ -45,9 +46,9 @@ from duetime.execution.notification_senders import ChannelSender, WebhookSender
 from duetime.execution.notifications import BackgroundDelivery, JobNotifier
 from duetime.execution.worker import Worker, WorkerConfig
 from duetime.heap import settle_heap
-from duetime.observability import installation_dimensions
 from duetime.ports import AlertSink, RoleTrustProbe
 from duetime.ports.functions import PollerStarter
+from duetime.ports.metrics import installation_dimensions
 from duetime.scheduling.fan_out import FanOutPolicy
 from duetime.scheduling.poller import Poller, PollerConfig
 from duetime.scheduling.poller_lease import LeaseTimings, PollerShift
@@ -363,6 +364,17 @@ def make_job_service(s: Settings, store: DynamoStore, sqs: SQSClient | None = No
     )
 
 
+# ``duetime local`` runs the functions in its own process: it gives how to start one of them by name
+# (``use_in_process_starter``), which a poller function named ``local:<name>`` is started with.
+_in_process_starter: Callable[[str, float], PollerStarter] | None = None
+
+
+def use_in_process_starter(factory: Callable[[str, float], PollerStarter]) -> None:
+    """How to start this process's function ``name`` with a run of ``seconds`` (``duetime local``'s)."""
+    global _in_process_starter
+    _in_process_starter = factory
+
+
 def make_waker(s: Settings, store: DynamoStore) -> GroupWaker | None:
     """The API's side of resting groups (``duetime.scheduling.wake``): None when the pollers never rest or
     nothing says how to start one. ``local:<name>`` is ``duetime local``'s in-process function of that
@@ -371,9 +383,9 @@ def make_waker(s: Settings, store: DynamoStore) -> GroupWaker | None:
         return None
     starter: PollerStarter
     if s.poller_function_name.startswith("local:"):
-        from duetime.local.lambda_sandbox import RegisteredPollerStarter
-
-        starter = RegisteredPollerStarter(s.poller_function_name.removeprefix("local:"), s.poller_run_seconds)
+        if _in_process_starter is None:
+            raise RuntimeError(f"{s.poller_function_name}: no function of duetime local's runs here")
+        starter = _in_process_starter(s.poller_function_name.removeprefix("local:"), s.poller_run_seconds)
     else:
         starter = LambdaPollerStarter(client("lambda"), s.poller_function_name, s.poller_run_seconds)
     return GroupWaker(store, partition_groups(s.poller_groups.split(";")), starter)

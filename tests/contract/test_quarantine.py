@@ -19,8 +19,8 @@ from duetime.domain.clock import ManualClock
 from duetime.domain.due_index import due_key
 from duetime.domain.ids import partition_of
 from duetime.domain.timeutil import minute_bucket
-from duetime.observability import record_fire, record_poll
 from duetime.scheduling.poller import Poller, PollerConfig
+from duetime.scheduling.poller_metrics import record_fire, record_poll
 from duetime.scheduling.preload import MinutePreload
 
 from ..twin_support import T0, a_job, at

@@ -26,11 +26,12 @@ from duetime.domain.clock import ManualClock
 from duetime.domain.ids import make_run_id, partition_of
 from duetime.domain.models import Job, RunStatus, Team
 from duetime.execution.worker import Worker, WorkerConfig, WorkOutcome, WorkReport
-from duetime.observability import record_fire, record_poll, record_work
+from duetime.execution.worker_metrics import record_work
 from duetime.ports import Alert, ClaimOutcome, DueRow, RunMessage, TargetRequest, TargetResponse
 from duetime.scheduling.fan_out import FanOutSetting
 from duetime.scheduling.poller import Poller, PollerConfig, recover_runs
 from duetime.scheduling.poller_lease import PollerShift
+from duetime.scheduling.poller_metrics import record_fire, record_poll
 from duetime.scheduling.preload import FireFailed
 
 from ..job_support import create_job

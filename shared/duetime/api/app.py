@@ -99,8 +99,29 @@ Cursor = Annotated[
     Query(max_length=2048, pattern=r"^[A-Za-z0-9_-]+={0,2}$", description="a listing's `next_cursor`"),
 ]
 
+# The app's service and per-team rate limiter, built lazily once: from the factories given with
+# ``use_service`` and ``use_rate_limiter`` (tests, duetime local), else from the defaults its Lambda handler
+# gives (``use_defaults``: the wiring's). The app never reaches up to the wiring itself.
 _service_factory: Callable[[], JobService] | None = None
 _rate_limiter_factory: Callable[[], ApiRateLimiter] | None = None
+_default_factories: tuple[Callable[[], JobService], Callable[[], ApiRateLimiter]] | None = None
+
+
+def use_defaults(service: Callable[[], JobService], rate_limiter: Callable[[], ApiRateLimiter]) -> None:
+    """The factories the app builds its service and rate limiter from when none was given
+    (``functions/api/handler.py`` passes the wiring's)."""
+    global _default_factories
+    _default_factories = (service, rate_limiter)
+    globals()["service"].cache_clear()
+    globals()["rate_limiter"].cache_clear()
+
+
+def _defaults() -> tuple[Callable[[], JobService], Callable[[], ApiRateLimiter]]:
+    if _default_factories is None:
+        raise RuntimeError(
+            "the api has no service: its handler gives the wiring's (use_defaults), tests their own"
+        )
+    return _default_factories
 
 
 def use_service(factory: Callable[[], JobService]) -> None:
@@ -116,15 +137,11 @@ def fire_ledger() -> FireLedgerService:
 
 @functools.cache
 def service() -> JobService:
-    if _service_factory is None:
-        from duetime import wiring
-
-        return wiring.job_service()
-    return _service_factory()
+    return (_service_factory or _defaults()[0])()
 
 
 def use_rate_limiter(factory: Callable[[], ApiRateLimiter] | None) -> None:
-    """Tell the app how to build the per-team rate limiter (tests); without one it is ``wiring``'s."""
+    """Tell the app how to build the per-team rate limiter (tests); without one it is the default's."""
     global _rate_limiter_factory
     _rate_limiter_factory = factory
     rate_limiter.cache_clear()
@@ -132,11 +149,7 @@ def use_rate_limiter(factory: Callable[[], ApiRateLimiter] | None) -> None:
 
 @functools.cache
 def rate_limiter() -> ApiRateLimiter:
-    if _rate_limiter_factory is None:
-        from duetime import wiring
-
-        return wiring.api_rate_limiter()
-    return _rate_limiter_factory()
+    return (_rate_limiter_factory or _defaults()[1])()
 
 
 def check_rate(team: Team, cost: str = "") -> None:

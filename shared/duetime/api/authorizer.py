@@ -25,14 +25,12 @@ def api_wide_arn(method_arn: str) -> str:
     return f"{prefix}:execute-api:{parts[0]}/{parts[1]}/*/*"
 
 
-def authorize(token: str | None, method_arn: str) -> dict[str, Any]:
+def authorize(token: str | None, method_arn: str, service: JobService) -> dict[str, Any]:
     """Raise ``Exception("Unauthorized")`` (API Gateway's 401) for a bad token; else allow the team, naming
     the token and its scope in the context (the api function still checks the token and its scope on every
     request: ``request_caller``)."""
-    from duetime.wiring import job_service
-
     try:
-        caller = job_service().authenticate(token)
+        caller = service.authenticate(token)
     except Unauthorized as exc:
         raise Exception("Unauthorized") from exc  # the exact message API Gateway turns into a 401
     except Forbidden:  # a disabled team: API Gateway answers 403 (and caches the Deny like an Allow)

@@ -24,6 +24,7 @@ from duetime.local.lambda_sandbox import (
     LocalFunction,
     LocalScheduleRule,
     LocalSqsEventSource,
+    RegisteredPollerStarter,
     poll_until,
     register,
 )
@@ -197,6 +198,9 @@ def _handlers_settings(dynamodb: Any, sqs: Any) -> Settings:
     settings = ensure_resources(Settings.from_env(dict(os.environ)), dynamodb, sqs)
     os.environ["DUETIME_RUN_QUEUE_URL"] = settings.run_queue_url
     os.environ["DUETIME_POLLER_FUNCTION_NAME"] = "local:poller"  # the API wakes quiet groups through it
+    from duetime import wiring
+
+    wiring.use_in_process_starter(RegisteredPollerStarter)
     os.environ["DUETIME_POLLER_GROUPS"] = ";".join(LOCAL_PARTITION_GROUPS)
     os.environ["DUETIME_POLLER_RUN_SECONDS"] = str(POLLER_RUN_SECONDS)
     return settings

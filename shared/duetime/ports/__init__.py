@@ -15,10 +15,11 @@ from duetime.ports.capacity import (
     SwitchLimitReached,
     TableCapacityModes,
 )
-from duetime.ports.catalog import CalendarStore, Catalog, TeamCatalog, TeamStore
+from duetime.ports.catalog import CalendarReader, CalendarStore, Catalog, TeamCatalog, TeamStore
 from duetime.ports.installation import InstallationRecord
 from duetime.ports.jobs import (
     ClaimOutcome,
+    DueReads,
     DueRow,
     JobStore,
     MarkRebuild,
@@ -59,11 +60,13 @@ __all__ = [
     "AwsRole",
     "AwsTargetCall",
     "AwsTargetCaller",
+    "CalendarReader",
     "CalendarStore",
     "Catalog",
     "ClaimOutcome",
     "DeadlineStore",
     "DeadlineWatch",
+    "DueReads",
     "DueRow",
     "InstallationRecord",
     "JobAndRunStore",

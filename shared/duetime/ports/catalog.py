@@ -281,3 +281,9 @@ class Catalog(TeamCatalog, CalendarStore, Protocol):
         lease, retry time or finish time. The run as stored after; None when it is not failed or dead (or
         gone)."""
         ...
+
+
+class CalendarReader(Protocol):
+    def get_calendar(self, team_id: str, name: str) -> Calendar | None:
+        """The team's live calendar ``name``, read consistently; None when there is none."""
+        ...

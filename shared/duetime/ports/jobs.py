@@ -205,3 +205,13 @@ class MarkRebuild(Protocol):
         partition with no mark that bucket (conditions WATERMARK_AHEAD, WATERMARK_MISSING); never raises
         one. Returns the partitions whose mark was written, with the bucket written."""
         ...
+
+
+class DueReads(Protocol):
+    """The part of ``JobStore`` the reconciler reads."""
+
+    def low_water_marks(self, partitions: Sequence[int]) -> dict[int, str]: ...
+
+    def due_rows(
+        self, partition: int, bucket: str, until: datetime, limit: int, after: str | None = None
+    ) -> Sequence[DueRow]: ...

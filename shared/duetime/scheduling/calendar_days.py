@@ -17,23 +17,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Protocol, TypeVar
+from typing import TypeVar
 
 from duetime.domain.calendar_rules import no_days_off
 from duetime.domain.calendars import Calendar, CalendarDates
 from duetime.domain.models import Job, JobSpec
+from duetime.ports import CalendarReader
 
 log = logging.getLogger(__name__)
 
 MAX_CACHED = 1_024  # sets of calendar versions whose dates are kept
 J = TypeVar("J", bound=Job)
 S = TypeVar("S", bound=JobSpec)
-
-
-class CalendarReader(Protocol):
-    def get_calendar(self, team_id: str, name: str) -> Calendar | None:
-        """The team's live calendar ``name``, read consistently; None when there is none."""
-        ...
 
 
 class CalendarDays:

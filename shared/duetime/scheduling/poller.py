@@ -36,6 +36,7 @@ from duetime.execution.team_cache import TeamCache
 from duetime.ports import (
     Alert,
     AlertSink,
+    CalendarReader,
     DeadlineStore,
     JobStore,
     PollerLeaseStore,
@@ -48,7 +49,7 @@ from duetime.ports import (
     UnreadableRow,
 )
 from duetime.ports.functions import HelperLauncher
-from duetime.scheduling.calendar_days import CalendarDays, CalendarReader, resolve_calendars
+from duetime.scheduling.calendar_days import CalendarDays, resolve_calendars
 from duetime.scheduling.claim_pace import ClaimPace
 from duetime.scheduling.fan_out import FanOut, FanOutPolicy, FanOutSetting
 from duetime.scheduling.low_water import LowWaterMarks

@@ -48,11 +48,12 @@ from typing import Any, ParamSpec, TypeVar
 
 from duetime.domain.partitions import group_label
 from duetime.domain.timeutil import ceil_seconds
-from duetime.observability import MetricsSink, add_counts, record_fire, record_poll, record_poller_error
 from duetime.ports import PollerLease, PollerLeaseStore
 from duetime.ports.functions import HelperAssignment, WorkerWarmer
+from duetime.ports.metrics import MetricsSink, add_counts
 from duetime.scheduling.fan_out import FanOutSetting
 from duetime.scheduling.poller import ClaimReport, ClaimWindow, Poller, RecoveryReport
+from duetime.scheduling.poller_metrics import record_fire, record_poll, record_poller_error
 from duetime.scheduling.preload import FireReport
 from duetime.scheduling.quiet import QuietTimings, QuietWatch
 from duetime.scheduling.warmup import warm_before_loaded_minutes

@@ -29,19 +29,10 @@ from duetime.domain.claim_plan import DEFAULT_MISFIRE_GRACE, catchup_window
 from duetime.domain.clock import Clock
 from duetime.domain.ids import PARTITIONS
 from duetime.domain.timeutil import minute_bucket, parse_minute_bucket
-from duetime.ports import DueRow, ReconcilerRecord, ReconcilerReport, WaitingRuns
+from duetime.ports import DueReads, ReconcilerRecord, ReconcilerReport, WaitingRuns
+from duetime.ports.metrics import MetricsSink
 
 log = logging.getLogger(__name__)
-
-
-class DueReads(Protocol):
-    """The part of ``JobStore`` the reconciler reads."""
-
-    def low_water_marks(self, partitions: Sequence[int]) -> dict[int, str]: ...
-
-    def due_rows(
-        self, partition: int, bucket: str, until: datetime, limit: int, after: str | None = None
-    ) -> Sequence[DueRow]: ...
 
 
 class ReconcilerStore(DueReads, WaitingRuns, ReconcilerRecord, Protocol):
@@ -77,10 +68,6 @@ class Reconciliation:
             OLDEST_QUEUED: self.oldest_queued_seconds,
             RECONCILIATIONS: 1,
         }
-
-
-class MetricsSink(Protocol):
-    def add_metric(self, name: str, unit: str, value: float) -> None: ...
 
 
 _UNITS = {
