@@ -16,12 +16,12 @@ from duetime.domain.models import (
     CRON_PATTERN,
     HEADER_NAME_PATTERN,
     RATE_PATTERN,
-    REDACTED,
     CronSchedule,
     HttpTarget,
     JobSpec,
     RateSchedule,
 )
+from duetime.domain.url_secrets import REDACTED
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 CRON_TEXT = st.text(alphabet=" \t\n\u00a00123456789*/,-@aAdilyJANmon", max_size=24)

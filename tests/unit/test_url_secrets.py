@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from duetime.domain.models import REDACTED, HttpTarget, Job, JobSpec, StoredSecretsWithheld
-from duetime.domain.url_secrets import holds_marker, redact_url, secret_name, url_origin
+from duetime.domain.models import HttpTarget, Job, JobSpec, StoredSecretsWithheld
+from duetime.domain.url_secrets import REDACTED, holds_marker, redact_url, secret_name, url_origin
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
