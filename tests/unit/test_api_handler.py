@@ -7,6 +7,7 @@ from zoneinfo import available_timezones
 import pytest
 
 from duetime.api import app as api
+from duetime.api import request_context
 from duetime.api.authorizer import request_caller
 from duetime.api.service import JobService, hash_token
 from duetime.domain.errors import Unauthorized
@@ -69,7 +70,7 @@ SERVICE = team_service()
 
 @pytest.fixture
 def served(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(api, "_service_factory", lambda: SERVICE)
+    monkeypatch.setattr(request_context, "_service_factory", lambda: SERVICE)
     api.service.cache_clear()
     yield
     api.service.cache_clear()

@@ -12,6 +12,7 @@ import pytest
 
 from duetime.adapters.memory import InMemoryCatalog
 from duetime.api import app as api
+from duetime.api import request_context
 from duetime.api.service import JobService
 from duetime.api.team_admin import hash_token
 from duetime.domain.clock import ManualClock
@@ -33,8 +34,8 @@ def tokens(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
     store: Any = None
     service = JobService(InMemoryCatalog(), store, store, ManualClock(NOW))
     made = {team: service.create_team(team)[1] for team in ("alpha", "beta")}
-    monkeypatch.setattr(api, "_service_factory", lambda: service)
-    monkeypatch.setattr(api, "_rate_limiter_factory", lambda: Limiter())
+    monkeypatch.setattr(request_context, "_service_factory", lambda: service)
+    monkeypatch.setattr(request_context, "_rate_limiter_factory", lambda: Limiter())
     api.service.cache_clear()
     api.rate_limiter.cache_clear()
     yield made

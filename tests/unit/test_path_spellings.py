@@ -19,6 +19,7 @@ from urllib.parse import quote, unquote
 import pytest
 
 from duetime.api import app as api
+from duetime.api import request_context
 from duetime.domain.errors import ApiError
 from duetime.domain.tokens import TokenScope
 from duetime.local.gateway import LocalGateway
@@ -51,12 +52,15 @@ def reached(monkeypatch: pytest.MonkeyPatch, served: None) -> Iterator[list[tupl
             seen.append((route.method, route.openapi_path))
         return run_route(route, route_arguments)
 
-    def stop(*_: Any) -> Any:
-        raise _Reached("reached")
+    class StopAtFirstQuestion(dict[str, Any]):
+        """The request's caller as the guard remembered it (``request_context``), unreadable: a handler's
+        first ``team()`` or ``caller()`` stops it."""
+
+        def __getitem__(self, key: str) -> Any:
+            raise _Reached("reached")
 
     monkeypatch.setattr(api.app, "_call_route", observed_route)
-    monkeypatch.setattr(api, "team", stop)
-    monkeypatch.setattr(api, "caller", stop)
+    monkeypatch.setattr(request_context, "_current", StopAtFirstQuestion())
     yield seen
 
 

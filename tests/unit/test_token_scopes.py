@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from duetime.api import app as api
+from duetime.api import request_context
 from duetime.api.access import scope_needed
 from duetime.api.service import JobService, hash_token
 from duetime.domain.errors import ApiError
@@ -155,8 +156,8 @@ def served(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     unused: Any = None
     catalog: Any = Catalog()
     service = JobService(catalog, unused, unused, Clock())  # type: ignore[arg-type]
-    monkeypatch.setattr(api, "_service_factory", lambda: service)
-    monkeypatch.setattr(api, "_rate_limiter_factory", lambda: Limiter())
+    monkeypatch.setattr(request_context, "_service_factory", lambda: service)
+    monkeypatch.setattr(request_context, "_rate_limiter_factory", lambda: Limiter())
     api.service.cache_clear()
     api.rate_limiter.cache_clear()
     yield
