@@ -8,13 +8,8 @@ from collections.abc import Callable
 from typing import Any
 
 from duetime.api.fires import FireLedgerService
-from duetime.api.service import (
-    JobService,
-)
-from duetime.domain.errors import (
-    Forbidden,
-    RateLimited,
-)
+from duetime.api.service import JobService
+from duetime.domain.errors import Forbidden, RateLimited
 from duetime.domain.models import Team
 from duetime.domain.rate_limit import ApiRateLimiter
 from duetime.domain.tokens import Caller, TokenScope
@@ -23,28 +18,24 @@ from duetime.domain.tokens import Caller, TokenScope
 # ``use_service`` and ``use_rate_limiter`` (tests, duetime local), else from the defaults its Lambda handler
 # gives (``use_defaults``: the wiring's). The app never reaches up to the wiring itself.
 _service_factory: Callable[[], JobService] | None = None
-
-
 _rate_limiter_factory: Callable[[], ApiRateLimiter] | None = None
-
-
 _default_factories: tuple[Callable[[], JobService], Callable[[], ApiRateLimiter]] | None = None
 
 
-def use_defaults(service: Callable[[], JobService], rate_limiter: Callable[[], ApiRateLimiter]) -> None:
+def use_defaults(
+    service_factory: Callable[[], JobService], rate_limiter_factory: Callable[[], ApiRateLimiter]
+) -> None:
     """The factories the app builds its service and rate limiter from when none was given
     (``functions/api/handler.py`` passes the wiring's)."""
     global _default_factories
-    _default_factories = (service, rate_limiter)
-    globals()["service"].cache_clear()
-    globals()["rate_limiter"].cache_clear()
+    _default_factories = (service_factory, rate_limiter_factory)
+    service.cache_clear()
+    rate_limiter.cache_clear()
 
 
 def _defaults() -> tuple[Callable[[], JobService], Callable[[], ApiRateLimiter]]:
     if _default_factories is None:
-        raise RuntimeError(
-            "the api has no service: its handler gives the wiring's (use_defaults), tests their own"
-        )
+        raise RuntimeError("the api has no service: its handler gives the wiring's (use_defaults)")
     return _default_factories
 
 

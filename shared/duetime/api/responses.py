@@ -8,12 +8,8 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
-from duetime.api.schemas import (
-    ErrorOut,
-)
-from duetime.domain.errors import (
-    ApiError,
-)
+from duetime.api.schemas import ErrorOut
+from duetime.domain.errors import ApiError
 
 JSON = "application/json"
 

@@ -8,10 +8,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Literal
 
-from pydantic import (
-    Field,
-    field_validator,
-)
+from pydantic import Field, field_validator
 
 from duetime.domain.http_target import MAX_URL_LENGTH, URL_PATTERN, absolute_http_url
 from duetime.domain.model_base import Strict

@@ -8,10 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 from enum import StrEnum
 
-from pydantic import (
-    ConfigDict,
-    Field,
-)
+from pydantic import ConfigDict, Field
 
 from duetime.domain.http_target import Target
 from duetime.domain.policies import RetryPolicy

@@ -7,10 +7,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import (
-    ConfigDict,
-    Field,
-)
+from pydantic import ConfigDict, Field
 
 from duetime.domain.aws_targets import ROLE_ARN_PATTERN
 from duetime.domain.stored_format import ReadsStoredTolerantly

@@ -32,9 +32,7 @@ from duetime.api.schemas import (
     SigningKeysOut,
     TriggerIn,
 )
-from duetime.domain.errors import (
-    InvalidInput,
-)
+from duetime.domain.errors import InvalidInput
 from duetime.domain.fire_ledger import DEFAULT_LATE_AFTER_SECONDS, MAX_FIRES
 from duetime.domain.job_keys import etag_of
 from duetime.domain.labels import LABEL_FILTER_PATTERN

@@ -12,18 +12,13 @@ from duetime.api.access import needs
 from duetime.api.request_context import check_rate, service, team
 from duetime.api.responses import responses
 from duetime.api.routes import new_router
-from duetime.api.schemas import (
-    LoadMinute,
-    LoadOut,
-)
+from duetime.api.schemas import LoadMinute, LoadOut
 from duetime.api.service import (
     LOAD_FIRE_TIMES_PER_REQUEST,
     LOAD_JOBS_PER_REQUEST,
     MAX_LOAD_FIRE_TIMES,
 )
-from duetime.domain.errors import (
-    InvalidInput,
-)
+from duetime.domain.errors import InvalidInput
 from duetime.domain.models import Team
 from duetime.domain.tokens import TokenScope
 

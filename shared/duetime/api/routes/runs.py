@@ -7,9 +7,7 @@ from duetime.api.params import RunId
 from duetime.api.request_context import service, team
 from duetime.api.responses import responses
 from duetime.api.routes import new_router
-from duetime.api.schemas import (
-    RunOut,
-)
+from duetime.api.schemas import RunOut
 from duetime.domain.tokens import TokenScope
 
 router = new_router()
