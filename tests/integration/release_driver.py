@@ -41,9 +41,13 @@ from duetime.domain.timeutil import minute_bucket
 from duetime.domain.tokens import TokenIn
 from duetime.execution.worker import Worker, WorkerConfig, WorkReport
 from duetime.ports import RunMessage
-from duetime.ports.queue import decode
 from duetime.scheduling.poller import Poller, PollerConfig
 from duetime.wiring import run_budget
+
+try:  # the run message's body is a port's since the ports became a package
+    from duetime.ports.queue import decode
+except ImportError:  # 0.2.0 and before: the SQS adapter's
+    from duetime.adapters.aws.sqs import decode
 
 TEAM = "skew"  # the team write_everything creates
 
