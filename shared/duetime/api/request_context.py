@@ -40,7 +40,7 @@ def _defaults() -> tuple[Callable[[], JobService], Callable[[], ApiRateLimiter]]
 
 
 def use_service(factory: Callable[[], JobService]) -> None:
-    """Tell the app how to build its service (lazily, once); the handler and ``duetime local`` call this."""
+    """Tell the app how to build its service (lazily, once), over the defaults: what the tests do."""
     global _service_factory
     _service_factory = factory
     service.cache_clear()
